@@ -1,0 +1,11 @@
+"""trl-efficient: efficient-reasoning RL (think shorter without getting dumber) on top of TRL's GRPOTrainer.
+
+Reward callables live in `trl_efficient.rewards` (they work in a plain `trl.GRPOTrainer`), the trainer and its hooks
+in `trl_efficient.trainer`, recipes in `trl_efficient.recipes`, data loaders in `trl_efficient.data`.
+"""
+
+__version__ = "0.1.0"
+
+from .trainer import EfficientGRPOConfig, EfficientGRPOTrainer
+
+__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]

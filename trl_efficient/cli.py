@@ -1,0 +1,219 @@
+"""`trl-efficient` command line: `train` (default recipe run), `recipes` (list them).
+
+`trl-efficient train --config configs/<recipe>.yaml [--key value ...]` parses three dataclasses with TRL's
+`TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below), `DataArguments` and
+`EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then the command line.
+With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline smoke run of the whole
+pipeline on CPU. The same entry point runs under `accelerate launch -m trl_efficient.cli train ...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+
+logger = logging.getLogger("trl_efficient")
+
+QUICKSTART_NOTE = (
+    "This is a SMOKE RUN of the whole pipeline (data -> rollouts -> length-aware rewards -> GRPO updates -> "
+    "checkpoint -> model card -> evaluation) on a tiny random model built offline. Its accuracy is not meaningful; "
+    "watch the mean tokens move. Real runs: pass --model_name_or_path <hub id> and a recipe config."
+)
+
+
+@dataclass
+class TrainArguments:
+    """Script options of `trl-efficient train` (not part of the trainer config)."""
+
+    recipe: str = field(default="grpo", metadata={"help": "Recipe name (see `trl-efficient recipes`)."})
+    model_name_or_path: str = field(
+        default="tiny:qwen2",
+        metadata={"help": "Hub id or local path of the policy; 'tiny:<arch>[-<hidden>]' builds a random model offline."},
+    )
+    eos_logit_bias: float | None = field(
+        default=None,
+        metadata={"help": "Add this bias to the EOS logit in transformers generation (tiny random models only)."},
+    )
+    eval_before_after: bool = field(
+        default=True,
+        metadata={"help": "Evaluate accuracy and mean tokens on the eval dataset before and after training."},
+    )
+    eval_max_new_tokens: int | None = field(
+        default=None, metadata={"help": "Max new tokens at evaluation (default: max_completion_length)."}
+    )
+    smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (set by quickstart.yaml)."})
+
+
+def packaged_config(name: str) -> str:
+    """Path of `configs/<name>.yaml`, from the working directory's `configs/` if present, else the package's."""
+    local = os.path.join("configs", f"{name}.yaml")
+    if os.path.exists(local):
+        return local
+    return str(resources.files("trl_efficient").joinpath("configs", f"{name}.yaml"))
+
+
+def _prescan_recipe(argv: list[str]) -> str | None:
+    import yaml
+
+    if "--recipe" in argv:
+        return argv[argv.index("--recipe") + 1]
+    for arg in argv:
+        if arg.startswith("--recipe="):
+            return arg.split("=", 1)[1]
+    if "--config" in argv:
+        with open(argv[argv.index("--config") + 1]) as f:
+            return (yaml.safe_load(f) or {}).get("recipe")
+    return None
+
+
+def parse_train_args(argv: list[str]):
+    from trl import TrlParser
+
+    from .data import DataArguments
+    from .recipes import get_recipe
+    from .trainer import EfficientGRPOConfig
+
+    parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
+    recipe_name = _prescan_recipe(argv)
+    if recipe_name is not None:
+        parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
+    return parser.parse_args_and_config(argv)
+
+
+def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
+    """Build everything from parsed arguments, train, save, evaluate, and return the summary dict."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .data import load_datasets
+    from .evaluation import evaluate_model
+    from .recipes import get_recipe
+    from .tiny import resolve_model_name
+    from .trainer import EfficientGRPOTrainer
+
+    recipe = get_recipe(script_args.recipe)
+    model_path = resolve_model_name(script_args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    if script_args.eos_logit_bias:
+        if training_args.use_vllm:
+            raise ValueError("eos_logit_bias is a transformers-generate option; unset it with use_vllm=True.")
+        training_args.generation_kwargs = {
+            **(training_args.generation_kwargs or {}),
+            "sequence_bias": [[[tokenizer.eos_token_id], float(script_args.eos_logit_bias)]],
+        }
+    train_dataset, eval_dataset = load_datasets(data_args, seed=training_args.seed)
+    reward_funcs, weights = recipe.build_reward_funcs(training_args, tokenizer)
+    if training_args.reward_weights is None:
+        training_args.reward_weights = weights
+    model = AutoModelForCausalLM.from_pretrained(model_path, **(training_args.model_init_kwargs or {}))
+    trainer = EfficientGRPOTrainer(
+        model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train_dataset, processing_class=tokenizer
+    )
+    trainer.recipe = recipe
+    trainer.card_datasets = [data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else [])
+    if not os.path.isdir(script_args.model_name_or_path) and not script_args.model_name_or_path.startswith("tiny:"):
+        trainer.base_model_id = script_args.model_name_or_path
+
+    def _evaluate(tag):
+        if eval_dataset is None or not script_args.eval_before_after:
+            return None
+        result = None
+        if trainer.accelerator.is_main_process:
+            unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+            gen_kwargs = {k: v for k, v in (training_args.generation_kwargs or {}).items() if k == "sequence_bias"}
+            result = evaluate_model(
+                unwrapped,
+                tokenizer,
+                eval_dataset,
+                max_new_tokens=script_args.eval_max_new_tokens or training_args.max_completion_length,
+                generation_kwargs=gen_kwargs,
+                chat_template_kwargs=training_args.chat_template_kwargs,
+                seed=training_args.seed,
+                description=f"eval ({tag})",
+            ).to_dict()
+        trainer.accelerator.wait_for_everyone()
+        return result
+
+    before = _evaluate("before training")
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    after = _evaluate("after training")
+    summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
+    if before and after:
+        trainer.card_summary = _summary_markdown(summary)
+    trainer.save_model(training_args.output_dir)
+    if trainer.accelerator.is_main_process:
+        trainer.create_model_card(model_name=os.path.basename(os.path.normpath(training_args.output_dir)))
+        with open(os.path.join(training_args.output_dir, "trl_efficient_summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+        _print_summary(summary, training_args.output_dir, script_args.smoke_run)
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    return summary
+
+
+def _summary_markdown(summary: dict) -> str:
+    b, a = summary["before"], summary["after"]
+    return (
+        "### Evaluation before and after training\n\n"
+        "| | accuracy | mean tokens | truncated |\n|---|---|---|---|\n"
+        f"| before | {b['accuracy']:.3f} | {b['mean_tokens']:.1f} | {b['truncated_fraction']:.2f} |\n"
+        f"| after | {a['accuracy']:.3f} | {a['mean_tokens']:.1f} | {a['truncated_fraction']:.2f} |\n"
+    )
+
+
+def _print_summary(summary: dict, output_dir: str, smoke_run: bool) -> None:
+    lines = ["", "=" * 78, f"trl-efficient: recipe '{summary['recipe']}' on {summary['model']}"]
+    if summary["before"] and summary["after"]:
+        b, a = summary["before"], summary["after"]
+        lines += [
+            f"  accuracy     : {b['accuracy']:.3f} -> {a['accuracy']:.3f}   (n={a['num_samples']})",
+            f"  mean tokens  : {b['mean_tokens']:.1f} -> {a['mean_tokens']:.1f}",
+            f"  truncated    : {b['truncated_fraction']:.2f} -> {a['truncated_fraction']:.2f}",
+        ]
+    lines += [f"  checkpoint, model card (README.md) and summary saved to {output_dir}"]
+    if smoke_run:
+        lines += ["", QUICKSTART_NOTE]
+    lines += ["=" * 78]
+    print("\n".join(lines))
+
+
+def train_main(argv: list[str] | None = None) -> dict:
+    argv = list(sys.argv[2:] if argv is None else argv)
+    if not argv:
+        argv = ["--config", packaged_config("quickstart")]
+    script_args, data_args, training_args = parse_train_args(argv)
+    return run_training(script_args, data_args, training_args)
+
+
+def list_recipes() -> None:
+    from .recipes import RECIPES
+
+    for name in RECIPES.names():
+        recipe = RECIPES.get(name)
+        print(f"{name:18s} {recipe.method}: {recipe.description}")
+
+
+COMMANDS = {"train": "train a recipe (default: the offline quickstart)", "recipes": "list the registered recipes"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        parser = argparse.ArgumentParser(prog="trl-efficient", description="Efficient-reasoning RL on top of TRL.")
+        parser.add_argument("command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v}" for k, v in COMMANDS.items()))
+        parser.parse_args(argv[:1])  # prints help or the error listing the commands
+        return 2
+    if argv[0] == "train":
+        train_main(argv[1:])
+    elif argv[0] == "recipes":
+        list_recipes()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+r"""
+Completion text and length measurement shared by every length-aware reward.
+
+Almost every public efficient-reasoning implementation counts the **whole completion in policy tokens**
+(thinking and answer, EOS included when the generator emitted it); that is the default here
+(`unit="tokens"`, `scope="total"`, i.e. `len(completion_ids)`). Two variants exist in the literature and are
+user-visible options: characters (the open-r1 reimplementations) and the thinking part only (SABER). See
+`methods.md`, "Cross-cutting implementation notes", note 3.
+
+>>> meter = LengthMeter()  # tokens, whole completion
+>>> meter("<think>a</think>42", [5, 6, 7, 8])
+4
+>>> LengthMeter(unit="chars", scope="answer")("<think>a</think>42", None)
+2
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+__all__ = [
+    "LENGTH_SCOPES",
+    "LENGTH_UNITS",
+    "LengthMeter",
+    "completion_text",
+    "split_thinking",
+    "validate_length_options",
+]
+
+LENGTH_UNITS = ("tokens", "chars")
+LENGTH_SCOPES = ("total", "thinking", "answer")
+
+THINK_CLOSE = "</think>"
+
+
+def completion_text(completion: Any) -> str:
+    r"""
+    Return the text of one completion, whether it is a plain string or a conversational message list.
+
+    Conversational completions (`[{"role": "assistant", "content": ...}]`) are joined over all their messages'
+    `content`; `None` or an empty list gives `""`.
+
+    >>> completion_text("abc")
+    'abc'
+    >>> completion_text([{"role": "assistant", "content": "abc"}])
+    'abc'
+    >>> completion_text(None), completion_text([])
+    ('', '')
+    """
+    if completion is None:
+        return ""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        content = completion.get("content")
+        return content if isinstance(content, str) else ""
+    parts = []
+    for message in completion:
+        if isinstance(message, dict):
+            content = message.get("content")
+            if isinstance(content, str):
+                parts.append(content)
+        elif isinstance(message, str):
+            parts.append(message)
+    return "".join(parts)
+
+
+def split_thinking(text: str, close_tag: str = THINK_CLOSE) -> tuple[str, str, bool]:
+    r"""
+    Split a completion at the **last** `close_tag` into `(thinking, answer, closed)`.
+
+    `thinking` runs up to and including the last close tag (an opening `<think>`, if any, stays in it);
+    `answer` is everything after it. Without a close tag the whole text is thinking, the answer is `""` and
+    `closed` is `False` (a truncated or unformatted response).
+
+    >>> split_thinking("<think>a</think>b</think>c")
+    ('<think>a</think>b</think>', 'c', True)
+    >>> split_thinking("still thinking")
+    ('still thinking', '', False)
+    """
+    text = text or ""
+    index = text.rfind(close_tag)
+    if index < 0:
+        return text, "", False
+    end = index + len(close_tag)
+    return text[:end], text[end:], True
+
+
+def validate_length_options(unit: str, scope: str) -> None:
+    """
+    Raise a `ValueError` naming the field and the choices when `unit` or `scope` is not supported.
+
+    >>> validate_length_options("tokens", "total")
+    >>> validate_length_options("words", "total")
+    Traceback (most recent call last):
+    ...
+    ValueError: length_unit must be one of ('tokens', 'chars'), got 'words'.
+    """
+    if unit not in LENGTH_UNITS:
+        raise ValueError(f"length_unit must be one of {LENGTH_UNITS}, got {unit!r}.")
+    if scope not in LENGTH_SCOPES:
+        raise ValueError(f"length_scope must be one of {LENGTH_SCOPES}, got {scope!r}.")
+
+
+class LengthMeter:
+    r"""
+    Measures one completion's length in the configured unit and scope.
+
+    Args:
+        unit (`str`, *optional*, defaults to `"tokens"`):
+            `"tokens"` (policy tokens, from `completion_ids`) or `"chars"` (characters of the decoded text).
+        scope (`str`, *optional*, defaults to `"total"`):
+            `"total"` (whole completion), `"thinking"` (up to and including the last `</think>`) or `"answer"`
+            (after the last `</think>`). Without a `</think>` the whole completion counts as thinking and the
+            answer is empty (length 0).
+        tokenizer (*optional*):
+            The policy tokenizer. Required for `unit="tokens"` with scope `"thinking"` or `"answer"`: the meter
+            then finds the exact token boundary of the last `</think>` inside `completion_ids` by binary search
+            over `tokenizer.decode(ids[:k])`. The thinking part is the first `k` tokens (the close tag's tokens
+            included) and the answer is the remaining `len(ids) - k` tokens, **including a trailing EOS** if the
+            generator emitted one (it belongs to the completion as TRL measures it). The trainer passes its
+            `processing_class`.
+        close_tag (`str`, *optional*, defaults to `"</think>"`):
+            The string that closes the thinking part.
+
+    Calling `meter(text, ids)` returns an `int`. `ids` may be `None` only for `unit="chars"`.
+
+    >>> LengthMeter(unit="chars")("<think>ab</think>c", None)
+    18
+    >>> LengthMeter(unit="chars", scope="thinking")("<think>ab</think>c", None)
+    17
+    >>> LengthMeter(scope="thinking")
+    Traceback (most recent call last):
+    ...
+    ValueError: length_unit='tokens' with length_scope='thinking' needs the policy tokenizer: pass tokenizer=... (EfficientGRPOTrainer passes its processing_class).
+    """
+
+    def __init__(self, unit: str = "tokens", scope: str = "total", tokenizer: Any = None, close_tag: str = THINK_CLOSE):
+        validate_length_options(unit, scope)
+        if unit == "tokens" and scope != "total" and tokenizer is None:
+            raise ValueError(
+                f"length_unit={unit!r} with length_scope={scope!r} needs the policy tokenizer: pass tokenizer=... "
+                "(EfficientGRPOTrainer passes its processing_class)."
+            )
+        if not close_tag:
+            raise ValueError(f"close_tag must be a non-empty string, got {close_tag!r}.")
+        self.unit = unit
+        self.scope = scope
+        self.tokenizer = tokenizer
+        self.close_tag = close_tag
+
+    def __repr__(self) -> str:
+        return f"LengthMeter(unit={self.unit!r}, scope={self.scope!r})"
+
+    def __call__(self, text: str, ids: list[int] | None) -> int:
+        if self.unit == "chars":
+            if self.scope == "total":
+                return len(text or "")
+            thinking, answer, _ = split_thinking(text or "", self.close_tag)
+            return len(thinking) if self.scope == "thinking" else len(answer)
+        if ids is None:
+            raise ValueError("length_unit='tokens' needs completion_ids (TRL passes them to every reward function).")
+        n = len(ids)
+        if self.scope == "total":
+            return n
+        k = self.thinking_tokens(ids)
+        return k if self.scope == "thinking" else n - k
+
+    def thinking_tokens(self, ids: list[int]) -> int:
+        """Number of leading tokens of `ids` up to and including the last close tag (`len(ids)` if none)."""
+        ids = list(ids)
+        n = len(ids)
+        if n == 0:
+            return 0
+        tag = self.close_tag
+
+        def decode(k: int) -> str:
+            return self.tokenizer.decode(ids[:k], skip_special_tokens=False)
+
+        total = decode(n).count(tag)
+        if total == 0:
+            return n
+        # Smallest k whose decoded prefix already holds every close tag of the full completion, i.e. the token
+        # that completes the LAST tag. The count is monotone in k, so a binary search needs O(log n) decodes.
+        lo, hi = 1, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if decode(mid).count(tag) >= total:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo

@@ -1,0 +1,199 @@
+"""The one recipe registry: recipe name -> its parts.
+
+A `Recipe` names its reward functions (by `REWARD_BUILDERS` name) with weights and keyword arguments, the config
+overrides it needs (rollout plan, advantage estimator, filter, loss settings), the papers, which of its values are
+proposed defaults, and how to prompt the trained model. `configs/<recipe>.yaml` holds a runnable configuration for
+each recipe; precedence is recipe overrides < YAML < command line.
+
+Reward builders share one signature, `(args, tokenizer, **kwargs) -> reward callable`, and read shared values
+(`max_completion_length`, `num_generations`, `length_unit`, `length_scope`) from the config, so each default has one
+home.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._registry import Registry
+
+RECIPES: Registry = Registry("recipe")
+REWARD_BUILDERS: Registry = Registry("reward builder")
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    builder: str
+    weight: float = 1.0
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    method: str
+    description: str
+    rewards: tuple[RewardSpec, ...]
+    papers: tuple[str, ...] = ()
+    config_overrides: dict[str, Any] = field(default_factory=dict)
+    proposed_defaults: tuple[str, ...] = ()
+    usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
+
+    def build_reward_funcs(self, args, tokenizer) -> tuple[list, list[float]]:
+        """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`)."""
+        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs) for spec in self.rewards]
+        return funcs, [spec.weight for spec in self.rewards]
+
+
+def register_recipe(recipe: Recipe) -> Recipe:
+    for spec in recipe.rewards:
+        REWARD_BUILDERS.get(spec.builder)  # fail at import time on a typo
+    return RECIPES.register(recipe.name, recipe)
+
+
+def get_recipe(name: str) -> Recipe:
+    return RECIPES.get(name)
+
+
+def _length_kwargs(args, tokenizer) -> dict:
+    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+
+
+def _register_builders() -> None:
+    from .. import rewards as R
+
+    REWARD_BUILDERS.register("correctness", lambda args, tok, **kw: R.get_correctness_reward(**kw))
+    REWARD_BUILDERS.register("think_format", lambda args, tok, **kw: R.think_format_reward)
+    REWARD_BUILDERS.register(
+        "kimi_length",
+        lambda args, tok, **kw: R.get_kimi_length_reward(num_generations=args.num_generations, **_length_kwargs(args, tok), **kw),
+    )
+    REWARD_BUILDERS.register(
+        "shorter_better",
+        lambda args, tok, **kw: R.get_shorter_better_reward(num_generations=args.num_generations, **_length_kwargs(args, tok), **kw),
+    )
+    REWARD_BUILDERS.register(
+        "cosine_length",
+        lambda args, tok, **kw: R.get_cosine_length_reward(max_len=args.max_completion_length, **_length_kwargs(args, tok), **kw),
+    )
+    REWARD_BUILDERS.register(
+        "soft_overlong",
+        lambda args, tok, **kw: R.get_soft_overlong_reward(
+            max_completion_len=kw.pop("max_completion_len", args.max_completion_length),
+            soft_punish_cache=kw.pop("soft_punish_cache", max(1, args.max_completion_length // 4)),
+            **_length_kwargs(args, tok),
+            **kw,
+        ),
+    )
+    REWARD_BUILDERS.register("l1", lambda args, tok, **kw: R.get_l1_reward(**_length_kwargs(args, tok), **kw))
+    REWARD_BUILDERS.register("laser", lambda args, tok, **kw: R.get_laser_reward(**_length_kwargs(args, tok), **kw))
+    REWARD_BUILDERS.register(
+        "dler_truncation",
+        lambda args, tok, **kw: R.get_dler_truncation_reward(
+            max_completion_length=args.max_completion_length, eos_token_id=tok.eos_token_id, **kw
+        ),
+    )
+
+
+_register_builders()
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Recipes. Each paper-derived value cites methods.md; "proposed default" marks our own choices.
+
+register_recipe(
+    Recipe(
+        name="grpo",
+        method="GRPO (baseline)",
+        description="Plain GRPO with the correctness reward: the baseline every length method is compared against.",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2402.03300",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="kimi",
+        method="Kimi k1.5 length penalty",
+        description="Correctness plus Kimi k1.5's group-relative linear length reward (methods.md §8).",
+        rewards=(RewardSpec("correctness"), RewardSpec("kimi_length", weight=0.4)),
+        papers=("2501.12599",),
+        proposed_defaults=("kimi length weight 0.4 (LASER's reimplementation)", "kimi warm-up: first 10% of max_steps"),
+    )
+)
+register_recipe(
+    Recipe(
+        name="cosine",
+        method="Cosine length reward (Yeo et al.)",
+        description="Cosine-shaped correctness reward in length with the paper's bounds and over-length penalty (§9).",
+        rewards=(RewardSpec("cosine_length"),),
+        papers=("2502.03373",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="l1-exact",
+        method="L1 / LCPO-Exact",
+        description="Per-rollout target lengths in the prompt and r = 1[correct] - 0.0003 |N - n| (§6).",
+        rewards=(RewardSpec("l1", kwargs={"mode": "exact"}),),
+        papers=("2503.04697",),
+        config_overrides={"rollout_plan": "target_length", "target_length_mode": "exact"},
+        usage='Append " Think for N tokens." to the question, N the desired length in tokens.',
+    )
+)
+register_recipe(
+    Recipe(
+        name="l1-max",
+        method="L1 / LCPO-Max",
+        description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",
+        rewards=(RewardSpec("l1", kwargs={"mode": "max"}),),
+        papers=("2503.04697",),
+        config_overrides={"rollout_plan": "target_length", "target_length_mode": "mixed"},
+        proposed_defaults=("L1-Max alpha 0.001, delta 0.5 (from the original code; the paper's alpha is unpublished)",),
+        usage='Append " Think for maximum N tokens." to the question, N the token limit.',
+    )
+)
+register_recipe(
+    Recipe(
+        name="laser",
+        method="LASER (length-based step reward)",
+        description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
+        rewards=(RewardSpec("laser"),),
+        papers=("2505.15612",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="shorter-better",
+        method="ShorterBetter",
+        description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
+        rewards=(RewardSpec("shorter_better"),),
+        papers=("2504.21370",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="dler",
+        method="DLER (truncation penalty + batch-normalised advantages)",
+        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, zero-std filter (§4).",
+        rewards=(RewardSpec("dler_truncation"),),
+        papers=("2510.15110",),
+        config_overrides={
+            "advantage_estimator": "group_center_batch_whiten",
+            "completion_filter": "zero_std",
+            "epsilon_high": 0.28,
+            "loss_type": "dapo",
+            "mask_truncated_completions": False,
+        },
+        proposed_defaults=("dynamic sampling as zero-std group masking, without resampling",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="dapo-overlong",
+        method="DAPO soft overlong punishment",
+        description="Correctness plus TRL's soft overlong punishment over the last quarter of the cap (§31).",
+        rewards=(RewardSpec("correctness"), RewardSpec("soft_overlong")),
+        papers=("2503.14476",),
+        config_overrides={"epsilon_high": 0.28, "loss_type": "dapo"},
+        proposed_defaults=("soft_punish_cache = max_completion_length / 4",),
+    )
+)

@@ -1,0 +1,44 @@
+r"""
+Reward functions for efficient-reasoning GRPO, following TRL's reward contract.
+
+Every reward accepts plain-string and conversational completions, reads token lengths from `completion_ids`, takes
+the gold answer from the `solution` column, accepts (and ignores) extra keyword arguments, and returns
+`list[float | None]`, where `None` means the row cannot be scored (its gold answer does not parse).
+
+- `correctness`: `correctness_reward`, `get_correctness_reward`, `think_format_reward`.
+- `length` (per completion): `get_cosine_length_reward`, `get_soft_overlong_reward`, `get_l1_reward`,
+  `get_laser_reward`, `get_dler_truncation_reward`.
+- `group` (whole groups of `G` rollouts, gathered across processes): `get_kimi_length_reward`,
+  `get_shorter_better_reward`, plus the helpers `gather_rows` and `resolve_group_size`.
+- `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`).
+"""
+
+from ._verify import extract_answer_region, is_correct, parse_gold
+from .correctness import correctness_reward, get_correctness_reward, think_format_reward
+from .group import gather_rows, get_kimi_length_reward, get_shorter_better_reward, resolve_group_size
+from .length import (
+    get_cosine_length_reward,
+    get_dler_truncation_reward,
+    get_l1_reward,
+    get_laser_reward,
+    get_soft_overlong_reward,
+)
+
+
+__all__ = [
+    "correctness_reward",
+    "extract_answer_region",
+    "gather_rows",
+    "get_correctness_reward",
+    "get_cosine_length_reward",
+    "get_dler_truncation_reward",
+    "get_kimi_length_reward",
+    "get_l1_reward",
+    "get_laser_reward",
+    "get_shorter_better_reward",
+    "get_soft_overlong_reward",
+    "is_correct",
+    "parse_gold",
+    "resolve_group_size",
+    "think_format_reward",
+]

@@ -1,0 +1,521 @@
+r"""
+Per-completion length rewards: each completion is scored on its own, so these are plain TRL reward functions
+(no group statistics, safe on any process layout).
+
+Every factory measures length with a `LengthMeter` (`length_unit="tokens"` and `length_scope="total"` by
+default: the whole completion in policy tokens, as the papers do), and every correctness-dependent reward uses the
+shared checker `_verify.is_correct` and returns `None` for a row whose gold answer cannot be parsed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
+
+from ..lengths import THINK_CLOSE, LengthMeter, completion_text
+from ._verify import extract_answer_region, has_boxed, is_correct
+
+
+__all__ = [
+    "L1_MODES",
+    "get_cosine_length_reward",
+    "get_dler_truncation_reward",
+    "get_l1_reward",
+    "get_laser_reward",
+    "get_soft_overlong_reward",
+]
+
+L1_MODES = ("exact", "max")
+_L1_DEFAULT_ALPHA = {"exact": 0.0003, "max": 0.001}
+# Yeo et al. treat a completion within this many tokens of the cap as over length (paper scripts: L + 16 >= L_max).
+_COSINE_EXCEED_MARGIN = 16
+
+
+# --------------------------------------------------------------------------------------------------- validation
+def _check_number(name: str, value: Any, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}.")
+
+
+def _ids_or_none(completion_ids: list | None, n: int) -> list:
+    if completion_ids is None:
+        return [None] * n
+    if len(completion_ids) != n:
+        raise ValueError(f"completion_ids has {len(completion_ids)} rows but completions has {n}.")
+    return completion_ids
+
+
+def _column(kwargs: dict, name: str, n: int) -> list | None:
+    values = kwargs.get(name)
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"column {name!r} has {len(values)} rows but completions has {n}.")
+    return values
+
+
+# ------------------------------------------------------------------------------------------------------- cosine
+def get_cosine_length_reward(
+    max_len: int,
+    min_value_wrong: float = -10.0,
+    max_value_wrong: float = 0.0,
+    min_value_correct: float = 1.0,
+    max_value_correct: float = 2.0,
+    exceed_penalty: float | None = -10.0,
+    length_unit: str = "tokens",
+    length_scope: str = "total",
+    tokenizer: Any = None,
+):
+    r"""
+    Cosine length reward of Yeo et al., "Demystifying Long Chain-of-Thought Reasoning in LLMs" (arXiv 2502.03373,
+    App. C.1), with the paper scripts' defaults and over-length branch.
+
+    $$ r(L) = \begin{cases} \texttt{exceed\_penalty} & L + 16 \ge L_{\max} \\
+    v_{\min} + \tfrac12 (v_{\max} - v_{\min})\bigl(1 + \cos(\pi \min(L / L_{\max}, 1))\bigr) & \text{otherwise}
+    \end{cases} $$
+
+    A correct answer goes from `max_value_correct` at $L = 0$ to `min_value_correct` at $L_{\max}$ (short is
+    better); a wrong one from `min_value_wrong` at $L = 0$ to `max_value_wrong` at $L_{\max}$ (short wrong answers
+    are punished more, which keeps exploration alive). The cosine itself is TRL's `get_cosine_scaled_reward`
+    (progress clamped at 1); this adds the correctness checker, plain-string support, length options and the
+    paper's over-length branch. Defaults: correct 2 -> 1, wrong -10 -> 0, over length -10 (paper scripts; TRL's
+    own defaults differ).
+
+    Args:
+        max_len (`int`):
+            $L_{\max}$ in `length_unit` (tokens by default): normally the generation cap `max_completion_length`.
+        min_value_wrong, max_value_wrong (`float`, *optional*, default `-10.0`, `0.0`):
+            Reward of a wrong answer at length 0 and at `max_len`.
+        min_value_correct, max_value_correct (`float`, *optional*, default `1.0`, `2.0`):
+            Reward of a correct answer at `max_len` and at length 0.
+        exceed_penalty (`float` or `None`, *optional*, defaults to `-10.0`):
+            Reward when $L + 16 \ge L_{\max}$, whatever the correctness. `None` disables the branch.
+        length_unit, length_scope, tokenizer:
+            See `trl_efficient.lengths.LengthMeter`.
+
+    Returns a picklable callable named `cosine_length_reward`; `None` for rows whose gold cannot be parsed.
+
+    >>> reward = get_cosine_length_reward(max_len=100)
+    >>> reward(completions=[r"\boxed{1}", r"\boxed{2}", r"\boxed{1}"], solution=["1", "1", "1"],
+    ...        completion_ids=[[0] * 50, [0] * 50, [0] * 90])
+    [1.5, -5.0, -10.0]
+    """
+    _check_positive_int("max_len", max_len)
+    for name, value in (
+        ("min_value_wrong", min_value_wrong),
+        ("max_value_wrong", max_value_wrong),
+        ("min_value_correct", min_value_correct),
+        ("max_value_correct", max_value_correct),
+    ):
+        _check_number(name, value)
+    _check_number("exceed_penalty", exceed_penalty, allow_none=True)
+    meter = LengthMeter(length_unit, length_scope, tokenizer)
+    return _CosineLengthReward(
+        max_len, min_value_wrong, max_value_wrong, min_value_correct, max_value_correct, exceed_penalty, meter
+    )
+
+
+class _CosineLengthReward:
+    # A class rather than a closure so it pickles for TRL's async rollout worker.
+    __name__ = "cosine_length_reward"
+
+    def __init__(self, max_len, min_value_wrong, max_value_wrong, min_value_correct, max_value_correct,
+                 exceed_penalty, meter):  # fmt: skip
+        self.max_len = max_len
+        self.exceed_penalty = exceed_penalty
+        self.meter = meter
+        # TRL's picklable _CosineScaledReward holds the formula; we feed it canonical inputs (below).
+        self._cosine = get_cosine_scaled_reward(
+            max_len=max_len,
+            min_value_wrong=min_value_wrong,
+            max_value_wrong=max_value_wrong,
+            min_value_correct=min_value_correct,
+            max_value_correct=max_value_correct,
+        )
+
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+        ids_list = _ids_or_none(completion_ids, len(completions))
+        rewards: list[float | None] = [None] * len(completions)
+        pending: list[tuple[int, bool, int]] = []
+        for i, (completion, gold, ids) in enumerate(zip(completions, solution, ids_list, strict=True)):
+            correct = is_correct(completion, gold)
+            if correct is None:
+                continue
+            length = self.meter(completion_text(completion), ids)
+            if self.exceed_penalty is not None and length + _COSINE_EXCEED_MARGIN >= self.max_len:
+                rewards[i] = float(self.exceed_penalty)
+            else:
+                pending.append((i, correct, length))
+        if pending:
+            # Canonical conversational inputs whose correctness TRL's accuracy_reward decides the same way we did,
+            # and dummy ids whose count is our measured length.
+            values = self._cosine(
+                completions=[[{"role": "assistant", "content": "\\boxed{1}" if c else "\\boxed{0}"}] for _, c, _ in pending],
+                solution=["1"] * len(pending),
+                completion_ids=[[0] * length for _, _, length in pending],
+            )
+            for (i, _, _), value in zip(pending, values, strict=True):
+                rewards[i] = value
+        return rewards
+
+
+# ------------------------------------------------------------------------------------------------- soft overlong
+def get_soft_overlong_reward(
+    max_completion_len: int,
+    soft_punish_cache: int,
+    length_unit: str = "tokens",
+    length_scope: str = "total",
+    tokenizer: Any = None,
+):
+    r"""
+    DAPO soft overlong punishment (Yu et al., arXiv 2503.14476, §3.4, Eq. 13), TRL's
+    `get_soft_overlong_punishment` measured with a `LengthMeter`.
+
+    $$ r(L) = \begin{cases} 0 & L \le L_{\max} - L_{\text{cache}} \\
+    \dfrac{(L_{\max} - L_{\text{cache}}) - L}{L_{\text{cache}}} & L_{\max} - L_{\text{cache}} < L \le L_{\max} \\
+    -1 & L > L_{\max} \end{cases} $$
+
+    Args:
+        max_completion_len (`int`):
+            $L_{\max}$ in `length_unit` (tokens by default). TRL stops generation at `max_completion_length`; if you
+            pass that same value, the -1 branch is unreachable and truncated outputs get about -1 from the ramp.
+        soft_punish_cache (`int`):
+            $L_{\text{cache}}$, the width of the linear ramp, in the same unit (DAPO: 4096 of 20480).
+        length_unit, length_scope, tokenizer:
+            See `trl_efficient.lengths.LengthMeter`.
+
+    Returns a picklable callable named `soft_overlong_reward`. It needs no gold answer and never returns `None`.
+
+    >>> reward = get_soft_overlong_reward(max_completion_len=100, soft_punish_cache=20)
+    >>> reward(completions=["a", "b", "c"], completion_ids=[[0] * 70, [0] * 90, [0] * 110])
+    [0.0, -0.5, -1.0]
+    """
+    _check_positive_int("max_completion_len", max_completion_len)
+    if isinstance(soft_punish_cache, bool) or not isinstance(soft_punish_cache, int) or not (
+        0 <= soft_punish_cache <= max_completion_len
+    ):
+        raise ValueError(
+            f"soft_punish_cache must be an int in [0, max_completion_len={max_completion_len}], got {soft_punish_cache!r}."
+        )
+    return _SoftOverlongReward(max_completion_len, soft_punish_cache, LengthMeter(length_unit, length_scope, tokenizer))
+
+
+class _SoftOverlongReward:
+    # A class rather than a closure so it pickles for TRL's async rollout worker.
+    __name__ = "soft_overlong_reward"
+
+    def __init__(self, max_completion_len: int, soft_punish_cache: int, meter: LengthMeter):
+        self.max_completion_len = max_completion_len
+        self.soft_punish_cache = soft_punish_cache
+        self.meter = meter
+        self._punishment = get_soft_overlong_punishment(max_completion_len, soft_punish_cache)
+
+    def __call__(self, completions: list, completion_ids: list | None = None, **kwargs) -> list[float]:
+        ids_list = _ids_or_none(completion_ids, len(completions))
+        lengths = [self.meter(completion_text(c), ids) for c, ids in zip(completions, ids_list, strict=True)]
+        return [float(r) for r in self._punishment(completion_ids=[[0] * length for length in lengths])]
+
+
+# ------------------------------------------------------------------------------------------------------------ L1
+def get_l1_reward(
+    mode: str = "exact",
+    alpha: float | None = None,
+    delta: float = 0.5,
+    length_unit: str = "tokens",
+    length_scope: str = "total",
+    tokenizer: Any = None,
+):
+    r"""
+    L1 / LCPO length-controlled reward (Aggarwal & Welleck, arXiv 2503.04697, §3, Eqs. 1-2).
+
+    $$ r_{\text{exact}} = \mathbb{1}[\text{correct}] - \alpha\,|N - n| \qquad
+    r_{\max} = \mathbb{1}[\text{correct}] \cdot \mathrm{clip}\bigl(\alpha (N - n) + \delta,\ 0,\ 1\bigr) $$
+
+    $N$ is the row's target length (dataset or rollout-plan column `target_length`) and $n$ the completion length,
+    both in `length_unit` (tokens by default: the whole response, thinking and answer, as in the paper). Exact
+    gives a wrong or malformed answer $-\alpha |N - n|$ (original code). Max uses $\alpha = 0.001$,
+    $\delta = 0.5$, i.e. the original code's `(clip((N - n)/500, -1, 1) + 1)/2`.
+
+    A per-row `length_mode` column (`"exact"`/`"max"`) overrides `mode` for that row: L1-Max training mixes
+    Exact and Max prompts 50/50, and Exact prompts keep the Exact reward. Rows switched to the other mode use that
+    mode's paper default for alpha.
+
+    Args:
+        mode (`str`, *optional*, defaults to `"exact"`):
+            `"exact"` or `"max"`; also picks the metric name.
+        alpha (`float`, *optional*):
+            Penalty slope per token of distance; defaults to 0.0003 (exact) or 0.001 (max).
+        delta (`float`, *optional*, defaults to `0.5`):
+            Max-mode offset: the reward of a correct answer exactly at the target.
+        length_unit, length_scope, tokenizer:
+            See `trl_efficient.lengths.LengthMeter`.
+
+    Returns a picklable callable named `l1_exact_reward` or `l1_max_reward`; `None` for rows whose gold cannot be
+    parsed. Calling it without a `target_length` column raises `ValueError`.
+
+    >>> exact = get_l1_reward(alpha=0.01)
+    >>> out = exact(completions=[r"\boxed{4}", r"\boxed{5}"], solution=["4", "4"],
+    ...             completion_ids=[[0] * 90, [0] * 130], target_length=[100, 100])
+    >>> [round(r, 6) for r in out]  # 1 - 0.01*10 ; 0 - 0.01*30
+    [0.9, -0.3]
+    >>> maxed = get_l1_reward(mode="max")
+    >>> out = maxed(completions=[r"\boxed{4}"] * 2, solution=["4"] * 2,
+    ...             completion_ids=[[0] * 800, [0] * 1800], target_length=[1000, 1000])
+    >>> [round(r, 6) for r in out]  # clip(0.001*200 + 0.5) ; clip(0.001*(-800) + 0.5) = clip(-0.3)
+    [0.7, 0.0]
+    """
+    if mode not in L1_MODES:
+        raise ValueError(f"mode must be one of {L1_MODES}, got {mode!r}.")
+    _check_number("alpha", alpha, allow_none=True)
+    if alpha is not None and alpha < 0:
+        raise ValueError(f"alpha must be >= 0, got {alpha!r}.")
+    _check_number("delta", delta)
+    meter = LengthMeter(length_unit, length_scope, tokenizer)
+    alphas = dict(_L1_DEFAULT_ALPHA)
+    if alpha is not None:
+        alphas[mode] = float(alpha)
+    cls = _L1ExactReward if mode == "exact" else _L1MaxReward
+    return cls(mode, alphas["exact"], alphas["max"], float(delta), meter)
+
+
+class _L1Reward:
+    # A class rather than a closure so it pickles for TRL's async rollout worker.
+    __name__ = "l1_reward"
+
+    def __init__(self, mode: str, alpha_exact: float, alpha_max: float, delta: float, meter: LengthMeter):
+        self.mode = mode
+        self.alpha_exact = alpha_exact
+        self.alpha_max = alpha_max
+        self.delta = delta
+        self.meter = meter
+
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+        n = len(completions)
+        targets = _column(kwargs, "target_length", n)
+        if targets is None:
+            raise ValueError(
+                f"{self.__name__} needs a per-row 'target_length' column (the target N in "
+                f"{self.meter.unit}): add it to the dataset or to the rollout plan."
+            )
+        modes = _column(kwargs, "length_mode", n) or [None] * n
+        ids_list = _ids_or_none(completion_ids, n)
+        rewards: list[float | None] = []
+        for completion, gold, ids, target, row_mode in zip(completions, solution, ids_list, targets, modes, strict=True):
+            if target is None or isinstance(target, bool) or not isinstance(target, (int, float)) or target < 0:
+                raise ValueError(f"target_length must be a non-negative number for every row, got {target!r}.")
+            row_mode = self.mode if row_mode is None else row_mode
+            if row_mode not in L1_MODES:
+                raise ValueError(f"length_mode must be one of {L1_MODES} (or None), got {row_mode!r}.")
+            correct = is_correct(completion, gold)
+            if correct is None:
+                rewards.append(None)
+                continue
+            length = self.meter(completion_text(completion), ids)
+            if row_mode == "exact":
+                rewards.append(float(correct) - self.alpha_exact * abs(target - length))
+            else:
+                rewards.append(float(correct) * min(1.0, max(0.0, self.alpha_max * (target - length) + self.delta)))
+        return rewards
+
+
+class _L1ExactReward(_L1Reward):
+    __name__ = "l1_exact_reward"
+
+
+class _L1MaxReward(_L1Reward):
+    __name__ = "l1_max_reward"
+
+
+# --------------------------------------------------------------------------------------------------------- LASER
+def get_laser_reward(
+    target_length: int = 2048,
+    alpha: float = 0.5,
+    correct_reward: float = 1.0,
+    wrong_reward: float = -0.5,
+    format_reward: float = -1.0,
+    length_unit: str = "tokens",
+    length_scope: str = "total",
+    tokenizer: Any = None,
+):
+    r"""
+    LASER step length reward (Liu et al., "Learn to Reason Efficiently with Adaptive Length-based Reward
+    Shaping", arXiv 2505.15612, §3; code `hkust-nlp/Laser`).
+
+    $$ r = \begin{cases} \texttt{format\_reward} & \text{no } \texttt{</think>} \text{ or no } \texttt{\textbackslash boxed}
+    \text{ after it (incl. truncated)} \\ \texttt{correct\_reward} + \alpha\,\mathbb{1}[L \le L_T] & \text{correct} \\
+    \texttt{wrong\_reward} & \text{wrong} \end{cases} $$
+
+    A step function, not a penalty: a correct answer no longer than $L_T$ earns the bonus $\alpha$. The boxed answer
+    must come after the last `</think>`; the opening `<think>` is not required because chat templates often put it
+    in the prompt. LASER-D sets $L_T$ per difficulty bucket: a per-row `target_length` column, when present (and
+    not `None` for the row), overrides the factory's `target_length`.
+
+    Args:
+        target_length (`int`, *optional*, defaults to `2048`):
+            $L_T$ in `length_unit` (tokens by default; the paper uses 2048, 4096 or 8192 with a 16384 context).
+        alpha (`float`, *optional*, defaults to `0.5`):
+            Bonus for a correct answer within $L_T$.
+        correct_reward, wrong_reward, format_reward (`float`, *optional*, defaults `1.0`, `-0.5`, `-1.0`):
+            Base rewards.
+        length_unit, length_scope, tokenizer:
+            See `trl_efficient.lengths.LengthMeter`.
+
+    Returns a picklable callable named `laser_reward`; `None` for rows whose gold cannot be parsed.
+
+    >>> reward = get_laser_reward(target_length=4)
+    >>> reward(completions=[r"a</think>\boxed{3}", r"a</think>\boxed{3}", r"a</think>\boxed{2}", r"\boxed{3}"],
+    ...        solution=["3"] * 4, completion_ids=[[0] * 4, [0] * 5, [0] * 4, [0] * 4])
+    [1.5, 1.0, -0.5, -1.0]
+    """
+    _check_positive_int("target_length", target_length)
+    for name, value in (
+        ("alpha", alpha),
+        ("correct_reward", correct_reward),
+        ("wrong_reward", wrong_reward),
+        ("format_reward", format_reward),
+    ):
+        _check_number(name, value)
+    meter = LengthMeter(length_unit, length_scope, tokenizer)
+    return _LaserReward(target_length, float(alpha), float(correct_reward), float(wrong_reward), float(format_reward), meter)
+
+
+class _LaserReward:
+    # A class rather than a closure so it pickles for TRL's async rollout worker.
+    __name__ = "laser_reward"
+
+    def __init__(self, target_length, alpha, correct_reward, wrong_reward, format_reward, meter):
+        self.target_length = target_length
+        self.alpha = alpha
+        self.correct_reward = correct_reward
+        self.wrong_reward = wrong_reward
+        self.format_reward = format_reward
+        self.meter = meter
+
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+        n = len(completions)
+        targets = _column(kwargs, "target_length", n) or [None] * n
+        ids_list = _ids_or_none(completion_ids, n)
+        rewards: list[float | None] = []
+        for completion, gold, ids, target in zip(completions, solution, ids_list, targets, strict=True):
+            correct = is_correct(completion, gold, answer_after_think=True, require_think_close=True)
+            if correct is None:
+                rewards.append(None)
+                continue
+            text = completion_text(completion)
+            if THINK_CLOSE not in text or not has_boxed(extract_answer_region(text)):
+                rewards.append(self.format_reward)
+            elif correct:
+                limit = self.target_length if target is None else target
+                bonus = self.alpha if self.meter(text, ids) <= limit else 0.0
+                rewards.append(self.correct_reward + bonus)
+            else:
+                rewards.append(self.wrong_reward)
+        return rewards
+
+
+# ---------------------------------------------------------------------------------------------------------- DLER
+def get_dler_truncation_reward(
+    max_completion_length: int,
+    eos_token_id: int | list[int] | None = None,
+    stop_factor: float = 0.1,
+    require_think_close: bool = True,
+    require_boxed: bool = True,
+):
+    r"""
+    DLER truncation reward (Liu et al., "DLER: Doing Length pEnalty Right", arXiv 2510.15110, §3; code
+    `NVlabs/DLER`): correctness under a short generation cap, scaled down when the response did not stop.
+
+    $$ r = \mathbb{1}[\text{correct}] \cdot \begin{cases} 1 & \text{stopped (ends with EOS)} \\
+    \texttt{stop\_factor} & \text{truncated} \end{cases} $$
+
+    The length penalty is the truncation itself (`max_completion_length=4000` in the paper): a cut response usually
+    has no answer and scores 0. Correct means a boxed answer after `</think>` that math-verify accepts (both
+    requirements are configurable). A response counts as stopped when its last id is an EOS id (`eos_token_id`,
+    an int or a list, e.g. the generation config's); without `eos_token_id`, a response of
+    `max_completion_length` tokens or more counts as truncated.
+
+    Pitfall (methods.md §4): the ×`stop_factor` scaling is a penalty only because this reward is non-negative.
+    Applied to ±1 rewards it would *shrink* a truncated wrong answer's -1 to -0.1; do not reuse it that way.
+    Keep `mask_truncated_completions=False`: DLER keeps truncated rows with (near-)zero reward.
+
+    Args:
+        max_completion_length (`int`):
+            The generation cap in tokens (used only when `eos_token_id` is `None`).
+        eos_token_id (`int` or `list[int]`, *optional*):
+            Stop token id(s); pass them for exact stop detection.
+        stop_factor (`float`, *optional*, defaults to `0.1`):
+            Multiplier for responses that did not stop, in [0, 1].
+        require_think_close (`bool`, *optional*, defaults to `True`):
+            A response without `</think>` is wrong.
+        require_boxed (`bool`, *optional*, defaults to `True`):
+            The answer after `</think>` must be in `\boxed{}`.
+
+    Returns a picklable callable named `dler_truncation_reward`; `None` for rows whose gold cannot be parsed.
+
+    >>> reward = get_dler_truncation_reward(max_completion_length=8, eos_token_id=2)
+    >>> reward(completions=[r"a</think>\boxed{3}", r"a</think>\boxed{3}", r"\boxed{3}"], solution=["3"] * 3,
+    ...        completion_ids=[[5, 5, 2], [5, 5, 5], [5, 2]])
+    [1.0, 0.1, 0.0]
+    """
+    _check_positive_int("max_completion_length", max_completion_length)
+    if eos_token_id is None:
+        eos_ids = None
+    else:
+        ids = [eos_token_id] if isinstance(eos_token_id, int) and not isinstance(eos_token_id, bool) else eos_token_id
+        try:
+            eos_ids = tuple(ids)
+        except TypeError:
+            eos_ids = ()
+        if not eos_ids or not all(isinstance(i, int) and not isinstance(i, bool) for i in eos_ids):
+            raise ValueError(f"eos_token_id must be an int, a non-empty list of ints or None, got {eos_token_id!r}.")
+    _check_number("stop_factor", stop_factor)
+    if not 0.0 <= stop_factor <= 1.0:
+        raise ValueError(f"stop_factor must be in [0, 1], got {stop_factor!r}.")
+    _check_bool("require_think_close", require_think_close)
+    _check_bool("require_boxed", require_boxed)
+    return _DlerTruncationReward(max_completion_length, eos_ids, float(stop_factor), require_think_close, require_boxed)
+
+
+class _DlerTruncationReward:
+    # A class rather than a closure so it pickles for TRL's async rollout worker.
+    __name__ = "dler_truncation_reward"
+
+    def __init__(self, max_completion_length, eos_ids, stop_factor, require_think_close, require_boxed):
+        self.max_completion_length = max_completion_length
+        self.eos_ids = eos_ids
+        self.stop_factor = stop_factor
+        self.require_think_close = require_think_close
+        self.require_boxed = require_boxed
+
+    def _stopped(self, ids: list[int]) -> bool:
+        if self.eos_ids is not None:
+            return len(ids) > 0 and ids[-1] in self.eos_ids
+        return len(ids) < self.max_completion_length
+
+    def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs):
+        rewards: list[float | None] = []
+        for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
+            correct = is_correct(completion, gold, answer_after_think=True, require_think_close=self.require_think_close)
+            if correct is None:
+                rewards.append(None)
+                continue
+            if correct and self.require_boxed:
+                correct = has_boxed(extract_answer_region(completion_text(completion)))
+            reward = 1.0 if correct else 0.0
+            rewards.append(reward if self._stopped(ids) else reward * self.stop_factor)
+        return rewards

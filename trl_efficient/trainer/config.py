@@ -1,0 +1,138 @@
+"""`EfficientGRPOConfig`: `GRPOConfig` plus the efficient-reasoning options. Every new field is off by default, and
+with all of them off `EfficientGRPOTrainer` behaves exactly like TRL's `GRPOTrainer`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from ..lengths import LENGTH_SCOPES, LENGTH_UNITS
+from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
+from .filters import COMPLETION_FILTERS
+from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, TargetLengthRolloutPlan
+
+
+@dataclass
+class EfficientGRPOConfig(GRPOConfig):
+    r"""
+    Configuration for [`EfficientGRPOTrainer`]. Only the fields added to `GRPOConfig` are documented here.
+
+    Rollout plan (hook (a)):
+        rollout_plan (`str` or `None`): `"budget"` (budget subgroups), `"target_length"` (L1 targets) or `None`.
+        budgets (`list[int]`): token budgets, one contiguous subgroup each; `num_generations` must divide evenly.
+        budget_placement (`str`): `"prefill"` (assistant prefill), `"system"` or `"user"`.
+        budget_template (`str`): the budget statement, with `{budget}`.
+        budget_hard_cap (`bool`): also cut each rollout at its budget (tokens).
+        target_length_range (`list[int]`): `[low, high]` tokens for L1 targets.
+        target_length_mode (`str`): `"exact"`, `"max"` or `"mixed"`.
+        target_length_per (`str`): draw a target per `"rollout"` or per `"prompt"`.
+    Group stage:
+        advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
+        completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
+        filter_k (`int`): `k` for `shortest_k`.
+        correctness_reward (`str` or `None`): name of the reward used as correctness for metrics and group stats;
+            `None` picks the first of `correctness_reward`, `accuracy_reward`, `reasoning_accuracy_reward`.
+        track_prompt_history (`bool`): keep per-prompt history (needs an `idx` column) and feed it to the rewards.
+    Lengths:
+        length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
+        length_scope (`str`): `"total"`, `"thinking"` or `"answer"`.
+    """
+
+    rollout_plan: str | None = field(
+        default=None, metadata={"help": "Per-rollout prompt plan: 'budget', 'target_length' or None (off)."}
+    )
+    budgets: list[int] | None = field(
+        default=None,
+        metadata={"help": "Token budgets, one contiguous subgroup of rollouts each (num_generations must divide)."},
+    )
+    budget_placement: str = field(
+        default="prefill",
+        metadata={"help": "Where the budget statement goes.", "choices": list(BUDGET_PLACEMENTS)},
+    )
+    budget_template: str = field(
+        default="<think> I will answer the question with {budget} tokens",
+        metadata={"help": "Budget statement; '{budget}' is replaced by the subgroup's budget in tokens."},
+    )
+    budget_hard_cap: bool = field(
+        default=False, metadata={"help": "Cut each rollout at its budget (tokens) after generation."}
+    )
+    target_length_range: list[int] = field(
+        default_factory=lambda: [100, 4000],
+        metadata={"help": "[low, high] range (tokens) for L1 target lengths."},
+    )
+    target_length_mode: str = field(
+        default="exact", metadata={"help": "L1 instruction type.", "choices": list(TargetLengthRolloutPlan.MODES)}
+    )
+    target_length_per: str = field(
+        default="rollout", metadata={"help": "Draw a target per rollout or per prompt.", "choices": ["rollout", "prompt"]}
+    )
+    advantage_estimator: str = field(
+        default=TRL_DEFAULT,
+        metadata={"help": "'grpo' keeps TRL's own advantages; otherwise a registered estimator name."},
+    )
+    completion_filter: str | None = field(
+        default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
+    )
+    filter_k: int = field(default=8, metadata={"help": "k for the shortest_k filter (completions kept per group)."})
+    correctness_reward: str | None = field(
+        default=None, metadata={"help": "Reward function name used as correctness in metrics and group stats."}
+    )
+    track_prompt_history: bool = field(
+        default=False, metadata={"help": "Keep per-prompt history (needs an `idx` column), saved in checkpoints."}
+    )
+    length_unit: str = field(
+        default="tokens", metadata={"help": "Length unit of length rewards.", "choices": list(LENGTH_UNITS)}
+    )
+    length_scope: str = field(
+        default="total",
+        metadata={"help": "Which part of the completion length rewards measure.", "choices": list(LENGTH_SCOPES)},
+    )
+
+    def __post_init__(self):
+        # Own fields first: nothing here depends on values GRPOConfig derives.
+        if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
+            raise ValueError(f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}.")
+        if self.advantage_estimator != TRL_DEFAULT and self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
+            raise ValueError(
+                f"advantage_estimator must be {TRL_DEFAULT!r} or one of {ADVANTAGE_ESTIMATORS.names()}, "
+                f"got {self.advantage_estimator!r}."
+            )
+        if self.completion_filter is not None and self.completion_filter not in COMPLETION_FILTERS:
+            raise ValueError(
+                f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, got {self.completion_filter!r}."
+            )
+        if self.length_unit not in LENGTH_UNITS:
+            raise ValueError(f"length_unit must be one of {list(LENGTH_UNITS)}, got {self.length_unit!r}.")
+        if self.length_scope not in LENGTH_SCOPES:
+            raise ValueError(f"length_scope must be one of {list(LENGTH_SCOPES)}, got {self.length_scope!r}.")
+        if self.rollout_plan == "budget" and not self.budgets:
+            raise ValueError("rollout_plan='budget' needs `budgets`, e.g. budgets: [512, 1024, 2048, 2560].")
+        if self.budgets is not None and any(int(b) <= 0 for b in self.budgets):
+            raise ValueError(f"budgets must be positive token counts, got {self.budgets}.")
+        if len(self.target_length_range) != 2:
+            raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
+        super().__post_init__()
+        # Cross-field checks after GRPOConfig has derived its values.
+        plan = build_rollout_plan(self)
+        if plan is not None:
+            plan.validate(self.num_generations, self.max_completion_length)
+            if self.num_generations_eval is not None:
+                plan.validate(self.num_generations_eval, self.max_completion_length)
+        if self.completion_filter == "shortest_k" and not 1 <= self.filter_k <= self.num_generations:
+            raise ValueError(f"filter_k must be in [1, num_generations={self.num_generations}], got {self.filter_k}.")
+
+
+def build_rollout_plan(args):
+    """The plan named by `args.rollout_plan` built from the config fields, or `None`."""
+    name = getattr(args, "rollout_plan", None)
+    if name is None:
+        return None
+    if name == "budget":
+        return ROLLOUT_PLANS.get(name)(
+            args.budgets, args.budget_placement, args.budget_template, args.budget_hard_cap
+        )
+    if name == "target_length":
+        low, high = args.target_length_range
+        return ROLLOUT_PLANS.get(name)(low, high, args.target_length_mode, args.target_length_per, args.seed)
+    return ROLLOUT_PLANS.get(name)()

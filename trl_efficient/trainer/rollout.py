@@ -1,0 +1,201 @@
+"""Rollout plans: per-rollout prompt rewrites, metadata and hard token caps (hook (a)).
+
+For each of the G rollouts of a prompt, a plan returns a `RolloutAssignment`: optional text to add to the system
+message, to the last user message, or as an assistant prefill; metadata that reaches every reward function as a
+per-row column (`budget`, `target_length`, `length_mode`, ...); and an optional hard token cap for that rollout.
+
+A plan must give **contiguous, equal-size subgroups of identical prompts** (`num_prompt_subgroups(G)` of them):
+TRL's vLLM server mode de-duplicates prompts with `all_prompts[::n]` (trl-hooks.md §10), and
+`EfficientGRPOTrainer` passes `n = G // K` so every subgroup is generated from its own prompt.
+
+Plans are pure: they never touch the trainer, so they are tested without one.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._registry import Registry
+
+ROLLOUT_PLANS: Registry = Registry("rollout plan")
+BUDGET_PLACEMENTS = ("prefill", "system", "user")
+
+
+@dataclass
+class RolloutAssignment:
+    """What one rollout gets. Text fields are appended; `None` leaves the prompt as it is."""
+
+    system: str | None = None
+    user_suffix: str | None = None
+    prefill: str | None = None
+    max_tokens: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class RolloutPlan:
+    """Base class. Subclasses implement `assign` and `num_prompt_subgroups`."""
+
+    name = "base"
+    metadata_keys: tuple[str, ...] = ()
+    uses_prefill = False
+
+    def num_prompt_subgroups(self, group_size: int) -> int:
+        """Number K of contiguous, equal-size runs of identical prompts inside a group of `group_size`."""
+        raise NotImplementedError
+
+    def assign(self, row: dict, group_pos: int, group_size: int, group_id: int, step: int) -> RolloutAssignment:
+        raise NotImplementedError
+
+    def validate(self, num_generations: int, max_completion_length: int) -> None:
+        """Raise `ValueError` at config time if the plan cannot work with these settings."""
+
+
+def subgroup_of(group_pos: int, group_size: int, num_subgroups: int) -> int:
+    """Index of the contiguous, equal-size subgroup that holds `group_pos`.
+
+    >>> [subgroup_of(p, 8, 4) for p in range(8)]
+    [0, 0, 1, 1, 2, 2, 3, 3]
+    """
+    return group_pos * num_subgroups // group_size
+
+
+@ROLLOUT_PLANS.register("budget")
+class BudgetRolloutPlan(RolloutPlan):
+    """Split the G rollouts of a prompt into `len(budgets)` subgroups, each told its own token budget.
+
+    The budget statement is `template.format(budget=b)`, placed as an assistant prefill (HBPO's default, arXiv
+    2507.15844), appended to the system message, or appended to the user message. Each row gets the metadata
+    `budget` (tokens) and `budget_statement`; with `hard_cap=True` the rollout is also cut at `b` tokens after
+    generation (equivalent in distribution to stopping there, trl-hooks.md §4).
+
+    >>> plan = BudgetRolloutPlan([512, 1024])
+    >>> [plan.assign({}, pos, 4, 0, 0).metadata["budget"] for pos in range(4)]
+    [512, 512, 1024, 1024]
+    >>> plan.assign({}, 3, 4, 0, 0).prefill
+    '<think> I will answer the question with 1024 tokens'
+    """
+
+    name = "budget"
+    metadata_keys = ("budget", "budget_statement")
+
+    def __init__(
+        self,
+        budgets,
+        placement: str = "prefill",
+        template: str = "<think> I will answer the question with {budget} tokens",
+        hard_cap: bool = False,
+    ):
+        budgets = [int(b) for b in budgets]
+        if not budgets:
+            raise ValueError("budgets must be a non-empty list of positive token counts.")
+        if any(b <= 0 for b in budgets):
+            raise ValueError(f"budgets must be positive token counts, got {budgets}.")
+        if placement not in BUDGET_PLACEMENTS:
+            raise ValueError(f"budget_placement must be one of {list(BUDGET_PLACEMENTS)}, got {placement!r}.")
+        if "{budget}" not in template:
+            raise ValueError(f"budget_template must contain '{{budget}}', got {template!r}.")
+        self.budgets, self.placement, self.template, self.hard_cap = budgets, placement, template, hard_cap
+        self.uses_prefill = placement == "prefill"
+
+    def num_prompt_subgroups(self, group_size: int) -> int:
+        return len(self.budgets)
+
+    def validate(self, num_generations: int, max_completion_length: int) -> None:
+        if num_generations % len(self.budgets) != 0:
+            raise ValueError(
+                f"num_generations ({num_generations}) must be divisible by the number of budgets "
+                f"({len(self.budgets)}: {self.budgets}) so that every budget gets an equal subgroup."
+            )
+        too_big = [b for b in self.budgets if b > max_completion_length]
+        if self.hard_cap and too_big:
+            raise ValueError(
+                f"budgets {too_big} exceed max_completion_length ({max_completion_length}); a hard cap above the "
+                "generation limit cannot be reached. Lower the budgets or raise max_completion_length."
+            )
+
+    def assign(self, row, group_pos, group_size, group_id, step):
+        budget = self.budgets[subgroup_of(group_pos, group_size, len(self.budgets))]
+        statement = self.template.format(budget=budget)
+        return RolloutAssignment(
+            system=statement if self.placement == "system" else None,
+            user_suffix=statement if self.placement == "user" else None,
+            prefill=statement if self.placement == "prefill" else None,
+            max_tokens=budget if self.hard_cap else None,
+            metadata={"budget": budget, "budget_statement": statement},
+        )
+
+
+@ROLLOUT_PLANS.register("target_length")
+class TargetLengthRolloutPlan(RolloutPlan):
+    """L1 / LCPO target prompting (arXiv 2503.04697): each rollout is told "Think for N tokens." (Exact) or
+    "Think for maximum N tokens." (Max), with N drawn uniformly from `[low, high]`.
+
+    `per="rollout"` draws a target for every rollout (K = G distinct prompts); `per="prompt"` draws one per group
+    (the original code draws once per example). `mode="mixed"` gives each draw Exact or Max with probability 1/2, as
+    the L1-Max data does. Draws are a pure function of `(seed, step, group_id, group_pos)`, so a resumed run draws the
+    same targets without extra state. Rows get `target_length` (tokens) and `length_mode` columns, which
+    `trl_efficient.rewards.get_l1_reward` reads.
+
+    >>> plan = TargetLengthRolloutPlan(100, 4000, mode="exact", seed=0)
+    >>> a = plan.assign({}, 0, 4, 7, 0)
+    >>> a.user_suffix == f" Think for {a.metadata['target_length']} tokens."
+    True
+    >>> a.metadata == plan.assign({}, 0, 4, 7, 0).metadata   # deterministic
+    True
+    """
+
+    name = "target_length"
+    metadata_keys = ("target_length", "length_mode")
+    MODES = ("exact", "max", "mixed")
+
+    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "rollout", seed: int = 0):
+        if not 0 < int(low) <= int(high):
+            raise ValueError(f"target_length_range must satisfy 0 < low <= high, got [{low}, {high}].")
+        if mode not in self.MODES:
+            raise ValueError(f"target_length_mode must be one of {list(self.MODES)}, got {mode!r}.")
+        if per not in ("rollout", "prompt"):
+            raise ValueError(f"target_length_per must be 'rollout' or 'prompt', got {per!r}.")
+        self.low, self.high, self.mode, self.per, self.seed = int(low), int(high), mode, per, seed
+
+    def num_prompt_subgroups(self, group_size: int) -> int:
+        return group_size if self.per == "rollout" else 1
+
+    def assign(self, row, group_pos, group_size, group_id, step):
+        draw = group_pos if self.per == "rollout" else 0
+        rng = random.Random(f"{self.seed}:{step}:{group_id}:{draw}")
+        target = rng.randint(self.low, self.high)
+        mode = self.mode if self.mode != "mixed" else rng.choice(("exact", "max"))
+        text = f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
+        return RolloutAssignment(user_suffix=text, metadata={"target_length": target, "length_mode": mode})
+
+
+def apply_assignment(prompt, assignment: RolloutAssignment, render=None):
+    """Return a rewritten copy of `prompt` (string or message list); never mutates the dataset row.
+
+    With a prefill, a conversational prompt is rendered to text with `render(messages) -> str` (the chat template
+    with the generation prompt), and the prefill is appended, so generation continues the assistant turn.
+
+    >>> apply_assignment([{"role": "user", "content": "2+2?"}], RolloutAssignment(system="Be brief."))
+    [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': '2+2?'}]
+    >>> apply_assignment("Q: 2+2?", RolloutAssignment(user_suffix=" Think for 9 tokens.", prefill="<think>"))
+    'Q: 2+2? Think for 9 tokens.<think>'
+    """
+    if isinstance(prompt, str):
+        text = (assignment.system + "\n" if assignment.system else "") + prompt + (assignment.user_suffix or "")
+        return text + (assignment.prefill or "")
+    messages = [dict(m) for m in prompt]
+    if assignment.system:
+        if messages and messages[0]["role"] == "system":
+            messages[0]["content"] = f"{messages[0]['content']}\n{assignment.system}"
+        else:
+            messages.insert(0, {"role": "system", "content": assignment.system})
+    if assignment.user_suffix:
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        messages[last_user]["content"] = messages[last_user]["content"] + assignment.user_suffix
+    if assignment.prefill is None:
+        return messages
+    if render is None:
+        raise ValueError("An assistant prefill on a conversational prompt needs a chat-template renderer.")
+    return render(messages) + assignment.prefill

@@ -1,0 +1,140 @@
+"""Stateful components: per-prompt histories, schedules and adaptive coefficients that must survive resume.
+
+A component is any object with `state_dict()` (JSON-serialisable) and `load_state_dict(state)`. Optionally:
+- `state_key` (`str`): its name inside the checkpoint file (defaults to `__name__` or the class name);
+- `row_columns(row) -> dict`: values fed back to the reward functions as per-row columns, added before generation;
+- `update(batch: GroupBatch) -> None`: called once per generation batch in training only, with the **gathered**
+  batch, so every rank holds identical state (trl-hooks.md §8).
+
+`EfficientGRPOTrainer` writes all components to `trl_efficient_state.json` in every checkpoint and restores them in
+`_load_optimizer_and_scheduler`, so a resumed run continues with exactly the state it stopped with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import torch
+
+from .group import GroupBatch
+
+STATE_FILE = "trl_efficient_state.json"
+
+
+def is_stateful(obj: Any) -> bool:
+    return callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))
+
+
+def state_key(obj: Any) -> str:
+    return getattr(obj, "state_key", None) or getattr(obj, "__name__", None) or type(obj).__name__
+
+
+def save_components(components: dict[str, Any], directory: str) -> str:
+    path = os.path.join(directory, STATE_FILE)
+    with open(path, "w") as f:
+        json.dump({key: comp.state_dict() for key, comp in components.items()}, f, indent=1, sort_keys=True)
+    return path
+
+
+def load_components(components: dict[str, Any], directory: str) -> bool:
+    """Restore every component found in `directory`; returns False when the checkpoint has no state file."""
+    path = os.path.join(directory, STATE_FILE)
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        saved = json.load(f)
+    for key, comp in components.items():
+        if key in saved:
+            comp.load_state_dict(saved[key])
+    return True
+
+
+class PromptHistory:
+    """Per-prompt memory across steps: shortest correct length seen so far and the running pass rate.
+
+    This is the state HAPO (arXiv 2505.11225, "min" mode) and difficulty-aware methods need. It is keyed by the
+    dataset's stable `idx` column and fed back to the rewards as two per-row columns:
+    `history_best_length` (tokens; -1 before the first correct answer) and `history_pass_rate` (-1 before the first
+    visit). It is updated **after** scoring, so the first visit of a prompt sees no history (as in HAPO's code).
+
+    >>> h = PromptHistory()
+    >>> h.row_columns({"idx": 3})
+    {'history_best_length': -1, 'history_pass_rate': -1.0}
+    >>> h.observe([3, 3, 3, 3], lengths=[10, 7, 12, 9], correct=[1, 0, 1, float("nan")])
+    >>> h.row_columns({"idx": 3})  # best correct length 10; 2 correct of 3 scorable
+    {'history_best_length': 10, 'history_pass_rate': 0.6666666666666666}
+    """
+
+    state_key = "prompt_history"
+
+    def __init__(self):
+        self.best_length: dict[int, int] = {}
+        self.attempts: dict[int, int] = {}
+        self.corrects: dict[int, int] = {}
+
+    def row_columns(self, row: dict) -> dict:
+        if "idx" not in row:
+            raise ValueError(
+                "PromptHistory needs a stable `idx` column in the training dataset (the trl_efficient data loaders "
+                "add one); add it with `dataset.map(lambda _, i: {'idx': i}, with_indices=True)`."
+            )
+        idx = int(row["idx"])
+        attempts = self.attempts.get(idx, 0)
+        return {
+            "history_best_length": self.best_length.get(idx, -1),
+            "history_pass_rate": self.corrects.get(idx, 0) / attempts if attempts else -1.0,
+        }
+
+    def observe(self, ids, lengths, correct) -> None:
+        for idx, length, ok in zip(ids, lengths, correct, strict=True):
+            if ok != ok:  # NaN: unscorable, no evidence either way
+                continue
+            idx = int(idx)
+            self.attempts[idx] = self.attempts.get(idx, 0) + 1
+            if ok >= 0.5:
+                self.corrects[idx] = self.corrects.get(idx, 0) + 1
+                self.best_length[idx] = min(self.best_length.get(idx, int(length)), int(length))
+
+    def update(self, batch: GroupBatch) -> None:
+        if "idx" not in batch.metadata:
+            return
+        self.observe(batch.metadata["idx"], batch.lengths.tolist(), batch.correct.tolist())
+
+    def state_dict(self) -> dict:
+        # JSON object keys are strings: convert back in load_state_dict.
+        return {
+            "best_length": {str(k): v for k, v in self.best_length.items()},
+            "attempts": {str(k): v for k, v in self.attempts.items()},
+            "corrects": {str(k): v for k, v in self.corrects.items()},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best_length = {int(k): int(v) for k, v in state.get("best_length", {}).items()}
+        self.attempts = {int(k): int(v) for k, v in state.get("attempts", {}).items()}
+        self.corrects = {int(k): int(v) for k, v in state.get("corrects", {}).items()}
+
+
+class RunningAccuracy:
+    """Training accuracy per generation batch, kept as a bounded history (for accuracy-driven schedules).
+
+    Stores the mean correctness of each training batch (the gathered batch, identical on every rank).
+    """
+
+    state_key = "running_accuracy"
+
+    def __init__(self, max_history: int = 1000):
+        self.max_history = max_history
+        self.history: list[float] = []
+
+    def update(self, batch: GroupBatch) -> None:
+        acc = torch.nanmean(batch.correct).item()
+        if acc == acc:
+            self.history = (self.history + [acc])[-self.max_history :]
+
+    def state_dict(self) -> dict:
+        return {"history": list(self.history)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.history = [float(x) for x in state.get("history", [])]

@@ -1,0 +1,260 @@
+"""`EfficientGRPOTrainer`: TRL's `GRPOTrainer` with thin hooks for what a reward function alone cannot do.
+
+Each override below names the TRL method it wraps (checked against TRL 1.16.0), calls `super()`, and only
+post-processes. With every `EfficientGRPOConfig` option off, the only visible difference from `GRPOTrainer` is one
+extra per-row column, `group_size`, passed to the reward functions (which must accept `**kwargs` anyway), plus
+extra `trl_efficient/*` metrics.
+
+Data flow of one generation batch (trl-hooks.md §1):
+
+1. `_generate_and_score_completions`: rewrite copies of the rows (rollout plan, state columns) -> `super()`.
+2. inside it, `_generate_single_turn`: vLLM server de-duplication fix and per-rollout hard caps.
+3. inside it, `_calculate_rewards`: after TRL gathers the rewards, gather lengths and row metadata into a
+   `GroupBatch` (stored in `self._group_batch` for the rest of this call only).
+4. back in `_generate_and_score_completions`: group stages -> advantage estimator -> completion filter ->
+   metrics -> stateful updates (training only).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+from accelerate.utils import gather, gather_object
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+
+from .advantages import TRL_DEFAULT, compute_advantages
+from .config import build_rollout_plan
+from .filters import COMPLETION_FILTERS
+from .group import GroupBatch
+from .rollout import apply_assignment
+from .state import PromptHistory, RunningAccuracy, is_stateful, load_components, save_components, state_key
+
+logger = logging.getLogger(__name__)
+
+CORRECTNESS_NAMES = ("correctness_reward", "accuracy_reward", "reasoning_accuracy_reward")
+
+
+class EfficientGRPOTrainer(GRPOTrainer):
+    """`GRPOTrainer` with rollout plans, a group stage, pluggable advantages, completion filters, checkpointed state
+    and length metrics.
+
+    Args (beyond `GRPOTrainer`'s):
+        rollout_plan (`RolloutPlan`, *optional*): overrides the plan built from `args.rollout_plan`.
+        group_stages (`list[Callable[[GroupBatch, EfficientGRPOTrainer], None]]`, *optional*): called with every
+            gathered batch, before advantages; for group statistics and custom metrics.
+        stateful_components (`list`, *optional*): objects with `state_dict`/`load_state_dict` (and optionally
+            `row_columns`, `update`), saved with every checkpoint. Reward functions, the rollout plan and the
+            advantage/filter objects that have these methods are included automatically.
+    """
+
+    _tag_names = ["trl", "grpo", "trl-efficient"]
+    _name = "EfficientGRPO"
+
+    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rollout_plan = rollout_plan if rollout_plan is not None else build_rollout_plan(self.args)
+        self.advantage_estimator = getattr(self.args, "advantage_estimator", TRL_DEFAULT)
+        self.completion_filter = getattr(self.args, "completion_filter", None)
+        self.group_stages = list(group_stages or [])
+        if self.rollout_plan is not None:
+            self.rollout_plan.validate(self.num_generations, self.args.max_completion_length)
+            if self.tools or self.environment_factories is not None or self.rollout_func is not None:
+                raise NotImplementedError(
+                    "A rollout plan rewrites prompts and caps rows inside `_generate_single_turn`, which TRL also calls "
+                    "on subsets of rows in the tool loop; tools, environment_factory and rollout_func are not supported "
+                    "together with rollout_plan."
+                )
+        components = list(stateful_components or [])
+        if getattr(self.args, "track_prompt_history", False):
+            if self.train_dataset is not None and "idx" not in getattr(self.train_dataset, "column_names", ["idx"]):
+                raise ValueError(
+                    "track_prompt_history=True needs a stable `idx` column in train_dataset; add it with "
+                    "`dataset.map(lambda _, i: {'idx': i}, with_indices=True)`."
+                )
+            components.append(PromptHistory())
+        components.append(RunningAccuracy())
+        components += [f for f in self.reward_funcs if is_stateful(f)]
+        if is_stateful(self.rollout_plan):
+            components.append(self.rollout_plan)
+        self.stateful_components = {state_key(c): c for c in components}
+        self.correctness_index = self._find_correctness_index()
+        self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
+        self._row_caps: list[int | None] | None = None  # per local row, for _generate_single_turn
+
+    # ------------------------------------------------------------------------------------------------------------
+    def _find_correctness_index(self) -> int | None:
+        wanted = getattr(self.args, "correctness_reward", None)
+        names = list(self.reward_func_names)
+        if wanted is not None:
+            if wanted not in names:
+                raise ValueError(f"correctness_reward={wanted!r} is not one of the reward functions {names}.")
+            return names.index(wanted)
+        for candidate in CORRECTNESS_NAMES:
+            if candidate in names:
+                return names.index(candidate)
+        return None
+
+    def _group_size(self) -> int:
+        return self.num_generations if self.model.training else self.num_generations_eval
+
+    def _render_chat(self, messages) -> str:
+        return self.processing_class.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **(self.chat_template_kwargs or {})
+        )
+
+    def _prepare_rows(self, inputs: list[dict]) -> list[dict]:
+        """Copies of the local rows with group position, state columns and the rollout plan applied."""
+        G = self._group_size()
+        start = self.accelerator.process_index * len(inputs)  # global row offset (trl-hooks.md §9)
+        rows, caps = [], []
+        for i, row in enumerate(inputs):
+            new = dict(row)  # never mutate the dataset row
+            new["group_size"] = G
+            for comp in self.stateful_components.values():
+                if callable(getattr(comp, "row_columns", None)):
+                    new.update(comp.row_columns(new))
+            cap = None
+            if self.rollout_plan is not None:
+                assignment = self.rollout_plan.assign(new, (start + i) % G, G, (start + i) // G, self.state.global_step)
+                new["prompt"] = apply_assignment(new["prompt"], assignment, self._render_chat)
+                new.update(assignment.metadata)
+                cap = assignment.max_tokens
+            caps.append(cap)
+            rows.append(new)
+        self._row_caps = caps if any(c is not None for c in caps) else None
+        return rows
+
+    # Wraps GRPOTrainer._generate_and_score_completions (TRL 1.16.0): rows are rewritten before, the output dict is
+    # post-processed after; nothing of the base method is copied.
+    def _generate_and_score_completions(self, inputs):
+        rows = self._prepare_rows(inputs)
+        try:
+            output = super()._generate_and_score_completions(rows)
+            batch = self._group_batch
+            if batch is not None:
+                self._run_group_stage(batch, output)
+        finally:
+            self._group_batch, self._row_caps = None, None
+        return output
+
+    # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): (1) vLLM server mode de-duplicates prompts with
+    # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
+    # (trl-hooks.md §10); (2) per-rollout hard caps truncate after generation (§4).
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        if self.rollout_plan is not None and self.use_vllm:
+            num_generations = max(num_generations // self.rollout_plan.num_prompt_subgroups(num_generations), 1)
+        completion_ids, logprobs = super()._generate_single_turn(
+            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
+        if self._row_caps is not None and len(self._row_caps) == len(completion_ids):
+            completion_ids = [ids[:cap] if cap else ids for ids, cap in zip(completion_ids, self._row_caps)]
+            if logprobs is not None:
+                logprobs = [lp[:cap] if cap else lp for lp, cap in zip(logprobs, self._row_caps)]
+        return completion_ids, logprobs
+
+    # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0): the rewards come back gathered; we gather the matching
+    # lengths, truncation flags and row metadata so the group stage sees whole groups.
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        eos_ids = set(self.eos_token_ids)
+        keys = ["idx", *(self.rollout_plan.metadata_keys if self.rollout_plan is not None else ())]
+        local = [
+            (len(ids), not (len(ids) > 0 and ids[-1] in eos_ids), {k: row.get(k) for k in keys if k in row})
+            for ids, row in zip(completion_ids_list, inputs, strict=True)
+        ]
+        everything = gather_object(local) if self.accelerator.num_processes > 1 else local
+        metadata = {k: [m.get(k) for _, _, m in everything] for k in keys if any(k in m for _, _, m in everything)}
+        self._group_batch = GroupBatch(
+            rewards=rewards.detach().float().cpu(),
+            reward_names=list(self.reward_func_names),
+            reward_weights=self.reward_weights.detach().float().cpu(),
+            lengths=torch.tensor([n for n, _, _ in everything], dtype=torch.float32),
+            truncated=torch.tensor([t for _, t, _ in everything], dtype=torch.bool),
+            group_size=self._group_size(),
+            metadata=metadata,
+            correctness_index=self.correctness_index,
+            process_index=self.accelerator.process_index,
+            local_size=len(inputs),
+            mode="train" if self.model.training else "eval",
+        )
+        return rewards
+
+    # ------------------------------------------------------------------------------------------------------------
+    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
+        for stage in self.group_stages:
+            stage(batch, self)
+        local = batch.local_slice
+        device = output["advantages"].device
+        if self.advantage_estimator != TRL_DEFAULT:
+            advantages = compute_advantages(self.advantage_estimator, batch)
+            output["advantages"] = advantages[local].to(device, output["advantages"].dtype)
+            self._metrics[batch.mode]["trl_efficient/advantage_mean"].append(advantages.mean().item())
+            self._metrics[batch.mode]["trl_efficient/advantage_std"].append(advantages.std().item())
+        if self.completion_filter is not None:
+            kwargs = {"k": self.args.filter_k} if self.completion_filter == "shortest_k" else {}
+            keep = COMPLETION_FILTERS.get(self.completion_filter)(batch, **kwargs)
+            self._apply_keep_mask(output, keep[local].to(device))
+            self._metrics[batch.mode]["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
+        self._log_group_metrics(batch)
+        if batch.mode == "train":
+            for comp in self.stateful_components.values():
+                if callable(getattr(comp, "update", None)):
+                    comp.update(batch)
+
+    def _apply_keep_mask(self, output: dict, keep: torch.Tensor) -> None:
+        """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (trl-hooks.md §6)."""
+        adv = output["advantages"]
+        output["advantages"] = adv * (keep if adv.dim() == 1 else keep[:, None]).to(adv.dtype)
+        output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1).to(output["completion_mask"].dtype)
+        loss_mask = output["completion_mask"]
+        if "tool_mask" in output:
+            loss_mask = loss_mask * output["tool_mask"]
+        output["num_items_in_batch"] = gather(loss_mask.sum())
+        output["num_items_in_batch"] = output["num_items_in_batch"].sum()
+
+    def _log_group_metrics(self, batch: GroupBatch) -> None:
+        metrics = self._metrics[batch.mode]
+        correct, lengths = batch.correct, batch.lengths
+        if batch.correctness_index is not None:
+            for name, mask in (("correct", correct == 1), ("incorrect", correct == 0)):
+                if mask.any():
+                    metrics[f"trl_efficient/tokens_{name}_mean"].append(lengths[mask].mean().item())
+            acc = torch.nanmean(correct).item()
+            if acc == acc:
+                metrics["trl_efficient/accuracy"].append(acc)
+        metrics["trl_efficient/truncated_fraction"].append(batch.truncated.float().mean().item())
+        for key in ("budget", "length_mode"):
+            for label, value in batch.subgroup_means(key, lengths).items():
+                metrics[f"trl_efficient/{key}_{label}/mean_length"].append(value)
+            if batch.correctness_index is not None:
+                for label, value in batch.subgroup_means(key, correct).items():
+                    if value == value:
+                        metrics[f"trl_efficient/{key}_{label}/accuracy"].append(value)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Wraps GRPOTrainer._save_checkpoint (TRL 1.16.0): also writes every stateful component, mirroring TRL's own
+    # `entropy_ctrl_state.json`.
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save and self.stateful_components:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            save_components(self.stateful_components, folder)
+
+    # Wraps GRPOTrainer._load_optimizer_and_scheduler (TRL 1.16.0), which runs on resume on every rank.
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None and self.stateful_components:
+            if not load_components(self.stateful_components, checkpoint):
+                logger.warning("Checkpoint %s has no trl_efficient state; stateful components start fresh.", checkpoint)
+
+    # Wraps _BaseTrainer.create_model_card (TRL 1.16.0): adds license, base model and the method section.
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if not self.is_world_process_zero():
+            return
+        from ..model_card import finalize_model_card
+
+        finalize_model_card(self, os.path.join(self.args.output_dir, "README.md"), **kwargs)
