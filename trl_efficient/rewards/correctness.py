@@ -20,7 +20,8 @@ _THINK_OPEN = "<think>"
 
 def correctness_reward(completions: list, solution: list, **kwargs) -> list[float | None]:
     r"""
-    Binary correctness of the final answer, checked with math-verify.
+    Binary correctness of the final answer, checked with math-verify: the rule-based accuracy reward of
+    DeepSeek-R1 (arXiv 2501.12948, §2.2.2).
 
     $$ r_i = \mathbb{1}[\text{answer}(o_i) \equiv \text{gold}] $$
 
@@ -114,7 +115,7 @@ def _think_format_ok(text: str) -> bool:
 def think_format_reward(completions: list, **kwargs: Any) -> list[float]:
     r"""
     Thinking-format reward: 1.0 when the completion closes a non-empty thinking part with exactly one `</think>`
-    and then gives a non-empty answer, else 0.0.
+    and then gives a non-empty answer, else 0.0 (the format reward of DeepSeek-R1, arXiv 2501.12948, §2.2.2).
 
     $$ r_i = \mathbb{1}[\,o_i = [\texttt{<think>}]\,t\,\texttt{</think>}\,a,\ t \ne \varnothing,\ a \ne \varnothing,\
     \texttt{</think>} \notin t a\,] $$

@@ -71,10 +71,10 @@ def resolve_group_size(num_generations: int | None, kwargs: dict, factory: str =
 
     >>> resolve_group_size(None, {"group_size": [4, 4]}), resolve_group_size(8, {})
     (4, 8)
-    >>> resolve_group_size(None, {}, "get_kimi_length_reward()")
+    >>> resolve_group_size(None, {}, "get_kimi_length_reward()")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: this reward needs whole groups: pass num_generations=... to get_kimi_length_reward(), or use EfficientGRPOTrainer (it passes a group_size column).
+    ValueError: this reward needs whole groups: pass num_generations=... to get_kimi_length_reward(), or use ...
     """
     column = kwargs.get("group_size")
     if column is not None and len(column) > 0:
@@ -173,7 +173,7 @@ def get_kimi_length_reward(
 
     The paper adds this term "with a weighting parameter" that is not published; apply it with `reward_weights`
     (proposed default 0.4, LASER's reimplementation). Note that a long correct answer (-0.5) can score below a
-    short wrong one (0): compare it with the correctness reward's weight. Warm-up: every row gets 0 while
+    short wrong one (0): compare it with the correctness reward's weight. Warm-up: every scorable row gets 0 while
     `trainer_state.global_step < warmup_ratio * trainer_state.max_steps` (standard RL first, as in the paper); with
     no `trainer_state` (called outside a trainer) there is no warm-up.
 
@@ -237,8 +237,8 @@ def get_shorter_better_reward(
     tokenizer: Any = None,
 ):
     r"""
-    ShorterBetter reward (Yi, Wang, Li, arXiv 2504.21370, §3): correctness minus the distance to the group's
-    Sample Optimal Length.
+    ShorterBetter reward (Yi, Wang, Li, arXiv 2504.21370, method section "Sample Optimal Length"; α, β from the code,
+    `JingyangYi/ShorterBetter`): correctness minus the distance to the group's Sample Optimal Length.
 
     $$ \mathrm{SOL} = \begin{cases} \min\{L_j : o_j \text{ correct}\} & \text{any correct} \\
     \tfrac1G \sum_j L_j & \text{otherwise} \end{cases}, \qquad

@@ -31,6 +31,8 @@ L1_MODES = ("exact", "max")
 _L1_DEFAULT_ALPHA = {"exact": 0.0003, "max": 0.001}
 # Yeo et al. treat a completion within this many tokens of the cap as over length (paper scripts: L + 16 >= L_max).
 _COSINE_EXCEED_MARGIN = 16
+# Completions that TRL's accuracy_reward scores correct / wrong against the gold "1".
+_CANONICAL = {True: r"\boxed{1}", False: r"\boxed{0}"}
 
 
 # --------------------------------------------------------------------------------------------------- validation
@@ -164,8 +166,9 @@ class _CosineLengthReward:
         if pending:
             # Canonical conversational inputs whose correctness TRL's accuracy_reward decides the same way we did,
             # and dummy ids whose count is our measured length.
+            canonical = [[{"role": "assistant", "content": _CANONICAL[c]}] for _, c, _ in pending]
             values = self._cosine(
-                completions=[[{"role": "assistant", "content": "\\boxed{1}" if c else "\\boxed{0}"}] for _, c, _ in pending],
+                completions=canonical,
                 solution=["1"] * len(pending),
                 completion_ids=[[0] * length for _, _, length in pending],
             )
@@ -210,9 +213,11 @@ def get_soft_overlong_reward(
         0 <= soft_punish_cache <= max_completion_len
     ):
         raise ValueError(
-            f"soft_punish_cache must be an int in [0, max_completion_len={max_completion_len}], got {soft_punish_cache!r}."
+            f"soft_punish_cache must be an int in [0, max_completion_len={max_completion_len}], "
+            f"got {soft_punish_cache!r}."
         )
-    return _SoftOverlongReward(max_completion_len, soft_punish_cache, LengthMeter(length_unit, length_scope, tokenizer))
+    meter = LengthMeter(length_unit, length_scope, tokenizer)
+    return _SoftOverlongReward(max_completion_len, soft_punish_cache, meter)
 
 
 class _SoftOverlongReward:
@@ -241,7 +246,8 @@ def get_l1_reward(
     tokenizer: Any = None,
 ):
     r"""
-    L1 / LCPO length-controlled reward (Aggarwal & Welleck, arXiv 2503.04697, §3, Eqs. 1-2).
+    L1 / LCPO length-controlled reward (Aggarwal & Welleck, arXiv 2503.04697, method section: LCPO-Exact and
+    LCPO-Max; constants from the original `cmu-l3/l1` code).
 
     $$ r_{\text{exact}} = \mathbb{1}[\text{correct}] - \alpha\,|N - n| \qquad
     r_{\max} = \mathbb{1}[\text{correct}] \cdot \mathrm{clip}\bigl(\alpha (N - n) + \delta,\ 0,\ 1\bigr) $$
@@ -315,7 +321,8 @@ class _L1Reward:
         modes = _column(kwargs, "length_mode", n) or [None] * n
         ids_list = _ids_or_none(completion_ids, n)
         rewards: list[float | None] = []
-        for completion, gold, ids, target, row_mode in zip(completions, solution, ids_list, targets, modes, strict=True):
+        rows = zip(completions, solution, ids_list, targets, modes, strict=True)
+        for completion, gold, ids, target, row_mode in rows:
             if target is None or isinstance(target, bool) or not isinstance(target, (int, float)) or target < 0:
                 raise ValueError(f"target_length must be a non-negative number for every row, got {target!r}.")
             row_mode = self.mode if row_mode is None else row_mode
@@ -354,10 +361,11 @@ def get_laser_reward(
 ):
     r"""
     LASER step length reward (Liu et al., "Learn to Reason Efficiently with Adaptive Length-based Reward
-    Shaping", arXiv 2505.15612, §3; code `hkust-nlp/Laser`).
+    Shaping", arXiv 2505.15612, method section "LASER"; values from the code, `hkust-nlp/Laser`).
 
-    $$ r = \begin{cases} \texttt{format\_reward} & \text{no } \texttt{</think>} \text{ or no } \texttt{\textbackslash boxed}
-    \text{ after it (incl. truncated)} \\ \texttt{correct\_reward} + \alpha\,\mathbb{1}[L \le L_T] & \text{correct} \\
+    $$ r = \begin{cases} \texttt{format\_reward} & \text{no } \texttt{</think>}
+    \text{ or no } \texttt{\textbackslash boxed} \text{ after it (incl. truncated)} \\
+    \texttt{correct\_reward} + \alpha\,\mathbb{1}[L \le L_T] & \text{correct} \\
     \texttt{wrong\_reward} & \text{wrong} \end{cases} $$
 
     A step function, not a penalty: a correct answer no longer than $L_T$ earns the bonus $\alpha$. The boxed answer
@@ -391,7 +399,9 @@ def get_laser_reward(
     ):
         _check_number(name, value)
     meter = LengthMeter(length_unit, length_scope, tokenizer)
-    return _LaserReward(target_length, float(alpha), float(correct_reward), float(wrong_reward), float(format_reward), meter)
+    return _LaserReward(
+        target_length, float(alpha), float(correct_reward), float(wrong_reward), float(format_reward), meter
+    )
 
 
 class _LaserReward:
@@ -437,8 +447,9 @@ def get_dler_truncation_reward(
     require_boxed: bool = True,
 ):
     r"""
-    DLER truncation reward (Liu et al., "DLER: Doing Length pEnalty Right", arXiv 2510.15110, §3; code
-    `NVlabs/DLER`): correctness under a short generation cap, scaled down when the response did not stop.
+    DLER truncation reward (Liu et al., "DLER: Doing Length pEnalty Right", arXiv 2510.15110, method section;
+    the ×0.1 stop scaling is from the released code, `NVlabs/DLER` reward manager): correctness under a short
+    generation cap, scaled down when the response did not stop.
 
     $$ r = \mathbb{1}[\text{correct}] \cdot \begin{cases} 1 & \text{stopped (ends with EOS)} \\
     \texttt{stop\_factor} & \text{truncated} \end{cases} $$
@@ -488,7 +499,9 @@ def get_dler_truncation_reward(
         raise ValueError(f"stop_factor must be in [0, 1], got {stop_factor!r}.")
     _check_bool("require_think_close", require_think_close)
     _check_bool("require_boxed", require_boxed)
-    return _DlerTruncationReward(max_completion_length, eos_ids, float(stop_factor), require_think_close, require_boxed)
+    return _DlerTruncationReward(
+        max_completion_length, eos_ids, float(stop_factor), require_think_close, require_boxed
+    )
 
 
 class _DlerTruncationReward:
@@ -510,7 +523,7 @@ class _DlerTruncationReward:
     def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs):
         rewards: list[float | None] = []
         for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
-            correct = is_correct(completion, gold, answer_after_think=True, require_think_close=self.require_think_close)
+            correct = is_correct(completion, gold, require_think_close=self.require_think_close)
             if correct is None:
                 rewards.append(None)
                 continue

@@ -1,0 +1,95 @@
+"""Test harness for trainer tests: scripted (deterministic) rollouts and a recording trainer.
+
+`ScriptedGenerationMixin` replaces only the *backend* generation (`GRPOTrainer._generate_single_turn`): placed after
+`EfficientGRPOTrainer` in the bases, our override (vLLM de-dup, hard caps) still runs around it. Each completion is a
+pure function of (global step, global row index, prompt tokens), so one process and two processes produce the same
+completions for the same global batch, and rewards/advantages can be compared exactly.
+"""
+
+from __future__ import annotations
+
+import random
+
+from datasets import Dataset
+from trl import GRPOTrainer
+
+from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
+
+QUESTIONS = [("What is 6 * 7?", "42"), ("What is 2 + 3?", "5"), ("What is 9 - 2?", "7"), ("What is 3 * 3?", "9")]
+
+
+def make_dataset(n: int = 32) -> Dataset:
+    rows = [QUESTIONS[i % len(QUESTIONS)] for i in range(n)]
+    return Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": q}] for q, _ in rows],
+            "solution": [a for _, a in rows],
+            "idx": list(range(n)),
+        }
+    )
+
+
+def scripted_text(step: int, global_index: int, prompt_ids) -> str:
+    rng = random.Random(f"{step}:{global_index}:{sum(prompt_ids)}:{len(prompt_ids)}")
+    filler = " ".join(rng.choice(["step", "check", "so", "then", "wait"]) for _ in range(rng.randint(0, 12)))
+    answer = rng.choice(["42", "5", "7", "9", "11"])
+    if rng.random() < 0.15:
+        return f"<think> {filler}"  # never closes: a truncated-looking, unanswered completion
+    return f"<think> {filler} </think> The final answer is \\boxed{{{answer}}}"
+
+
+class ScriptedGenerationMixin(GRPOTrainer):
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        start = self.accelerator.process_index * len(prompt_ids)
+        eos = self.processing_class.eos_token_id
+        completions = []
+        for i, ids in enumerate(prompt_ids):
+            text = scripted_text(self.state.global_step, start + i, ids)
+            tokens = self.processing_class(text, add_special_tokens=False)["input_ids"]
+            completions.append(tokens + ([eos] if "</think>" in text else []))
+        return completions, None
+
+
+class RecordingTrainer(EfficientGRPOTrainer, ScriptedGenerationMixin):
+    """Records, per generation batch, the gathered rewards and this process's advantages and masks."""
+
+    def __init__(self, *args, **kwargs):
+        self.records = []
+        super().__init__(*args, group_stages=[self._record_batch], **kwargs)
+
+    def _record_batch(self, batch, trainer):
+        self.records.append(
+            {"rewards": batch.rewards.tolist(), "lengths": batch.lengths.tolist(), "metadata": batch.metadata}
+        )
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        self.records[-1]["advantages"] = out["advantages"].tolist()
+        self.records[-1]["completion_mask_sums"] = out["completion_mask"].sum(1).tolist()
+        self.records[-1]["num_items_in_batch"] = float(out["num_items_in_batch"])
+        self.records[-1]["prompts_decoded"] = [
+            self.processing_class.decode([t for t, m in zip(ids, mask) if m]) for ids, mask in
+            zip(out["prompt_ids"].tolist(), out["prompt_mask"].tolist())
+        ]
+        return out
+
+
+def tiny_config(output_dir, **overrides) -> EfficientGRPOConfig:
+    kwargs = dict(
+        output_dir=str(output_dir),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=48,
+        max_steps=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        save_strategy="no",
+        seed=0,
+        beta=0.0,
+    )
+    kwargs.update(overrides)
+    return EfficientGRPOConfig(**kwargs)
