@@ -30,7 +30,8 @@ HYPERPARAMETERS = (
     "budget_hard_cap",
     "target_length_range",
     "target_length_mode",
-    "filter_k",
+    "advantage_kwargs",
+    "filter_kwargs",
 )
 
 

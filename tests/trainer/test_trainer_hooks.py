@@ -120,7 +120,7 @@ class TestFilterAndEstimators:
             assert rec["num_items_in_batch"] == 0
 
     def test_shortest_k_keeps_k_per_group(self, tiny_model_dir, tmp_path):
-        trainer = _trainer(tiny_model_dir, tmp_path, completion_filter="shortest_k", filter_k=2)
+        trainer = _trainer(tiny_model_dir, tmp_path, completion_filter="shortest_k", filter_kwargs={"k": 2})
         trainer.train()
         for rec in trainer.records:
             kept = [m > 0 for m in rec["completion_mask_sums"]]
@@ -191,7 +191,8 @@ class TestConfigErrors:
             ({"completion_filter": "nope"}, "completion_filter must be one of"),
             ({"length_unit": "words"}, "length_unit must be one of"),
             ({"length_scope": "middle"}, "length_scope must be one of"),
-            ({"completion_filter": "shortest_k", "filter_k": 9}, "filter_k must be in"),
+            ({"completion_filter": "shortest_k", "filter_kwargs": {"k": 9}}, "k must be in"),
+            ({"completion_filter": "shortest_k", "filter_kwargs": {"kk": 9}}, "unexpected keyword"),
             ({"rollout_plan": "target_length", "target_length_range": [50, 10]}, "0 < low <= high"),
         ],
     )

@@ -1,4 +1,4 @@
-from .advantages import ADVANTAGE_ESTIMATORS, compute_advantages, group_zscore
+from .advantages import ADVANTAGE_ESTIMATORS, finalize_advantages, group_zscore
 from .config import EfficientGRPOConfig, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
@@ -20,6 +20,6 @@ __all__ = [
     "RunningAccuracy",
     "TargetLengthRolloutPlan",
     "build_rollout_plan",
-    "compute_advantages",
+    "finalize_advantages",
     "group_zscore",
 ]

@@ -39,7 +39,7 @@ def group_zscore(rewards: torch.Tensor, group_size: int, eps: float = EPS) -> to
     NaN-aware (unscorable rows are left out of the statistics and get 0).
 
     >>> group_zscore(torch.tensor([1.0, 0.0, 1.0, 1.0]), 2)   # group 1: mean 0.5, std 0.7071
-    tensor([0.7070, -0.7070, 0.0000, 0.0000])
+    tensor([ 0.7070, -0.7070,  0.0000,  0.0000])
     """
     grouped = rewards.view(-1, group_size)
     mean = torch.nanmean(grouped, dim=1, keepdim=True)
@@ -80,9 +80,8 @@ def group_center_batch_whiten(batch: GroupBatch, eps: float = 1e-6, token_weight
     return torch.where(torch.isnan(r), torch.zeros_like(adv), adv)
 
 
-def compute_advantages(name: str, batch: GroupBatch, **kwargs) -> torch.Tensor:
-    """Look up `name` and return NaN-free global advantages."""
-    adv = ADVANTAGE_ESTIMATORS.get(name)(batch, **kwargs)
-    if adv.shape[0] != batch.num_rows:
-        raise ValueError(f"Advantage estimator {name!r} returned {adv.shape[0]} rows, expected {batch.num_rows}.")
-    return torch.nan_to_num(adv.float(), nan=0.0, posinf=0.0, neginf=0.0)
+def finalize_advantages(advantages: torch.Tensor, num_rows: int) -> torch.Tensor:
+    """Check the row count and replace NaN/inf by 0 (an estimator must never produce NaN advantages)."""
+    if advantages.shape[0] != num_rows:
+        raise ValueError(f"The advantage estimator returned {advantages.shape[0]} rows, expected {num_rows}.")
+    return torch.nan_to_num(advantages.float(), nan=0.0, posinf=0.0, neginf=0.0)

@@ -30,7 +30,8 @@ class EfficientGRPOConfig(GRPOConfig):
     Group stage:
         advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
         completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
-        filter_k (`int`): `k` for `shortest_k`.
+        advantage_kwargs (`dict`): keyword arguments of the estimator.
+        filter_kwargs (`dict`): keyword arguments of the filter (e.g. `{"k": 8}` for `shortest_k`).
         correctness_reward (`str` or `None`): name of the reward used as correctness for metrics and group stats;
             `None` picks the first of `correctness_reward`, `accuracy_reward`, `reasoning_accuracy_reward`.
         track_prompt_history (`bool`): keep per-prompt history (needs an `idx` column) and feed it to the rewards.
@@ -74,7 +75,12 @@ class EfficientGRPOConfig(GRPOConfig):
     completion_filter: str | None = field(
         default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
     )
-    filter_k: int = field(default=8, metadata={"help": "k for the shortest_k filter (completions kept per group)."})
+    advantage_kwargs: dict | None = field(
+        default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
+    )
+    filter_kwargs: dict | None = field(
+        default=None, metadata={"help": "Keyword arguments for the completion filter, e.g. {\"k\": 8} for shortest_k."}
+    )
     correctness_reward: str | None = field(
         default=None, metadata={"help": "Reward function name used as correctness in metrics and group stats."}
     )
@@ -119,8 +125,13 @@ class EfficientGRPOConfig(GRPOConfig):
             plan.validate(self.num_generations, self.max_completion_length)
             if self.num_generations_eval is not None:
                 plan.validate(self.num_generations_eval, self.max_completion_length)
-        if self.completion_filter == "shortest_k" and not 1 <= self.filter_k <= self.num_generations:
-            raise ValueError(f"filter_k must be in [1, num_generations={self.num_generations}], got {self.filter_k}.")
+        # Build the estimator and filter once so their own argument checks fail at config time.
+        if self.advantage_estimator != TRL_DEFAULT:
+            build_group_component(
+                ADVANTAGE_ESTIMATORS.get(self.advantage_estimator), self, self.advantage_kwargs, "advantage_kwargs"
+            )
+        if self.completion_filter is not None:
+            build_group_component(COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs")
 
 
 def build_rollout_plan(args):
@@ -136,3 +147,22 @@ def build_rollout_plan(args):
         low, high = args.target_length_range
         return ROLLOUT_PLANS.get(name)(low, high, args.target_length_mode, args.target_length_per, args.seed)
     return ROLLOUT_PLANS.get(name)()
+
+
+def build_group_component(entry, args, kwargs: dict | None, field_name: str = "kwargs"):
+    """Instantiate a registry entry of the group stage.
+
+    A *class* entry is built as `entry(args, **kwargs)` (it may keep state: then it is checkpointed); a *function*
+    entry `fn(batch, **kwargs)` is bound to its kwargs. Either way the result is a callable `(batch) -> tensor`.
+    """
+    import functools
+    import inspect
+
+    kwargs = dict(kwargs or {})
+    try:
+        if inspect.isclass(entry):
+            return entry(args, **kwargs)
+        inspect.signature(entry).bind(None, **kwargs)  # reject unknown keywords at config time
+    except TypeError as err:
+        raise ValueError(f"{field_name}={kwargs} does not fit {getattr(entry, '__name__', entry)}: {err}") from err
+    return functools.partial(entry, **kwargs)

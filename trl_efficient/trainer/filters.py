@@ -33,16 +33,24 @@ def zero_std_filter(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
 
 
 @COMPLETION_FILTERS.register("shortest_k")
-def shortest_k_filter(batch: GroupBatch, k: int = 8) -> torch.Tensor:
-    """GFPO "Shortest k/G" (arXiv 2508.09726): keep the `k` shortest completions of each group (stable ties).
+class ShortestKFilter:
+    """GFPO "Shortest k/G" (arXiv 2508.09726, §3): keep the `k` shortest completions of each group (stable ties).
 
+    >>> from types import SimpleNamespace
+    >>> f = ShortestKFilter(SimpleNamespace(num_generations=4), k=2)
     >>> b = GroupBatch(rewards=torch.zeros(4, 1), reward_names=["r"], reward_weights=torch.ones(1),
     ...                lengths=torch.tensor([5, 3, 9, 3]), truncated=torch.zeros(4).bool(), group_size=4)
-    >>> shortest_k_filter(b, k=2).tolist()
+    >>> f(b).tolist()
     [False, True, False, True]
     """
-    if not 1 <= k <= batch.group_size:
-        raise ValueError(f"k must be in [1, num_generations={batch.group_size}], got {k}.")
-    order = batch.grouped(batch.lengths.float()).argsort(dim=1, stable=True)
-    keep = torch.zeros_like(order, dtype=torch.bool).scatter_(1, order[:, :k], True)
-    return keep.view(-1)
+
+    def __init__(self, args, k: int = 8):
+        if not 1 <= k <= args.num_generations:
+            raise ValueError(f"filter_kwargs k must be in [1, num_generations={args.num_generations}], got {k}.")
+        self.k = k
+
+    def __call__(self, batch: GroupBatch) -> torch.Tensor:
+        k = min(self.k, batch.group_size)  # eval groups may be smaller (num_generations_eval)
+        order = batch.grouped(batch.lengths.float()).argsort(dim=1, stable=True)
+        keep = torch.zeros_like(order, dtype=torch.bool).scatter_(1, order[:, :k], True)
+        return keep.view(-1)

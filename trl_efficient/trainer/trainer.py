@@ -25,8 +25,8 @@ from accelerate.utils import gather, gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
-from .advantages import TRL_DEFAULT, compute_advantages
-from .config import build_rollout_plan
+from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
+from .config import build_group_component, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import apply_assignment
@@ -56,8 +56,17 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.rollout_plan = rollout_plan if rollout_plan is not None else build_rollout_plan(self.args)
-        self.advantage_estimator = getattr(self.args, "advantage_estimator", TRL_DEFAULT)
-        self.completion_filter = getattr(self.args, "completion_filter", None)
+        estimator = getattr(self.args, "advantage_estimator", TRL_DEFAULT)
+        self.advantage_estimator = None  # None: TRL's own advantages, untouched
+        if estimator != TRL_DEFAULT:
+            entry = ADVANTAGE_ESTIMATORS.get(estimator)
+            self.advantage_estimator = build_group_component(entry, self.args, self.args.advantage_kwargs, "advantage_kwargs")
+        name = getattr(self.args, "completion_filter", None)
+        self.completion_filter = None
+        if name is not None:
+            self.completion_filter = build_group_component(
+                COMPLETION_FILTERS.get(name), self.args, self.args.filter_kwargs, "filter_kwargs"
+            )
         self.group_stages = list(group_stages or [])
         if self.rollout_plan is not None:
             self.rollout_plan.validate(self.num_generations, self.args.max_completion_length)
@@ -77,8 +86,9 @@ class EfficientGRPOTrainer(GRPOTrainer):
             components.append(PromptHistory())
         components.append(RunningAccuracy())
         components += [f for f in self.reward_funcs if is_stateful(f)]
-        if is_stateful(self.rollout_plan):
-            components.append(self.rollout_plan)
+        for obj in (self.rollout_plan, self.advantage_estimator, self.completion_filter):
+            if is_stateful(obj):
+                components.append(obj)
         self.stateful_components = {state_key(c): c for c in components}
         self.correctness_index = self._find_correctness_index()
         self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
@@ -188,14 +198,13 @@ class EfficientGRPOTrainer(GRPOTrainer):
             stage(batch, self)
         local = batch.local_slice
         device = output["advantages"].device
-        if self.advantage_estimator != TRL_DEFAULT:
-            advantages = compute_advantages(self.advantage_estimator, batch)
+        if self.advantage_estimator is not None:
+            advantages = finalize_advantages(self.advantage_estimator(batch), batch.num_rows)
             output["advantages"] = advantages[local].to(device, output["advantages"].dtype)
             self._metrics[batch.mode]["trl_efficient/advantage_mean"].append(advantages.mean().item())
             self._metrics[batch.mode]["trl_efficient/advantage_std"].append(advantages.std().item())
         if self.completion_filter is not None:
-            kwargs = {"k": self.args.filter_k} if self.completion_filter == "shortest_k" else {}
-            keep = COMPLETION_FILTERS.get(self.completion_filter)(batch, **kwargs)
+            keep = self.completion_filter(batch).bool()
             self._apply_keep_mask(output, keep[local].to(device))
             self._metrics[batch.mode]["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
         self._log_group_metrics(batch)
