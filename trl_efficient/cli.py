@@ -93,7 +93,6 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     from .evaluation import evaluate_model
     from .recipes import get_recipe
     from .tiny import resolve_model_name
-    from .trainer import EfficientGRPOTrainer
 
     recipe = get_recipe(script_args.recipe)
     model_path = resolve_model_name(script_args.model_name_or_path)
@@ -106,11 +105,13 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
             "sequence_bias": [[[tokenizer.eos_token_id], float(script_args.eos_logit_bias)]],
         }
     train_dataset, eval_dataset = load_datasets(data_args, seed=training_args.seed)
+    train_dataset = recipe.apply_prepare_dataset(train_dataset, training_args, tokenizer)
     reward_funcs, weights = recipe.build_reward_funcs(training_args, tokenizer)
     if training_args.reward_weights is None:
         training_args.reward_weights = weights
     model = AutoModelForCausalLM.from_pretrained(model_path, **(training_args.model_init_kwargs or {}))
-    trainer = EfficientGRPOTrainer(
+    trainer_cls = recipe.load_trainer_cls()
+    trainer = trainer_cls(
         model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train_dataset, processing_class=tokenizer
     )
     trainer.recipe = recipe
@@ -197,7 +198,29 @@ def list_recipes() -> None:
         print(f"{name:18s} {recipe.method}: {recipe.description}")
 
 
-COMMANDS = {"train": "train a recipe (default: the offline quickstart)", "recipes": "list the registered recipes"}
+# Subcommand -> (help, "module:function"). Each function takes the remaining argv and returns an exit code
+# (or None). Modules are imported only when their command runs, so `trl-efficient --help` stays fast.
+COMMANDS = {
+    "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.cli:train_main"),
+    "recipes": ("list the registered recipes", "trl_efficient.cli:recipes_main"),
+    "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.evaluation_cli:main"),
+    "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data_cli:main"),
+    "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
+    "serve-scorer": ("serve a token-significance scorer over HTTP (Bingo)", "trl_efficient.significance.server:main"),
+    "profile": ("profile a base model over a dataset (SABER tiers)", "trl_efficient.methods.saber:profile_main"),
+}
+
+
+def recipes_main(argv: list[str]) -> int:
+    list_recipes()
+    return 0
+
+
+def _resolve(target: str):
+    import importlib
+
+    module, _, func = target.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,14 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         parser = argparse.ArgumentParser(prog="trl-efficient", description="Efficient-reasoning RL on top of TRL.")
-        parser.add_argument("command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v}" for k, v in COMMANDS.items()))
-        parser.parse_args(argv[:1])  # prints help or the error listing the commands
+        parser.add_argument(
+            "command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v[0]}" for k, v in sorted(COMMANDS.items()))
+        )
+        parser.parse_args(argv[:1] or ["--help"])  # prints help, or the error listing the commands
         return 2
-    if argv[0] == "train":
-        train_main(argv[1:])
-    elif argv[0] == "recipes":
-        list_recipes()
-    return 0
+    result = _resolve(COMMANDS[argv[0]][1])(argv[1:])
+    return 0 if result is None or isinstance(result, dict) else int(result)
 
 
 if __name__ == "__main__":

@@ -38,11 +38,28 @@ class Recipe:
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
+    trainer_cls: str = "trl_efficient.trainer:EfficientGRPOTrainer"  # "module:Class", a subclass for loss-level methods
+    prepare_dataset: str | None = None  # "module:function" (train_dataset, args, tokenizer) -> train_dataset
+
+    def load_trainer_cls(self):
+        return _import_target(self.trainer_cls)
+
+    def apply_prepare_dataset(self, dataset, args, tokenizer):
+        if self.prepare_dataset is None:
+            return dataset
+        return _import_target(self.prepare_dataset)(dataset, args, tokenizer)
 
     def build_reward_funcs(self, args, tokenizer) -> tuple[list, list[float]]:
         """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`)."""
         funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs) for spec in self.rewards]
         return funcs, [spec.weight for spec in self.rewards]
+
+
+def _import_target(target: str):
+    import importlib
+
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def register_recipe(recipe: Recipe) -> Recipe:
