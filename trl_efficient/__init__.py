@@ -7,5 +7,6 @@ in `trl_efficient.trainer`, recipes in `trl_efficient.recipes`, data loaders in 
 __version__ = "0.1.0"
 
 from .trainer import EfficientGRPOConfig, EfficientGRPOTrainer
+from . import methods  # noqa: E402,F401  (registers method-family estimators, filters and plans)
 
 __all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]
