@@ -50,7 +50,7 @@ class ScriptedGenerationMixin(GRPOTrainer):
         return completions, None
 
 
-class RecordingTrainer(EfficientGRPOTrainer, ScriptedGenerationMixin):
+class RecordingMixin(EfficientGRPOTrainer):
     """Records, per generation batch, the gathered rewards and this process's advantages and masks."""
 
     def __init__(self, *args, **kwargs):
@@ -93,3 +93,60 @@ def tiny_config(output_dir, **overrides) -> EfficientGRPOConfig:
     )
     kwargs.update(overrides)
     return EfficientGRPOConfig(**kwargs)
+
+
+class RecordingTrainer(RecordingMixin, ScriptedGenerationMixin):
+    """Recording trainer with scripted (deterministic) rollouts."""
+
+
+class RealRecordingTrainer(RecordingMixin):
+    """Recording trainer with real transformers generation."""
+
+
+def tiny_cli_args(output_dir, **extra) -> list[str]:
+    """Command-line overrides that make any recipe YAML train in seconds on the tiny offline model."""
+    args = {
+        "model_name_or_path": "tiny:qwen2-16",
+        "output_dir": str(output_dir),
+        "max_steps": 2,
+        "per_device_train_batch_size": 4,
+        "num_generations": 4,
+        "max_completion_length": 24,
+        "dataset_limit": 16,
+        "eval_before_after": False,
+        "use_vllm": False,
+        "bf16": False,
+        "use_cpu": True,
+        "gradient_checkpointing": False,
+        "gradient_accumulation_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "eos_logit_bias": 3.0,
+        "logging_steps": 1,
+    }
+    args.update(extra)
+    out = []
+    for key, value in args.items():
+        out += [f"--{key}", str(value)]
+    return out
+
+
+def run_torchrun(script: str, nproc: int, out_dir, *args, timeout: int = 300) -> list[dict]:
+    """Run `script` under `torchrun --standalone --nproc_per_node nproc` (CPU, gloo) and load each rank's
+    `rank{r}.json` from `out_dir`."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    os.makedirs(out_dir, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), script,
+           *[str(a) for a in args]]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ranks = []
+    for r in range(nproc):
+        with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+            ranks.append(json.load(f))
+    return ranks

@@ -1,24 +1,16 @@
 """1 process vs 2 processes (torchrun, gloo, CPU) give the same rewards, advantages, masks and history, with groups
 straddling the ranks (trl-hooks.md §9)."""
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
+from helpers import run_torchrun
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_group_trainer.py")
 
 
 def _run(model_dir, out_dir, nproc, estimator):
-    os.makedirs(out_dir, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--standalone",
-           SCRIPT, model_dir, str(out_dir), estimator]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return [json.load(open(os.path.join(out_dir, f"rank{r}.json"))) for r in range(nproc)]
+    return run_torchrun(SCRIPT, nproc, out_dir, model_dir, out_dir, estimator)
 
 
 @pytest.mark.dist

@@ -178,6 +178,26 @@ class TestStatefulComponents:
             )
 
 
+class TestBadInputs:
+    def test_missing_solution_column_fails_at_construction(self, tiny_model_dir, tmp_path):
+        with pytest.raises(ValueError, match="needs a 'solution' column"):
+            RecordingTrainer(
+                model=tiny_model_dir, reward_funcs=[correctness_reward], args=tiny_config(tmp_path),
+                train_dataset=make_dataset().remove_columns("solution"),
+            )
+
+    def test_bad_completions_and_golds_never_kill_training(self, tiny_model_dir, tmp_path):
+        # garbage golds: unparseable, empty, None-like; completions are scripted (some never close </think>)
+        dataset = make_dataset(8).map(lambda row, i: {"solution": ["x^^2)", "", "#### ", "42"][i % 4]}, with_indices=True)
+        trainer = RecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
+            args=tiny_config(tmp_path, advantage_estimator="group_center_batch_whiten"), train_dataset=dataset,
+        )
+        trainer.train()
+        for rec in trainer.records:
+            assert all(a == a for a in rec["advantages"])  # no NaN
+
+
 class TestConfigErrors:
     @pytest.mark.parametrize(
         "overrides, match",

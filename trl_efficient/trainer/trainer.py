@@ -37,6 +37,22 @@ logger = logging.getLogger(__name__)
 CORRECTNESS_NAMES = ("correctness_reward", "accuracy_reward", "reasoning_accuracy_reward")
 
 
+def required_reward_arguments(func) -> list[str]:
+    """Names of the arguments a reward callable requires (no default, not `*args`/`**kwargs`)."""
+    import inspect
+
+    target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in params
+        if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
 class EfficientGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` with rollout plans, a group stage, pluggable advantages, completion filters, checkpointed state
     and length metrics.
@@ -76,6 +92,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     "on subsets of rows in the tool loop; tools, environment_factory and rollout_func are not supported "
                     "together with rollout_plan."
                 )
+        self._check_reward_columns()
         components = list(stateful_components or [])
         if getattr(self.args, "track_prompt_history", False):
             if self.train_dataset is not None and "idx" not in getattr(self.train_dataset, "column_names", ["idx"]):
@@ -106,6 +123,27 @@ class EfficientGRPOTrainer(GRPOTrainer):
             if candidate in names:
                 return names.index(candidate)
         return None
+
+    def _check_reward_columns(self) -> None:
+        """Fail at construction, not mid-training, when a reward needs a column nobody provides (e.g. `solution`)."""
+        dataset = self.train_dataset
+        columns = set(getattr(dataset, "column_names", None) or [])
+        if not columns:
+            return  # iterable or unknown dataset: nothing to check up front
+        provided = columns | {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
+                              "group_size", "history_best_length", "history_pass_rate"}
+        if self.rollout_plan is not None:
+            provided |= set(self.rollout_plan.metadata_keys)
+        for func, name in zip(self.reward_funcs, self.reward_func_names):
+            if isinstance(func, torch.nn.Module):
+                continue
+            for column in required_reward_arguments(func):
+                if column not in provided:
+                    raise ValueError(
+                        f"Reward function {name!r} needs a {column!r} column, but the training dataset has only "
+                        f"{sorted(columns)}. Add the column (the trl_efficient.data loaders provide `solution`) or "
+                        "drop the reward."
+                    )
 
     def _group_size(self) -> int:
         return self.num_generations if self.model.training else self.num_generations_eval

@@ -1,0 +1,76 @@
+"""The `trl-efficient` CLI: quickstart, every core recipe from its YAML, overrides and config errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from helpers import tiny_cli_args
+from huggingface_hub import ModelCard
+
+from trl_efficient.cli import main, parse_train_args, train_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+CORE_RECIPES = ["grpo", "kimi", "cosine", "laser", "shorter-better", "dapo-overlong"]
+
+
+@pytest.mark.parametrize("recipe", CORE_RECIPES)
+def test_recipe_trains_from_its_yaml(recipe, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    train_main(["--config", f"configs/{recipe}.yaml", *tiny_cli_args(tmp_path)])
+    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
+        assert json.load(f)["recipe"] == recipe
+    card = ModelCard.load(os.path.join(tmp_path, "README.md"))
+    assert f"`{recipe}`" in card.text
+
+
+def test_quickstart_smoke_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    summary = train_main(
+        ["--config", "configs/quickstart.yaml", "--output_dir", str(tmp_path), "--max_steps", "3", "--save_steps", "3",
+         "--eval_limit", "4", "--dataset_limit", "32", "--model_name_or_path", "tiny:qwen2-16"]
+    )
+    out = capsys.readouterr().out
+    assert "SMOKE RUN" in out and "mean tokens" in out
+    assert summary["before"]["num_samples"] == 4 and summary["after"]["mean_tokens"] > 0
+    assert os.path.exists(os.path.join(tmp_path, "checkpoint-3", "trl_efficient_state.json"))
+    assert os.path.exists(os.path.join(tmp_path, "README.md"))
+
+
+def test_precedence_recipe_then_yaml_then_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    # dapo-overlong's recipe sets epsilon_high=0.28; the YAML does not; the CLI wins over both
+    _, _, cfg = parse_train_args(["--config", "configs/dapo-overlong.yaml", *tiny_cli_args(tmp_path)])
+    assert cfg.epsilon_high == 0.28 and cfg.max_completion_length == 24
+    _, _, cfg = parse_train_args(
+        ["--config", "configs/dapo-overlong.yaml", *tiny_cli_args(tmp_path), "--epsilon_high", "0.3"]
+    )
+    assert cfg.epsilon_high == 0.3
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--recipe", "nope"], "Unknown recipe 'nope'"),
+        (["--rollout_plan", "budget", "--budgets", "100", "200", "300"], "divisible by the number of budgets"),
+        (["--length_unit", "words"], "invalid choice|length_unit"),
+    ],
+)
+def test_config_errors_are_clear(extra, match, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises((ValueError, SystemExit)) as info:
+        parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), *extra])
+    if info.type is ValueError:
+        assert __import__("re").search(match, str(info.value))
+
+
+def test_console_script_lists_recipes():
+    proc = subprocess.run([sys.executable, "-m", "trl_efficient.cli", "recipes"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and "shorter-better" in proc.stdout
+
+
+def test_unknown_command_exits_nonzero():
+    with pytest.raises(SystemExit):
+        main(["bogus"])

@@ -1,0 +1,210 @@
+"""
+The testbed's over-thinking base model: a tiny Qwen2 trained from scratch, on CPU, on verbose teacher traces.
+
+`train_base_model(output_dir, BaseModelConfig())` builds a tiny byte-level BPE tokenizer whose corpus covers the
+world's vocabulary (`trl_efficient.tiny.build_tiny_tokenizer(extra_corpus=world_corpus())`), a tiny Qwen2
+(`trl_efficient.tiny.build_tiny_model`), and trains it by next-token prediction on the completion part of chat-
+formatted (prompt, teacher trace) pairs (`world.make_trace`: necessary steps mixed with re-checks, restatements and
+hesitations at random verbosity, plus occasional merged steps). Everything is seeded.
+
+`resolve_base_model("testbed:base")` returns the cached directory, training it first when missing. The cache lives
+under `$TRL_EFFICIENT_CACHE/testbed/` (default `~/.cache/trl_efficient/testbed/`), keyed by a hash of the config,
+so changing a setting trains a new model instead of reusing a stale one. Sizes: `"testbed:base"` (the default,
+a few minutes on two CPU cores) and `"testbed:small"` (seconds; for tests, it barely learns).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from .world import TraceStyle, make_tasks, make_trace, world_corpus
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BASE_MODEL_SIZES", "BaseModelConfig", "cache_root", "resolve_base_model", "train_base_model"]
+
+FORMAT_VERSION = 1  # bump when the world or the trace format changes: old cached models are then not reused
+MARKER = "trl_efficient_testbed.json"
+
+
+@dataclass
+class BaseModelConfig:
+    """Size, data and optimisation of the base model (all seeded)."""
+
+    hidden_size: int = 128
+    num_layers: int = 3
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    max_steps: int = 1200
+    batch_size: int = 32
+    learning_rate: float = 3e-3
+    warmup_steps: int = 50
+    weight_decay: float = 0.01
+    num_train_tasks: int = 40000
+    min_ops: int = 1
+    max_ops: int = 8
+    seed: int = 0
+    style: TraceStyle = field(default_factory=TraceStyle)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        blob = json.dumps({"v": FORMAT_VERSION, **self.to_dict()}, sort_keys=True)
+        return hashlib.sha1(blob.encode()).hexdigest()[:10]
+
+
+BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
+    "base": BaseModelConfig(),
+    "small": BaseModelConfig(
+        hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
+    ),
+}
+
+
+def cache_root() -> str:
+    root = os.environ.get("TRL_EFFICIENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "trl_efficient")
+    return os.path.join(root, "testbed")
+
+
+def build_testbed_tokenizer():
+    from ..tiny import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(extra_corpus=world_corpus(), vocab_size=640)
+
+
+def _encode_examples(tokenizer, config: BaseModelConfig):
+    from .data import task_prompt
+
+    rng = random.Random(config.seed + 1)
+    tasks = make_tasks(config.num_train_tasks, seed=config.seed, min_ops=config.min_ops, max_ops=config.max_ops)
+    examples = []
+    for task in tasks:
+        prompt = tokenizer.apply_chat_template(task_prompt(task), tokenize=False, add_generation_prompt=True)
+        p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c_ids = tokenizer(make_trace(task, rng, config.style), add_special_tokens=False)["input_ids"]
+        examples.append((p_ids, c_ids + [tokenizer.eos_token_id]))
+    return examples
+
+
+def _batch(examples, pad_id):
+    width = max(len(p) + len(c) for p, c in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, (p, c) in enumerate(examples):
+        seq = p + c
+        ids[i, : len(seq)] = torch.tensor(seq)
+        labels[i, len(p) : len(seq)] = torch.tensor(c)
+        mask[i, : len(seq)] = 1
+    return ids, labels, mask
+
+
+def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log_every: int = 100) -> str:
+    """Train the base model described by `config` and save model + tokenizer to `output_dir`; return it.
+
+    The model is saved atomically (temporary sibling directory renamed into place). Training uses the whole
+    machine's torch threads; the global RNG is restored afterwards.
+    """
+    from ..tiny import build_tiny_model
+
+    config = config or BaseModelConfig()
+    tokenizer = build_testbed_tokenizer()
+    model = build_tiny_model(
+        tokenizer,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_layers,
+        num_heads=config.num_heads,
+        num_kv_heads=config.num_kv_heads,
+        max_position_embeddings=1024,
+        seed=config.seed,
+    )
+    examples = _encode_examples(tokenizer, config)
+    order_rng = random.Random(config.seed + 2)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+
+    def lr_at(step):
+        if step < config.warmup_steps:
+            return (step + 1) / config.warmup_steps
+        progress = (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
+    model.train()
+    t0, running = time.time(), None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        order: list[int] = []
+        for step in range(config.max_steps):
+            if len(order) < config.batch_size:
+                fresh = list(range(len(examples)))
+                order_rng.shuffle(fresh)
+                order += fresh
+            chosen, order = order[: config.batch_size], order[config.batch_size :]
+            ids, labels, mask = _batch([examples[i] for i in chosen], tokenizer.pad_token_id)
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+            if log_every and (step + 1) % log_every == 0:
+                logger.info("testbed base model: step %d/%d loss %.4f (%.0f s)", step + 1, config.max_steps, running,
+                            time.time() - t0)  # fmt: skip
+    model.eval()
+    output_dir = os.path.abspath(os.path.expanduser(output_dir))
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.tmp-")
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        with open(os.path.join(tmp, MARKER), "w") as f:
+            info = {"config": config.to_dict(), "format_version": FORMAT_VERSION, "final_loss": running,
+                    "train_seconds": round(time.time() - t0, 1)}  # fmt: skip
+            json.dump(info, f, indent=1)
+        if os.path.isdir(output_dir):
+            shutil.rmtree(output_dir)
+        os.rename(tmp, output_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("testbed base model saved to %s (loss %.4f, %.0f s)", output_dir, running, time.time() - t0)
+    return output_dir
+
+
+def _is_trained(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.json"))
+
+
+def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
+    """Directory of the testbed base model `"testbed:<size>"` (`base` or `small`), trained on first use.
+
+    >>> resolve_base_model("testbed:huge")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown testbed model 'testbed:huge'; choose one of ['testbed:base', 'testbed:small'].
+    """
+    size = name.split(":", 1)[1] if name.startswith("testbed:") else name
+    size = size or "base"
+    if size not in BASE_MODEL_SIZES:
+        choices = [f"testbed:{s}" for s in BASE_MODEL_SIZES]
+        raise ValueError(f"Unknown testbed model {name!r}; choose one of {choices}.")
+    config = BASE_MODEL_SIZES[size]
+    path = os.path.join(cache_dir or cache_root(), f"{size}-{config.key()}")
+    if not _is_trained(path):
+        logger.info("Training the testbed base model %r into %s (once; cached afterwards)", name, path)
+        train_base_model(path, config)
+    return path

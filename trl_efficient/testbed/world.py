@@ -1,0 +1,264 @@
+r"""
+The testbed's synthetic reasoning world: digit chains that need one reasoning step per operation.
+
+A task is a start digit followed by 1 to 8 operations (`+`, `-`, `*` with a digit), applied **from left to right,
+keeping only the last digit** (arithmetic mod 10). Each operation needs exactly one step, `"4 + 7 = 1."`, so the
+difficulty is the number of operations and the shortest correct trace is known exactly:
+
+    <think> 4 + 7 = 1. 1 * 3 = 3. 3 - 2 = 1. </think> \boxed{1}
+
+Teacher traces (`make_trace`) mix these necessary steps with redundant sentences at a random verbosity: re-checks
+(`"Check: 4 + 7 = 1."`), restatements (`"So far: 1."`, `"Next: * 3."`) and hesitations (`"Wait."`), and
+occasionally *skip* a step by merging two operations into one sentence (`"4 + 7 * 3 = 3."`), which a small model
+gets wrong far more often. A model trained on them over-thinks: cutting the filler is free, cutting steps costs
+accuracy.
+
+Because the world is ours, every completion can be segmented exactly (`segment_completion`): each sentence of the
+thinking part is a necessary `step`, a merged `skip` step, or `redundant`; the rest is `frame` (think tags, the
+boxed answer, the EOS token).
+
+>>> task = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))
+>>> task.question, task.answer, task.difficulty
+('Compute 4 + 7 * 3 - 2 from left to right, keeping the last digit.', 1, 3)
+>>> minimal_trace(task)
+'<think> 4 + 7 = 1. 1 * 3 = 3. 3 - 2 = 1. </think> \\boxed{1}'
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "FILLERS",
+    "OPS",
+    "Segment",
+    "Task",
+    "TraceStyle",
+    "apply_op",
+    "classify_sentences",
+    "make_task",
+    "make_tasks",
+    "make_trace",
+    "minimal_trace",
+    "world_corpus",
+]
+
+OPS = ("+", "-", "*")
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+# Redundant sentences. `{a} {op} {b} = {c}` is the previous step, `{c}` the running value, `{nop} {nb}` the next
+# operation. Each is one sentence ending with "." so that segmentation is a split on sentence ends.
+FILLERS: dict[str, tuple[str, ...]] = {
+    "recheck": ("Check: {a} {op} {b} = {c}.", "Let me recheck: {a} {op} {b} = {c}."),
+    "restate": ("So far: {c}.", "The value is {c}."),
+    "preview": ("Next: {nop} {nb}.",),
+    "hesitate": ("Wait.", "Hmm.", "Let me think.", "Let me be careful."),
+}
+
+
+def apply_op(a: int, op: str, b: int) -> int:
+    """One step, mod 10.
+
+    >>> apply_op(4, "+", 7), apply_op(1, "-", 3), apply_op(6, "*", 7)
+    (1, 8, 2)
+    """
+    if op == "+":
+        return (a + b) % 10
+    if op == "-":
+        return (a - b) % 10
+    if op == "*":
+        return (a * b) % 10
+    raise ValueError(f"Unknown operation {op!r}; expected one of {OPS}.")
+
+
+@dataclass(frozen=True)
+class Task:
+    start: int
+    ops: tuple[tuple[str, int], ...]
+
+    @property
+    def difficulty(self) -> int:
+        return len(self.ops)
+
+    @property
+    def values(self) -> list[int]:
+        """Running values after each operation (`values[-1]` is the answer)."""
+        out, v = [], self.start
+        for op, b in self.ops:
+            v = apply_op(v, op, b)
+            out.append(v)
+        return out
+
+    @property
+    def answer(self) -> int:
+        return self.values[-1]
+
+    @property
+    def expression(self) -> str:
+        return " ".join([str(self.start)] + [f"{op} {b}" for op, b in self.ops])
+
+    @property
+    def question(self) -> str:
+        return f"Compute {self.expression} from left to right, keeping the last digit."
+
+
+def make_task(rng: random.Random, num_ops: int) -> Task:
+    if not 1 <= num_ops:
+        raise ValueError(f"num_ops must be >= 1, got {num_ops}.")
+    return Task(rng.randint(0, 9), tuple((rng.choice(OPS), rng.randint(0, 9)) for _ in range(num_ops)))
+
+
+def make_tasks(n: int, seed: int, min_ops: int = 1, max_ops: int = 8) -> list[Task]:
+    """`n` tasks with a difficulty drawn uniformly from `[min_ops, max_ops]`, seeded.
+
+    >>> [t.difficulty for t in make_tasks(4, seed=0, min_ops=2, max_ops=3)]
+    [3, 3, 2, 2]
+    """
+    if not 1 <= min_ops <= max_ops:
+        raise ValueError(f"need 1 <= min_ops <= max_ops, got {min_ops}, {max_ops}.")
+    rng = random.Random(seed)
+    return [make_task(rng, rng.randint(min_ops, max_ops)) for _ in range(n)]
+
+
+def _step(a, op, b, c) -> str:
+    return f"{a} {op} {b} = {c}."
+
+
+def minimal_trace(task: Task) -> str:
+    """The shortest correct trace: every necessary step, nothing else."""
+    steps, a = [], task.start
+    for (op, b), c in zip(task.ops, task.values):
+        steps.append(_step(a, op, b, c))
+        a = c
+    return f"{THINK_OPEN} {' '.join(steps)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
+
+
+@dataclass(frozen=True)
+class TraceStyle:
+    """How teacher traces are drawn.
+
+    Args:
+        verbosity_weights: probabilities of verbosity levels 0, 1, 2, ...; a trace of level `v` draws
+            `Binomial(v, filler_prob)` redundant sentences after each step.
+        filler_prob: see above.
+        skip_prob: probability that two consecutive operations are merged into one (skipped) step.
+        filler_kinds: weights of the filler kinds in `FILLERS`.
+    """
+
+    verbosity_weights: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
+    filler_prob: float = 0.6
+    skip_prob: float = 0.08
+    filler_kinds: dict[str, float] = field(
+        default_factory=lambda: {"recheck": 0.35, "restate": 0.25, "preview": 0.15, "hesitate": 0.25}
+    )
+
+
+def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle()) -> str:
+    """A teacher trace for `task`: correct, with redundant sentences and occasional merged steps.
+
+    >>> t = Task(start=4, ops=(("+", 7), ("*", 3)))
+    >>> make_trace(t, random.Random(1), TraceStyle(verbosity_weights=(1.0,), skip_prob=0.0)) == minimal_trace(t)
+    True
+    """
+    levels = list(range(len(style.verbosity_weights)))
+    verbosity = rng.choices(levels, weights=style.verbosity_weights)[0]
+    kinds, kind_weights = zip(*style.filler_kinds.items())
+    sentences, a, i = [], task.start, 0
+    values = task.values
+    while i < len(task.ops):
+        op, b = task.ops[i]
+        if i + 1 < len(task.ops) and rng.random() < style.skip_prob:
+            op2, b2 = task.ops[i + 1]
+            c = values[i + 1]
+            sentences.append(f"{a} {op} {b} {op2} {b2} = {c}.")
+            i += 2
+            prev = (values[i - 2], op2, b2, c)  # re-checks of a merged step restate its last operation
+        else:
+            c = values[i]
+            sentences.append(_step(a, op, b, c))
+            prev = (a, op, b, c)
+            i += 1
+        a = c
+        for _ in range(verbosity):
+            if rng.random() >= style.filler_prob:
+                continue
+            kind = rng.choices(kinds, weights=kind_weights)[0]
+            if kind == "preview" and i >= len(task.ops):
+                kind = "restate"
+            nop, nb = task.ops[i] if i < len(task.ops) else ("", "")
+            template = rng.choice(FILLERS[kind])
+            sentences.append(template.format(a=prev[0], op=prev[1], b=prev[2], c=prev[3], nop=nop, nb=nb))
+    return f"{THINK_OPEN} {' '.join(sentences)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
+
+
+def world_corpus() -> list[str]:
+    """Strings covering the world's vocabulary, for the testbed tokenizer (`build_tiny_tokenizer(extra_corpus=)`)."""
+    rng = random.Random(0)
+    corpus = [t.question for t in make_tasks(200, seed=1)]
+    corpus += [make_trace(t, rng) for t in make_tasks(200, seed=2)]
+    corpus += [f"{THINK_OPEN} {THINK_CLOSE} \\boxed{{{d}}}" for d in range(10)]
+    return corpus
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exact segmentation of completions
+# ---------------------------------------------------------------------------------------------------------------
+
+_SENTENCE = re.compile(r"[^.]*\.|[^.]+$")
+_STEP = re.compile(r"^(\d) ([+\-*]) (\d) = (\d+)\.$")
+_SKIP = re.compile(r"^(\d)((?: [+\-*] \d){2,}) = (\d+)\.$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    start: int  # character offsets into the completion text
+    end: int
+    kind: str  # "step", "skip", "redundant" or "frame"
+    text: str
+
+
+def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segment]:
+    """Label each sentence of a thinking text (without the think tags).
+
+    A sentence is a `step` if it performs the **next pending operation** of the task (`"a op b = c."` whose
+    operation and operand are the next ones, whatever its arithmetic), a `skip` if it performs the next two or more
+    pending operations at once, and `redundant` otherwise (re-checks, restatements, hesitations, repeated steps,
+    stray text). Whitespace between sentences is `redundant` too (none in well-formed traces).
+
+    >>> task = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))
+    >>> [s.kind for s in classify_sentences(task, " 4 + 7 = 1. Check: 4 + 7 = 1. 1 * 3 - 2 = 1. Wait.")]
+    ['step', 'redundant', 'skip', 'redundant']
+    """
+    segments, pending = [], 0
+    for match in _SENTENCE.finditer(thinking):
+        raw = match.group(0)
+        text = raw.strip()
+        if not text:
+            continue
+        lead = len(raw) - len(raw.lstrip())
+        start, end = offset + match.start() + lead, offset + match.start() + len(raw.rstrip())
+        kind = "redundant"
+        step = _STEP.match(text)
+        skip = _SKIP.match(text)
+        if step and pending < task.difficulty and (step.group(2), int(step.group(3))) == task.ops[pending]:
+            kind, pending = "step", pending + 1
+        elif skip:
+            ops = tuple((o, int(b)) for o, b in re.findall(r"([+\-*]) (\d)", skip.group(2)))
+            if task.ops[pending : pending + len(ops)] == ops:
+                kind, pending = "skip", pending + len(ops)
+        segments.append(Segment(start, end, kind, text))
+    return segments
+
+
+def parse_expression(expression: str) -> Task:
+    """Inverse of `Task.expression`.
+
+    >>> parse_expression("4 + 7 * 3") == Task(4, (("+", 7), ("*", 3)))
+    True
+    """
+    parts = expression.split()
+    if len(parts) < 3 or len(parts) % 2 == 0:
+        raise ValueError(f"Not a testbed expression: {expression!r}.")
+    return Task(int(parts[0]), tuple((parts[i], int(parts[i + 1])) for i in range(1, len(parts), 2)))
