@@ -111,7 +111,6 @@ def hbpo_advantages(
     return torch.nan_to_num(adv, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-print("EXEC", __name__, flush=True)
 @ADVANTAGE_ESTIMATORS.register("hbpo")
 class HBPOAdvantage:
     r"""`advantage_estimator="hbpo"`: HBPO's inter-group z-score plus the budget-subgroup term (`hbpo_advantages`).

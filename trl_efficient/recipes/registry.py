@@ -77,17 +77,19 @@ def _length_kwargs(args, tokenizer) -> dict:
 
 
 def _register_builders() -> None:
+    # Whole-group rewards get no num_generations here: EfficientGRPOTrainer passes each call's group size as the
+    # `group_size` column (num_generations in training, num_generations_eval in evaluation).
     from .. import rewards as R
 
     REWARD_BUILDERS.register("correctness", lambda args, tok, **kw: R.get_correctness_reward(**kw))
     REWARD_BUILDERS.register("think_format", lambda args, tok, **kw: R.think_format_reward)
     REWARD_BUILDERS.register(
         "kimi_length",
-        lambda args, tok, **kw: R.get_kimi_length_reward(num_generations=args.num_generations, **_length_kwargs(args, tok), **kw),
+        lambda args, tok, **kw: R.get_kimi_length_reward(**_length_kwargs(args, tok), **kw),
     )
     REWARD_BUILDERS.register(
         "shorter_better",
-        lambda args, tok, **kw: R.get_shorter_better_reward(num_generations=args.num_generations, **_length_kwargs(args, tok), **kw),
+        lambda args, tok, **kw: R.get_shorter_better_reward(**_length_kwargs(args, tok), **kw),
     )
     REWARD_BUILDERS.register(
         "cosine_length",

