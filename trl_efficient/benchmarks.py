@@ -35,7 +35,6 @@ from __future__ import annotations
 import ast
 import json
 import logging
-import math
 import os
 import re
 from collections.abc import Callable
@@ -536,19 +535,3 @@ def check_answer(completion, gold, answer_type: str = "", benchmark: str | None 
         return _check_theoremqa(completion, gold, answer_type)
     return is_correct(completion, gold)
 
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    r"""Unbiased pass@k estimator of Chen et al. (2021, arXiv 2107.03374, eq. 1) from `n` samples, `c` correct:
-
-    $$\text{pass@}k = 1 - \binom{n-c}{k} / \binom{n}{k}$$
-
-    >>> pass_at_k(4, 1, 1), pass_at_k(4, 1, 2), pass_at_k(4, 0, 4), pass_at_k(4, 3, 2)
-    (0.25, 0.5, 0.0, 1.0)
-    """
-    if not 0 < k <= n:
-        raise ValueError(f"pass@k needs 0 < k <= n, got k={k}, n={n}.")
-    if not 0 <= c <= n:
-        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}.")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)

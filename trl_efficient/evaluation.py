@@ -1,23 +1,352 @@
-"""Quick accuracy-and-tokens evaluation with transformers generation (used before and after `trl-efficient train`).
+r"""
+Accuracy-and-tokens evaluation: n samples per problem, pass@k, token statistics, inference-time modes.
 
-Reports accuracy (one sample per problem), mean / median completion tokens and the truncation rate, so every run
-states what it did to *both* accuracy and length.
+`evaluate_model(model, tokenizer, dataset, ...) -> EvalResult` is the in-process entry point (used before and after
+`trl-efficient train`); `trl-efficient eval` (`trl_efficient.evaluation_cli`) runs it over models, benchmarks and
+modes. What is reported, for every (model, mode, benchmark):
+
+- accuracy = pass@1 averaged over the `n` samples of each problem, and pass@k for each requested `k <= n` with the
+  unbiased estimator `pass_at_k`;
+- completion tokens (generated ids, the EOS token included when emitted; an assistant prefill is *not* counted):
+  mean, median, p90, mean for correct and incorrect samples;
+- thinking tokens (up to and including the last `</think>`; the whole completion when there is none) and answer
+  tokens (the rest), via `trl_efficient.lengths.LengthMeter`;
+- truncation rate (no EOS within `max_new_tokens`);
+- a breakdown by `level` (MATH levels, testbed operations) when the data has levels.
+
+Inference-time modes (`EvalMode`, `parse_modes`) rewrite the prompt the way the training methods do
+(`trl_efficient.trainer.rollout.apply_assignment`): HBPO budget statements as assistant prefill (and its "minimal
+tokens" efficiency prompt), L1 target lengths appended to the question, SABER's four system prompts, or nothing.
+
+Backends: `TransformersBackend` (HF `generate`, CPU or GPU; the default) and `VLLMBackend` (when vLLM is installed).
+Sampling defaults follow the seeds' evaluations: temperature 0.6, top-p 0.95.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import statistics
-from dataclasses import asdict, dataclass
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from .lengths import completion_text
-from .rewards import is_correct
+from .lengths import LengthMeter, completion_text
+from .trainer.rollout import RolloutAssignment, apply_assignment
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_TEMPERATURE",
+    "DEFAULT_TOP_P",
+    "EvalMode",
+    "EvalResult",
+    "GeneratedSample",
+    "HBPO_BUDGETS",
+    "HBPO_MINIMAL_PROMPT",
+    "L1_TARGETS",
+    "SABER_MODES",
+    "TransformersBackend",
+    "VLLMBackend",
+    "evaluate_model",
+    "evaluate_samples",
+    "parse_mode",
+    "parse_modes",
+    "pass_at_k",
+    "percentile",
+]
+
+DEFAULT_TEMPERATURE = 0.6
+DEFAULT_TOP_P = 0.95
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inference-time modes
+# ---------------------------------------------------------------------------------------------------------------
+
+HBPO_TEMPLATE = "<think> I will answer the question with {budget} tokens"  # = EfficientGRPOConfig.budget_template
+HBPO_MINIMAL_PROMPT = "<think> I will answer the question with minimal tokens"  # HBPO's "efficiency prompting"
+HBPO_BUDGETS = (512, 1024, 2048, 2560)  # methods.md §2
+L1_TARGETS = (512, 1024, 2048, 3600)  # L1's evaluation targets, methods.md §6
+
+# SABER (arXiv 2508.10026) publishes neither its system prompts nor the mode-to-budget map; these are the proposed
+# defaults of methods.md §3 (FastThink 128, CoreThink 4096, DeepThink 16384/unlimited, NoThink = empty think
+# block). If `trl_efficient.methods.saber` defines `SABER_MODES` (mode -> (system prompt, prefill)), that wins.
+_SABER_BUDGETED = "Think step by step, keeping your reasoning strictly under {budget} tokens, then give the final answer in \\boxed{{}}."
+SABER_MODES: dict[str, tuple[str, str | None]] = {
+    "nothink": ("Answer directly without reasoning.", "<think>\n\n</think>\n\n"),
+    "fastthink": (_SABER_BUDGETED.format(budget=128), None),
+    "corethink": (_SABER_BUDGETED.format(budget=4096), None),
+    "deepthink": ("Think step by step as long as you need, then give the final answer in \\boxed{}.", None),
+}
+
+
+def _saber_modes() -> dict[str, tuple[str, str | None]]:
+    try:
+        from .methods import saber  # noqa: F401
+
+        modes = getattr(saber, "SABER_MODES", None)
+        if isinstance(modes, dict) and modes:
+            return {str(k).lower(): (v[0], v[1] if len(v) > 1 else None) for k, v in modes.items()}
+    except Exception:  # not implemented yet, or a different API: use ours
+        pass
+    return SABER_MODES
+
+
+@dataclass(frozen=True)
+class EvalMode:
+    """One inference-time prompt rewrite. `name` labels it in files and tables; `value` is its numeric knob
+    (budget or target tokens), if any."""
+
+    name: str = "plain"
+    system: str | None = None
+    user_suffix: str | None = None
+    prefill: str | None = None
+    value: int | None = None
+
+    def assignment(self) -> RolloutAssignment:
+        return RolloutAssignment(system=self.system, user_suffix=self.user_suffix, prefill=self.prefill)
+
+    @property
+    def slug(self) -> str:
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+
+
+def parse_mode(spec: str) -> list[EvalMode]:
+    """Modes from one spec string (a family name alone expands to all its members).
+
+    `plain`; `hbpo` (budgets 512/1024/2048/2560 and `minimal`), `hbpo:<budget>`, `hbpo:minimal`; `l1` (targets
+    512/1024/2048/3600), `l1:<N>` (" Think for N tokens."), `l1-max:<N>` (" Think for maximum N tokens."); `saber`
+    (all four), `saber:nothink|fastthink|corethink|deepthink`.
+
+    >>> [m.name for m in parse_mode("hbpo")]
+    ['hbpo:512', 'hbpo:1024', 'hbpo:2048', 'hbpo:2560', 'hbpo:minimal']
+    >>> parse_mode("l1-max:800")[0].user_suffix, parse_mode("hbpo:minimal")[0].prefill
+    (' Think for maximum 800 tokens.', '<think> I will answer the question with minimal tokens')
+    """
+    spec = spec.strip()
+    family, _, arg = spec.partition(":")
+    family = family.lower()
+    if family == "plain" and not arg:
+        return [EvalMode("plain")]
+    if family == "hbpo":
+        if not arg:
+            return [m for b in HBPO_BUDGETS for m in parse_mode(f"hbpo:{b}")] + parse_mode("hbpo:minimal")
+        if arg.lower() == "minimal":
+            return [EvalMode("hbpo:minimal", prefill=HBPO_MINIMAL_PROMPT)]
+        budget = _positive_int(arg, spec)
+        return [EvalMode(f"hbpo:{budget}", prefill=HBPO_TEMPLATE.format(budget=budget), value=budget)]
+    if family in ("l1", "l1-exact", "l1-max"):
+        if not arg:
+            return [m for n in L1_TARGETS for m in parse_mode(f"{family}:{n}")]
+        n = _positive_int(arg, spec)
+        if family == "l1-max":
+            return [EvalMode(f"l1-max:{n}", user_suffix=f" Think for maximum {n} tokens.", value=n)]
+        return [EvalMode(f"l1:{n}", user_suffix=f" Think for {n} tokens.", value=n)]
+    if family == "saber":
+        modes = _saber_modes()
+        names = list(modes) if not arg else [arg.lower()]
+        out = []
+        for name in names:
+            if name not in modes:
+                raise ValueError(f"Unknown SABER mode {name!r} in {spec!r}; choose one of {list(modes)}.")
+            system, prefill = modes[name]
+            out.append(EvalMode(f"saber:{name}", system=system, prefill=prefill))
+        return out
+    raise ValueError(
+        f"Unknown mode {spec!r}: use plain, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>] or saber[:<mode>]."
+    )
+
+
+def _positive_int(text: str, spec: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"Mode {spec!r}: {text!r} is not a positive number of tokens.")
+    return value
+
+
+def parse_modes(specs: Sequence[str] | None) -> list[EvalMode]:
+    """All modes of several specs, in order, without duplicates (default: `plain`)."""
+    out, seen = [], set()
+    for spec in specs or ["plain"]:
+        for mode in parse_mode(spec):
+            if mode.name not in seen:
+                seen.add(mode.name)
+                out.append(mode)
+    return out
+
+
+def build_prompt_text(prompt, mode: EvalMode, tokenizer, chat_template_kwargs: dict | None = None) -> str:
+    """The generation prompt of one row under `mode`: chat template applied, assistant prefill appended."""
+
+    def render(messages):
+        return tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {})
+        )
+
+    rewritten = apply_assignment(prompt, mode.assignment(), render)
+    return rewritten if isinstance(rewritten, str) else render(rewritten)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Generation backends
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class GeneratedSample:
+    ids: list[int]
+    text: str
+    finished: bool  # ended with EOS (or a stop) within the token limit
+
+
+class TransformersBackend:
+    """HF `generate` on a loaded model (CPU or GPU). Prompts are left-padded and generated in batches of
+    `batch_size` sequences; samples of one prompt are consecutive rows."""
+
+    name = "transformers"
+
+    def __init__(self, model, tokenizer, batch_size: int = 16, generation_kwargs: dict | None = None,
+                 show_progress: bool = True):  # fmt: skip
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self.show_progress = show_progress
+        eos = model.generation_config.eos_token_id
+        self.eos_ids = set([eos] if isinstance(eos, int) else (eos or [tokenizer.eos_token_id]))
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], n: int, max_new_tokens: int, temperature: float, top_p: float,
+                 seed: int = 0, description: str = "generate") -> list[list[GeneratedSample]]:  # fmt: skip
+        model, tok = self.model, self.tokenizer
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        pad_side = tok.padding_side
+        tok.padding_side = "left"
+        rng_state = torch.random.get_rng_state()
+        cuda_states = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        torch.manual_seed(seed)
+        flat = [p for p in prompts for _ in range(n)]
+        out: list[GeneratedSample] = []
+        try:
+            steps = range(0, len(flat), self.batch_size)
+            for start in tqdm(steps, desc=description, disable=not self.show_progress, leave=False):
+                chunk = flat[start : start + self.batch_size]
+                enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+                sample = temperature > 0
+                gen = model.generate(
+                    **enc,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=sample,
+                    temperature=temperature if sample else None,
+                    top_p=top_p if sample else None,
+                    top_k=None if sample else None,
+                    pad_token_id=tok.pad_token_id,
+                    **self.generation_kwargs,
+                )
+                for seq in gen[:, enc["input_ids"].shape[1] :].tolist():
+                    ids = []
+                    for t in seq:
+                        if t == tok.pad_token_id and t not in self.eos_ids:
+                            break
+                        ids.append(t)
+                        if t in self.eos_ids:
+                            break
+                    finished = bool(ids) and ids[-1] in self.eos_ids
+                    out.append(GeneratedSample(ids, tok.decode(ids, skip_special_tokens=True), finished))
+        finally:
+            torch.random.set_rng_state(rng_state)
+            if cuda_states is not None:
+                torch.cuda.set_rng_state_all(cuda_states)
+            tok.padding_side = pad_side
+            model.train(was_training)
+        return [out[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+
+class VLLMBackend:
+    """vLLM offline generation (`vllm.LLM`), when vLLM is installed. One engine per model; `n` samples per prompt
+    come from `SamplingParams(n=...)`. `llm_kwargs` go to `vllm.LLM` (e.g. `gpu_memory_utilization`,
+    `tensor_parallel_size`, `max_model_len`)."""
+
+    name = "vllm"
+
+    def __init__(self, model_path: str, tokenizer, seed: int = 0, **llm_kwargs):
+        try:
+            from vllm import LLM
+        except ImportError as err:
+            raise ImportError("backend='vllm' needs vLLM: pip install 'trl-efficient[vllm]'.") from err
+        self.tokenizer = tokenizer
+        self.llm = LLM(model=model_path, seed=seed, **llm_kwargs)
+
+    def generate(self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate"):
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            n=n, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, max_tokens=max_new_tokens,
+            seed=seed, skip_special_tokens=True,
+        )  # fmt: skip
+        results = self.llm.generate(prompts, params, use_tqdm=True)
+        eos = self.tokenizer.eos_token_id
+        out = []
+        for res in results:
+            samples = []
+            for o in res.outputs:
+                ids = list(o.token_ids)
+                finished = o.finish_reason == "stop"
+                if finished and eos is not None and (not ids or ids[-1] != eos) and o.stop_reason is None:
+                    ids.append(eos)  # vLLM drops the EOS id from token_ids in some versions; count it as HF does
+                samples.append(GeneratedSample(ids, o.text, finished))
+            out.append(samples)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    r"""Unbiased pass@k from `n` samples of which `c` are correct (Chen et al. 2021, arXiv 2107.03374, eq. 1):
+
+    $$\text{pass@}k = 1 - \binom{n-c}{k} \Big/ \binom{n}{k}$$
+
+    >>> pass_at_k(4, 1, 1), pass_at_k(4, 1, 2), pass_at_k(4, 0, 4), pass_at_k(4, 3, 2)
+    (0.25, 0.5, 0.0, 1.0)
+    """
+    if not 0 < k <= n:
+        raise ValueError(f"pass@k needs 0 < k <= n, got k={k}, n={n}.")
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got c={c}, n={n}.")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), `q` in [0, 100].
+
+    >>> percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 90), percentile([7], 90)
+    (9.1, 7.0)
+    """
+    xs = sorted(float(v) for v in values)
+    if not xs:
+        raise ValueError("percentile of an empty list")
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return round(xs[lo] + (xs[hi] - xs[lo]) * (pos - lo), 10)
 
 
 @dataclass
 class EvalResult:
+    """Accuracy and token statistics of one evaluation. The first seven fields are the original summary (kept for
+    `trl-efficient train`'s before/after table); `accuracy` is mean pass@1 over the `samples_per_problem` samples."""
+
     num_samples: int
     accuracy: float
     mean_tokens: float
@@ -25,92 +354,170 @@ class EvalResult:
     truncated_fraction: float
     mean_tokens_correct: float | None
     mean_tokens_incorrect: float | None
+    num_problems: int = 0
+    samples_per_problem: int = 1
+    p90_tokens: float = 0.0
+    mean_thinking_tokens: float = 0.0
+    mean_answer_tokens: float = 0.0
+    pass_at_k: dict[str, float] = field(default_factory=dict)
+    num_unscorable: int = 0
+    by_level: dict[str, dict] = field(default_factory=dict)
+    extra: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-@torch.no_grad()
+@dataclass
+class ScoredSample:
+    problem: int
+    level: int
+    tokens: int
+    thinking_tokens: int
+    truncated: bool
+    correct: bool | None
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def _mean(xs):
+    xs = list(xs)
+    return float(sum(xs) / len(xs)) if xs else None
+
+
+def evaluate_samples(samples: list[ScoredSample], ks: Sequence[int] = (1,)) -> EvalResult:
+    """Aggregate scored samples (several per problem) into an `EvalResult`.
+
+    Problems whose gold cannot be parsed (`correct is None`) are left out of accuracy and pass@k and counted in
+    `num_unscorable`; their tokens still count.
+
+    >>> s = [ScoredSample(0, 1, 10, 8, False, True), ScoredSample(0, 1, 20, 15, False, False),
+    ...      ScoredSample(1, 2, 30, 30, True, False), ScoredSample(1, 2, 40, 30, False, False)]
+    >>> r = evaluate_samples(s, ks=(1, 2))
+    >>> r.accuracy, r.pass_at_k, r.mean_tokens, r.truncated_fraction, r.mean_thinking_tokens
+    (0.25, {'pass@1': 0.25, 'pass@2': 0.5}, 25.0, 0.25, 20.75)
+    >>> r.by_level["1"]["accuracy"], r.by_level["2"]["mean_tokens"]
+    (0.5, 35.0)
+    """
+    by_problem: dict[int, list[ScoredSample]] = defaultdict(list)
+    for s in samples:
+        by_problem[s.problem].append(s)
+    n_per = max((len(v) for v in by_problem.values()), default=0)
+    scorable = {p: v for p, v in by_problem.items() if all(s.correct is not None for s in v)}
+    pass_k = {}
+    for k in sorted(set(int(k) for k in ks)):
+        if 0 < k <= n_per and scorable:
+            pass_k[f"pass@{k}"] = _mean(pass_at_k(len(v), sum(bool(s.correct) for s in v), k) for v in scorable.values())
+    lengths = [s.tokens for s in samples]
+    correct_flags = [s.correct for s in samples]
+    by_level = {}
+    levels = sorted({s.level for s in samples if s.level is not None and s.level >= 0})
+    for level in levels:
+        rows = [s for s in samples if s.level == level]
+        scored = [s for s in rows if s.correct is not None]
+        by_level[str(level)] = {
+            "num_problems": len({s.problem for s in rows}),
+            "accuracy": _mean(float(bool(s.correct)) for s in scored),
+            "mean_tokens": _mean(s.tokens for s in rows),
+            "truncated_fraction": _mean(float(s.truncated) for s in rows),
+        }
+    extra_keys = sorted({k for s in samples for k in s.extra})
+    extra = {k: _mean(s.extra[k] for s in samples if k in s.extra) for k in extra_keys}
+    if "redundant_tokens" in extra_keys and lengths:  # token-weighted share, not the mean of per-sample shares
+        extra["redundant_share"] = sum(s.extra.get("redundant_tokens", 0) for s in samples) / max(1, sum(lengths))
+    scored_all = [s for s in samples if s.correct is not None]
+    return EvalResult(
+        num_samples=len(samples),
+        accuracy=_mean(float(bool(s.correct)) for s in scored_all) or 0.0,
+        mean_tokens=_mean(lengths) or 0.0,
+        median_tokens=float(statistics.median(lengths)) if lengths else 0.0,
+        truncated_fraction=_mean(float(s.truncated) for s in samples) or 0.0,
+        mean_tokens_correct=_mean(s.tokens for s, c in zip(samples, correct_flags) if c),
+        mean_tokens_incorrect=_mean(s.tokens for s, c in zip(samples, correct_flags) if c is False),
+        num_problems=len(by_problem),
+        samples_per_problem=n_per,
+        p90_tokens=percentile(lengths, 90) if lengths else 0.0,
+        mean_thinking_tokens=_mean(s.thinking_tokens for s in samples) or 0.0,
+        mean_answer_tokens=_mean(s.tokens - s.thinking_tokens for s in samples) or 0.0,
+        pass_at_k=pass_k,
+        num_unscorable=len(by_problem) - len(scorable),
+        by_level=by_level,
+        extra=extra,
+    )
+
+
+def score_generations(
+    rows: list[dict],
+    generations: list[list[GeneratedSample]],
+    tokenizer,
+    mode: EvalMode | None = None,
+    checker: Callable | None = None,
+    sample_analyzer: Callable | None = None,
+) -> tuple[list[ScoredSample], list[dict]]:
+    """Score generated samples; returns the scored samples and JSON-able per-sample records."""
+    from .benchmarks import check_answer
+
+    checker = checker or check_answer
+    meter = LengthMeter(scope="thinking", tokenizer=tokenizer)
+    prefill = (mode.prefill if mode else None) or ""
+    scored, records = [], []
+    for p, (row, samples) in enumerate(zip(rows, generations, strict=True)):
+        for j, g in enumerate(samples):
+            text = prefill + g.text  # the answer is checked on what the model "said", prefill included
+            ok = checker(completion_text(text), row.get("solution"), row.get("answer_type") or "")
+            thinking = meter.thinking_tokens(g.ids) if "</think>" in text else len(g.ids)
+            if "</think>" in prefill and "</think>" not in g.text:
+                thinking = 0  # a prefilled empty think block (NoThink): nothing generated was thinking
+            extra = sample_analyzer(row, g.ids, text, tokenizer) if sample_analyzer else {}
+            scored.append(ScoredSample(p, int(row.get("level", -1) if row.get("level") is not None else -1),
+                                       len(g.ids), thinking, not g.finished, ok, extra))  # fmt: skip
+            records.append({"problem": p, "sample": j, "idx": row.get("idx", p), "tokens": len(g.ids),
+                            "thinking_tokens": thinking, "truncated": not g.finished, "correct": ok,
+                            "solution": row.get("solution"), "completion": g.text, **extra})  # fmt: skip
+    return scored, records
+
+
 def evaluate_model(
     model,
     tokenizer,
     dataset,
     max_new_tokens: int = 256,
     batch_size: int = 16,
-    temperature: float = 0.6,
-    top_p: float = 0.95,
+    temperature: float = DEFAULT_TEMPERATURE,
+    top_p: float = DEFAULT_TOP_P,
     generation_kwargs: dict | None = None,
     chat_template_kwargs: dict | None = None,
     seed: int = 0,
     show_progress: bool = True,
     description: str = "eval",
-) -> EvalResult:
-    """Sample one completion per row of `dataset` (columns `prompt`, `solution`) and score it.
+    num_samples: int = 1,
+    ks: Sequence[int] = (1,),
+    mode: EvalMode | None = None,
+    backend: Any = None,
+    checker: Callable | None = None,
+    sample_analyzer: Callable | None = None,
+    return_records: bool = False,
+):
+    """Sample `num_samples` completions per row of `dataset` (columns `prompt`, `solution`, optional `level`,
+    `answer_type`) under `mode` and score them.
 
     Sampling defaults follow the seeds' evaluations (temperature 0.6, top-p 0.95); `temperature=0` is greedy.
-    Lengths are completion tokens including the EOS token when generated.
+    `backend` defaults to `TransformersBackend(model, tokenizer, batch_size, generation_kwargs)` (pass a
+    `VLLMBackend` to use vLLM; `model` is then unused). Returns an `EvalResult`, or `(EvalResult, records)` with
+    `return_records=True` (one JSON-able dict per sample, completion text included).
     """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    pad_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    eos_ids = model.generation_config.eos_token_id
-    eos_ids = set([eos_ids] if isinstance(eos_ids, int) else (eos_ids or [tokenizer.eos_token_id]))
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    lengths, correct, truncated = [], [], []
-    try:
-        rows = list(dataset)
-        for start in tqdm(range(0, len(rows), batch_size), desc=description, disable=not show_progress):
-            chunk = rows[start : start + batch_size]
-            texts = [
-                tokenizer.apply_chat_template(
-                    r["prompt"], tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {})
-                )
-                if not isinstance(r["prompt"], str)
-                else r["prompt"]
-                for r in chunk
-            ]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            sample = temperature > 0
-            out = model.generate(
-                **enc,
-                max_new_tokens=max_new_tokens,
-                do_sample=sample,
-                temperature=temperature if sample else None,
-                top_p=top_p if sample else None,
-                pad_token_id=tokenizer.pad_token_id,
-                **(generation_kwargs or {}),
-            )
-            for row, seq in zip(chunk, out[:, enc["input_ids"].shape[1] :].tolist(), strict=True):
-                ids = []
-                for tok in seq:
-                    if tok == tokenizer.pad_token_id and tok not in eos_ids:
-                        break
-                    ids.append(tok)
-                    if tok in eos_ids:
-                        break
-                text = tokenizer.decode(ids, skip_special_tokens=True)
-                ok = is_correct(completion_text(text), row["solution"])
-                lengths.append(len(ids))
-                correct.append(bool(ok))
-                truncated.append(not ids or ids[-1] not in eos_ids)
-    finally:
-        torch.random.set_rng_state(generator_state)
-        tokenizer.padding_side = pad_side
-        model.train(was_training)
-    n = len(lengths)
+    if num_samples < 1:
+        raise ValueError(f"num_samples must be >= 1, got {num_samples}.")
+    mode = mode or EvalMode()
+    if sample_analyzer is None and "expression" in getattr(dataset, "column_names", []):
+        sources = set(dataset["source"]) if "source" in dataset.column_names else set()
+        if sources == {"testbed"}:  # testbed rows: add the exact redundant-token accounting automatically
+            from .benchmarks import get_benchmark
 
-    def _mean(xs):
-        return float(sum(xs) / len(xs)) if xs else None
-
-    return EvalResult(
-        num_samples=n,
-        accuracy=_mean(correct) or 0.0,
-        mean_tokens=_mean(lengths) or 0.0,
-        median_tokens=float(statistics.median(lengths)) if lengths else 0.0,
-        truncated_fraction=_mean(truncated) or 0.0,
-        mean_tokens_correct=_mean([n_ for n_, c in zip(lengths, correct) if c]),
-        mean_tokens_incorrect=_mean([n_ for n_, c in zip(lengths, correct) if not c]),
-    )
+            sample_analyzer = get_benchmark("testbed").sample_analyzer
+    backend = backend or TransformersBackend(model, tokenizer, batch_size, generation_kwargs, show_progress)
+    rows = list(dataset)
+    prompts = [build_prompt_text(r["prompt"], mode, tokenizer, chat_template_kwargs) for r in rows]
+    generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description)
+    scored, records = score_generations(rows, generations, tokenizer, mode, checker, sample_analyzer)
+    result = evaluate_samples(scored, ks)
+    return (result, records) if return_records else result

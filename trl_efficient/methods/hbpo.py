@@ -103,12 +103,17 @@ def hbpo_advantages(
     adv = inter + weight * intra
     adv = torch.where(torch.isnan(rewards), torch.zeros_like(adv), adv)
     if zero_equal_groups:
-        grouped = rewards.view(-1, group_size)
-        high = torch.nan_to_num(grouped, nan=-torch.inf).amax(1)
-        low = torch.nan_to_num(grouped, nan=torch.inf).amin(1)
-        equal = ~((high - low) > _EQUAL_TOL)  # all equal, or nothing scorable (inf - inf = nan -> equal)
-        adv = torch.where(equal.repeat_interleave(group_size), torch.zeros_like(adv), adv)
+        adv = torch.where(_unequal_groups(rewards, group_size), adv, torch.zeros_like(adv))
     return torch.nan_to_num(adv, nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _unequal_groups(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """`(B,)` True on rows of groups whose scorable rewards are not all equal (False: all equal, or none scorable)."""
+    grouped = rewards.float().view(-1, group_size)
+    high = torch.nan_to_num(grouped, nan=-torch.inf).amax(1)
+    low = torch.nan_to_num(grouped, nan=torch.inf).amin(1)
+    spread = high - low  # -inf when nothing is scorable
+    return (spread > _EQUAL_TOL).repeat_interleave(group_size)
 
 
 @ADVANTAGE_ESTIMATORS.register("hbpo")
@@ -176,15 +181,22 @@ class HBPOAdvantage:
         )
 
     def intra_terms(self, batch: GroupBatch) -> dict:
-        """Mean $A_{\\text{intra}} = \\mu_b - f_2(b)$ per budget over the batch (for metrics)."""
+        """Mean $A_{\\text{intra}} = \\mu_b - f_2(b)$ per budget over the rollouts that receive it (groups zeroed by
+        `zero_equal_groups` left out), for metrics."""
         budgets = batch.metadata.get("budget") or []
         labels = torch.tensor([float("nan") if b is None else float(b) for b in budgets])
         if labels.numel() == 0:
             return {}
-        means = subgroup_mean(batch.total_reward(), labels, batch.group_size)
+        total = batch.total_reward()
+        means = subgroup_mean(total, labels, batch.group_size)
+        applied = torch.ones_like(labels, dtype=torch.bool)
+        if self.zero_equal_groups:
+            applied = _unequal_groups(total, batch.group_size)
         out = {}
         for b in sorted({b for b in budgets if b is not None}):
-            mask = labels == float(b)
+            mask = (labels == float(b)) & applied
+            if not mask.any():
+                continue
             ceiling = self.beta * math.cos(math.pi * b / (2.0 * self.l_max))
             value = torch.nanmean(means[mask]).item() - ceiling
             if value == value:
@@ -231,7 +243,7 @@ class HBPOTrainer(EfficientGRPOTrainer):
             return
         try:
             rendered = self._render_chat([{"role": "user", "content": "1 + 1?"}])
-        except Exception:  # a processor without a chat template: nothing to check
+        except (ValueError, AttributeError, TypeError):  # a processor without a chat template: nothing to check
             return
         if rendered.rstrip().endswith("<think>"):
             logger.warning(

@@ -28,6 +28,7 @@ __all__ = [
     "HBPO_L_MAX",
     "HBPO_VARIANTS",
     "SABER_MODES",
+    "SABER_REWARD_PROPOSED_DEFAULTS",
     "get_hbpo_reward",
     "get_saber_reward",
     "hbpo_budget_ceiling",
@@ -44,6 +45,13 @@ HBPO_VARIANTS = ("paper", "released_code")
 
 # SABER row modes written by `trl_efficient.methods.saber.prepare_dataset` (column `saber_mode`).
 SABER_MODES = ("budget", "unlimited", "nothink")
+# The reward's defaults are ours (methods.md §3, "Proposed defaults"); model cards list these lines.
+SABER_REWARD_PROPOSED_DEFAULTS = (
+    "SABER reward (the paper's is not published): R = c (1 - 0.5 min(1, max(0, t - B) / B)) on base-correct "
+    "budgeted examples, R = c otherwise; t = thinking tokens; no </think> -> 0",
+    "SABER length-proportion guard: reward capped at 0.5 when t < 0.1 min(t_base, B)",
+    "SABER NoThink examples: reward c when thinking <= 16 tokens, else 0.5 c",
+)
 
 
 # --------------------------------------------------------------------------------------------------- validation
@@ -321,12 +329,7 @@ def get_saber_reward(
 class _SaberReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "saber_reward"
-    proposed_defaults = (
-        "SABER reward R = c (1 - 0.5 min(1, max(0, t - B) / B)) for base-correct budgeted rows, c otherwise "
-        "(the paper's reward is not published)",
-        "SABER length-proportion guard: reward capped at 0.5 when t < 0.1 min(t_base, B)",
-        "SABER NoThink rows: reward c when thinking <= 16 tokens, else 0.5 c",
-    )
+    proposed_defaults = SABER_REWARD_PROPOSED_DEFAULTS  # printed in the model card
 
     def __init__(self, penalty, guard_ratio, guard_cap, no_think_max_tokens, no_think_factor, meter):
         self.penalty = penalty
@@ -344,9 +347,9 @@ class _SaberReward:
         reward = c
         if mode == "budget" and penalize:
             reward = c * (1.0 - self.penalty * min(1.0, max(0.0, thinking - budget) / budget))
-        reference = [x for x in ((base_tokens if base_tokens > 0 else None), (budget if mode == "budget" else None))
-                     if x is not None]  # fmt: skip
-        if reference and thinking < self.guard_ratio * min(reference):
+        # length-proportion guard against t_base and B (each only when known; B is infinite on unlimited rows)
+        reference = min(base_tokens if base_tokens > 0 else math.inf, budget if mode == "budget" else math.inf)
+        if reference < math.inf and thinking < self.guard_ratio * reference:
             reward = min(reward, self.guard_cap)
         return reward
 

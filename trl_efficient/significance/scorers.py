@@ -21,8 +21,8 @@ normalisation can be applied, and counts are **summed per text** (`count_signifi
 are cached by text (an LRU of `cache_size` texts), so a repeated completion or reference is scored once.
 
 >>> sig = Significance(scores=(0.2, 0.9, 0.5, 0.7), chunk_sizes=(3, 1))
->>> count_significance(sig, threshold=0.5)  # chunk 1 -> (0, 1, 3/7): one below 0.5; chunk 2 constant -> 1
-(1, 3)
+>>> count_significance(sig, threshold=0.5)  # chunk 1 -> (0, 1, 0.3/0.7): two below 0.5; chunk 2 constant -> 1
+(2, 2)
 """
 
 from __future__ import annotations
@@ -52,12 +52,16 @@ __all__ = [
     "WORD_MERGES",
     "build_scorer",
     "count_significance",
+    "save_tiny_token_classifier",
     "split_chunks",
 ]
 
 NORMALIZATIONS = ("chunk_minmax", "none")
 WORD_MERGES = ("auto", "wordpiece", "sentencepiece", "word_ids", "none")
 DEFAULT_CHUNK_END = (".", "\n")
+CLIENT_ONLY_KWARGS = ("token", "timeout", "retries", "backoff", "max_inputs_per_request")
+MODEL_ONLY_KWARGS = ("device", "dtype", "batch_size", "window", "max_batch_tokens", "word_merge", "chunk_end_tokens",
+                     "backend", "transform")
 
 
 @dataclass(frozen=True)
@@ -118,9 +122,9 @@ def count_significance(sig: Significance, threshold: float = 0.5, normalize: str
     $\tilde p = (p - \min)/(\max - \min)$, and a constant chunk becomes all ones (all significant). A unit is
     insignificant when $\tilde p < \tau$. `normalize="none"` thresholds the raw scores. An empty text gives `(0, 0)`.
 
-    >>> count_significance(Significance((0.1, 0.3, 0.5), (3,)), 0.5)  # normalised 0, 0.5, 1 -> one below 0.5
+    >>> count_significance(Significance((0.25, 0.5, 0.75), (3,)), 0.5)  # normalised 0, 0.5, 1 -> one below 0.5
     (1, 2)
-    >>> count_significance(Significance((0.1, 0.3, 0.5), (3,)), 0.5, normalize="none")
+    >>> count_significance(Significance((0.25, 0.5, 0.75), (3,)), 0.6, normalize="none")
     (2, 1)
     >>> count_significance(Significance((), ()), 0.5)
     (0, 0)
@@ -149,8 +153,8 @@ def split_chunks(is_end: Sequence[bool], max_len: int) -> list[tuple[int, int]]:
     This is LLMLingua-2's `__chunk_context` without its off-by-one: upstream a chunk can hold `max_len + 1` pieces
     and then loses its last piece to truncation.
 
-    >>> split_chunks([False, True, False, False, True, False], 4)
-    [(0, 2), (2, 5), (5, 6)]
+    >>> split_chunks([False, True, False, False, True, False, False], 4)
+    [(0, 2), (2, 5), (5, 7)]
     >>> split_chunks([False] * 5, 2)
     [(0, 2), (2, 4), (4, 5)]
     """
@@ -757,6 +761,45 @@ class SelfInformationScorer(_ModelScorer):
         return scores, units
 
 
+# ------------------------------------------------------------------------------------------------ offline fixture
+TINY_CLASSIFIER_WORDS = tuple(
+    "the a an so then wait step check first we need to compute sum of and is are let me think again answer final "
+    "The So Let We First Then Wait Therefore equation x y z value number total each two three four five because "
+    "therefore hence boxed think = + - * / ( ) { } < > \\ . , ? ! : ;".split()
+) + tuple(str(i) for i in range(100))
+
+
+def save_tiny_token_classifier(
+    path: str,
+    words: Sequence[str] = TINY_CLASSIFIER_WORDS,
+    hidden_size: int = 32,
+    num_layers: int = 2,
+    num_heads: int = 2,
+    intermediate_size: int = 64,
+    seed: int = 0,
+) -> str:
+    """
+    Save a random BERT token classifier in the LLMLingua-2 format (2 labels, WordPiece tokenizer) to `path`, built
+    offline (offline-testing.md §9), for smoke runs, tests and benchmarks. Its significances are random (near 0.5);
+    only the plumbing is meaningful. Words outside `words` become `[UNK]`. Name the directory with
+    `bert-base-multilingual-cased` in it if llmlingua will load it. Returns `path`.
+    """
+    import torch
+    from transformers import BertConfig, BertForTokenClassification, BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, "##s", "##ed", "##ing"]
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(dict.fromkeys(vocab))}, do_lower_case=False)
+    torch.manual_seed(seed)
+    model = BertForTokenClassification(
+        BertConfig(vocab_size=len(tok), hidden_size=hidden_size, num_hidden_layers=num_layers,
+                   num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=512,
+                   num_labels=2)  # fmt: skip
+    )
+    model.save_pretrained(path)
+    tok.save_pretrained(path)  # vocab passed as a dict: BertTokenizerFast(vocab_file=...) is ignored in transformers 5
+    return path
+
+
 # ------------------------------------------------------------------------------------------------ factory
 def build_scorer(spec: Any, **kwargs) -> SignificanceScorer:
     """
@@ -768,7 +811,9 @@ def build_scorer(spec: Any, **kwargs) -> SignificanceScorer:
     - anything else (a directory or Hub name): an `LLMLingua2Scorer`; `"llmlingua:<path>"` selects its llmlingua
       backend.
 
-    `kwargs` go to the constructor.
+    `kwargs` go to the constructor; those that only apply to the other kind (`device`, `batch_size`, ... for a
+    client; `token`, `retries`, ... for a model) are dropped, so one dict can configure a server URL and its
+    in-process fallback.
 
     >>> build_scorer("ftp://nowhere")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -782,7 +827,8 @@ def build_scorer(spec: Any, **kwargs) -> SignificanceScorer:
     if spec.startswith(("http://", "https://")):
         from .client import ScorerClient
 
-        return ScorerClient(spec, **kwargs)
+        return ScorerClient(spec, **{k: v for k, v in kwargs.items() if k not in MODEL_ONLY_KWARGS})
+    kwargs = {k: v for k, v in kwargs.items() if k not in CLIENT_ONLY_KWARGS}
     if "://" in spec:
         raise ValueError(
             f"scorer spec {spec!r} is neither an http(s) URL, 'self-information:<model>', 'llmlingua:<model>' nor a "

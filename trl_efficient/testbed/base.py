@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BASE_MODEL_SIZES", "BaseModelConfig", "cache_root", "resolve_base_model", "train_base_model"]
 
-FORMAT_VERSION = 1  # bump when the world or the trace format changes: old cached models are then not reused
+FORMAT_VERSION = 2  # bump when the world or the trace format changes: old cached models are then not reused
 MARKER = "trl_efficient_testbed.json"
 
 
@@ -112,6 +112,20 @@ def _batch(examples, pad_id):
     return ids, labels, mask
 
 
+def _length_bucketed_batches(examples, batch_size: int, rng: random.Random, bucket: int = 16) -> list[list[int]]:
+    """One epoch of batches: shuffle, sort each window of `bucket` batches by length (less padding), shuffle the
+    batches."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    window = batch_size * bucket
+    batches = []
+    for start in range(0, len(order) - batch_size + 1, window):
+        chunk = sorted(order[start : start + window], key=lambda i: len(examples[i][0]) + len(examples[i][1]))
+        batches += [chunk[j : j + batch_size] for j in range(0, len(chunk) - batch_size + 1, batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
 def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log_every: int = 100) -> str:
     """Train the base model described by `config` and save model + tokenizer to `output_dir`; return it.
 
@@ -146,14 +160,11 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     t0, running = time.time(), None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        order: list[int] = []
+        batches: list[list[int]] = []
         for step in range(config.max_steps):
-            if len(order) < config.batch_size:
-                fresh = list(range(len(examples)))
-                order_rng.shuffle(fresh)
-                order += fresh
-            chosen, order = order[: config.batch_size], order[config.batch_size :]
-            ids, labels, mask = _batch([examples[i] for i in chosen], tokenizer.pad_token_id)
+            if not batches:
+                batches = _length_bucketed_batches(examples, config.batch_size, order_rng)
+            ids, labels, mask = _batch([examples[i] for i in batches.pop()], tokenizer.pad_token_id)
             loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

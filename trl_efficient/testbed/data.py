@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datasets import Dataset
 
-from .world import Task, make_tasks, parse_expression
+from .world import INSTRUCTION, Task, make_tasks, parse_expression
 
 __all__ = ["TESTBED_INSTRUCTION", "load_testbed_dataset", "task_from_row", "task_prompt"]
 
-TESTBED_INSTRUCTION = "Put the final answer in \\boxed{}."
+TESTBED_INSTRUCTION = INSTRUCTION
 
 _SPLIT_SEEDS = {"train": 1000, "test": 2000}
 
@@ -22,7 +22,7 @@ def task_prompt(task: Task) -> list[dict]:
     """The chat prompt of a task.
 
     >>> task_prompt(Task(1, (("+", 2),)))
-    [{'role': 'user', 'content': 'Compute 1 + 2 from left to right, keeping the last digit. Put the final answer in \\\\boxed{}.'}]
+    [{'role': 'user', 'content': 'Start at 1, then a: + 2. Keep the last digit. Put the final answer in \\\\boxed{}.'}]
     """
     return [{"role": "user", "content": f"{task.question} {TESTBED_INSTRUCTION}"}]
 

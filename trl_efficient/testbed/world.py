@@ -1,11 +1,13 @@
 r"""
 The testbed's synthetic reasoning world: digit chains that need one reasoning step per operation.
 
-A task is a start digit followed by 1 to 8 operations (`+`, `-`, `*` with a digit), applied **from left to right,
-keeping only the last digit** (arithmetic mod 10). Each operation needs exactly one step, `"4 + 7 = 1."`, so the
+A task is a start digit followed by 1 to 8 labelled operations (`+`, `-`, `*` with a digit), applied in order,
+keeping only the last digit (arithmetic mod 10). Each operation needs exactly one step, `"a: 4 + 7 = 1."`, so the
 difficulty is the number of operations and the shortest correct trace is known exactly:
 
-    <think> 4 + 7 = 1. 1 * 3 = 3. 3 - 2 = 1. </think> \boxed{1}
+    <think> a: 4 + 7 = 1. b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \boxed{1}
+
+(The labels let a tiny model find the next operation in the question by a single look-up.)
 
 Teacher traces (`make_trace`) mix these necessary steps with redundant sentences at a random verbosity: re-checks
 (`"Check: 4 + 7 = 1."`), restatements (`"So far: 1."`, `"Next: * 3."`) and hesitations (`"Wait."`), and
@@ -19,9 +21,9 @@ boxed answer, the EOS token).
 
 >>> task = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))
 >>> task.question, task.answer, task.difficulty
-('Compute 4 + 7 * 3 - 2 from left to right, keeping the last digit.', 1, 3)
+('Start at 4, then a: + 7 b: * 3 c: - 2. Keep the last digit.', 1, 3)
 >>> minimal_trace(task)
-'<think> 4 + 7 = 1. 1 * 3 = 3. 3 - 2 = 1. </think> \\boxed{1}'
+'<think> a: 4 + 7 = 1. b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}'
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ __all__ = [
 ]
 
 OPS = ("+", "-", "*")
+LABELS = "abcdefghijklmnopqrstuvwxyz"  # operation i of a task is labelled LABELS[i] in the question and its step
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+INSTRUCTION = "Put the final answer in \\boxed{}."  # appended to every question (testbed.data.task_prompt)
 
 # Redundant sentences. `{a} {op} {b} = {c}` is the previous step, `{c}` the running value, `{nop} {nb}` the next
 # operation. Each is one sentence ending with "." so that segmentation is a split on sentence ends.
@@ -101,12 +105,13 @@ class Task:
 
     @property
     def question(self) -> str:
-        return f"Compute {self.expression} from left to right, keeping the last digit."
+        labelled = " ".join(f"{LABELS[i]}: {op} {b}" for i, (op, b) in enumerate(self.ops))
+        return f"Start at {self.start}, then {labelled}. Keep the last digit."
 
 
 def make_task(rng: random.Random, num_ops: int) -> Task:
-    if not 1 <= num_ops:
-        raise ValueError(f"num_ops must be >= 1, got {num_ops}.")
+    if not 1 <= num_ops <= len(LABELS):
+        raise ValueError(f"num_ops must be between 1 and {len(LABELS)}, got {num_ops}.")
     return Task(rng.randint(0, 9), tuple((rng.choice(OPS), rng.randint(0, 9)) for _ in range(num_ops)))
 
 
@@ -122,15 +127,15 @@ def make_tasks(n: int, seed: int, min_ops: int = 1, max_ops: int = 8) -> list[Ta
     return [make_task(rng, rng.randint(min_ops, max_ops)) for _ in range(n)]
 
 
-def _step(a, op, b, c) -> str:
-    return f"{a} {op} {b} = {c}."
+def _step(i, a, op, b, c) -> str:
+    return f"{LABELS[i]}: {a} {op} {b} = {c}."
 
 
 def minimal_trace(task: Task) -> str:
     """The shortest correct trace: every necessary step, nothing else."""
     steps, a = [], task.start
-    for (op, b), c in zip(task.ops, task.values):
-        steps.append(_step(a, op, b, c))
+    for i, ((op, b), c) in enumerate(zip(task.ops, task.values)):
+        steps.append(_step(i, a, op, b, c))
         a = c
     return f"{THINK_OPEN} {' '.join(steps)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
 
@@ -172,12 +177,12 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
         if i + 1 < len(task.ops) and rng.random() < style.skip_prob:
             op2, b2 = task.ops[i + 1]
             c = values[i + 1]
-            sentences.append(f"{a} {op} {b} {op2} {b2} = {c}.")
+            sentences.append(f"{LABELS[i]}: {a} {op} {b} {op2} {b2} = {c}.")
             i += 2
             prev = (values[i - 2], op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
             c = values[i]
-            sentences.append(_step(a, op, b, c))
+            sentences.append(_step(i, a, op, b, c))
             prev = (a, op, b, c)
             i += 1
         a = c
@@ -196,7 +201,7 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
 def world_corpus() -> list[str]:
     """Strings covering the world's vocabulary, for the testbed tokenizer (`build_tiny_tokenizer(extra_corpus=)`)."""
     rng = random.Random(0)
-    corpus = [t.question for t in make_tasks(200, seed=1)]
+    corpus = [f"{t.question} {INSTRUCTION}" for t in make_tasks(200, seed=1)]
     corpus += [make_trace(t, rng) for t in make_tasks(200, seed=2)]
     corpus += [f"{THINK_OPEN} {THINK_CLOSE} \\boxed{{{d}}}" for d in range(10)]
     return corpus
@@ -207,8 +212,8 @@ def world_corpus() -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 _SENTENCE = re.compile(r"[^.]*\.|[^.]+$")
-_STEP = re.compile(r"^(\d) ([+\-*]) (\d) = (\d+)\.$")
-_SKIP = re.compile(r"^(\d)((?: [+\-*] \d){2,}) = (\d+)\.$")
+_STEP = re.compile(r"^(?:[a-z]: )?(\d) ([+\-*]) (\d) = (\d+)\.$")
+_SKIP = re.compile(r"^(?:[a-z]: )?(\d)((?: [+\-*] \d){2,}) = (\d+)\.$")
 
 
 @dataclass(frozen=True)

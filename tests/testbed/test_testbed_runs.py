@@ -1,0 +1,140 @@
+"""The testbed base model (reduced size), recipe comparison and the quickstart hooks, end to end on CPU.
+
+Default tier: the `small` base (trained in seconds into a temporary cache) and 1-step comparisons, to test the
+plumbing. The `slow` tier trains the real `testbed:base` and checks that it over-thinks and that length recipes cut
+tokens at kept accuracy.
+"""
+
+import json
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def testbed_cache(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("tbcache"))
+    old = os.environ.get("TRL_EFFICIENT_CACHE")
+    os.environ["TRL_EFFICIENT_CACHE"] = root
+    yield root
+    if old is None:
+        os.environ.pop("TRL_EFFICIENT_CACHE", None)
+    else:
+        os.environ["TRL_EFFICIENT_CACHE"] = old
+
+
+@pytest.fixture(scope="module")
+def small_base(testbed_cache):
+    from trl_efficient.testbed.base import resolve_base_model
+
+    return resolve_base_model("testbed:small")
+
+
+def test_small_base_is_cached_and_loadable(small_base, testbed_cache):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.testbed import resolve_model_name
+    from trl_efficient.testbed.base import BASE_MODEL_SIZES
+
+    assert small_base.startswith(os.path.join(testbed_cache, "testbed", "small-"))
+    info = json.load(open(os.path.join(small_base, "trl_efficient_testbed.json")))
+    assert info["config"]["max_steps"] == BASE_MODEL_SIZES["small"].max_steps
+    stamp = os.path.getmtime(os.path.join(small_base, "config.json"))
+    assert resolve_model_name("testbed:small") == small_base  # cached: not retrained
+    assert os.path.getmtime(os.path.join(small_base, "config.json")) == stamp
+    tok = AutoTokenizer.from_pretrained(small_base)
+    model = AutoModelForCausalLM.from_pretrained(small_base)
+    assert model.config.vocab_size == len(tok) and tok.eos_token == "<|im_end|>"
+    assert resolve_model_name("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
+
+
+def test_config_key_changes_with_settings():
+    from trl_efficient.testbed.base import BaseModelConfig
+
+    assert BaseModelConfig().key() != BaseModelConfig(max_steps=1).key()
+
+
+def test_evaluate_testbed_reports_accounting(small_base):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.testbed.data import load_testbed_dataset
+    from trl_efficient.testbed.runner import evaluate_testbed
+
+    tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
+    s = evaluate_testbed(model, tok, load_testbed_dataset("test", 4, max_ops=3), num_samples=2, max_new_tokens=24)
+    assert s["n"] == 8 and s["num_samples"] == 8 and 0 <= s["redundant_share"] <= 1
+    assert s["mean_floor_tokens"] > 0 and set(s["by_difficulty"]) <= {"1", "2", "3"}
+
+
+def test_eval_cli_on_testbed_benchmark(small_base, tmp_path):
+    from trl_efficient.evaluation_cli import main
+
+    out = tmp_path / "e"
+    assert main(["--model", "testbed:small", "--benchmarks", "testbed", "--limit", "3", "--max-new-tokens", "16",
+                 "--output-dir", str(out), "--quiet", "--no-plot"]) == 0  # fmt: skip
+    entry = json.loads((out / "testbed_small" / "plain" / "testbed.json").read_text())
+    assert "redundant_share" in entry["result"]["extra"] and "floor_tokens" in entry["result"]["extra"]
+
+
+def test_compare_two_recipes_one_step(small_base, tmp_path):
+    from trl_efficient.testbed.runner import TestbedSettings, compare
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
+                               max_ops=3)  # fmt: skip
+    out = compare(["grpo", "kimi"], settings, str(tmp_path / "cmp"))
+    assert [r["recipe"] for r in out["rows"]] == ["base", "grpo", "kimi"]
+    for name in ("json", "markdown", "plot"):
+        assert os.path.isfile(out["files"][name])
+    md = open(out["files"]["markdown"]).read()
+    assert "| kimi |" in md and "floor" in md
+    saved = json.load(open(tmp_path / "cmp" / "kimi" / "result.json"))
+    assert saved["settings"]["max_steps"] == 1 and saved["log_history"]
+    assert not any(f.endswith(".safetensors") for f in os.listdir(tmp_path / "cmp" / "kimi"))  # weights dropped
+    # cached: a second call reuses the results without training
+    again = compare(["kimi"], settings, str(tmp_path / "cmp"))
+    assert again["rows"][1] == out["rows"][2]
+
+
+def test_quickstart_hooks_run_training(small_base, tmp_path):
+    """configs/quickstart_testbed.yaml through trl-efficient train's own parsing and run_training, tiny budget."""
+    from trl_efficient.testbed.cli import main
+
+    code = main(["quickstart", "--model_name_or_path", "testbed:small", "--max_steps", "1", "--dataset_limit", "16",
+                 "--eval_limit", "2", "--eval_max_new_tokens", "8", "--max_completion_length", "24",
+                 "--per_device_train_batch_size", "8", "--num_generations", "4", "--output_dir", str(tmp_path / "qs"),
+                 "--save_strategy", "no"])  # fmt: skip
+    assert code == 0
+    summary = json.load(open(tmp_path / "qs" / "trl_efficient_summary.json"))
+    assert summary["model"] == "testbed:small" and summary["before"]["num_samples"] == 2
+    assert "redundant_share" in summary["after"]["extra"]
+    # hooks are removed afterwards
+    from trl_efficient.data import DataArguments
+
+    with pytest.raises(ValueError, match="testbed"):
+        DataArguments(dataset_name="testbed")
+
+
+@pytest.mark.slow
+def test_full_base_overthinks(tmp_path):
+    """The real base model: well above zero redundant share, a computed floor, non-trivial accuracy."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.testbed.base import resolve_base_model
+    from trl_efficient.testbed.data import load_testbed_dataset
+    from trl_efficient.testbed.runner import evaluate_testbed
+
+    path = resolve_base_model("testbed:base")
+    tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+    s = evaluate_testbed(model, tok, load_testbed_dataset("test", 128), num_samples=2)
+    assert s["redundant_share"] > 0.25 and s["mean_floor_tokens"] > 20 and s["accuracy"] > 0.4
+
+
+@pytest.mark.slow
+def test_length_recipe_cuts_tokens_at_kept_accuracy(tmp_path):
+    from trl_efficient.testbed.runner import TestbedSettings, compare
+
+    out = compare(["grpo", "kimi"], TestbedSettings(), str(tmp_path / "cmp"))
+    rows = {r["recipe"]: r for r in out["rows"]}
+    assert rows["kimi"]["mean_tokens"] < 0.8 * rows["base"]["mean_tokens"]
+    assert rows["kimi"]["accuracy"] >= rows["base"]["accuracy"] - 0.05

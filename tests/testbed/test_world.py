@@ -1,0 +1,116 @@
+"""The testbed world: tasks, teacher traces, exact segmentation and token accounting (by hand)."""
+
+import random
+
+import pytest
+
+from trl_efficient.testbed.analysis import analyze_completion, floor_tokens, summarize, token_char_spans
+from trl_efficient.testbed.base import build_testbed_tokenizer
+from trl_efficient.testbed.data import load_testbed_dataset, task_from_row
+from trl_efficient.testbed.world import (
+    Task,
+    TraceStyle,
+    apply_op,
+    classify_sentences,
+    make_tasks,
+    make_trace,
+    minimal_trace,
+    parse_expression,
+)
+
+TASK = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))  # 4+7=11->1, 1*3=3, 3-2=1
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_testbed_tokenizer()
+
+
+def test_arithmetic_and_task():
+    assert TASK.values == [1, 3, 1] and TASK.answer == 1 and TASK.difficulty == 3
+    assert apply_op(0, "-", 1) == 9  # mod 10
+    assert parse_expression(TASK.expression) == TASK
+    with pytest.raises(ValueError):
+        apply_op(1, "/", 2)
+
+
+def test_teacher_traces_are_correct_and_segment_exactly(tok):
+    rng = random.Random(0)
+    for task in make_tasks(200, seed=5):
+        trace = make_trace(task, rng)
+        assert trace.endswith(f"\\boxed{{{task.answer}}}")
+        body = trace[len("<think>") : trace.rfind("</think>")]
+        kinds = [s.kind for s in classify_sentences(task, body)]
+        # every operation is done exactly once: by a step, or by a skip that merges two operations
+        assert kinds.count("step") + 2 * kinds.count("skip") == task.difficulty
+        stats = analyze_completion(task, tok(trace, add_special_tokens=False)["input_ids"] + [tok.eos_token_id], tok)
+        assert stats["correct"]
+        assert stats["necessary_tokens"] + stats["redundant_tokens"] == stats["tokens"]
+
+
+def test_minimal_trace_has_no_redundancy_and_equals_floor(tok):
+    ids = tok(minimal_trace(TASK), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    stats = analyze_completion(TASK, ids, tok)
+    assert stats["redundant_tokens"] == 0 and stats["tokens"] == stats["floor_tokens"] == floor_tokens(TASK, tok)
+    assert stats["num_steps"] == 3 and stats["correct"]
+
+
+def test_redundant_tokens_counted_by_hand(tok):
+    filler = " Wait. Check: 4 + 7 = 1."
+    text = "<think> a: 4 + 7 = 1." + filler + " b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}"
+    ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    stats = analyze_completion(TASK, ids, tok)
+    # the filler's own tokens (each sentence starts with a space-prefixed word) are exactly the redundant ones
+    assert stats["redundant_tokens"] == len(tok(filler, add_special_tokens=False)["input_ids"])
+    assert stats["tokens"] == stats["floor_tokens"] + stats["redundant_tokens"]
+
+
+def test_skip_and_wrong_steps(tok):
+    text = "<think> a: 4 + 7 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}"
+    stats = analyze_completion(TASK, tok(text, add_special_tokens=False)["input_ids"], tok)
+    assert stats["num_skips"] == 1 and stats["num_steps"] == 1 and stats["redundant_tokens"] == 0
+    assert stats["tokens"] < stats["floor_tokens"]  # a skip can go under the floor (at a risk to accuracy)
+    wrong = "<think> a: 4 + 7 = 2. </think> \\boxed{2}"
+    stats = analyze_completion(TASK, tok(wrong, add_special_tokens=False)["input_ids"], tok)
+    assert not stats["correct"] and stats["num_steps"] == 1
+
+
+def test_classify_out_of_order_step_is_redundant():
+    kinds = [s.kind for s in classify_sentences(TASK, " b: 1 * 3 = 3. a: 4 + 7 = 1.")]
+    assert kinds == ["redundant", "step"]  # "* 3" is not the next pending operation at first
+
+
+def test_token_spans_cover_text(tok):
+    ids = tok("<think> a: 1 + 2 = 3. </think> \\boxed{3}", add_special_tokens=False)["input_ids"]
+    text, spans = token_char_spans(tok, ids)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text) and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
+def test_teacher_data_overthinks(tok):
+    rng = random.Random(0)
+    records = []
+    for task in make_tasks(300, seed=9):
+        ids = tok(make_trace(task, rng), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+        records.append(analyze_completion(task, ids, tok))
+    s = summarize(records)
+    assert s["accuracy"] == 1.0 and 0.3 < s["redundant_share"] < 0.7 and s["excess_over_floor"] > 10
+    assert set(s["by_difficulty"]) == {str(d) for d in range(1, 9)}
+    # more operations -> more tokens
+    tokens = [s["by_difficulty"][str(d)]["mean_tokens"] for d in range(1, 9)]
+    assert tokens == sorted(tokens)
+
+
+def test_quiet_style_gives_minimal_traces():
+    quiet = TraceStyle(verbosity_weights=(1.0,), skip_prob=0.0)
+    rng = random.Random(0)
+    assert all(make_trace(t, rng, quiet) == minimal_trace(t) for t in make_tasks(20, seed=1))
+
+
+def test_dataset_rows_roundtrip():
+    ds = load_testbed_dataset("train", n=8, seed=1, min_ops=2, max_ops=4)
+    assert ds.column_names == ["prompt", "solution", "idx", "level", "source", "expression"]
+    for row in ds:
+        task = task_from_row(row)
+        assert str(task.answer) == row["solution"] and task.difficulty == row["level"] and 2 <= row["level"] <= 4
+        assert row["prompt"][0]["content"].startswith(task.question)
+    assert list(load_testbed_dataset("test", n=4)["expression"]) != list(load_testbed_dataset("train", n=4)["expression"])

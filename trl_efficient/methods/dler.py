@@ -1,0 +1,561 @@
+r"""DLER (Liu et al., NVIDIA, "DLER: Doing Length pEnalty Right", arXiv 2510.15110; methods.md §4) and DAPO's dynamic
+sampling with refill (arXiv 2503.14476, §31).
+
+What this module adds to the pieces that already exist (the truncation reward `get_dler_truncation_reward` and the
+`group_center_batch_whiten` estimator):
+
+- advantage estimator `"dler"`: group-centred rewards whitened over the response tokens of the **informative**
+  groups, plus the released code's optional correct-sample boost (`correct_boost`, off by default);
+- advantage estimator `"da_dler"`: the same, and it asks `DLERTrainer` to apply difficulty-aware truncation
+  (our proposal for DA-DLER, whose algorithm is not published: groups with solve rate >= 0.75 are cut to 2000
+  tokens and re-scored);
+- completion filter `"dynamic_sampling"`: keep groups whose rewards differ; under `DLERTrainer` the batch is
+  **refilled** with freshly generated groups (DAPO's `filter_groups`), otherwise it only masks;
+- `DLERTrainer`: the refill loop and the post-hoc truncation, as thin overrides of `EfficientGRPOTrainer`.
+
+Every estimator of the advantage family (`gfpo`, `dler`, `drpo`, `grpo_lead`, `canon`) gives exactly zero advantage
+to a group that carries no signal (`signal_free_groups`): every scorable reward equal, no scorable row, or every
+completion truncated.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import torch
+from accelerate.utils import gather, gather_object
+
+from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
+from ..trainer.state import state_key
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DADLERAdvantage",
+    "DLERAdvantage",
+    "DLERTrainer",
+    "DynamicSamplingFilter",
+    "RefillSampler",
+    "assemble_group_batch",
+    "difficulty_cut_lengths",
+    "dler_advantages",
+    "select_groups",
+    "signal_free_groups",
+]
+
+
+# ---------------------------------------------------------------------------------------------------- shared edges
+def signal_free_groups(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
+    """`(num_groups,)` bool: groups that carry no learning signal and get exactly zero advantage.
+
+    A group is signal-free when the spread (max - min) of its scorable total rewards is at most `tol` (this includes
+    a group with no scorable row), or when every one of its completions was truncated (no EOS).
+
+    >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.1], [0.0]]), reward_names=["r"],
+    ...                reward_weights=torch.ones(1), lengths=torch.ones(6),
+    ...                truncated=torch.tensor([False, False, False, False, True, True]), group_size=2)
+    >>> signal_free_groups(b).tolist()   # rewards differ | all equal | all truncated
+    [False, True, True]
+    """
+    r = batch.grouped(batch.total_reward())
+    high = torch.nan_to_num(r, nan=-math.inf).amax(dim=1)
+    low = torch.nan_to_num(r, nan=math.inf).amin(dim=1)
+    spread = torch.where(torch.isfinite(high) & torch.isfinite(low), high - low, torch.zeros_like(high))
+    return (spread <= tol) | batch.grouped(batch.truncated.bool()).all(dim=1)
+
+
+def _check_number(field: str, value, low: float | None = None, high: float | None = None, integer: bool = False):
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if integer:
+        ok = ok and float(value).is_integer()
+    if not ok or (low is not None and value < low) or (high is not None and value > high):
+        bounds = f" in [{low}, {high}]" if high is not None else (f" >= {low}" if low is not None else "")
+        kind = "an integer" if integer else "a finite number"
+        raise ValueError(f"{field} must be {kind}{bounds}, got {value!r}.")
+
+
+# ------------------------------------------------------------------------------------------------------ estimator
+def dler_advantages(
+    batch: GroupBatch,
+    eps: float = 1e-6,
+    token_weighted: bool = True,
+    correct_boost: float = 0.0,
+    boost_threshold: float = 1.0,
+    tol: float = 1e-6,
+) -> torch.Tensor:
+    r"""DLER's advantage (verl `reinforce_plus_plus_baseline` after DAPO dynamic sampling, methods.md §4):
+
+    $$ \tilde A_i = R_i - \mathrm{mean}_{g(i)} R, \qquad
+       A_i = \frac{\tilde A_i - \mu}{\sigma + \epsilon} + b\,\mathbb{1}[R_i \ge \theta - 10^{-5}] $$
+
+    with $\mu, \sigma$ the mean and (population) std of $\tilde A$ over the response **tokens** of the informative
+    groups (each row weighted by its length in tokens) when `token_weighted`, else over their rows. Signal-free
+    groups (`signal_free_groups`) are left out of $\mu, \sigma$ and get exactly 0, boost included: in verl dynamic
+    sampling has removed them before the advantage is computed. `b = correct_boost` and $\theta$ =
+    `boost_threshold` are `NVlabs/DLER`'s `correct_sample_advantage_boost_value/threshold` (the released script
+    uses 0.1 on a score >= 1.0, i.e. correct and stopped); the boost is added after whitening, as in its actor.
+
+    >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.1], [0.0]]), reward_names=["r"],
+    ...                reward_weights=torch.ones(1), lengths=torch.tensor([2.0, 4.0, 3.0, 3.0, 4.0, 2.0]),
+    ...                truncated=torch.zeros(6, dtype=torch.bool), group_size=2)
+    >>> dler_advantages(b, correct_boost=0.1)  # centred [.5,-.5 | 0,0 | .05,-.05]; token mean -.075, std .3473
+    tensor([ 1.7556, -1.2237,  0.0000,  0.0000,  0.3599,  0.0720])
+    """
+    G = batch.group_size
+    r = batch.total_reward()
+    flat = signal_free_groups(batch, tol).repeat_interleave(G)
+    grouped = r.view(-1, G)
+    centred = torch.nan_to_num(grouped - torch.nanmean(grouped, dim=1, keepdim=True), nan=0.0).view(-1)
+    weight = batch.lengths.float().clamp(min=1) if token_weighted else torch.ones_like(centred)
+    weight = torch.where(torch.isnan(r) | flat, torch.zeros_like(weight), weight)
+    total = weight.sum().clamp(min=1e-12)
+    mean = (weight * centred).sum() / total
+    std = ((weight * (centred - mean) ** 2).sum() / total).sqrt()
+    adv = (centred - mean) / (std + eps)
+    if correct_boost:
+        adv = adv + correct_boost * (torch.nan_to_num(r, nan=-math.inf) >= boost_threshold - 1e-5).float()
+    return torch.where(torch.isnan(r) | flat, torch.zeros_like(adv), adv)
+
+
+@ADVANTAGE_ESTIMATORS.register("dler")
+class DLERAdvantage:
+    """Advantage estimator `"dler"` (see `dler_advantages`). `advantage_kwargs`: `eps` (1e-6, verl's), `token_weighted`
+    (True), `correct_boost` (0.0: the paper-described variant; the released script uses 0.1), `boost_threshold`
+    (1.0), `tol` (1e-6, spread below which a group is signal-free)."""
+
+    def __init__(self, args, eps: float = 1e-6, token_weighted: bool = True, correct_boost: float = 0.0,
+                 boost_threshold: float = 1.0, tol: float = 1e-6):
+        _check_number("advantage_kwargs['eps']", eps, 0.0)
+        _check_number("advantage_kwargs['correct_boost']", correct_boost)
+        _check_number("advantage_kwargs['boost_threshold']", boost_threshold)
+        _check_number("advantage_kwargs['tol']", tol, 0.0)
+        if not isinstance(token_weighted, bool):
+            raise ValueError(f"advantage_kwargs['token_weighted'] must be a bool, got {token_weighted!r}.")
+        self.eps, self.token_weighted, self.tol = float(eps), token_weighted, float(tol)
+        self.correct_boost, self.boost_threshold = float(correct_boost), float(boost_threshold)
+
+    def __call__(self, batch: GroupBatch) -> torch.Tensor:
+        return dler_advantages(batch, self.eps, self.token_weighted, self.correct_boost, self.boost_threshold, self.tol)
+
+
+def difficulty_cut_lengths(
+    correct: torch.Tensor, lengths: torch.Tensor, group_size: int, solve_rate_threshold: float, truncate_to: int
+) -> torch.Tensor:
+    """DA-DLER proposal (methods.md §4, proposed default): `(B,)` cut length per row, 0 = keep. Rows longer than
+    `truncate_to` tokens in groups whose solve rate (over scorable rows) is >= `solve_rate_threshold` are cut.
+
+    >>> nan = float("nan")
+    >>> difficulty_cut_lengths(torch.tensor([1., 1., 1., 0., 1., 0., nan, 1.]),
+    ...                        torch.tensor([5., 9., 3., 12., 9., 9., 9., 9.]), 4, 0.75, 8).tolist()
+    [0, 8, 0, 8, 0, 0, 0, 0]
+    """
+    acc = torch.nanmean(correct.float().view(-1, group_size), dim=1)
+    easy = torch.nan_to_num(acc, nan=-1.0) >= solve_rate_threshold
+    cut = easy.repeat_interleave(group_size) & (lengths > truncate_to)
+    return torch.where(cut, torch.full_like(lengths, truncate_to), torch.zeros_like(lengths)).long()
+
+
+@ADVANTAGE_ESTIMATORS.register("da_dler")
+class DADLERAdvantage(DLERAdvantage):
+    """Advantage estimator `"da_dler"`: `"dler"` plus difficulty-aware truncation applied by `DLERTrainer` before the
+    rewards are final. Extra `advantage_kwargs`: `solve_rate_threshold` (0.75) and `truncate_to` (2000 tokens), both
+    **proposed defaults** (DA-DLER's schedule is not published). Under any other trainer it raises, rather than
+    silently training plain DLER."""
+
+    def __init__(self, args, solve_rate_threshold: float = 0.75, truncate_to: int = 2000, **kwargs):
+        super().__init__(args, **kwargs)
+        _check_number("advantage_kwargs['solve_rate_threshold']", solve_rate_threshold, 0.0, 1.0)
+        cap = getattr(args, "max_completion_length", None)
+        _check_number("advantage_kwargs['truncate_to']", truncate_to, 1, None, integer=True)
+        if cap is not None and truncate_to >= cap:
+            raise ValueError(
+                f"advantage_kwargs['truncate_to']={truncate_to} must be below max_completion_length={cap} (tokens), "
+                "otherwise difficulty-aware truncation never cuts anything."
+            )
+        self.difficulty_truncation = (float(solve_rate_threshold), int(truncate_to))
+        self.trainer_applies_truncation = False  # set by DLERTrainer
+
+    def __call__(self, batch: GroupBatch) -> torch.Tensor:
+        if not self.trainer_applies_truncation:
+            raise RuntimeError(
+                "advantage_estimator='da_dler' needs trl_efficient.methods.dler.DLERTrainer, which applies the "
+                "difficulty-aware truncation before scoring (recipe 'da-dler' uses it)."
+            )
+        return super().__call__(batch)
+
+
+# ------------------------------------------------------------------------------------------------ dynamic sampling
+@COMPLETION_FILTERS.register("dynamic_sampling")
+class DynamicSamplingFilter:
+    """Completion filter `"dynamic_sampling"` (DAPO, methods.md §31): keep the groups that carry signal
+    (`signal_free_groups` is False), mask the others.
+
+    Under `DLERTrainer` the training batch is first **refilled**: further generation batches are drawn until it holds
+    enough informative groups (at most `max_generation_batches` in all), so this mask only removes the shortfall.
+    Under a trainer without refill it only masks (the proposed default of methods.md §4 and §31) and warns once.
+
+    `filter_kwargs`: `max_generation_batches` (4, proposed default; DLER's script sets no limit), `tol` (1e-6),
+    `on_shortfall` (`"mask"`: train on the informative groups found and mask the rest; `"error"`: raise, as verl
+    does).
+    """
+
+    def __init__(self, args, max_generation_batches: int = 4, tol: float = 1e-6, on_shortfall: str = "mask"):
+        _check_number("filter_kwargs['max_generation_batches']", max_generation_batches, 1, None, integer=True)
+        _check_number("filter_kwargs['tol']", tol, 0.0)
+        if on_shortfall not in ("mask", "error"):
+            raise ValueError(f"filter_kwargs['on_shortfall'] must be 'mask' or 'error', got {on_shortfall!r}.")
+        self.max_generation_batches = int(max_generation_batches)
+        self.tol = float(tol)
+        self.on_shortfall = on_shortfall
+        self.refill_active = False  # set by DLERTrainer
+        self._warned = False
+
+    def informative_groups(self, batch: GroupBatch) -> torch.Tensor:
+        return ~signal_free_groups(batch, self.tol)
+
+    def __call__(self, batch: GroupBatch) -> torch.Tensor:
+        if not self.refill_active and batch.mode == "train" and not self._warned:
+            logger.warning(
+                "completion_filter='dynamic_sampling' without DLERTrainer masks signal-free groups but cannot refill "
+                "the batch; use trl_efficient.methods.dler.DLERTrainer for DAPO-style refill."
+            )
+            self._warned = True
+        return self.informative_groups(batch).repeat_interleave(batch.group_size)
+
+
+def select_groups(informative: list[torch.Tensor], need: int) -> list[tuple[int, int]]:
+    """Choose `need` groups from several generation batches: the informative groups in generation order first (as
+    verl concatenates them and cuts at the batch size), then, on a shortfall, signal-free groups in generation order.
+    Returns `(batch, group)` pairs sorted in generation order, so a single batch keeps its own order.
+
+    >>> select_groups([torch.tensor([True, False, False]), torch.tensor([False, True, True])], 3)
+    [(0, 0), (1, 1), (1, 2)]
+    >>> select_groups([torch.tensor([False, True, False])], 3)
+    [(0, 0), (0, 1), (0, 2)]
+    """
+    pairs = [(k, g) for k, inf in enumerate(informative) for g in range(len(inf))]
+    chosen = [(k, g) for k, g in pairs if bool(informative[k][g])][:need]
+    chosen += [(k, g) for k, g in pairs if not bool(informative[k][g])][: need - len(chosen)]
+    return sorted(chosen)
+
+
+def assemble_group_batch(
+    batches: list[GroupBatch], sources: list[tuple[int, int]], local_size: int, process_index: int
+) -> GroupBatch:
+    """The `GroupBatch` of the refilled generation batch: global row `t` is row `sources[t] = (batch, row)`.
+
+    >>> def gb(r, m):
+    ...     return GroupBatch(rewards=torch.tensor(r).view(-1, 1), reward_names=["r"], reward_weights=torch.ones(1),
+    ...                       lengths=torch.tensor(r) * 10, truncated=torch.zeros(len(r), dtype=torch.bool),
+    ...                       group_size=2, metadata={"idx": m})
+    >>> out = assemble_group_batch([gb([1., 2.], [7, 7]), gb([3., 4.], [8, 8])], [(1, 0), (1, 1)], 1, 0)
+    >>> out.rewards.view(-1).tolist(), out.lengths.tolist(), out.metadata
+    ([3.0, 4.0], [30.0, 40.0], {'idx': [8, 8]})
+    """
+    first = batches[0]
+    offsets, total = [], 0
+    for b in batches:
+        offsets.append(total)
+        total += b.num_rows
+    index = torch.tensor([offsets[k] + r for k, r in sources], dtype=torch.long)
+    keys = list(dict.fromkeys(key for b in batches for key in b.metadata))
+    metadata = {}
+    for key in keys:
+        values = [v for b in batches for v in b.metadata.get(key, [None] * b.num_rows)]
+        metadata[key] = [values[i] for i in index.tolist()]
+    return GroupBatch(
+        rewards=torch.cat([b.rewards for b in batches])[index],
+        reward_names=list(first.reward_names),
+        reward_weights=first.reward_weights,
+        lengths=torch.cat([b.lengths for b in batches])[index],
+        truncated=torch.cat([b.truncated for b in batches])[index],
+        group_size=first.group_size,
+        metadata=metadata,
+        correctness_index=first.correctness_index,
+        process_index=process_index,
+        local_size=local_size,
+        mode=first.mode,
+    )
+
+
+class RefillSampler:
+    """Where refill prompts come from: an independent, seeded, shuffled pass over the training dataset (epoch `e`
+    uses `torch.randperm(N)` seeded with `seed + 1 + 7919 * e`). It is identical on every rank, saved in every
+    checkpoint (`dynamic_sampling_refill`) and restored on resume, so refill draws resume exactly.
+
+    >>> s = RefillSampler(num_prompts=3, seed=0)
+    >>> a = s.next_prompts(2); b = s.next_prompts(2)   # the second call wraps into epoch 1
+    >>> sorted(a + b[:1]), s.state_dict()
+    ([0, 1, 2], {'epoch': 1, 'position': 1})
+    """
+
+    state_key = "dynamic_sampling_refill"
+
+    def __init__(self, num_prompts: int, seed: int = 0):
+        if num_prompts < 1:
+            raise ValueError("dynamic sampling needs a non-empty train_dataset to refill from.")
+        self.num_prompts = num_prompts
+        self.seed = seed
+        self.epoch = 0
+        self.position = 0
+        self._cache: tuple[int, list[int]] | None = None
+
+    def _permutation(self, epoch: int) -> list[int]:
+        if self._cache is None or self._cache[0] != epoch:
+            generator = torch.Generator().manual_seed(self.seed + 1 + 7919 * epoch)
+            self._cache = (epoch, torch.randperm(self.num_prompts, generator=generator).tolist())
+        return self._cache[1]
+
+    def next_prompts(self, count: int) -> list[int]:
+        out: list[int] = []
+        while len(out) < count:
+            take = self._permutation(self.epoch)[self.position : self.position + count - len(out)]
+            out += take
+            self.position += len(take)
+            if self.position >= self.num_prompts:
+                self.epoch, self.position = self.epoch + 1, 0
+        return out
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.position = int(state["epoch"]), int(state["position"])
+
+
+# Output keys of GRPOTrainer._generate_and_score_completions (TRL 1.16.0) that the refill can move between
+# generation batches, with how their width is padded when rows of different batches are stacked.
+_LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}
+_RIGHT_PADDED = {
+    "completion_ids": "pad",
+    "completion_mask": 0,
+    "old_per_token_logps": 0.0,
+    "ref_per_token_logps": 0.0,
+    "sampling_per_token_logps": 0.0,
+    "tool_mask": 1,  # TRL pads tool_mask with 1
+    "importance_sampling_ratio": 1.0,  # token-level ratio at padding is exp(0) = 1
+}
+_PER_ROW = {"advantages"}
+_RECOMPUTED = {"num_items_in_batch"}
+
+
+# --------------------------------------------------------------------------------------------------------- trainer
+class DLERTrainer(EfficientGRPOTrainer):
+    """`EfficientGRPOTrainer` with DAPO dynamic sampling **with refill** and DA-DLER difficulty-aware truncation.
+
+    Both switch on from the config: `completion_filter: dynamic_sampling` turns on the refill, `advantage_estimator:
+    da_dler` the truncation; with neither, this is `EfficientGRPOTrainer`.
+
+    Refill (training only), in `_generate_and_score_completions`:
+    1. generate and score the dataloader's batch as usual (`super()`), holding back the group stage;
+    2. while it has fewer informative groups than the batch holds, generate and score another batch of prompts from
+       `RefillSampler` (same size and layout: `n` rows per process, groups of `G` consecutive global rows that may
+       straddle processes), at most `max_generation_batches` batches in all;
+    3. choose the groups (`select_groups`), move their rows so that every process again holds exactly `n` rows in
+       TRL's process-major order (rows whose new position is on another process travel with `gather_object`; the
+       tensors are re-padded to a common width), and recompute `num_items_in_batch`;
+    4. run the group stage (estimator, filter, metrics, stateful updates) once, on the refilled batch.
+    TRL's shuffle and split then see an ordinary batch. TRL's own per-batch metrics and completion logs cover every
+    generated batch, discarded groups included; `trl_efficient/dynamic_sampling/*` describe the refill.
+
+    Truncation (training only), in `_calculate_rewards`: after scoring, rows longer than `truncate_to` tokens in
+    groups with solve rate >= `solve_rate_threshold` are cut, decoded and scored again (every reward function runs a
+    second time on the whole batch; all ranks take the same decision from gathered data). The cut rows keep their
+    tokens but their `completion_mask` is zeroed past the cut before the group stage.
+
+    Not supported with refill: multimodal inputs, and `advantage_estimator: grpo` with batch-level statistics
+    (`scale_rewards='batch'` or GDPO), whose TRL advantages were computed over the wrong rows. Not supported with
+    truncation: tools, environments and `rollout_func`.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._deferred: list | None = None  # (batch, output) pairs held back while refilling
+        self._cuts: list[int] | None = None  # this process's cut lengths for the current batch (0 = keep)
+        self.dynamic_sampling = self.completion_filter if isinstance(self.completion_filter, DynamicSamplingFilter) else None
+        estimator = self.advantage_estimator
+        self.difficulty_truncation = estimator.difficulty_truncation if isinstance(estimator, DADLERAdvantage) else None
+        if self.difficulty_truncation is not None:
+            if self.correctness_index is None:
+                raise ValueError(
+                    "advantage_estimator='da_dler' reads each group's solve rate from the correctness reward: set "
+                    "correctness_reward (e.g. 'dler_truncation_reward')."
+                )
+            if self.tools or self.environment_factories is not None or self.rollout_func is not None:
+                raise NotImplementedError(
+                    "DA-DLER truncation re-decodes and re-scores plain completions; tools, environment_factory and "
+                    "rollout_func are not supported with advantage_estimator='da_dler'."
+                )
+            estimator.trainer_applies_truncation = True
+        self.refill_sampler = None
+        if self.dynamic_sampling is not None:
+            dataset = self.train_dataset
+            if dataset is None or not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
+                raise NotImplementedError("Dynamic sampling refill needs a map-style train_dataset (not iterable).")
+            if self.advantage_estimator is None and (
+                self.scale_rewards == "batch" or self.multi_objective_aggregation == "normalize_then_sum"
+            ):
+                raise NotImplementedError(
+                    "completion_filter='dynamic_sampling' with advantage_estimator='grpo' keeps TRL's advantages, "
+                    "which scale_rewards='batch' / multi_objective_aggregation='normalize_then_sum' compute over each "
+                    "generation batch, not the refilled one; use scale_rewards='group' or a registered estimator."
+                )
+            self._refill_dataset = self._remove_unused_columns(dataset, description="training")
+            self.refill_sampler = RefillSampler(len(self._refill_dataset), seed=self.args.seed)
+            self.stateful_components[state_key(self.refill_sampler)] = self.refill_sampler
+            self.dynamic_sampling.refill_active = True
+
+    # ------------------------------------------------------------------------------------------------ refill loop
+    def _generate_and_score_completions(self, inputs):
+        self._cuts = None
+        if self.dynamic_sampling is None or not self.model.training:
+            return super()._generate_and_score_completions(inputs)
+        n, G = len(inputs), self.num_generations
+        need = n * self.accelerator.num_processes // G
+        parts: list[tuple[GroupBatch, dict, torch.Tensor]] = []
+        self._deferred = []
+        try:
+            rows = inputs
+            for attempt in range(self.dynamic_sampling.max_generation_batches):
+                if attempt > 0:
+                    rows = self._refill_rows(n)
+                output = super()._generate_and_score_completions(rows)
+                if not self._deferred:
+                    raise RuntimeError("dynamic sampling found no gathered batch: no reward functions were called.")
+                batch, _ = self._deferred.pop()
+                parts.append((batch, output, self.dynamic_sampling.informative_groups(batch)))
+                if sum(int(p[2].sum()) for p in parts) >= need:
+                    break
+        finally:
+            self._deferred = None
+        found = sum(int(p[2].sum()) for p in parts)
+        if found < need and self.dynamic_sampling.on_shortfall == "error":
+            raise RuntimeError(
+                f"dynamic sampling found {found} informative groups of the {need} needed in {len(parts)} generation "
+                "batches (filter_kwargs max_generation_batches); the data may be too hard or too easy."
+            )
+        selection = select_groups([p[2] for p in parts], need)
+        batch, output = self._assemble(parts, selection, n)
+        self._run_group_stage(batch, output)
+        metrics = self._metrics["train"]
+        metrics["trl_efficient/dynamic_sampling/generation_batches"].append(float(len(parts)))
+        metrics["trl_efficient/dynamic_sampling/informative_fraction"].append(parts[0][2].float().mean().item())
+        metrics["trl_efficient/dynamic_sampling/shortfall_groups"].append(float(max(need - found, 0)))
+        return output
+
+    def _refill_rows(self, n: int) -> list[dict]:
+        G, world, rank = self.num_generations, self.accelerator.num_processes, self.accelerator.process_index
+        prompts = self.refill_sampler.next_prompts(n * world // G)
+        global_rows = [i for i in prompts for _ in range(G)]  # RepeatSampler layout: G consecutive copies
+        return [dict(self._refill_dataset[i]) for i in global_rows[rank * n : (rank + 1) * n]]
+
+    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
+        if self._cuts is not None:
+            self._apply_cuts(output, self._cuts)
+            self._cuts = None
+        if self._deferred is not None:
+            self._deferred.append((batch, output))
+            return
+        super()._run_group_stage(batch, output)
+
+    def _assemble(self, parts, selection, n):
+        G, world, rank = self.num_generations, self.accelerator.num_processes, self.accelerator.process_index
+        if len(parts) == 1 and selection == [(0, g) for g in range(parts[0][0].num_groups)]:
+            return parts[0][0], parts[0][1]  # the dataloader's batch, unchanged
+        sources = [(k, g * G + j) for k, g in selection for j in range(G)]  # target global row -> (batch, row)
+        batch = assemble_group_batch([p[0] for p in parts], sources, n, rank)
+        kinds = [self._row_kinds(p[1]) for p in parts]
+        received: dict = {}
+        if world > 1:
+            send = {
+                (k, r): self._row_payload(parts[k][1], r - rank * n, kinds[k], to_cpu=True)
+                for t, (k, r) in enumerate(sources)
+                if r // n == rank and t // n != rank
+            }
+            for part in gather_object([send]):
+                received.update(part)
+        rows = []
+        for k, r in sources[rank * n : (rank + 1) * n]:
+            rows.append(self._row_payload(parts[k][1], r - rank * n, kinds[k]) if r // n == rank else received[(k, r)])
+        output = self._stack_rows(rows, kinds[0], parts[0][1])
+        loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
+        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        return batch, output
+
+    def _row_kinds(self, output: dict) -> dict:
+        sequence_level = self.vllm_importance_sampling_mode in ("sequence_mask", "sequence_truncate")
+        kinds = {}
+        for key, value in output.items():
+            if key in _RECOMPUTED:
+                continue
+            if key in _LEFT_PADDED:
+                kinds[key] = "left"
+            elif key in _RIGHT_PADDED and not (key == "importance_sampling_ratio" and sequence_level):
+                kinds[key] = "right"
+            elif key in _PER_ROW or key == "importance_sampling_ratio":
+                kinds[key] = "row"
+            else:
+                raise NotImplementedError(
+                    f"dynamic sampling cannot move the output key {key!r} between generation batches (multimodal "
+                    "inputs are not supported with refill)."
+                )
+            if not isinstance(value, torch.Tensor):
+                raise NotImplementedError(f"dynamic sampling expected a tensor under {key!r}, got {type(value)}.")
+        return kinds
+
+    @staticmethod
+    def _row_payload(output: dict, i: int, kinds: dict, to_cpu: bool = False) -> dict:
+        return {key: (output[key][i].cpu() if to_cpu else output[key][i]) for key in kinds}
+
+    def _stack_rows(self, rows: list[dict], kinds: dict, template: dict) -> dict:
+        pad_id = getattr(self, "_tokenizer", self.processing_class).pad_token_id
+        out = {}
+        for key, kind in kinds.items():
+            like = template[key]
+            values = [row[key].to(like.device) for row in rows]
+            if kind == "row":
+                out[key] = torch.stack(values).to(like.dtype)
+                continue
+            width = max(v.shape[0] for v in values)
+            if self.pad_to_multiple_of:
+                width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+            fill = (_LEFT_PADDED | _RIGHT_PADDED)[key]
+            fill = pad_id if fill == "pad" else fill
+            padded = like.new_full((len(values), width), fill)
+            for i, v in enumerate(values):
+                if kind == "left":
+                    padded[i, width - v.shape[0] :] = v
+                else:
+                    padded[i, : v.shape[0]] = v
+            out[key] = padded
+        return out
+
+    # --------------------------------------------------------------------------------------------- truncation
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        if self.difficulty_truncation is None or not self.model.training:
+            return rewards
+        batch = self._group_batch
+        threshold, truncate_to = self.difficulty_truncation
+        cuts = difficulty_cut_lengths(batch.correct, batch.lengths, batch.group_size, threshold, truncate_to)
+        self._metrics["train"]["trl_efficient/da_dler/cut_fraction"].append(float((cuts > 0).float().mean()))
+        if not bool((cuts > 0).any()):  # same decision on every rank: `cuts` comes from gathered data
+            return rewards
+        local = cuts[batch.local_slice].tolist()
+        new_ids = [list(ids[:c]) if c else ids for ids, c in zip(completion_ids_list, local, strict=True)]
+        new_completions = list(completions)
+        for i, c in enumerate(local):
+            if c:
+                text = self.processing_class.decode(new_ids[i], skip_special_tokens=True)
+                new_completions[i] = [{"role": "assistant", "content": text}] if isinstance(completions[i], list) else text
+        self._cuts = local
+        return super()._calculate_rewards(inputs, prompts, new_completions, new_ids)
+
+    def _apply_cuts(self, output: dict, cuts: list[int]) -> None:
+        mask = output["completion_mask"]
+        for i, c in enumerate(cuts):
+            if c:
+                mask[i, c:] = 0
+        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
+        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()

@@ -1,0 +1,172 @@
+"""Recipes of the advantage family: GFPO, adaptive GFPO, DA-DLER, DRPO, GRPO-LEAD, CANON and GDPO (DLER itself is in
+`registry.py`), with the reward builders they need (`lead`, `gdpo_length`). User guide: `docs/advantage-methods.md`.
+
+Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
+"""
+
+from __future__ import annotations
+
+from ..rewards.gdpo import get_gdpo_length_reward
+from ..rewards.lead import get_lead_reward
+from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
+
+
+def _length_kwargs(args, tokenizer) -> dict:
+    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+
+
+def build_lead_reward(args, tokenizer, **kwargs):
+    """`lead` builder: GRPO-LEAD's group reward; the group size comes from the trainer's `group_size` column."""
+    return get_lead_reward(**_length_kwargs(args, tokenizer), **kwargs)
+
+
+def build_gdpo_length_reward(args, tokenizer, **kwargs):
+    """`gdpo_length` builder: `1[correct and L <= L_limit]` with `L_limit = max_completion_length // 2` unless
+    `length_limit` is given (methods.md §5, proposed default)."""
+    limit = kwargs.pop("length_limit", max(1, args.max_completion_length // 2))
+    return get_gdpo_length_reward(length_limit=limit, **_length_kwargs(args, tokenizer), **kwargs)
+
+
+REWARD_BUILDERS.register("lead", build_lead_reward)
+REWARD_BUILDERS.register("gdpo_length", build_gdpo_length_reward)
+
+_GFPO_BASE = {
+    "completion_filter": "gfpo",
+    "filter_kwargs": {"loss_normalizer": "all"},
+    "loss_type": "dapo",
+}
+
+register_recipe(
+    Recipe(
+        name="gfpo",
+        method="GFPO (Shortest k/G)",
+        description="Sample G, keep the k shortest per group, advantages over the kept set, the rest masked (§13).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2508.09726",),
+        config_overrides={
+            **_GFPO_BASE,
+            "advantage_estimator": "gfpo",
+            "advantage_kwargs": {"k": 8, "metric": "shortest"},
+        },
+        proposed_defaults=(
+            "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
+            "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
+        ),
+        trainer_cls="trl_efficient.methods.gfpo:GFPOTrainer",
+    )
+)
+register_recipe(
+    Recipe(
+        name="gfpo-adaptive",
+        method="Adaptive-Difficulty GFPO",
+        description="GFPO with k per group from the quartiles of a streaming digest of prompt mean rewards (§13).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2508.09726",),
+        config_overrides={
+            **_GFPO_BASE,
+            "advantage_estimator": "gfpo_adaptive",
+            "advantage_kwargs": {"k_by_quartile": [8, 8, 6, 4], "warmup_k": 8, "warmup_steps": 5, "warmup_prompts": 64},
+        },
+        proposed_defaults=(
+            "GFPO-AD digest ready after 5 training batches and 64 prompts (whichever comes later)",
+            "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
+            "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
+        ),
+        trainer_cls="trl_efficient.methods.gfpo:GFPOTrainer",
+    )
+)
+register_recipe(
+    Recipe(
+        name="da-dler",
+        method="DA-DLER (difficulty-aware truncation, proposed)",
+        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens and re-scored (§4).",
+        rewards=(RewardSpec("dler_truncation"),),
+        papers=("2510.15110",),
+        config_overrides={
+            "advantage_estimator": "da_dler",
+            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.0},
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {"max_generation_batches": 4},
+            "correctness_reward": "dler_truncation_reward",
+            "max_completion_length": 4000,
+            "epsilon_high": 0.28,
+            "loss_type": "dapo",
+            "mask_truncated_completions": False,
+        },
+        proposed_defaults=(
+            "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
+            "DLER correct-sample advantage boost off (released script: +0.1)",
+            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
+        ),
+        trainer_cls="trl_efficient.methods.dler:DLERTrainer",
+    )
+)
+register_recipe(
+    Recipe(
+        name="drpo",
+        method="DRPO (advantage-level, exact at the sampling policy)",
+        description="Correct responses weighted by a softmax of 1 - L/C within the correct set, wrong ones by a "
+        "softmax of their scores; TRL's grpo loss then has DRPO's gradient (§16).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2510.04474",),
+        config_overrides={
+            "advantage_estimator": "drpo",
+            "advantage_kwargs": {"lam": 0.1, "tau": 10.0},
+            "loss_type": "grpo",
+            "beta": 0.0,
+        },
+        proposed_defaults=(
+            "DRPO length normaliser C = max_completion_length",
+            "DRPO as an advantage-level formulation (exact when one optimizer step per generation batch)",
+        ),
+        trainer_cls="trl_efficient.methods.drpo:DRPOTrainer",
+    )
+)
+register_recipe(
+    Recipe(
+        name="grpo-lead",
+        method="GRPO-LEAD",
+        description="Length-shaped accuracy within the group's correct answers, -1 for wrong, difficulty-aware "
+        "advantage reweighting (§15).",
+        rewards=(RewardSpec("lead"),),
+        papers=("2504.09696",),
+        config_overrides={
+            "advantage_estimator": "grpo_lead",
+            "completion_filter": "zero_std",
+            "correctness_reward": "lead_reward",
+        },
+        proposed_defaults=(
+            "GRPO-LEAD format failure -> -1 (repository: 0)",
+            "GRPO-LEAD 4000-token shaping gate off",
+            "all-equal groups masked (zero_std) instead of rejected",
+        ),
+    )
+)
+register_recipe(
+    Recipe(
+        name="canon",
+        method="CANON (length-conditioned advantages)",
+        description="Each response compared with the mean reward of the other length half of its group (§26).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2509.23962",),
+        config_overrides={
+            "advantage_estimator": "canon",
+            "advantage_kwargs": {"alpha": 1.0, "mu": 1.0},
+            "epsilon_high": 0.28,
+            "loss_type": "dapo",
+        },
+        proposed_defaults=("CANON without the /max_len division under loss_type='dapo'",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="gdpo",
+        method="GDPO (TRL's normalize_then_sum) with a correctness-gated length reward",
+        description="Correctness and 1[correct and L <= max_completion_length/2], each z-scored per group, summed, "
+        "batch z-scored (§5).",
+        rewards=(RewardSpec("correctness"), RewardSpec("gdpo_length")),
+        papers=("2601.05242",),
+        config_overrides={"multi_objective_aggregation": "normalize_then_sum"},
+        proposed_defaults=("GDPO length reward 1[correct and L <= L_limit], L_limit = max_completion_length / 2",),
+    )
+)

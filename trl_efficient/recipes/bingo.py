@@ -1,0 +1,107 @@
+"""Bingo recipe: correctness + Bingo's significance-aware, dynamic length shaping (`methods.md` §1).
+
+Reward builder `bingo_length` -> `trl_efficient.rewards.bingo.get_bingo_length_reward`. Its values come from, in
+increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` (when the config has a
+`reward_kwargs` field), and the environment, so a YAML can set them through TRL's `env:` block or the shell:
+
+- `TRL_EFFICIENT_BINGO_SCORER`: the scorer spec: an LLMLingua-2 checkpoint directory or Hub name (default
+  `microsoft/llmlingua-2-xlm-roberta-large-meetingbank`, in-process), `self-information:<causal LM>`, or the URL of a
+  `trl-efficient serve-scorer` server (`http://127.0.0.1:8765`; its token from `TRL_EFFICIENT_SCORER_TOKEN`);
+- `TRL_EFFICIENT_BINGO_REFERENCE`: `model` (default) or `group`;
+- `TRL_EFFICIENT_BINGO_KWARGS`: a JSON object of any other `get_bingo_length_reward` argument, e.g.
+  `{"reference_samples": 2, "schedule_start": 20, "schedule_window": 5, "on_scorer_error": "fallback",
+  "fallback_scorer": "/models/llmlingua-2-xlm-roberta-large-meetingbank"}`.
+
+Values shared with the trainer come from the config: the frozen reference policy is the tokenizer's
+`name_or_path` (the model directory for local and `tiny:` models; pass `reference_model` for anything else), and
+reference generation uses `max_completion_length`, `temperature`, `top_p`, `top_k`, `chat_template_kwargs`,
+`model_init_kwargs` and an EOS `sequence_bias` from `generation_kwargs`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..rewards.bingo import get_bingo_length_reward
+from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
+
+
+DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
+SCORER_ENV = "TRL_EFFICIENT_BINGO_SCORER"
+REFERENCE_ENV = "TRL_EFFICIENT_BINGO_REFERENCE"
+KWARGS_ENV = "TRL_EFFICIENT_BINGO_KWARGS"
+LOAD_KEYS = ("dtype", "torch_dtype", "revision", "trust_remote_code", "attn_implementation")  # model_init_kwargs reused
+
+
+def bingo_overrides(args) -> dict:
+    """The `bingo_length` kwargs set outside the recipe: `args.reward_kwargs["bingo_length"]`, then the environment."""
+    out: dict = {}
+    config = getattr(args, "reward_kwargs", None) or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"reward_kwargs must be a dict of builder name -> kwargs, got {config!r}.")
+    out.update(config.get("bingo_length") or {})
+    raw = os.environ.get(KWARGS_ENV)
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{KWARGS_ENV} must be a JSON object, got {raw!r}: {err}") from None
+        if not isinstance(parsed, dict):
+            raise ValueError(f"{KWARGS_ENV} must be a JSON object, got {raw!r}.")
+        out.update(parsed)
+    if os.environ.get(SCORER_ENV):
+        out["scorer"] = os.environ[SCORER_ENV]
+    if os.environ.get(REFERENCE_ENV):
+        out["reference"] = os.environ[REFERENCE_ENV]
+    return out
+
+
+def build_bingo_length_reward(args, tokenizer, **kwargs):
+    """`bingo_length` reward builder (see the module docstring for where each value comes from)."""
+    options = {**kwargs, **bingo_overrides(args)}
+    scorer = options.pop("scorer", DEFAULT_SCORER)
+    if options.get("reference", "model") == "model":
+        generation = dict(getattr(args, "generation_kwargs", None) or {})
+        model_kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
+        options.setdefault("reference_model", getattr(tokenizer, "name_or_path", None) or None)
+        options.setdefault("tokenizer", tokenizer)
+        options.setdefault("max_new_tokens", args.max_completion_length)
+        options.setdefault("temperature", args.temperature)
+        options.setdefault("top_p", args.top_p)
+        options.setdefault("top_k", args.top_k or None)
+        options.setdefault("chat_template_kwargs", getattr(args, "chat_template_kwargs", None))
+        options.setdefault("reference_model_kwargs", {k: v for k, v in model_kwargs.items() if k in LOAD_KEYS})
+        if "sequence_bias" in generation:
+            options.setdefault("generation_kwargs", {"sequence_bias": generation["sequence_bias"]})
+        options.setdefault("seed", args.seed)
+    reward = get_bingo_length_reward(scorer, **options)
+    if isinstance(scorer, str) and scorer.startswith(("http://", "https://")):
+        reward.scorer.health()  # fail before training when the scorer server is unreachable
+    return reward
+
+
+REWARD_BUILDERS.register("bingo_length", build_bingo_length_reward)
+
+register_recipe(
+    Recipe(
+        name="bingo",
+        method="Bingo (significance-aware and dynamic length reward)",
+        description=(
+            "Correctness + Bingo shaping: correct answers lose reward for insignificant (LLMLingua-2) tokens beyond a "
+            "cached frozen-policy reference; wrong answers' significant-length coefficient follows the training-"
+            "accuracy slope (§1)."
+        ),
+        # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
+        rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
+        papers=("2506.08125",),
+        proposed_defaults=(
+            "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",
+            "reference: K=4 responses of the frozen initial policy per prompt, generated once and cached (the paper "
+            "samples one per prompt per step); reference='group' uses the group's own mean instead",
+            "scorer: own LLMLingua-2 forward pass (keep probability = softmax label 1, pieces averaged into words), "
+            "counts summed per response over its <=512-token chunks",
+            "schedule steps count training generation batches; accuracy from the gathered batch",
+        ),
+    )
+)

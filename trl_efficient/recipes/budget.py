@@ -1,0 +1,129 @@
+"""Budget-prompted recipes: HBPO (budget subgroups per prompt) and SABER (budget tiers per example).
+
+Reward builders:
+- `hbpo`: `get_hbpo_reward` with HBPO's constants read from `advantage_kwargs` (their one home when
+  `advantage_estimator="hbpo"`) and the prefill counted in the length iff `budget_placement="prefill"`;
+- `saber`: `get_saber_reward` on thinking tokens of the policy tokenizer.
+"""
+
+from __future__ import annotations
+
+from ..methods.hbpo import hbpo_settings
+from ..methods.saber import BUDGET_PROMPT, NO_THINK_PROMPT, SABER_PROFILE_ENV, UNLIMITED_PROMPT, saber_mode_prompts
+from ..rewards.budget import (
+    HBPO_ALPHA,
+    HBPO_BETA,
+    HBPO_L_MAX,
+    SABER_REWARD_PROPOSED_DEFAULTS,
+    get_hbpo_reward,
+    get_saber_reward,
+)
+from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
+
+
+def build_hbpo_reward(args, tokenizer, **kwargs):
+    """`hbpo` reward builder: recipe kwargs < `advantage_kwargs` (HBPO's constants, shared with the estimator)."""
+    shared = hbpo_settings(args)
+    clash = {k: (kwargs[k], v) for k, v in shared.items() if k in kwargs and kwargs[k] != v}
+    if clash:
+        raise ValueError(
+            f"HBPO reward kwargs {clash} disagree with advantage_kwargs; set HBPO's beta/alpha/l_max/variant only in "
+            "advantage_kwargs so reward and advantage agree."
+        )
+    placement_prefill = getattr(args, "rollout_plan", None) == "budget" and args.budget_placement == "prefill"
+    options = {
+        "count_prefill": placement_prefill,
+        "length_unit": args.length_unit,
+        "length_scope": args.length_scope,
+        "tokenizer": tokenizer,
+        **kwargs,
+        **shared,
+    }
+    return get_hbpo_reward(**options)
+
+
+def build_saber_reward(args, tokenizer, **kwargs):
+    """`saber` reward builder: thinking tokens of the policy tokenizer (SABER's tiers and profile are in tokens)."""
+    if args.length_unit != "tokens" or args.length_scope != "thinking":
+        raise ValueError(
+            "SABER measures thinking tokens, in the same unit as its profile and tiers: set length_unit='tokens' and "
+            f"length_scope='thinking' (got length_unit={args.length_unit!r}, length_scope={args.length_scope!r})."
+        )
+    return get_saber_reward(length_unit="tokens", tokenizer=tokenizer, **kwargs)
+
+
+REWARD_BUILDERS.register("hbpo", build_hbpo_reward)
+REWARD_BUILDERS.register("saber", build_saber_reward)
+
+HBPO_BUDGETS = [512, 1024, 2048, 2560]  # methods.md §2 [code]
+
+register_recipe(
+    Recipe(
+        name="hbpo",
+        method="HBPO (hierarchical budget policy optimization)",
+        description=(
+            "Budget subgroups 512/1024/2048/2560 per prompt via an assistant prefill, budget-aware cosine reward, "
+            "advantage = group z-score + subgroup term (§2)."
+        ),
+        # the zero-weight correctness reward only feeds accuracy metrics (overall and per budget subgroup)
+        rewards=(RewardSpec("hbpo"), RewardSpec("correctness", weight=0.0, kwargs={"require_think_close": True})),
+        papers=("2507.15844",),
+        config_overrides={
+            "rollout_plan": "budget",
+            "budgets": list(HBPO_BUDGETS),
+            "budget_placement": "prefill",
+            "advantage_estimator": "hbpo",
+            "advantage_kwargs": {"beta": HBPO_BETA, "alpha": HBPO_ALPHA, "l_max": HBPO_L_MAX, "variant": "paper"},
+            "epsilon_high": 0.28,  # clip 0.2 / 0.28 [paper][code]
+            "loss_type": "dapo",  # token-mean loss [code]
+            "beta": 0.0,  # no KL [paper]
+        },
+        proposed_defaults=(
+            "HBPO prefill kept in the prompt (not trained); its token count is added to the length L (the released "
+            "code trains the prefix tokens)",
+            "HBPO advantage in the paper's form A_inter + A_intra (advantage_kwargs variant='released_code' for the "
+            "code's A_inter + 2 A_intra)",
+            "HBPO: groups whose rewards are all equal get advantage 0 (advantage_kwargs zero_equal_groups=False for "
+            "the literal formula)",
+        ),
+        usage=(
+            "Prompt as in training without a budget statement: the model picks its own budget. For a given budget, "
+            "start the assistant turn with \"<think> I will answer the question with {b} tokens\"; for the paper's "
+            "efficiency prompting, with \"<think> I will answer the question with minimal tokens\"."
+        ),
+        trainer_cls="trl_efficient.methods.hbpo:HBPOTrainer",
+    )
+)
+
+
+def _saber_usage() -> str:
+    modes = "; ".join(f"{name}: system prompt \"{text}\"" for name, text in saber_mode_prompts().items())
+    return f"Pick a mode with the system prompt. {modes}. (Mode map and prompts are proposed defaults.)"
+
+
+register_recipe(
+    Recipe(
+        name="saber",
+        method="SABER (switchable and balanced budget tiers)",
+        description=(
+            "Base-model profile -> per-example budget tier (128/4096/16384/unlimited) in the system prompt, 10% "
+            "NoThink, tier-aware thinking-length reward (§3; reward and thresholds are proposed defaults)."
+        ),
+        rewards=(RewardSpec("saber"), RewardSpec("correctness", weight=0.0, kwargs={"require_think_close": True})),
+        papers=("2508.10026",),
+        config_overrides={"length_scope": "thinking"},  # SABER measures thinking tokens (§3)
+        proposed_defaults=(
+            "SABER tier = smallest of 128/4096/16384 tokens >= the base model's thinking length; above 16384 no limit",
+            "SABER base-wrong examples: 50% keep their tier without penalty, 50% no limit (seeded per question)",
+            "SABER NoThink share: 10% of the examples",
+            *SABER_REWARD_PROPOSED_DEFAULTS,
+            f"SABER system prompts: \"{BUDGET_PROMPT.format(budget='{B}')}\" / \"{UNLIMITED_PROMPT}\" / "
+            f"\"{NO_THINK_PROMPT}\"",
+            "SABER modes: NoThink = empty think block, FastThink = 128, CoreThink = 4096, DeepThink = 16384 tokens",
+        ),
+        usage=_saber_usage(),
+        prepare_dataset="trl_efficient.methods.saber:prepare_dataset",
+    )
+)
+
+__all__ = ["HBPO_BUDGETS", "SABER_PROFILE_ENV", "build_hbpo_reward", "build_saber_reward"]

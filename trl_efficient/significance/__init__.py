@@ -1,0 +1,38 @@
+"""Token-significance scoring for Bingo (`methods.md` §1): which tokens of a response matter.
+
+- `scorers`: the `SignificanceScorer` protocol (`score(inputs) -> list[Significance]`), `LLMLingua2Scorer` (the
+  LLMLingua-2 token classifier), `SelfInformationScorer` (surprisal under any causal LM), `count_significance`
+  (Bingo's per-chunk min-max normalisation and threshold, summed per text) and `build_scorer(spec)`.
+- `client`: `ScorerClient`, the same protocol over HTTP, with timeouts, retries and clear errors.
+- `server`: `trl-efficient serve-scorer`, the HTTP service (`main`, `make_server`).
+
+Heavy imports (torch, transformers) happen only when a scorer is built.
+"""
+
+from .client import ScorerClient, ScorerError, ScorerRequestError, ScorerUnavailableError
+from .scorers import (
+    LLMLingua2Scorer,
+    ScorerStats,
+    SelfInformationScorer,
+    Significance,
+    SignificanceScorer,
+    build_scorer,
+    count_significance,
+    split_chunks,
+)
+
+
+__all__ = [
+    "LLMLingua2Scorer",
+    "ScorerClient",
+    "ScorerError",
+    "ScorerRequestError",
+    "ScorerStats",
+    "ScorerUnavailableError",
+    "SelfInformationScorer",
+    "Significance",
+    "SignificanceScorer",
+    "build_scorer",
+    "count_significance",
+    "split_chunks",
+]

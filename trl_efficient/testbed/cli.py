@@ -1,0 +1,176 @@
+"""`trl-efficient testbed`: the CPU testbed for efficient reasoning.
+
+    trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
+    trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
+    trl-efficient testbed compare --recipes grpo kimi shorter-better [--max-steps 40] [--output-dir DIR]
+                                  [--set key=value ...] [--overwrite]
+    trl-efficient testbed quickstart [--key value ...]              configs/quickstart_testbed.yaml through
+                                                                   `trl-efficient train`'s own code path
+
+`compare` trains every recipe from the same base model with the same data, seed and number of GRPO steps, then
+writes `compare.json`, `compare.md` (accuracy, mean tokens, floor, excess over floor, redundant share, tokens by
+difficulty) and `pareto.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+
+__all__ = ["main", "testbed_train_hooks"]
+
+logger = logging.getLogger("trl_efficient.testbed")
+
+
+@contextlib.contextmanager
+def testbed_train_hooks():
+    """Make `trl_efficient.cli.run_training` accept `model_name_or_path: testbed:<size>` and
+    `dataset_name: testbed` (what the lead's cli.py integration does permanently)."""
+    from .. import data as data_mod
+    from .. import tiny as tiny_mod
+    from . import TESTBED_DATASET_NAME, is_testbed_model
+    from .base import resolve_base_model
+    from .data import load_testbed_dataset
+
+    orig_resolve_name, orig_load, orig_model = data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name
+
+    def resolve_name(name):
+        return TESTBED_DATASET_NAME if str(name).strip().lower() == TESTBED_DATASET_NAME else orig_resolve_name(name)
+
+    def load_datasets(data_args, seed=0):
+        if data_args.dataset_name != TESTBED_DATASET_NAME:
+            return orig_load(data_args, seed=seed)
+        train = load_testbed_dataset("train", data_args.dataset_limit or 1024, seed)
+        if data_args.eval_dataset_name is None:
+            return train, None
+        return train, load_testbed_dataset("test", data_args.eval_limit or 128, seed)
+
+    def resolve_model(name, cache_dir=None):
+        return resolve_base_model(name, cache_dir) if is_testbed_model(name) else orig_model(name, cache_dir)
+
+    data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name = resolve_name, load_datasets, resolve_model
+    try:
+        yield
+    finally:
+        data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name = (
+            orig_resolve_name, orig_load, orig_model)  # fmt: skip
+
+
+def _parse_sets(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set must look like key=value, got {item!r}.")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _print_summary(name: str, s: dict) -> None:
+    print(f"{name}: accuracy {s['accuracy']:.3f} | mean tokens {s['mean_tokens']:.1f} | floor "
+          f"{s['mean_floor_tokens']:.1f} | redundant share {s['redundant_share']:.3f} | skips/completion "
+          f"{s['skips_per_completion']:.2f} | truncated {s['truncated_fraction']:.3f}")  # fmt: skip
+    for d, v in s["by_difficulty"].items():
+        print(f"  {d} ops: accuracy {v['accuracy']:.2f}  tokens {v['mean_tokens']:.1f}  floor {v['mean_floor_tokens']:.1f}"
+              f"  redundant share {v['redundant_share']:.2f}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
+    p_base.add_argument("--size", default="base", help="base (default) or small (tests)")
+    p_base.add_argument("--retrain", action="store_true", help="train again even if cached")
+    p_eval = sub.add_parser("eval", help="exact token accounting of a model on held-out testbed tasks")
+    p_eval.add_argument("--model", default="testbed:base")
+    p_eval.add_argument("--num-eval", type=int, default=128)
+    p_eval.add_argument("--samples", type=int, default=2)
+    p_eval.add_argument("--max-new-tokens", type=int, default=192)
+    p_eval.add_argument("--temperature", type=float, default=0.6)
+    p_eval.add_argument("--seed", type=int, default=0)
+    p_cmp = sub.add_parser("compare", help="train recipes from the same base with the same budget and compare")
+    p_cmp.add_argument("--recipes", nargs="+", default=["grpo", "kimi", "shorter-better"])
+    p_cmp.add_argument("--base-model", default="testbed:base")
+    p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
+    p_cmp.add_argument("--num-eval", type=int, default=None)
+    p_cmp.add_argument("--seed", type=int, default=None)
+    p_cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="TestbedSettings field or EfficientGRPOConfig field for every recipe (JSON values).")
+    p_cmp.add_argument("--output-dir", default="outputs/testbed")
+    p_cmp.add_argument("--overwrite", action="store_true")
+    p_cmp.add_argument("--keep-models", action="store_true", help="keep the trained weights")
+    sub.add_parser("quickstart", help="run configs/quickstart_testbed.yaml with trl-efficient train's code path")
+    args, rest = parser.parse_known_args(argv)
+
+    if args.command == "base":
+        from .base import BASE_MODEL_SIZES, cache_root, resolve_base_model, train_base_model
+
+        name = f"testbed:{args.size}"
+        if args.retrain:
+            import os
+
+            config = BASE_MODEL_SIZES[args.size]
+            path = train_base_model(os.path.join(cache_root(), f"{args.size}-{config.key()}"), config)
+        else:
+            path = resolve_base_model(name)
+        print(path)
+        return 0
+    if rest and args.command != "quickstart":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "eval":
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from . import resolve_model_name
+        from .data import load_testbed_dataset
+        from .runner import evaluate_testbed
+
+        path = resolve_model_name(args.model)
+        tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
+        summary = evaluate_testbed(model, tokenizer, load_testbed_dataset("test", args.num_eval, args.seed),
+                                   num_samples=args.samples, max_new_tokens=args.max_new_tokens,
+                                   temperature=args.temperature, seed=args.seed, show_progress=True)  # fmt: skip
+        _print_summary(args.model, summary)
+        return 0
+    if args.command == "compare":
+        import dataclasses
+
+        from .runner import TestbedSettings, compare
+
+        settings = TestbedSettings(base_model=args.base_model)
+        fields = {f.name for f in dataclasses.fields(TestbedSettings)}
+        for key, value in _parse_sets(args.set).items():
+            if key in fields:
+                setattr(settings, key, value)
+            else:
+                settings.extra[key] = value
+        for key in ("max_steps", "num_eval", "seed"):
+            if getattr(args, key) is not None:
+                setattr(settings, key, getattr(args, key))
+        out = compare(args.recipes, settings, args.output_dir, overwrite=args.overwrite, keep_models=args.keep_models)
+        with open(out["files"]["markdown"]) as f:
+            print(f.read())
+        for name, path in out["files"].items():
+            print(f"{name:9s}: {path}")
+        return 0
+    if args.command == "quickstart":
+        from ..cli import packaged_config, parse_train_args, run_training
+
+        with testbed_train_hooks():
+            script_args, data_args, training_args = parse_train_args(
+                ["--config", packaged_config("quickstart_testbed"), *rest]
+            )
+            run_training(script_args, data_args, training_args)
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
