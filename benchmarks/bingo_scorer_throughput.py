@@ -120,8 +120,8 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
     from trl_efficient.tiny import resolve_model_name
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
-    print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps, batch 8 x G 8, "
-          f"{completion_length} new tokens) ==")  # fmt: skip
+    print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "
+          f"up to {completion_length} new tokens) ==")  # fmt: skip
     policy = resolve_model_name("tiny:qwen2-16")
     tok = AutoTokenizer.from_pretrained(policy)
     rows = [("What is 6 * 7?", "42"), ("What is 2 + 3?", "5"), ("What is 9 - 2?", "7"), ("What is 3 * 3?", "9")] * 16
@@ -145,9 +145,9 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
         timer = StepTimer()
         with tempfile.TemporaryDirectory() as out:
             args = EfficientGRPOConfig(
-                output_dir=out, per_device_train_batch_size=8, num_generations=8, max_completion_length=completion_length,
-                max_steps=steps, learning_rate=1e-4, logging_steps=1, report_to="none", use_cpu=True, bf16=False,
-                save_strategy="no", seed=0, beta=0.0,
+                output_dir=out, per_device_train_batch_size=16, num_generations=8,
+                max_completion_length=completion_length, max_steps=steps, learning_rate=1e-4, logging_steps=1,
+                report_to="none", use_cpu=True, bf16=False, save_strategy="no", seed=0, beta=0.0,
                 generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 1.0]]},
             )  # fmt: skip
             trainer = EfficientGRPOTrainer(model=policy, reward_funcs=[correctness_reward, reward], args=args,

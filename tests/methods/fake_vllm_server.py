@@ -55,7 +55,8 @@ class FakeVLLMServer:
             raise ValueError("this fake only accepts token-id prompts, as TRL's VLLMGeneration sends")
         n = int(payload.get("n", 1))
         with self._lock:
-            self.requests.append({"prompts": [list(p) for p in prompts], "n": n, "max_tokens": payload.get("max_tokens")})
+            record = {"prompts": [list(p) for p in prompts], "n": n, "max_tokens": payload.get("max_tokens")}
+            self.requests.append(record)
         choices = []
         for p_index, prompt in enumerate(prompts):  # prompt-major, as vLLM returns them
             for k in range(n):

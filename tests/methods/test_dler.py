@@ -118,7 +118,8 @@ class TestDifficultyTruncation:
         calls = []
 
         def spy(completions, completion_ids, **kwargs):  # weight 0: records what every scoring pass saw
-            calls.append([("</think>" in c[0]["content"], len(ids)) for c, ids in zip(completions, completion_ids)])
+            pairs = zip(completions, completion_ids, strict=True)
+            calls.append([("</think>" in c[0]["content"], len(ids)) for c, ids in pairs])
             return [0.0] * len(completions)
 
         args = tiny_config(tmp_path, per_device_train_batch_size=8, advantage_estimator="da_dler",
@@ -134,7 +135,7 @@ class TestDifficultyTruncation:
             lengths = torch.tensor([float(n) for _, n in first])
             cuts = difficulty_cut_lengths(correct, lengths, 4, 0.75, 8)
             assert (cuts > 0).any()
-            expected = [c if c else n for c, n in zip(cuts.tolist(), lengths.tolist())]
+            expected = [c if c else n for c, n in zip(cuts.tolist(), lengths.tolist(), strict=True)]
             assert [n for _, n in second] == expected == rec["lengths"]
             assert [r[0] for r in rec["rewards"]] == [float(c) for c, _ in second]  # re-scored
             assert rec["completion_mask_sums"] == expected  # masked past the cut
@@ -160,7 +161,8 @@ class TestRefillPieces:
 
     def test_assemble_group_batch(self):
         a = batch([1, 2, 3, 4], [10, 20, 30, 40], 2, metadata={"idx": [0, 0, 1, 1]}, correctness_index=0)
-        b = batch([5, 6, 7, 8], [50, 60, 70, 80], 2, truncated=[True, False, False, False], metadata={"idx": [2, 2, 3, 3]})
+        b = batch([5, 6, 7, 8], [50, 60, 70, 80], 2, truncated=[True, False, False, False],
+                  metadata={"idx": [2, 2, 3, 3]})
         out = assemble_group_batch([a, b], [(1, 0), (1, 1), (0, 2), (0, 3)], local_size=2, process_index=1)
         assert out.rewards.view(-1).tolist() == [5, 6, 3, 4]
         assert out.lengths.tolist() == [50, 60, 30, 40] and out.truncated.tolist() == [True, False, False, False]
@@ -281,6 +283,16 @@ class TestRecipes:
         config = train_yaml("dler", tmp_path, max_completion_length=12)
         assert config["recipe"] == "dler" and config["max_completion_length"] == 4000
         assert (config["epsilon_high"], config["mask_truncated_completions"]) == (0.28, False)
+
+    def test_dler_yaml_with_the_refill_trainer(self, tmp_path, monkeypatch):
+        # the change requested for recipes/registry.py: recipe 'dler' with trainer_cls DLERTrainer
+        import dataclasses
+
+        from trl_efficient.recipes import RECIPES, get_recipe
+
+        recipe = dataclasses.replace(get_recipe("dler"), trainer_cls="trl_efficient.methods.dler:DLERTrainer")
+        monkeypatch.setitem(RECIPES._entries, "dler", recipe)
+        train_yaml("dler", tmp_path, max_completion_length=12)
 
     def test_da_dler_yaml_and_recipe(self, tmp_path):
         from trl_efficient.recipes import get_recipe

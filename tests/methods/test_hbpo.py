@@ -227,7 +227,8 @@ class TestHBPOTrainer:
         assert "trl_efficient/budget_8/accuracy" in logged
 
     def test_duplicate_think_tag_warns(self, caplog):
-        stub = SimpleNamespace(rollout_plan=BudgetRolloutPlan([8]), _render_chat=lambda m: "<|im_start|>assistant\n<think>\n")
+        rendered = "<|im_start|>assistant\n<think>\n"  # a template that already opens <think>
+        stub = SimpleNamespace(rollout_plan=BudgetRolloutPlan([8]), _render_chat=lambda m: rendered)
         with caplog.at_level(logging.WARNING, logger="trl_efficient.methods.hbpo"):
             HBPOTrainer._check_prefill_template(stub)
         assert "budget_template" in caplog.text

@@ -78,7 +78,8 @@ class TestTiers:
         # order does not matter: the draw is a hash of (seed, question)
         shuffled = records[:]
         random.Random(0).shuffle(shuffled)
-        again = {r["question"]: p["saber_mode"] for r, p in zip(shuffled, plan_saber_rows(shuffled, no_think_ratio=0, seed=3))}
+        replanned = plan_saber_rows(shuffled, no_think_ratio=0, seed=3)
+        again = {r["question"]: p["saber_mode"] for r, p in zip(shuffled, replanned)}
         assert again == {r["question"]: m for r, m in zip(records, modes)}
         assert [p["saber_mode"] for p in plan_saber_rows(records, no_think_ratio=0, seed=4)] != modes
 

@@ -159,8 +159,9 @@ class TestModelReference:
         assert out == pytest.approx([5 * math.cos(1 / 2)]) and gen.calls == []
 
     def test_frozen_generator_is_deterministic_per_key(self, tiny_model_dir, tiny_tokenizer):
+        bias = {"sequence_bias": [[[tiny_tokenizer.eos_token_id], 3.0]]}
         gen = FrozenReferenceGenerator(tiny_model_dir, tiny_tokenizer, num_samples=2, max_new_tokens=6, device="cpu",
-                                       batch_size=1, generation_kwargs={"sequence_bias": [[[tiny_tokenizer.eos_token_id], 3.0]]})  # fmt: skip
+                                       batch_size=1, generation_kwargs=bias)  # fmt: skip
         chat = [{"role": "user", "content": "What is 2 + 3?"}]
         torch.manual_seed(123)
         before = torch.rand(1)

@@ -89,8 +89,8 @@ def _kill_after_first_step(kill):
 def test_server_killed_mid_training_stops_the_run(tiny_model_dir, tiny_classifier_dir, tmp_path):
     proc, url = start_server(tiny_classifier_dir, tmp_path)
     try:
-        reward = get_bingo_length_reward(url, reference="group",
-                                         scorer_kwargs={"retries": 1, "backoff": 0.05, "timeout": 5, "cache_size": 0})  # fmt: skip
+        client = {"retries": 1, "backoff": 0.05, "timeout": 5, "cache_size": 0}
+        reward = get_bingo_length_reward(url, reference="group", scorer_kwargs=client)
         trainer = _trainer(tiny_model_dir, tmp_path / "out", reward, 3, dataset_size=8)
         trainer.add_callback(_kill_after_first_step(proc.kill))
         with pytest.raises(ScorerUnavailableError, match=url):

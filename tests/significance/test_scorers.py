@@ -117,8 +117,11 @@ class TestLLMLingua2Scorer:
 
     def test_non_ascii_text(self, tiny_scorer):
         (sig,) = tiny_scorer.score(["数学 café naïve Über 😀 答"])
-        # BERT splits CJK characters into one token each; the emoji is not in the vocabulary -> one [UNK] word
-        assert list(sig.units) == ["数", "学", "café", "naïve", "Über", "[UNK]", "答"]
+        # BERT splits CJK characters into one token each; the emoji is not in the vocabulary: one [UNK] piece, still
+        # a word (units are cut from the original text by character offsets)
+        assert list(sig.units) == ["数", "学", "café", "naïve", "Über", "😀", "答"]
+        unk = tiny_scorer.tokenizer.unk_token_id
+        assert tiny_scorer.tokenizer("😀", add_special_tokens=False)["input_ids"] == [unk]
         assert len(sig.scores) == 7
 
     def test_token_ids_give_the_same_scores_as_text(self, tiny_scorer):

@@ -18,7 +18,7 @@ from trl_efficient.testbed.world import (
     parse_expression,
 )
 
-TASK = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))  # 4+7=11->1, 1*3=3, 3-2=1
+TASK = Task(start=4, ops=(("+", 7),) * 3)  # 4+7=11->1, 1+7=8, 8+7=15->5
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,10 @@ def tok():
 
 
 def test_arithmetic_and_task():
-    assert TASK.values == [1, 3, 1] and TASK.answer == 1 and TASK.difficulty == 3
+    assert TASK.values == [1, 8, 5] and TASK.answer == 5 and TASK.difficulty == 3
+    assert TASK.question == "Start at 4. Apply + 7 to it 3 times, keeping the last digit."
+    with pytest.raises(ValueError, match="one operation"):
+        Task(1, (("+", 1), ("*", 2))).question
     assert apply_op(0, "-", 1) == 9  # mod 10
     assert parse_expression(TASK.expression) == TASK
     with pytest.raises(ValueError):
@@ -57,7 +60,7 @@ def test_minimal_trace_has_no_redundancy_and_equals_floor(tok):
 
 def test_redundant_tokens_counted_by_hand(tok):
     filler = " Wait. Check: 4 + 7 = 1."
-    text = "<think> a: 4 + 7 = 1." + filler + " b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}"
+    text = "<think> a: 4 + 7 = 1." + filler + " b: 1 + 7 = 8. c: 8 + 7 = 5. </think> \\boxed{5}"
     ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     stats = analyze_completion(TASK, ids, tok)
     # the filler's own tokens (each sentence starts with a space-prefixed word) are exactly the redundant ones
@@ -66,7 +69,7 @@ def test_redundant_tokens_counted_by_hand(tok):
 
 
 def test_skip_and_wrong_steps(tok):
-    text = "<think> a: 4 + 7 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}"
+    text = "<think> a: 4 + 7 + 7 = 8. c: 8 + 7 = 5. </think> \\boxed{5}"
     stats = analyze_completion(TASK, tok(text, add_special_tokens=False)["input_ids"], tok)
     assert stats["num_skips"] == 1 and stats["num_steps"] == 1 and stats["redundant_tokens"] == 0
     assert stats["tokens"] < stats["floor_tokens"]  # a skip can go under the floor (at a risk to accuracy)
@@ -75,9 +78,12 @@ def test_skip_and_wrong_steps(tok):
     assert not stats["correct"] and stats["num_steps"] == 1
 
 
-def test_classify_out_of_order_step_is_redundant():
-    kinds = [s.kind for s in classify_sentences(TASK, " b: 1 * 3 = 3. a: 4 + 7 = 1.")]
-    assert kinds == ["redundant", "step"]  # "* 3" is not the next pending operation at first
+def test_classify_repeats_and_wrong_operations_are_redundant():
+    kinds = [s.kind for s in classify_sentences(TASK, " a: 4 + 7 = 1. a: 4 + 7 = 1. b: 1 * 7 = 7. b: 1 + 7 = 8.")]
+    # a repeated step does not continue from the last result (1); "* 7" is not the task's operation
+    assert kinds == ["step", "redundant", "redundant", "step"]
+    # a wrong result still counts as the step, and the next step continues from it
+    assert [s.kind for s in classify_sentences(TASK, " a: 4 + 7 = 2. b: 2 + 7 = 9.")] == ["step", "step"]
 
 
 def test_token_spans_cover_text(tok):

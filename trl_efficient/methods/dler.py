@@ -373,7 +373,8 @@ class DLERTrainer(EfficientGRPOTrainer):
         super().__init__(*args, **kwargs)
         self._deferred: list | None = None  # (batch, output) pairs held back while refilling
         self._cuts: list[int] | None = None  # this process's cut lengths for the current batch (0 = keep)
-        self.dynamic_sampling = self.completion_filter if isinstance(self.completion_filter, DynamicSamplingFilter) else None
+        is_ds = isinstance(self.completion_filter, DynamicSamplingFilter)
+        self.dynamic_sampling = self.completion_filter if is_ds else None
         estimator = self.advantage_estimator
         self.difficulty_truncation = estimator.difficulty_truncation if isinstance(estimator, DADLERAdvantage) else None
         if self.difficulty_truncation is not None:
@@ -479,7 +480,9 @@ class DLERTrainer(EfficientGRPOTrainer):
         for k, r in sources[rank * n : (rank + 1) * n]:
             rows.append(self._row_payload(parts[k][1], r - rank * n, kinds[k]) if r // n == rank else received[(k, r)])
         output = self._stack_rows(rows, kinds[0], parts[0][1])
-        loss_mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
+        loss_mask = output["completion_mask"]
+        if "tool_mask" in output:
+            loss_mask = loss_mask * output["tool_mask"]
         output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
         return batch, output
 
@@ -548,7 +551,8 @@ class DLERTrainer(EfficientGRPOTrainer):
         for i, c in enumerate(local):
             if c:
                 text = self.processing_class.decode(new_ids[i], skip_special_tokens=True)
-                new_completions[i] = [{"role": "assistant", "content": text}] if isinstance(completions[i], list) else text
+                conversational = isinstance(completions[i], list)
+                new_completions[i] = [{"role": "assistant", "content": text}] if conversational else text
         self._cuts = local
         return super()._calculate_rewards(inputs, prompts, new_completions, new_ids)
 

@@ -13,15 +13,16 @@ preference entering only through the weights $w$ over the **correct** responses.
 $$ \nabla J_q = \sum_{i \in +} w_i \nabla s_\theta(o_i) - \sum_{j \in -} \mathrm{softmax}_{j \in -}(s_\theta(o_j)/\tau)
    \, \nabla s_\theta(o_j). $$
 
-So with per-row advantages $A_i = G\, c_i$, $c_i = w_i$ for correct rows and $-\mathrm{softmax}_j(s_{\theta_{old}}/\tau)$
-for wrong rows (0 elsewhere), TRL's `loss_type="grpo"` (per-sequence token mean, averaged over the `B = Q G` rows)
-has exactly DRPO's gradient $-\frac1Q \sum_q \nabla J_q$ whenever the loss is evaluated at the sampling policy:
-there the PPO ratio is 1 (clipping inactive) and DRPO's KL trust-region term $\beta \max(KL - \delta, 0) KL$ is 0
-with zero gradient. That holds for every micro-batch with TRL's defaults (`num_iterations=1`,
-`steps_per_generation = gradient_accumulation_steps`: one optimizer step per generation batch). With more than
-one optimizer step per generation batch, the later steps use the weights frozen at $\theta_{old}$ and TRL's PPO clip
-instead of DRPO's KL constraint; `DRPOTrainer` warns. We chose this over a `_compute_loss` replacement because
-DRPO's per-question terms couple the rows of a group, which TRL's shuffle, split and process sharding separate.
+So with per-row advantages $A_i = G\, c_i$, $c_i = w_i$ for correct rows and
+$-\mathrm{softmax}_j(s_{\theta_{old}}/\tau)$ for wrong rows (0 elsewhere), TRL's `loss_type="grpo"` (per-sequence
+token mean, averaged over the `B = Q G` rows) has exactly DRPO's gradient $-\frac1Q \sum_q \nabla J_q$ whenever
+the loss is evaluated at the sampling policy: there the PPO ratio is 1 (clipping inactive) and DRPO's KL
+trust-region term $\beta \max(KL - \delta, 0) KL$ is 0 with zero gradient. That holds for every micro-batch with
+TRL's defaults (`num_iterations=1`, `steps_per_generation = gradient_accumulation_steps`: one optimizer step per
+generation batch). With more than one optimizer step per generation batch, the later steps use the weights frozen at
+$\theta_{old}$ and TRL's PPO clip instead of DRPO's KL constraint; `DRPOTrainer` warns. We chose this over a
+`_compute_loss` replacement because DRPO's per-question terms couple the rows of a group, which TRL's shuffle, split
+and process sharding separate.
 
 The scores $s_{\theta_{old}}$ come from `DRPOTrainer`, which computes them after generation (one extra no-grad
 forward pass unless TRL already computed `old_per_token_logps`) and gathers them onto the `GroupBatch`.
@@ -108,7 +109,9 @@ class DRPOAdvantage:
             )
         if batch.correctness_index is None:
             raise RuntimeError("advantage_estimator='drpo' needs a correctness reward (set correctness_reward).")
-        adv = drpo_advantages(batch.correct, batch.lengths, scores, batch.group_size, self.length_norm, self.lam, self.tau)
+        adv = drpo_advantages(
+            batch.correct, batch.lengths, scores, batch.group_size, self.length_norm, self.lam, self.tau
+        )
         flat = signal_free_groups(batch).repeat_interleave(batch.group_size)
         return torch.where(flat, torch.zeros_like(adv), adv)
 
@@ -143,8 +146,8 @@ class DRPOTrainer(EfficientGRPOTrainer):
         if logps is None:
             prompt_completion_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
             attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
-            mode = "train" if self.model.training else "eval"
-            batch_size = self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+            training = self.model.training
+            batch_size = self.args.per_device_train_batch_size if training else self.args.per_device_eval_batch_size
             with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
                 logps, _, _ = self._get_per_token_logps_and_entropies(
                     self.model, prompt_completion_ids, attention_mask, output["completion_ids"].size(1),

@@ -20,8 +20,8 @@ dropped row contributes depends on `loss_type`:
 
 | `loss_type` | `loss_normalizer: all` (default, `GFPOTrainer`) | `loss_normalizer: kept` |
 |---|---|---|
-| `dapo` (recipe) | tokens of all `G` rows: **the paper's normaliser** | tokens of the kept rows only (gradient x roughly `G/k`) |
-| `grpo`, `sapo` | per-sequence mean, averaged over all `B` rows (dropped rows add 0): all-`G` by construction | same |
+| `dapo` (recipe) | tokens of all `G` rows: **the paper's normaliser** | kept rows' tokens (gradient x about `G/k`) |
+| `grpo`, `sapo` | per-sequence means averaged over all `B` rows (dropped rows add 0) | same |
 | `dr_grpo` | constant `B * max_completion_length`: unaffected | same |
 
 `loss_normalizer: all` keeps `num_items_in_batch` as it was before masking; `EfficientGRPOTrainer` recomputes it
@@ -64,8 +64,8 @@ def gfpo_keep_mask(
 
     >>> gfpo_keep_mask(torch.tensor([1., 0., 1., 1.]), torch.tensor([5., 3., 9., 3.]), 4, 2).tolist()
     [False, True, False, True]
-    >>> gfpo_keep_mask(torch.tensor([1., 0., 1., 1.]), torch.tensor([5., 3., 9., 4.]), 4, 2, "token_efficiency").tolist()
-    [True, False, False, True]
+    >>> gfpo_keep_mask(torch.tensor([1., 0., 1., 1.]), torch.tensor([5., 3., 9., 4.]), 4, 2, "token_efficiency")
+    tensor([ True, False, False,  True])
     """
     if metric == "shortest":
         score = lengths.float()
@@ -81,8 +81,9 @@ def gfpo_keep_mask(
 
 
 def kept_set_advantages(total: torch.Tensor, keep: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
-    r"""$A_i = m_i (R_i - \mu_S) / (\sigma_S + \epsilon)$ per group; $\sigma_S$ is Bessel-corrected (as TRL's), $\epsilon$
-    TRL's 1e-4; unscorable rows are left out of the kept-set statistics and get 0; a kept set of one row gets 0.
+    r"""$A_i = m_i (R_i - \mu_S) / (\sigma_S + \epsilon)$ per group; $\sigma_S$ is Bessel-corrected (as TRL's),
+    $\epsilon$ TRL's 1e-4; unscorable rows are left out of the kept-set statistics and get 0; a kept set of one row
+    gets 0.
 
     >>> kept_set_advantages(torch.tensor([1., 0., 0., 1.]), torch.tensor([True, True, True, False]), 4)
     tensor([ 1.1545, -0.5773, -0.5773,  0.0000])
@@ -176,7 +177,7 @@ class TDigest:
         return self.compression / (2 * math.pi) * math.asin(min(max(2 * q - 1, -1.0), 1.0))
 
     def _merged(self) -> tuple[list[float], list[float]]:
-        points = sorted(list(zip(self.means, self.weights)) + [(v, 1.0) for v in self.buffer])
+        points = sorted(list(zip(self.means, self.weights, strict=True)) + [(v, 1.0) for v in self.buffer])
         if not points:
             return [], []
         total = sum(w for _, w in points)
@@ -250,7 +251,9 @@ class AdaptiveGFPOAdvantage(GFPOAdvantage):
                  warmup_prompts: int = 64, compression: float = 100.0, metric: str = "shortest", eps: float = 1e-4):
         G = args.num_generations
         if not isinstance(k_by_quartile, (list, tuple)) or len(k_by_quartile) != 4:
-            raise ValueError(f"advantage_kwargs['k_by_quartile'] must be 4 ints (k per reward quartile), got {k_by_quartile!r}.")
+            raise ValueError(
+                f"advantage_kwargs['k_by_quartile'] must be 4 ints (k per reward quartile), got {k_by_quartile!r}."
+            )
         for i, k in enumerate(k_by_quartile):
             _check_k(f"advantage_kwargs['k_by_quartile'][{i}]", k, G)
         super().__init__(args, k=_check_k("advantage_kwargs['warmup_k']", warmup_k, G), metric=metric, eps=eps)

@@ -173,7 +173,9 @@ class HBPOAdvantage:
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
         budgets = batch.metadata.get("budget")
         if budgets is None:
-            raise ValueError("advantage_estimator='hbpo' found no `budget` metadata in the batch (rollout_plan='budget').")
+            raise ValueError(
+                "advantage_estimator='hbpo' found no `budget` metadata in the batch (needs rollout_plan='budget')."
+            )
         budgets = torch.tensor([float("nan") if b is None else float(b) for b in budgets])
         return hbpo_advantages(
             batch.total_reward(), budgets, batch.group_size, self.beta, self.l_max, self.variant, self.eps,

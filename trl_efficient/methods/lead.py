@@ -2,8 +2,8 @@ r"""GRPO-LEAD difficulty-aware advantage reweighting (arXiv 2504.09696; methods.
 `core_algos.py`: `compute_grpo_outcome_advantage`, `logistic_reweight`).
 
 $$ \hat A_i = \frac{R_i - \mathrm{mean}_{g(i)} R}{\mathrm{std}_{g(i)} R + 10^{-6}}, \qquad
-   A_i = \begin{cases} \hat A_i\, w(\rho) & \hat A_i > 0 \\ \hat A_i\, w(1 - \rho) & \text{otherwise} \end{cases}, \qquad
-   w(x) = 0.4 + \frac{1.1}{1 + e^{10 (x - 0.75)}} $$
+   A_i = \begin{cases} \hat A_i\, w(\rho) & \hat A_i > 0 \\ \hat A_i\, w(1 - \rho) & \text{otherwise} \end{cases},
+   \qquad w(x) = 0.4 + \frac{1.1}{1 + e^{10 (x - 0.75)}} $$
 
 with std the sample (Bessel) std and $\rho$ the fraction of the group's scorable rollouts with a positive reward
 (the solve rate under the GRPO-LEAD reward, `trl_efficient.rewards.get_lead_reward`, which does the length shaping

@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import random
 from dataclasses import dataclass, field
 
 from ..lengths import THINK_CLOSE, LengthMeter, completion_text
@@ -116,8 +115,13 @@ def assign_tier(thinking_tokens: int, truncated: bool, tiers=SABER_TIERS) -> int
     return None
 
 
-def saber_system_prompt(mode: str, budget: int | None = None, budget_prompt: str = BUDGET_PROMPT,
-                        unlimited_prompt: str = UNLIMITED_PROMPT, no_think_prompt: str = NO_THINK_PROMPT) -> str:  # fmt: skip
+def saber_system_prompt(
+    mode: str,
+    budget: int | None = None,
+    budget_prompt: str = BUDGET_PROMPT,
+    unlimited_prompt: str = UNLIMITED_PROMPT,
+    no_think_prompt: str = NO_THINK_PROMPT,
+) -> str:
     """System prompt of a row in `mode` (`"budget"`, `"unlimited"` or `"nothink"`).
 
     >>> saber_system_prompt("budget", 128)
@@ -297,7 +301,9 @@ def apply_saber_profile(
             "unmatched='unlimited' or 'drop'."
         )
     if missing:
-        logger.warning("SABER: %d of %d examples have no profile record; unmatched=%r.", len(missing), len(keys), unmatched)
+        logger.warning(
+            "SABER: %d of %d examples have no profile record; unmatched=%r.", len(missing), len(keys), unmatched
+        )
     if missing and unmatched == "drop":
         keep = sorted(set(range(len(keys))) - set(missing))
         dataset, keys, questions = dataset.select(keep), [keys[i] for i in keep], [questions[i] for i in keep]
@@ -342,7 +348,9 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs):
             f"{SABER_PROFILE_ENV}=profile.jsonl (or pass profile=... to prepare_dataset)."
         )
     if isinstance(profile, str) and not os.path.exists(profile):
-        raise ValueError(f"SABER profile {profile!r} ({SABER_PROFILE_ENV}) does not exist; run `trl-efficient profile`.")
+        raise ValueError(
+            f"SABER profile {profile!r} ({SABER_PROFILE_ENV}) does not exist; run `trl-efficient profile`."
+        )
     tiers = kwargs.pop("tiers", None) or _env_tiers() or SABER_TIERS
     field_name = "tiers" if os.environ.get(SABER_TIERS_ENV) is None else f"tiers ({SABER_TIERS_ENV})"
     tiers = validate_tiers(tiers, field_name)
@@ -387,7 +395,9 @@ def _profile_record(row: dict, ids: list[int], truncated: bool, tokenizer, meter
 def _render(tokenizer, prompt, chat_template_kwargs=None) -> str:
     if isinstance(prompt, str):
         return prompt
-    return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {}))
+    return tokenizer.apply_chat_template(
+        prompt, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {})
+    )
 
 
 def profile_dataset(
@@ -471,12 +481,12 @@ def profile_dataset_vllm(
     from vllm import LLM, SamplingParams
 
     rows = list(dataset)
-    prompts = [
-        {"prompt_token_ids": tokenizer(_render(tokenizer, r["prompt"], chat_template_kwargs), add_special_tokens=False)["input_ids"]}
-        for r in rows
-    ]
+    texts = [_render(tokenizer, r["prompt"], chat_template_kwargs) for r in rows]
+    prompts = [{"prompt_token_ids": tokenizer(t, add_special_tokens=False)["input_ids"]} for t in texts]
     llm = LLM(model=model_path, seed=seed, **(llm_kwargs or {}))
-    params = SamplingParams(n=1, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, seed=seed)
+    params = SamplingParams(
+        n=1, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, seed=seed
+    )
     outputs = llm.generate(prompts, params, use_tqdm=True)
     meter = LengthMeter("tokens", "thinking", tokenizer)
     return [
@@ -577,7 +587,8 @@ def profile_main(argv: list[str] | None = None) -> int:
     mean_thinking = sum(r["thinking_tokens"] for r in records) / max(n, 1)
     print(
         f"trl-efficient profile: {n} examples of {data_args.dataset_name} with {args.model_name_or_path} ({backend})\n"
-        f"  accuracy {accuracy:.3f}, mean thinking tokens {mean_thinking:.1f}, default tiers {counts} (None = no limit)\n"
+        f"  accuracy {accuracy:.3f}, mean thinking tokens {mean_thinking:.1f}, "
+        f"default tiers {counts} (None = no limit)\n"
         f"  written to {args.output}; train with {SABER_PROFILE_ENV}={args.output} trl-efficient train "
         "--config configs/saber.yaml"
     )

@@ -79,7 +79,7 @@ register_recipe(
     Recipe(
         name="da-dler",
         method="DA-DLER (difficulty-aware truncation, proposed)",
-        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens and re-scored (§4).",
+        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
         rewards=(RewardSpec("dler_truncation"),),
         papers=("2510.15110",),
         config_overrides={

@@ -48,7 +48,8 @@ saved in every checkpoint (`state_dict`/`load_state_dict`) and restored exactly 
 ...         return [Significance(tuple(0.0 if w == "um" else 1.0 for w in t.split()), (len(t.split()),)) for t in texts]
 >>> reward = get_bingo_length_reward(FillerScorer(), reference="group", num_generations=2)
 >>> out = reward(completions=[r"um um x \boxed{1}", r"um x y \boxed{2}"], solution=["1", "1"])
->>> [round(r, 4) for r in out]  # ref = group mean (1.5 low, 2.5 high); 5 cos(2/1.5) ; 2(cos(1/1.5)-1) + 3.1831*3/2.5 - 5
+>>> # reference = group mean (1.5 low, 2.5 high): 5 cos(2/1.5) ; 2 (cos(1/1.5) - 1) + 3.1831 * 3/2.5 - 5
+>>> [round(r, 4) for r in out]
 [1.1762, -1.6085]
 """
 
@@ -379,7 +380,9 @@ class FrozenReferenceGenerator:
             new = generated[:, width:].tolist()
             for row in range(len(batch)):
                 samples = new[row * per_prompt : (row + 1) * per_prompt] * (self.num_samples // per_prompt)
-                out.append([tok.decode(_strip_pad(ids, pad, tok.eos_token_id), skip_special_tokens=True) for ids in samples])
+                out.append(
+                    [tok.decode(_strip_pad(ids, pad, tok.eos_token_id), skip_special_tokens=True) for ids in samples]
+                )
         self.seconds += time.perf_counter() - start_time
         return out
 
@@ -501,8 +504,9 @@ def get_bingo_length_reward(
         raise ValueError(f"on_scorer_error must be one of {list(SCORER_ERRORS)}, got {on_scorer_error!r}.")
     if on_scorer_error == "fallback" and fallback_scorer is None:
         raise ValueError("on_scorer_error='fallback' needs fallback_scorer=<scorer or spec, e.g. a checkpoint path>.")
-    for name, value in (("include_correctness", include_correctness), ("dynamic", dynamic),
-                        ("answer_after_think", answer_after_think), ("require_think_close", require_think_close)):  # fmt: skip
+    flags = {"include_correctness": include_correctness, "dynamic": dynamic, "answer_after_think": answer_after_think,
+             "require_think_close": require_think_close}  # fmt: skip
+    for name, value in flags.items():
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be a bool, got {value!r}.")
     _check_scorer_spec("scorer", scorer)
@@ -592,9 +596,8 @@ class _BingoLengthReward:
         self.answer_after_think, self.require_think_close = correctness_options
         self.reference_cache: dict[str, list[list[int]]] = {}
         self._scorer = scorer if not isinstance(scorer, str) else None
-        self._fallback = fallback_scorer if fallback_scorer is not None and not isinstance(fallback_scorer, str) else None
+        self._fallback = None if fallback_scorer is None or isinstance(fallback_scorer, str) else fallback_scorer
         self.using_fallback = False
-        self._warned_no_update = False
 
     # --- pickling: keep specs, drop loaded models -------------------------------------------------------------
     def __getstate__(self):
@@ -611,14 +614,14 @@ class _BingoLengthReward:
         if self._scorer is None:
             from ..significance.scorers import build_scorer
 
-            self._scorer = build_scorer(self.scorer_spec, **self.scorer_kwargs)
+            self._scorer = build_scorer(self.scorer_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._scorer
 
     def _fallback_scorer(self):
         if self._fallback is None:
             from ..significance.scorers import build_scorer
 
-            self._fallback = build_scorer(self.fallback_spec, **self.scorer_kwargs)
+            self._fallback = build_scorer(self.fallback_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._fallback
 
     def _score(self, texts: list[str]) -> list[tuple[int, int]]:
@@ -658,7 +661,7 @@ class _BingoLengthReward:
             return f"idx:{idx}"
         if prompt is None:
             raise ValueError("reference='model' needs the prompts (TRL passes them as `prompts`).")
-        blob = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+        blob = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False, default=str)
         return "p:" + hashlib.sha1(blob.encode("utf-8")).hexdigest()[:20]
 
     def add_references(self, references: dict[str, Sequence[str]]) -> None:
@@ -670,7 +673,8 @@ class _BingoLengthReward:
         for key in keys:
             self.reference_cache[key] = [list(next(counts)) for _ in references[key]]
 
-    def _new_references(self, prompts: list, keys: list[str]) -> dict[str, list[list[int]]]:
+    def _generate_missing(self, prompts: list, keys: list[str]) -> dict[str, list[str]]:
+        """Reference texts for the prompts of this call that are not cached yet (each distinct prompt once)."""
         missing: dict[str, Any] = {}
         for prompt, key in zip(prompts, keys):
             if key not in self.reference_cache and key not in missing:
@@ -678,9 +682,7 @@ class _BingoLengthReward:
         if not missing:
             return {}
         generated = self.generator.generate(list(missing.values()), list(missing))
-        texts = [self._scoped(t) for samples in generated for t in samples]
-        counts = iter(self._score(texts))
-        return {key: [list(next(counts)) for _ in samples] for key, samples in zip(missing, generated)}
+        return dict(zip(missing, generated))
 
     # --- the reward -----------------------------------------------------------------------------------------------
     def __call__(self, completions: list, solution: list, prompts: list | None = None, **kwargs) -> list[float | None]:
@@ -692,9 +694,8 @@ class _BingoLengthReward:
             is_correct(c, g, self.answer_after_think, self.require_think_close)
             for c, g in zip(completions, solution, strict=True)
         ]
-        counts = self._score([self._scoped(completion_text(c)) for c in completions])
         keys: list[str | None] = [None] * n
-        new_refs: dict[str, list[list[int]]] = {}
+        ref_texts: dict[str, list[str]] = {}
         ref_seconds = self.generator.seconds if self.generator is not None else 0.0
         if self.reference == "model":
             idxs = kwargs.get("idx")
@@ -704,7 +705,13 @@ class _BingoLengthReward:
                 self.key_for(prompts[i] if prompts is not None else None, idxs[i] if idxs is not None else None)
                 for i in range(n)
             ]
-            new_refs = self._new_references(list(prompts) if prompts is not None else [None] * n, keys)
+            ref_texts = self._generate_missing(list(prompts) if prompts is not None else [None] * n, keys)
+        # one batched scorer call: this call's completions, then any new references
+        texts = [self._scoped(completion_text(c)) for c in completions]
+        texts += [self._scoped(t) for samples in ref_texts.values() for t in samples]
+        all_counts = iter(self._score(texts))
+        counts = [next(all_counts) for _ in range(n)]
+        new_refs = {key: [list(next(all_counts)) for _ in samples] for key, samples in ref_texts.items()}
         group_size = None
         if self.reference == "group":
             group_size = resolve_group_size(self.num_generations, kwargs, "get_bingo_length_reward()")
@@ -730,8 +737,8 @@ class _BingoLengthReward:
             rewards.append(shaped + (1.0 if ok and self.include_correctness else 0.0))
         self._maybe_self_update(rows, kwargs)
         if log is not None:
-            self._log(log, rows, refs, ratios, rewards, w, time.perf_counter() - start,
-                      (self.generator.seconds if self.generator is not None else 0.0) - ref_seconds, len(new_refs))  # fmt: skip
+            ref_seconds = (self.generator.seconds if self.generator is not None else 0.0) - ref_seconds
+            self._log(log, rows, refs, ratios, rewards, w, time.perf_counter() - start, ref_seconds, len(new_refs))
         return rewards[offset : offset + n]
 
     def _reference_counts(self, rows: list, group_size: int | None) -> list[tuple[float, float]]:
@@ -749,7 +756,10 @@ class _BingoLengthReward:
         out = []
         for start in range(0, len(rows), group_size):
             group = rows[start : start + group_size]
-            stat = (_reduce([r[2] for r in group], self.group_statistic), _reduce([r[3] for r in group], self.group_statistic))
+            stat = (
+                _reduce([r[2] for r in group], self.group_statistic),
+                _reduce([r[3] for r in group], self.group_statistic),
+            )
             out.extend([stat] * group_size)
         return out
 
@@ -775,7 +785,8 @@ class _BingoLengthReward:
             if not (self.include_correctness and self.__name__ in batch.reward_names):
                 raise ValueError(
                     "Bingo's dynamic schedule needs the training accuracy: add a correctness reward "
-                    "(trl_efficient.rewards.correctness_reward) or build the Bingo reward with include_correctness=True."
+                    "(trl_efficient.rewards.correctness_reward) or build the Bingo reward with "
+                    "include_correctness=True."
                 )
             column = batch.rewards[:, batch.reward_names.index(self.__name__)].float()
             correct = torch.where(torch.isnan(column), column, (column >= 1.0 - 1e-6).float())  # correct R >= 1

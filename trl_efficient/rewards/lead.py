@@ -48,7 +48,7 @@ def is_degenerate(text: str, min_repeats: int = 10, max_ngram: int = 30, max_wor
             break
         chunks = [tuple(words[i : i + n]) for i in range(0, len(words) - n + 1, n)]
         run = 1
-        for prev, cur in zip(chunks, chunks[1:]):
+        for prev, cur in zip(chunks, chunks[1:], strict=False):
             run = run + 1 if cur == prev else 1
             if run >= min_repeats:
                 return True

@@ -97,15 +97,9 @@ class ScorerClient(BaseScorer):
     def health(self) -> dict:
         """`GET /health`: the server's model, unit and window. Raises `ScorerUnavailableError` when unreachable."""
         self._info = self._request("GET", "/health")
+        self.unit = str(self._info.get("unit", self.unit))  # "word" until the server says otherwise
+        self.window = int(self._info.get("window") or self.window)
         return self._info
-
-    @property
-    def unit(self) -> str:  # type: ignore[override]
-        return (self._info or self.health()).get("unit", "word")
-
-    @property
-    def window(self) -> int:  # type: ignore[override]
-        return int((self._info or self.health()).get("window", 512))
 
     def describe(self) -> dict:
         return {"kind": "ScorerClient", "url": self.url}
@@ -138,7 +132,9 @@ class ScorerClient(BaseScorer):
         for attempt in range(self.retries + 1):
             if attempt:
                 delay = self.backoff * 2 ** (attempt - 1)
-                logger.warning("scorer at %s failed (%s); retry %d/%d in %.1fs", url, last, attempt, self.retries, delay)
+                logger.warning(
+                    "scorer at %s failed (%s); retry %d/%d in %.1fs", url, last, attempt, self.retries, delay
+                )
                 time.sleep(delay)
             request = urllib.request.Request(url, data=body, headers=headers, method=method)
             try:

@@ -269,7 +269,8 @@ def make_server(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trl-efficient serve-scorer",
-        description="Serve a token-significance scorer (LLMLingua-2 classifier or causal-LM self-information) over HTTP.",
+        description="Serve a token-significance scorer (LLMLingua-2 classifier or causal-LM self-information) "
+        "over HTTP.",
     )
     parser.add_argument("--model", required=True,
                         help="Checkpoint directory or Hub name (LLMLingua-2 classifier, or a causal LM with "

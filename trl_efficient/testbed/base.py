@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BASE_MODEL_SIZES", "BaseModelConfig", "cache_root", "resolve_base_model", "train_base_model"]
 
-FORMAT_VERSION = 2  # bump when the world or the trace format changes: old cached models are then not reused
+FORMAT_VERSION = 3  # bump when the world or the trace format changes: old cached models are then not reused
 MARKER = "trl_efficient_testbed.json"
 
 
@@ -126,11 +126,15 @@ def _length_bucketed_batches(examples, batch_size: int, rng: random.Random, buck
     return batches
 
 
-def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log_every: int = 100) -> str:
+def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log_every: int = 100,
+                     num_threads: int | None = None, callback=None) -> str:  # fmt: skip
     """Train the base model described by `config` and save model + tokenizer to `output_dir`; return it.
 
-    The model is saved atomically (temporary sibling directory renamed into place). Training uses the whole
-    machine's torch threads; the global RNG is restored afterwards.
+    The model is saved atomically (temporary sibling directory renamed into place). `num_threads` sets torch's
+    intra-op threads for the duration (default: `$TRL_EFFICIENT_TESTBED_THREADS`, else 1: the matrices are so small
+    that a second thread barely helps on an idle machine, and on a busy one it makes steps several times slower). The global RNG and the
+    thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs every `log_every`
+    steps (e.g. a quick accuracy probe while tuning).
     """
     from ..tiny import build_tiny_model
 
@@ -158,6 +162,9 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
     model.train()
     t0, running = time.time(), None
+    threads_before = torch.get_num_threads()
+    num_threads = num_threads or int(os.environ.get("TRL_EFFICIENT_TESTBED_THREADS", "0") or 0) or 1
+    torch.set_num_threads(num_threads)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         batches: list[list[int]] = []
@@ -175,6 +182,11 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
             if log_every and (step + 1) % log_every == 0:
                 logger.info("testbed base model: step %d/%d loss %.4f (%.0f s)", step + 1, config.max_steps, running,
                             time.time() - t0)  # fmt: skip
+                if callback is not None:
+                    model.eval()
+                    callback(step + 1, model, tokenizer)
+                    model.train()
+    torch.set_num_threads(threads_before)
     model.eval()
     output_dir = os.path.abspath(os.path.expanduser(output_dir))
     parent = os.path.dirname(output_dir)

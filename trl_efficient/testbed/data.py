@@ -22,7 +22,7 @@ def task_prompt(task: Task) -> list[dict]:
     """The chat prompt of a task.
 
     >>> task_prompt(Task(1, (("+", 2),)))
-    [{'role': 'user', 'content': 'Start at 1, then a: + 2. Keep the last digit. Put the final answer in \\\\boxed{}.'}]
+    [{'role': 'user', 'content': 'Start at 1. Apply + 2 to it 1 time, keeping the last digit. Put the final answer in \\\\boxed{}.'}]
     """
     return [{"role": "user", "content": f"{task.question} {TESTBED_INSTRUCTION}"}]
 

@@ -1,13 +1,14 @@
 r"""
 The testbed's synthetic reasoning world: digit chains that need one reasoning step per operation.
 
-A task is a start digit followed by 1 to 8 labelled operations (`+`, `-`, `*` with a digit), applied in order,
-keeping only the last digit (arithmetic mod 10). Each operation needs exactly one step, `"a: 4 + 7 = 1."`, so the
-difficulty is the number of operations and the shortest correct trace is known exactly:
+A task is a start digit and one operation (`+`, `-`, `*` with a digit) to apply 1 to 8 times, keeping only the
+last digit (arithmetic mod 10). Each application needs exactly one step, `"a: 4 + 7 = 1."` (labelled a, b, c, ...),
+so the difficulty is the number of applications and the shortest correct trace is known exactly:
 
-    <think> a: 4 + 7 = 1. b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \boxed{1}
+    <think> a: 4 + 7 = 1. b: 1 + 7 = 8. c: 8 + 7 = 5. </think> \boxed{5}
 
-(The labels let a tiny model find the next operation in the question by a single look-up.)
+(Each step needs only the previous result and the operation, so a tiny model trained from scratch for a few minutes
+learns it; its errors come from the arithmetic table, from stopping at the wrong count, and from skipped steps.)
 
 Teacher traces (`make_trace`) mix these necessary steps with redundant sentences at a random verbosity: re-checks
 (`"Check: 4 + 7 = 1."`), restatements (`"So far: 1."`, `"Next: * 3."`) and hesitations (`"Wait."`), and
@@ -19,11 +20,11 @@ Because the world is ours, every completion can be segmented exactly (`segment_c
 thinking part is a necessary `step`, a merged `skip` step, or `redundant`; the rest is `frame` (think tags, the
 boxed answer, the EOS token).
 
->>> task = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))
+>>> task = Task(start=4, ops=(("+", 7),) * 3)
 >>> task.question, task.answer, task.difficulty
-('Start at 4, then a: + 7 b: * 3 c: - 2. Keep the last digit.', 1, 3)
+('Start at 4. Apply + 7 to it 3 times, keeping the last digit.', 5, 3)
 >>> minimal_trace(task)
-'<think> a: 4 + 7 = 1. b: 1 * 3 = 3. c: 3 - 2 = 1. </think> \\boxed{1}'
+'<think> a: 4 + 7 = 1. b: 1 + 7 = 8. c: 8 + 7 = 5. </think> \\boxed{5}'
 """
 
 from __future__ import annotations
@@ -105,21 +106,27 @@ class Task:
 
     @property
     def question(self) -> str:
-        labelled = " ".join(f"{LABELS[i]}: {op} {b}" for i, (op, b) in enumerate(self.ops))
-        return f"Start at {self.start}, then {labelled}. Keep the last digit."
+        (op, b), k = self.ops[0], self.difficulty
+        if any(o != self.ops[0] for o in self.ops):
+            raise ValueError("testbed tasks apply one operation repeatedly; got different operations.")
+        return f"Start at {self.start}. Apply {op} {b} to it {k} {'time' if k == 1 else 'times'}, keeping the last digit."
 
 
 def make_task(rng: random.Random, num_ops: int) -> Task:
-    if not 1 <= num_ops <= len(LABELS):
-        raise ValueError(f"num_ops must be between 1 and {len(LABELS)}, got {num_ops}.")
-    return Task(rng.randint(0, 9), tuple((rng.choice(OPS), rng.randint(0, 9)) for _ in range(num_ops)))
+    """A start digit and one operation (`+`, `-` or `*` with a digit, never `* 0`, `* 1`, `+ 0` or `- 0`, which
+    would make every step trivial), applied `num_ops` times."""
+    if not 1 <= num_ops <= 9:
+        raise ValueError(f"num_ops must be between 1 and 9, got {num_ops}.")
+    op = rng.choice(OPS)
+    b = rng.randint(2, 9) if op == "*" else rng.randint(1, 9)
+    return Task(rng.randint(0, 9), ((op, b),) * num_ops)
 
 
 def make_tasks(n: int, seed: int, min_ops: int = 1, max_ops: int = 8) -> list[Task]:
     """`n` tasks with a difficulty drawn uniformly from `[min_ops, max_ops]`, seeded.
 
     >>> [t.difficulty for t in make_tasks(4, seed=0, min_ops=2, max_ops=3)]
-    [3, 3, 2, 2]
+    [3, 3, 3, 2]
     """
     if not 1 <= min_ops <= max_ops:
         raise ValueError(f"need 1 <= min_ops <= max_ops, got {min_ops}, {max_ops}.")
@@ -227,16 +234,17 @@ class Segment:
 def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segment]:
     """Label each sentence of a thinking text (without the think tags).
 
-    A sentence is a `step` if it performs the **next pending operation** of the task (`"a op b = c."` whose
-    operation and operand are the next ones, whatever its arithmetic), a `skip` if it performs the next two or more
-    pending operations at once, and `redundant` otherwise (re-checks, restatements, hesitations, repeated steps,
-    stray text). Whitespace between sentences is `redundant` too (none in well-formed traces).
+    A sentence is a `step` if it performs the **next pending operation** of the task (`"[label: ]a op b = c."`
+    whose operation and operand are the next ones, whose left operand `a` is the previous step's result `c` (any
+    `a` for the first step), whatever its arithmetic), a `skip` if it performs the next two or more pending
+    operations at once, and `redundant` otherwise (re-checks, restatements, hesitations, repeated steps, stray text).
+    Whitespace between sentences is `redundant` too (none in well-formed traces).
 
-    >>> task = Task(start=4, ops=(("+", 7), ("*", 3), ("-", 2)))
-    >>> [s.kind for s in classify_sentences(task, " 4 + 7 = 1. Check: 4 + 7 = 1. 1 * 3 - 2 = 1. Wait.")]
-    ['step', 'redundant', 'skip', 'redundant']
+    >>> task = Task(start=4, ops=(("+", 7),) * 3)
+    >>> [s.kind for s in classify_sentences(task, " a: 4 + 7 = 1. Check: 4 + 7 = 1. a: 4 + 7 = 1. 1 + 7 + 7 = 5. Wait.")]
+    ['step', 'redundant', 'redundant', 'skip', 'redundant']
     """
-    segments, pending = [], 0
+    segments, pending, last = [], 0, None
     for match in _SENTENCE.finditer(thinking):
         raw = match.group(0)
         text = raw.strip()
@@ -247,12 +255,16 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
         kind = "redundant"
         step = _STEP.match(text)
         skip = _SKIP.match(text)
-        if step and pending < task.difficulty and (step.group(2), int(step.group(3))) == task.ops[pending]:
-            kind, pending = "step", pending + 1
-        elif skip:
+        # a step continues from the previous step's result (whatever its arithmetic); a repeat does not
+        chained = lambda left: last is None or int(left) == last  # noqa: E731
+        if step and pending < task.difficulty and (step.group(2), int(step.group(3))) == task.ops[pending] and (
+            chained(step.group(1))
+        ):
+            kind, pending, last = "step", pending + 1, int(step.group(4))
+        elif skip and chained(skip.group(1)):
             ops = tuple((o, int(b)) for o, b in re.findall(r"([+\-*]) (\d)", skip.group(2)))
             if task.ops[pending : pending + len(ops)] == ops:
-                kind, pending = "skip", pending + len(ops)
+                kind, pending, last = "skip", pending + len(ops), int(skip.group(3))
         segments.append(Segment(start, end, kind, text))
     return segments
 
