@@ -68,6 +68,10 @@ def main(argv=None) -> int:
     config = EfficientGRPOConfig(output_dir="/tmp/reward_throughput", num_generations=args.group_size,
                                  per_device_train_batch_size=args.group_size, max_completion_length=args.max_completion_length,
                                  use_cpu=True, bf16=False, report_to="none")  # fmt: skip
+    import copy
+
+    thinking_config = copy.copy(config)
+    thinking_config.length_scope = "thinking"
     completions, solutions, ids = build_batch(args.num_completions, args.group_size, tokenizer)
     n = len(completions)
     rng = random.Random(1)
@@ -84,10 +88,16 @@ def main(argv=None) -> int:
     prompts = [[{"role": "user", "content": "q"}] for _ in range(n)]
     rows = []
     for name in REWARD_BUILDERS.names():
-        try:
-            func = REWARD_BUILDERS.get(name)(config, tokenizer)
-        except Exception as err:  # builders needing arguments we cannot guess
-            rows.append({"reward": name, "skipped": f"build: {type(err).__name__}: {err}"[:160]})
+        func, note = None, ""
+        for cfg in (config, thinking_config):  # e.g. SABER measures thinking tokens only
+            try:
+                func = REWARD_BUILDERS.get(name)(cfg, tokenizer)
+                note = "" if cfg is config else " (length_scope=thinking)"
+                break
+            except Exception as err:  # builders needing arguments we cannot guess
+                error = f"build: {type(err).__name__}: {err}"[:160]
+        if func is None:
+            rows.append({"reward": name, "skipped": error})
             continue
         try:
             func(prompts=prompts, completions=completions, **columns)  # warm-up (gold-parse cache, imports)
@@ -96,7 +106,7 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 func(prompts=prompts, completions=completions, **columns)
                 best = min(best, time.perf_counter() - t0)
-            rows.append({"reward": name, "seconds": round(best, 4), "completions_per_second": round(n / best, 1)})
+            rows.append({"reward": name + note, "seconds": round(best, 4), "completions_per_second": round(n / best, 1)})
         except Exception as err:
             rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
     info = {"num_completions": n, "group_size": args.group_size, "repeats": args.repeats,

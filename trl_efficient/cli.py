@@ -35,6 +35,11 @@ class TrainArguments:
         default="tiny:qwen2",
         metadata={"help": "Hub id or local path of the policy; 'tiny:<arch>[-<hidden>]' builds a random model offline."},
     )
+    recipe_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments of the recipe's dataset preparation (e.g. SABER's profile path); a JSON "
+                  "object on the command line."},
+    )
     eos_logit_bias: float | None = field(
         default=None,
         metadata={"help": "Add this bias to the EOS logit in transformers generation (tiny random models only)."},
@@ -47,6 +52,15 @@ class TrainArguments:
         default=None, metadata={"help": "Max new tokens at evaluation (default: max_completion_length)."}
     )
     smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (set by quickstart.yaml)."})
+
+    def __post_init__(self):
+        if isinstance(self.recipe_kwargs, str):
+            try:
+                self.recipe_kwargs = json.loads(self.recipe_kwargs)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"recipe_kwargs must be a JSON object, got {self.recipe_kwargs!r}: {err}") from err
+        if self.recipe_kwargs is not None and not isinstance(self.recipe_kwargs, dict):
+            raise ValueError(f"recipe_kwargs must be a mapping, got {self.recipe_kwargs!r}.")
 
 
 def packaged_config(name: str) -> str:
@@ -105,7 +119,9 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
             "sequence_bias": [[[tokenizer.eos_token_id], float(script_args.eos_logit_bias)]],
         }
     train_dataset, eval_dataset = load_datasets(data_args, seed=training_args.seed)
-    train_dataset = recipe.apply_prepare_dataset(train_dataset, training_args, tokenizer)
+    train_dataset = recipe.apply_prepare_dataset(
+        train_dataset, training_args, tokenizer, **(script_args.recipe_kwargs or {})
+    )
     reward_funcs, weights = recipe.build_reward_funcs(training_args, tokenizer)
     if training_args.reward_weights is None:
         training_args.reward_weights = weights

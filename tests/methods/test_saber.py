@@ -280,8 +280,9 @@ class TestProfile:
                      "--eos_logit_bias", "3.0"]) == 0
         records = load_profile(path)
         assert len(records) == 16 and all(r["model"] == "tiny:qwen2-16" for r in records)
-        monkeypatch.setenv(SABER_PROFILE_ENV, path)
-        train_main(["--config", "configs/saber.yaml", *tiny_cli_args(tmp_path / "run", dataset_name="gsm8k")])
+        monkeypatch.delenv(SABER_PROFILE_ENV, raising=False)
+        train_main(["--config", "configs/saber.yaml", *tiny_cli_args(tmp_path / "run", dataset_name="gsm8k"),
+                    "--recipe_kwargs", json.dumps({"profile": path, "no_think_ratio": 0.1})])
         with open(os.path.join(tmp_path, "run", "trl_efficient_summary.json")) as f:
             assert json.load(f)["recipe"] == "saber"
         card = ModelCard.load(os.path.join(tmp_path, "run", "README.md")).text

@@ -131,6 +131,7 @@ class TestModelReference:
         expected = [5 * math.cos(0.5), BASE * 0.8 - 5] * 2
         assert out == pytest.approx(expected)
         assert len(gen.calls) == 1 and len(gen.calls[0]) == 2  # two distinct prompts, generated together once
+        assert [len(c) for c in reward.scorer.calls] == [4 + 2 * 2]  # one scorer call: 4 completions + 2 x K refs
         reward(prompts=["q2", "q3"], completions=["x", "x"], solution=["1", "1"])
         assert gen.calls[1] == [reward.key_for("q3")]  # only the new prompt
         assert reward.state_dict()["reference_cache"][reward.key_for("q1")] == [[1, 2], [3, 3]]

@@ -44,10 +44,12 @@ class Recipe:
     def load_trainer_cls(self):
         return _import_target(self.trainer_cls)
 
-    def apply_prepare_dataset(self, dataset, args, tokenizer):
+    def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs):
         if self.prepare_dataset is None:
+            if kwargs:
+                raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")
             return dataset
-        return _import_target(self.prepare_dataset)(dataset, args, tokenizer)
+        return _import_target(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
 
     def build_reward_funcs(self, args, tokenizer) -> tuple[list, list[float]]:
         """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`)."""

@@ -10,10 +10,12 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
   `get_laser_reward`, `get_dler_truncation_reward`.
 - `group` (whole groups of `G` rollouts, gathered across processes): `get_kimi_length_reward`,
   `get_shorter_better_reward`, plus the helpers `gather_rows` and `resolve_group_size`.
+- `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
 - `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`).
 """
 
 from ._verify import extract_answer_region, is_correct, parse_gold
+from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward
 from .group import gather_rows, get_kimi_length_reward, get_shorter_better_reward, resolve_group_size
 from .length import (
@@ -27,6 +29,9 @@ from .length import (
 
 __all__ = [
     "correctness_reward",
+    "get_hbpo_reward",
+    "get_saber_reward",
+    "hbpo_budget_ceiling",
     "extract_answer_region",
     "gather_rows",
     "get_correctness_reward",

@@ -661,7 +661,10 @@ class _BingoLengthReward:
             return f"idx:{idx}"
         if prompt is None:
             raise ValueError("reference='model' needs the prompts (TRL passes them as `prompts`).")
-        blob = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True, ensure_ascii=False, default=str)
+        if isinstance(prompt, str):
+            blob = prompt
+        else:
+            blob = json.dumps(prompt, sort_keys=True, ensure_ascii=False, default=str)
         return "p:" + hashlib.sha1(blob.encode("utf-8")).hexdigest()[:20]
 
     def add_references(self, references: dict[str, Sequence[str]]) -> None:

@@ -75,10 +75,13 @@ class EfficientGRPOConfig(GRPOConfig):
     completion_filter: str | None = field(
         default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
     )
-    advantage_kwargs: dict | None = field(
+    # JSON objects on the command line: parsed in __post_init__ through GRPOConfig's _VALID_DICT_FIELDS.
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["advantage_kwargs", "filter_kwargs"]
+
+    advantage_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
     )
-    filter_kwargs: dict | None = field(
+    filter_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the completion filter, e.g. {\"k\": 8} for shortest_k."}
     )
     correctness_reward: str | None = field(
