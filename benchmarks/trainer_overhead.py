@@ -4,8 +4,8 @@
 
 Both trainers get the same model weights, data, seed, generation settings (transformers `generate`, an EOS logit
 bias so the tiny random model stops at varied lengths) and the **same reward functions with the same weights**
-(the recipe's, built once by `Recipe.build_reward_funcs`; group rewards such as Kimi's gather whole groups
-themselves, so they work in the plain trainer too). The only difference is the trainer class (and the recipe's
+(the recipe's reward specs, built by `build_rewards`: group rewards such as Kimi's get `num_generations` and
+gather whole groups themselves, so they work in the plain trainer too). The only difference is the trainer class (and the recipe's
 config overrides, e.g. DLER's advantage estimator and filter, which only `EfficientGRPOTrainer` reads).
 
 To cancel machine noise the two alternate: `--rounds` rounds of (plain: `--steps` steps, efficient: `--steps`
@@ -49,6 +49,21 @@ def _timer_callback():
     return StepTimer()
 
 
+def build_rewards(recipe, args, tokenizer):
+    """The recipe's reward functions, with `num_generations` given to the group rewards that take it, so they also
+    work in a plain `GRPOTrainer` (which passes no `group_size` column); identical objects for both trainers."""
+    from trl_efficient.recipes import REWARD_BUILDERS
+
+    funcs = []
+    for spec in recipe.rewards:
+        builder = REWARD_BUILDERS.get(spec.builder)
+        try:
+            funcs.append(builder(args, tokenizer, **{**spec.kwargs, "num_generations": args.num_generations}))
+        except TypeError:  # not a group reward
+            funcs.append(builder(args, tokenizer, **spec.kwargs))
+    return funcs, [spec.weight for spec in recipe.rewards]
+
+
 def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, seed: int, eos_bias: float,
              batch: int, group: int, max_len: int, output_root: str) -> dict:  # fmt: skip
     import torch
@@ -68,7 +83,7 @@ def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, s
         logging_steps=steps, save_strategy="no", report_to="none", use_cpu=True, bf16=False, seed=seed,
         generation_kwargs={"sequence_bias": [[[tokenizer.eos_token_id], eos_bias]]}, disable_tqdm=True, **overrides,
     )  # fmt: skip
-    rewards, weights = recipe.build_reward_funcs(args, tokenizer)
+    rewards, weights = build_rewards(recipe, args, tokenizer)
     args.reward_weights = weights
     dataset = load_math_dataset("gsm8k", "train", limit=batch * steps * 2, seed=seed)
     torch.manual_seed(seed)

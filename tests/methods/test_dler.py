@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import yaml
 from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.dler import (
@@ -262,27 +261,25 @@ class TestRefillTrainer:
 
 
 # ------------------------------------------------------------------------------------------------ recipes / YAML
-def train_yaml(name, tmp_path, dict_overrides=None, **cli):
-    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict fields cannot be overridden on the
-    command line, so they go into a copy of the YAML."""
-    from trl_efficient.cli import train_main
+def train_yaml(name, tmp_path, **cli):
+    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
+    Returns the parsed config."""
+    from trl_efficient.cli import parse_train_args, train_main
 
-    with open(os.path.join(ROOT, "configs", f"{name}.yaml")) as f:
-        config = yaml.safe_load(f)
-    for key, value in (dict_overrides or {}).items():
-        config[key] = {**(config.get(key) or {}), **value}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    train_main(["--config", str(tmp_path / "c.yaml"), *tiny_cli_args(tmp_path / "out", **cli)])
-    with open(os.path.join(tmp_path, "out", "trl_efficient_summary.json")) as f:
-        assert json.load(f)["recipe"] == config["recipe"]
+    cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}
+    argv = ["--config", os.path.join(ROOT, "configs", f"{name}.yaml"), *tiny_cli_args(tmp_path, **cli)]
+    _, _, config = parse_train_args(argv)
+    train_main(argv)
+    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
+        assert json.load(f)["recipe"] == name
     return config
 
 
 class TestRecipes:
     def test_dler_yaml(self, tmp_path):
-        config = train_yaml("dler", tmp_path, max_completion_length=12)
-        assert config["recipe"] == "dler" and config["max_completion_length"] == 4000
-        assert (config["epsilon_high"], config["mask_truncated_completions"]) == (0.28, False)
+        config = train_yaml("dler", tmp_path)
+        assert (config.advantage_estimator, config.completion_filter) == ("dler", "dynamic_sampling")
+        assert (config.epsilon_high, config.mask_truncated_completions, config.beta) == (0.28, False, 0.0005)
 
     def test_dler_yaml_with_the_refill_trainer(self, tmp_path, monkeypatch):
         # the change requested for recipes/registry.py: recipe 'dler' with trainer_cls DLERTrainer
@@ -292,7 +289,7 @@ class TestRecipes:
 
         recipe = dataclasses.replace(get_recipe("dler"), trainer_cls="trl_efficient.methods.dler:DLERTrainer")
         monkeypatch.setitem(RECIPES._entries, "dler", recipe)
-        train_yaml("dler", tmp_path, max_completion_length=12)
+        train_yaml("dler", tmp_path)
 
     def test_da_dler_yaml_and_recipe(self, tmp_path):
         from trl_efficient.recipes import get_recipe
@@ -302,4 +299,6 @@ class TestRecipes:
         o = recipe.config_overrides
         assert (o["advantage_estimator"], o["completion_filter"]) == ("da_dler", "dynamic_sampling")
         assert o["advantage_kwargs"]["solve_rate_threshold"] == 0.75 and o["advantage_kwargs"]["truncate_to"] == 2000
-        train_yaml("da-dler", tmp_path, {"advantage_kwargs": {"truncate_to": 6}}, max_completion_length=12)
+        config = train_yaml("da-dler", tmp_path, advantage_kwargs={"truncate_to": 6})
+        assert config.correctness_reward == "dler_truncation_reward"
+        assert config.filter_kwargs["max_generation_batches"] == 4

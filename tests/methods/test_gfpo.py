@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import yaml
 from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.gfpo import (
@@ -33,20 +32,20 @@ def batch(rewards, lengths, group_size, truncated=None):
                       truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
 
 
-def train_yaml(name, tmp_path, dict_overrides=None, **cli):
-    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict fields cannot be overridden on the
-    command line, so they go into a copy of the YAML."""
-    from trl_efficient.cli import train_main
+def train_yaml(name, tmp_path, **cli):
+    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
+    Returns the parsed config."""
+    from trl_efficient.cli import parse_train_args, train_main
 
-    with open(os.path.join(ROOT, "configs", f"{name}.yaml")) as f:
-        config = yaml.safe_load(f)
-    for key, value in (dict_overrides or {}).items():
-        config[key] = {**(config.get(key) or {}), **value}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
-    train_main(["--config", str(tmp_path / "c.yaml"), *tiny_cli_args(tmp_path / "out", **cli)])
-    with open(os.path.join(tmp_path, "out", "trl_efficient_summary.json")) as f:
-        assert json.load(f)["recipe"] == config["recipe"]
+    cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}
+    argv = ["--config", os.path.join(ROOT, "configs", f"{name}.yaml"), *tiny_cli_args(tmp_path, **cli)]
+    _, _, config = parse_train_args(argv)
+    train_main(argv)
+    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
+        assert json.load(f)["recipe"] == name
     return config
+
+
 ARGS = SimpleNamespace(num_generations=4, advantage_estimator="gfpo")
 
 
@@ -255,12 +254,11 @@ class TestRecipes:
         from trl_efficient.recipes import get_recipe
 
         assert get_recipe("gfpo").load_trainer_cls() is GFPOTrainer
-        config = train_yaml("gfpo", tmp_path, {"advantage_kwargs": {"k": 2}}, max_completion_length=12)
-        assert config["num_generations"] == 16 and config["advantage_kwargs"]["k"] == 2  # YAML: k 8 of G 16
+        config = train_yaml("gfpo", tmp_path, advantage_kwargs={"k": 2, "metric": "shortest"})
+        assert (config.completion_filter, config.loss_type) == ("gfpo", "dapo")
+        assert config.filter_kwargs == {"loss_normalizer": "all"}
 
     def test_gfpo_adaptive_yaml(self, tmp_path):
-        config = train_yaml("gfpo-adaptive", tmp_path,
-                               {"advantage_kwargs": {"k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1,
-                                                     "warmup_prompts": 1}},
-                               max_completion_length=12)
-        assert config["advantage_estimator"] == "gfpo_adaptive"
+        config = train_yaml("gfpo-adaptive", tmp_path, advantage_kwargs={
+            "k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1})
+        assert config.advantage_estimator == "gfpo_adaptive"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 
+import datasets
 import torch
 from accelerate.utils import gather, gather_object
 
@@ -402,7 +403,9 @@ class DLERTrainer(EfficientGRPOTrainer):
                     "which scale_rewards='batch' / multi_objective_aggregation='normalize_then_sum' compute over each "
                     "generation batch, not the refilled one; use scale_rewards='group' or a registered estimator."
                 )
-            self._refill_dataset = self._remove_unused_columns(dataset, description="training")
+            if isinstance(dataset, datasets.Dataset):  # as Trainer._get_dataloader does for the main dataloader
+                dataset = self._remove_unused_columns(dataset, description="training")
+            self._refill_dataset = dataset
             self.refill_sampler = RefillSampler(len(self._refill_dataset), seed=self.args.seed)
             self.stateful_components[state_key(self.refill_sampler)] = self.refill_sampler
             self.dynamic_sampling.refill_active = True

@@ -1,8 +1,9 @@
 """Bingo recipe: correctness + Bingo's significance-aware, dynamic length shaping (`methods.md` §1).
 
 Reward builder `bingo_length` -> `trl_efficient.rewards.bingo.get_bingo_length_reward`. Its values come from, in
-increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` (when the config has a
-`reward_kwargs` field), and the environment, so a YAML can set them through TRL's `env:` block or the shell:
+increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` or `args.recipe_kwargs`
+(when the config has such a field), and the environment, so a YAML can set them through TRL's `env:` block or the
+shell:
 
 - `TRL_EFFICIENT_BINGO_SCORER`: the scorer spec: an LLMLingua-2 checkpoint directory or Hub name (default
   `microsoft/llmlingua-2-xlm-roberta-large-meetingbank`, in-process), `self-information:<causal LM>`, or the URL of a
@@ -41,6 +42,10 @@ def bingo_overrides(args) -> dict:
     if not isinstance(config, dict):
         raise ValueError(f"reward_kwargs must be a dict of builder name -> kwargs, got {config!r}.")
     out.update(config.get("bingo_length") or {})
+    recipe = getattr(args, "recipe_kwargs", None) or {}  # a flat per-recipe dict, if the config has that field
+    if not isinstance(recipe, dict):
+        raise ValueError(f"recipe_kwargs must be a dict, got {recipe!r}.")
+    out.update(recipe)
     raw = os.environ.get(KWARGS_ENV)
     if raw:
         try:

@@ -194,17 +194,25 @@ register_recipe(
     Recipe(
         name="dler",
         method="DLER (truncation penalty + batch-normalised advantages)",
-        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, zero-std filter (§4).",
+        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
+        "with refill (§4).",
         rewards=(RewardSpec("dler_truncation"),),
         papers=("2510.15110",),
         config_overrides={
-            "advantage_estimator": "group_center_batch_whiten",
-            "completion_filter": "zero_std",
+            "advantage_estimator": "dler",
+            "advantage_kwargs": {"correct_boost": 0.0},
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {"max_generation_batches": 4},
+            "correctness_reward": "dler_truncation_reward",
             "epsilon_high": 0.28,
             "loss_type": "dapo",
             "mask_truncated_completions": False,
         },
-        proposed_defaults=("dynamic sampling as zero-std group masking, without resampling",),
+        proposed_defaults=(
+            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
+            "DLER correct-sample advantage boost off (released script: +0.1)",
+        ),
+        trainer_cls="trl_efficient.methods.dler:DLERTrainer",
     )
 )
 register_recipe(

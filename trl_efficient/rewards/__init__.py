@@ -11,13 +11,16 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `group` (whole groups of `G` rollouts, gathered across processes): `get_kimi_length_reward`,
   `get_shorter_better_reward`, plus the helpers `gather_rows` and `resolve_group_size`.
 - `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
+- `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
 - `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`).
 """
 
 from ._verify import extract_answer_region, is_correct, parse_gold
 from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward
+from .gdpo import get_gdpo_length_reward
 from .group import gather_rows, get_kimi_length_reward, get_shorter_better_reward, resolve_group_size
+from .lead import LEAD_OUTCOMES, get_lead_reward, is_degenerate, lead_outcome
 from .length import (
     get_cosine_length_reward,
     get_dler_truncation_reward,
@@ -28,6 +31,11 @@ from .length import (
 
 
 __all__ = [
+    "LEAD_OUTCOMES",
+    "get_gdpo_length_reward",
+    "get_lead_reward",
+    "is_degenerate",
+    "lead_outcome",
     "correctness_reward",
     "get_hbpo_reward",
     "get_saber_reward",

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["BASE_MODEL_SIZES", "BaseModelConfig", "cache_root", "resolve_base_model", "train_base_model"]
 
-FORMAT_VERSION = 3  # bump when the world or the trace format changes: old cached models are then not reused
+FORMAT_VERSION = 4  # bump when the world or the trace format changes: old cached models are then not reused
 MARKER = "trl_efficient_testbed.json"
 
 
@@ -85,6 +85,21 @@ def build_testbed_tokenizer():
     return build_tiny_tokenizer(extra_corpus=world_corpus(), vocab_size=640)
 
 
+def _as_reloaded(tokenizer, model):
+    """The tokenizer as `AutoTokenizer.from_pretrained` will give it back next to this model.
+
+    transformers 5 loads a tokenizer saved next to a Qwen2 config as `Qwen2Tokenizer`, whose pre-tokenizer splits
+    every digit off on its own (`" 4"` -> `" "`, `"4"`), unlike the in-memory tokenizer. Training on the reloaded
+    tokenizer keeps training, GRPO and evaluation on the same token sequences.
+    """
+    from transformers import AutoTokenizer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model.config.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        return AutoTokenizer.from_pretrained(tmp)
+
+
 def _encode_examples(tokenizer, config: BaseModelConfig):
     from .data import task_prompt
 
@@ -132,8 +147,8 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
 
     The model is saved atomically (temporary sibling directory renamed into place). `num_threads` sets torch's
     intra-op threads for the duration (default: `$TRL_EFFICIENT_TESTBED_THREADS`, else 1: the matrices are so small
-    that a second thread barely helps on an idle machine, and on a busy one it makes steps several times slower). The global RNG and the
-    thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs every `log_every`
+    that a second thread barely helps on an idle machine, and on a busy one it makes steps several times slower).
+    The global RNG and the thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs every `log_every`
     steps (e.g. a quick accuracy probe while tuning).
     """
     from ..tiny import build_tiny_model
@@ -149,6 +164,7 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
         max_position_embeddings=1024,
         seed=config.seed,
     )
+    tokenizer = _as_reloaded(tokenizer, model)
     examples = _encode_examples(tokenizer, config)
     order_rng = random.Random(config.seed + 2)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)

@@ -1,0 +1,68 @@
+"""The `bingo` recipe and its reward builder: registration, where each value comes from, fail-fast checks."""
+
+import socket
+from types import SimpleNamespace
+
+import pytest
+
+from trl_efficient.recipes import REWARD_BUILDERS, get_recipe
+from trl_efficient.recipes.bingo import DEFAULT_SCORER, build_bingo_length_reward
+from trl_efficient.significance import ScorerUnavailableError
+
+
+def _args(**extra):
+    base = dict(max_completion_length=64, temperature=0.7, top_p=0.9, top_k=0, seed=3, chat_template_kwargs=None,
+                generation_kwargs={"sequence_bias": [[[2], 3.0]], "other": 1}, model_init_kwargs={"dtype": "float32",
+                "device_map": "auto"})  # fmt: skip
+    return SimpleNamespace(**{**base, **extra})
+
+
+def test_recipe_registration():
+    recipe = get_recipe("bingo")
+    assert [s.builder for s in recipe.rewards] == ["correctness", "bingo_length"]
+    assert [s.weight for s in recipe.rewards] == [1.0, 1.0]  # total = 1[correct] + shaping = Bingo's R
+    assert REWARD_BUILDERS.get("bingo_length") is build_bingo_length_reward
+    assert recipe.papers == ("2506.08125",)
+
+
+def test_builder_reads_the_config_and_the_tokenizer(monkeypatch):
+    monkeypatch.delenv("TRL_EFFICIENT_BINGO_SCORER", raising=False)
+    monkeypatch.delenv("TRL_EFFICIENT_BINGO_REFERENCE", raising=False)
+    monkeypatch.delenv("TRL_EFFICIENT_BINGO_KWARGS", raising=False)
+    tok = SimpleNamespace(name_or_path="/models/policy")
+    reward = build_bingo_length_reward(_args(), tok)
+    assert reward.scorer_spec == DEFAULT_SCORER and reward._scorer is None  # built lazily, on first use
+    gen = reward.generator
+    assert gen.model_ref == "/models/policy" and gen.tokenizer is tok
+    assert (gen.max_new_tokens, gen.temperature, gen.top_p, gen.top_k, gen.seed) == (64, 0.7, 0.9, None, 3)
+    assert gen.generation_kwargs == {"sequence_bias": [[[2], 3.0]]}  # only the EOS bias is a generate() option here
+    assert gen.model_kwargs == {"dtype": "float32"}
+
+
+def test_precedence_recipe_config_environment(monkeypatch):
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_REFERENCE", "group")
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", '{"lambda_c": 3.0, "threshold": 0.4}')
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", "/models/llmlingua")
+    args = _args(reward_kwargs={"bingo_length": {"lambda_c": 1.0, "lambda_we": 4.0}})
+    reward = build_bingo_length_reward(args, SimpleNamespace(name_or_path="x"), lambda_wn=1.5)
+    assert reward.reference == "group" and reward.generator is None and reward.scorer_spec == "/models/llmlingua"
+    assert (reward.lambda_c, reward.lambda_wn, reward.lambda_we, reward.threshold) == (3.0, 1.5, 4.0, 0.4)
+
+
+def test_bad_environment_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", "{lambda_c: 3}")
+    with pytest.raises(ValueError, match="TRL_EFFICIENT_BINGO_KWARGS must be a JSON object"):
+        build_bingo_length_reward(_args(), SimpleNamespace(name_or_path="x"))
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", '{"reference": "oracle"}')
+    with pytest.raises(ValueError, match="reference must be one of"):
+        build_bingo_length_reward(_args(), SimpleNamespace(name_or_path="x"))
+
+
+def test_unreachable_server_fails_before_training(monkeypatch):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", url)
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", '{"reference": "group", "scorer_kwargs": {"retries": 0}}')
+    with pytest.raises(ScorerUnavailableError, match=url):
+        build_bingo_length_reward(_args(), SimpleNamespace(name_or_path="x"))
