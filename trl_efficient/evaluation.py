@@ -72,28 +72,26 @@ HBPO_MINIMAL_PROMPT = "<think> I will answer the question with minimal tokens"  
 HBPO_BUDGETS = (512, 1024, 2048, 2560)  # methods.md §2
 L1_TARGETS = (512, 1024, 2048, 3600)  # L1's evaluation targets, methods.md §6
 
-# SABER (arXiv 2508.10026) publishes neither its system prompts nor the mode-to-budget map; these are the proposed
-# defaults of methods.md §3 (FastThink 128, CoreThink 4096, DeepThink 16384/unlimited, NoThink = empty think
-# block). If `trl_efficient.methods.saber` defines `SABER_MODES` (mode -> (system prompt, prefill)), that wins.
+# SABER (arXiv 2508.10026) publishes neither its system prompts nor the mode-to-budget map. The modes are those of
+# `trl_efficient.methods.saber.saber_mode_prompts()` (the prompts SABER trains with: NoThink, FastThink 128,
+# CoreThink 4096, DeepThink 16384; methods.md §3 proposed defaults); `SABER_MODES` is the same table, used when
+# that module is not importable. Values are (system prompt, assistant prefill).
 _SABER_BUDGETED = "Think step by step, keeping your reasoning strictly under {budget} tokens, then give the final answer in \\boxed{{}}."
 SABER_MODES: dict[str, tuple[str, str | None]] = {
-    "nothink": ("Answer directly without reasoning.", "<think>\n\n</think>\n\n"),
+    "nothink": ("Answer directly without reasoning.", None),
     "fastthink": (_SABER_BUDGETED.format(budget=128), None),
     "corethink": (_SABER_BUDGETED.format(budget=4096), None),
-    "deepthink": ("Think step by step as long as you need, then give the final answer in \\boxed{}.", None),
+    "deepthink": (_SABER_BUDGETED.format(budget=16384), None),
 }
 
 
 def _saber_modes() -> dict[str, tuple[str, str | None]]:
     try:
-        from .methods import saber  # noqa: F401
+        from .methods.saber import saber_mode_prompts
 
-        modes = getattr(saber, "SABER_MODES", None)
-        if isinstance(modes, dict) and modes:
-            return {str(k).lower(): (v[0], v[1] if len(v) > 1 else None) for k, v in modes.items()}
-    except Exception:  # not implemented yet, or a different API: use ours
-        pass
-    return SABER_MODES
+        return {str(k).lower(): (v, None) for k, v in saber_mode_prompts().items()}
+    except Exception:  # the SABER module is missing or has another API: the same table, kept here
+        return SABER_MODES
 
 
 @dataclass(frozen=True)

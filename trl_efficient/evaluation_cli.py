@@ -32,11 +32,7 @@ __all__ = ["build_parser", "main", "markdown_tables", "resolve_model", "run_eval
 def resolve_model(name: str) -> str:
     """Local directory or Hub id of a model name: `testbed:<size>` is trained/cached by the testbed,
     `tiny:<arch>[-<hidden>]` is built offline, anything else passes through."""
-    if name.startswith("testbed:"):
-        from .testbed.base import resolve_base_model
-
-        return resolve_base_model(name)
-    from .tiny import resolve_model_name
+    from .testbed import resolve_model_name
 
     return resolve_model_name(name)
 

@@ -75,8 +75,14 @@ def test_build_prompt_text_per_mode(tiny_tokenizer):
     l1 = build_prompt_text(prompt, parse_mode("l1:300")[0], tiny_tokenizer)
     assert "What is 2 + 3? Think for 300 tokens.<|im_end|>" in l1
     saber = build_prompt_text(prompt, parse_mode("saber:nothink")[0], tiny_tokenizer)
-    assert saber.startswith("<|im_start|>system\nAnswer directly without reasoning.<|im_end|>")
-    assert saber.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert saber == "<|im_start|>system\nAnswer directly without reasoning.<|im_end|>\n" + plain
+
+
+def test_saber_modes_match_the_saber_module():
+    from trl_efficient.evaluation import SABER_MODES
+    from trl_efficient.methods.saber import saber_mode_prompts
+
+    assert {k.lower(): v for k, v in saber_mode_prompts().items()} == {k: v[0] for k, v in SABER_MODES.items()}
 
 
 class ScriptedBackend:
@@ -121,10 +127,11 @@ def test_evaluate_model_with_scripted_backend(tiny_tokenizer):
     assert [r["correct"] for r in records] == [True, False, True, True]
 
 
-def test_prefilled_nothink_counts_no_thinking(tiny_tokenizer):
+def test_prefilled_empty_think_block_counts_no_thinking(tiny_tokenizer):
     ds = Dataset.from_dict({"prompt": [[{"role": "user", "content": "2 + 3?"}]], "solution": ["5"]})
     backend = ScriptedBackend(tiny_tokenizer, ["\\boxed{5}"], finished=False)
-    result = evaluate_model(None, tiny_tokenizer, ds, backend=backend, mode=parse_mode("saber:nothink")[0])
+    mode = EvalMode("nothink-prefill", prefill="<think>\n\n</think>\n\n")
+    result = evaluate_model(None, tiny_tokenizer, ds, backend=backend, mode=mode)
     assert result.accuracy == 1.0 and result.mean_thinking_tokens == 0.0 and result.truncated_fraction == 1.0
     assert backend.calls[0][0][0].endswith("<think>\n\n</think>\n\n")
 

@@ -49,6 +49,20 @@ def test_precedence_recipe_config_environment(monkeypatch):
     assert (reward.lambda_c, reward.lambda_wn, reward.lambda_we, reward.threshold) == (3.0, 1.5, 4.0, 0.4)
 
 
+def test_recipe_kwargs_are_checked_and_handed_to_the_builder(monkeypatch):
+    from trl_efficient.recipes.bingo import prepare_bingo
+
+    for var in ("TRL_EFFICIENT_BINGO_SCORER", "TRL_EFFICIENT_BINGO_REFERENCE", "TRL_EFFICIENT_BINGO_KWARGS"):
+        monkeypatch.delenv(var, raising=False)
+    args = _args()
+    dataset = object()
+    assert prepare_bingo(dataset, args, None, reference="group", schedule_start=7) is dataset
+    reward = build_bingo_length_reward(args, SimpleNamespace(name_or_path="x"))
+    assert reward.reference == "group" and reward.schedule.start_step == 7
+    with pytest.raises(ValueError, match=r"recipe_kwargs \['schedule_begin'\] are not arguments"):
+        prepare_bingo(dataset, _args(), None, schedule_begin=7)
+
+
 def test_bad_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", "{lambda_c: 3}")
     with pytest.raises(ValueError, match="TRL_EFFICIENT_BINGO_KWARGS must be a JSON object"):

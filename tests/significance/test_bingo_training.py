@@ -137,11 +137,11 @@ def test_recipe_trains_two_steps_from_its_yaml(tiny_classifier_dir, tmp_path, mo
     from trl_efficient.cli import train_main
 
     monkeypatch.chdir(ROOT)
-    monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", tiny_classifier_dir)
-    monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS",
-                       json.dumps({"reference_samples": 2, "schedule_start": 1, "schedule_window": 2}))  # fmt: skip
-    summary = train_main(["--config", "configs/bingo.yaml", *tiny_cli_args(tmp_path, save_strategy="steps",
-                                                                             save_steps=2)])  # fmt: skip
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", tiny_classifier_dir)  # the environment ...
+    kwargs = json.dumps({"reference_samples": 2, "schedule_start": 1, "schedule_window": 2})  # ... and recipe_kwargs
+    argv = ["--config", "configs/bingo.yaml", *tiny_cli_args(tmp_path, save_strategy="steps", save_steps=2),
+            "--recipe_kwargs", kwargs]  # fmt: skip
+    summary = train_main(argv)
     assert summary["recipe"] == "bingo"
     with open(os.path.join(tmp_path, "checkpoint-2", "trl_efficient_state.json")) as f:
         state = json.load(f)["bingo_length_reward"]

@@ -1,5 +1,6 @@
 """Significance scorers on tiny offline models: plumbing (words, chunks, per-sample sums, cache), not semantics."""
 
+import importlib.util
 import math
 import pickle
 
@@ -167,6 +168,41 @@ class TestLLMLingua2Scorer:
         tiny_scorer.score(["the cat"])
         clone = pickle.loads(pickle.dumps(tiny_scorer))
         assert clone.score(["the cat"])[0].scores == pytest.approx(tiny_scorer.score(["the cat"])[0].scores)
+
+
+def _tiny_xlmr_classifier(path):
+    """A tiny XLM-R-format classifier: SentencePiece-style (Unigram + Metaspace) tokenizer, <s> ... </s>."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaForTokenClassification
+
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁the", "▁cat", "s", "▁sat", ".", "▁so", "▁then", "▁", "▁answer",
+              "▁is", "4", "2", "▁4", "▁数", "学", "▁café"]  # fmt: skip
+    backend = Tokenizer(models.Unigram([(p, -1.0 - i / 100) for i, p in enumerate(pieces)], unk_id=3))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.decoder = decoders.Metaspace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+                                  sep_token="</s>", pad_token="<pad>", unk_token="<unk>")  # fmt: skip
+    torch.manual_seed(0)
+    model = XLMRobertaForTokenClassification(XLMRobertaConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=514, num_labels=2, pad_token_id=1))  # fmt: skip
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_xlm_roberta_format_merges_sentencepiece_words(tmp_path):
+    path = _tiny_xlmr_classifier(str(tmp_path / "tiny-xlm-roberta-large"))
+    scorer = LLMLingua2Scorer(path, device="cpu", cache_size=0)
+    text = "the cats sat. so then the answer is 42 数学 café"
+    (sig,) = scorer.score([text])
+    assert scorer.word_merge == "sentencepiece" and scorer.window == 512
+    # pieces ▁the ▁cat s ▁sat . ▁so ▁then ▁the ▁answer ▁is ▁4 2 ▁数 学 ▁café: a ▁ piece or punctuation starts a word
+    assert list(sig.units) == ["the", "cats", "sat", ".", "so", "then", "the", "answer", "is", "42", "数学", "café"]
+    assert sig.num_tokens == 15 + 2
+    if importlib.util.find_spec("llmlingua") is not None:  # the same words and probabilities through llmlingua
+        theirs = LLMLingua2Scorer(path, device="cpu", backend="llmlingua", cache_size=0).score([text])[0]
+        assert theirs.units == sig.units and theirs.scores == pytest.approx(sig.scores, abs=1e-6)
 
 
 class TestSelfInformationScorer:

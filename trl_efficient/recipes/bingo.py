@@ -1,9 +1,9 @@
 """Bingo recipe: correctness + Bingo's significance-aware, dynamic length shaping (`methods.md` §1).
 
 Reward builder `bingo_length` -> `trl_efficient.rewards.bingo.get_bingo_length_reward`. Its values come from, in
-increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` or `args.recipe_kwargs`
-(when the config has such a field), and the environment, so a YAML can set them through TRL's `env:` block or the
-shell:
+increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` (if the config has
+that field), the recipe's `recipe_kwargs` (YAML `recipe_kwargs: {...}` or `--recipe_kwargs '{...}'`, handed over by
+`prepare_bingo`), and the environment (so a launch script can point any config at a scorer server):
 
 - `TRL_EFFICIENT_BINGO_SCORER`: the scorer spec: an LLMLingua-2 checkpoint directory or Hub name (default
   `microsoft/llmlingua-2-xlm-roberta-large-meetingbank`, in-process), `self-information:<causal LM>`, or the URL of a
@@ -86,6 +86,22 @@ def build_bingo_length_reward(args, tokenizer, **kwargs):
     return reward
 
 
+def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs):
+    """`prepare_dataset` hook of the recipe: `recipe_kwargs` (YAML or `--recipe_kwargs '{...}'`) are arguments of
+    `get_bingo_length_reward` (`scorer`, `reference`, `schedule_start`, ...). They are checked here, before any model
+    is loaded, and handed to the `bingo_length` builder as `args.recipe_kwargs`. The dataset is returned unchanged."""
+    import inspect
+
+    allowed = set(inspect.signature(get_bingo_length_reward).parameters)
+    unknown = sorted(set(recipe_kwargs) - allowed)
+    if unknown:
+        raise ValueError(
+            f"recipe_kwargs {unknown} are not arguments of get_bingo_length_reward; valid: {sorted(allowed)}."
+        )
+    args.recipe_kwargs = dict(recipe_kwargs)
+    return train_dataset
+
+
 REWARD_BUILDERS.register("bingo_length", build_bingo_length_reward)
 
 register_recipe(
@@ -100,6 +116,7 @@ register_recipe(
         # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
         rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
         papers=("2506.08125",),
+        prepare_dataset="trl_efficient.recipes.bingo:prepare_bingo",
         proposed_defaults=(
             "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",
             "reference: K=4 responses of the frozen initial policy per prompt, generated once and cached (the paper "

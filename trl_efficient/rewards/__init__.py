@@ -12,10 +12,12 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
   `get_shorter_better_reward`, plus the helpers `gather_rows` and `resolve_group_size`.
 - `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
 - `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
+- `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
 - `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`).
 """
 
 from ._verify import extract_answer_region, is_correct, parse_gold
+from .bingo import BingoSchedule, get_bingo_length_reward
 from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward
 from .gdpo import get_gdpo_length_reward
@@ -31,6 +33,8 @@ from .length import (
 
 
 __all__ = [
+    "BingoSchedule",
+    "get_bingo_length_reward",
     "LEAD_OUTCOMES",
     "get_gdpo_length_reward",
     "get_lead_reward",

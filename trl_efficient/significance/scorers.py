@@ -476,7 +476,8 @@ class _ModelScorer(BaseScorer):
     def _unit_texts(self, p: _Parsed, c: _Chunk, starts: list[int]) -> list[str]:
         bounds = [*starts, c.end - c.start]
         if p.spans is not None and p.text is not None:
-            return [p.text[p.spans[c.start + a][0] : p.spans[c.start + b - 1][1]] for a, b in zip(bounds, bounds[1:])]
+            texts = [p.text[p.spans[c.start + a][0] : p.spans[c.start + b - 1][1]] for a, b in zip(bounds, bounds[1:])]
+            return [t.strip() for t in texts] if self.unit == "word" else texts  # tokens keep their spaces
         pieces = [self._pure(x) for x in self.tokenizer.convert_ids_to_tokens(c.ids)]
         return ["".join(pieces[a:b]) for a, b in zip(bounds, bounds[1:])]
 

@@ -43,11 +43,11 @@ MARKER = "trl_efficient_testbed.json"
 class BaseModelConfig:
     """Size, data and optimisation of the base model (all seeded)."""
 
-    hidden_size: int = 128
-    num_layers: int = 3
+    hidden_size: int = 64
+    num_layers: int = 2
     num_heads: int = 4
     num_kv_heads: int = 2
-    max_steps: int = 1200
+    max_steps: int = 1500
     batch_size: int = 32
     learning_rate: float = 3e-3
     warmup_steps: int = 50

@@ -44,7 +44,7 @@ class TestbedSettings:
     per_device_train_batch_size: int = 32
     num_generations: int = 8
     max_completion_length: int = 192
-    learning_rate: float = 5e-4
+    learning_rate: float = 1e-4
     temperature: float = 1.0
     eval_temperature: float = 0.6
     eval_top_p: float = 0.95
