@@ -71,7 +71,7 @@ class TestAdvantages:
         with pytest.raises(ValueError, match="divides by max_completion_length twice"):
             tiny_config(tmp_path, advantage_estimator="canon", loss_type="dr_grpo",
                         advantage_kwargs={"normalize_by_max_length": True})
-        with pytest.raises(ValueError, match=r"advantage_kwargs\['mu'\] must be a finite number in \[0.0, 1.0\]"):
+        with pytest.raises(ValueError, match=r"advantage_kwargs\['mu'\] must be <= 1.0"):
             tiny_config(tmp_path, advantage_estimator="canon", advantage_kwargs={"mu": 2})
 
 

@@ -127,7 +127,7 @@ def test_full_base_overthinks(tmp_path):
     path = resolve_base_model("testbed:base")
     tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
     s = evaluate_testbed(model, tok, load_testbed_dataset("test", 128), num_samples=2)
-    assert s["redundant_share"] > 0.25 and s["mean_floor_tokens"] > 20 and s["accuracy"] > 0.4
+    assert s["redundant_share"] > 0.2 and s["mean_floor_tokens"] > 20 and s["accuracy"] > 0.4
 
 
 @pytest.mark.slow

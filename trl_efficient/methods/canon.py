@@ -22,7 +22,8 @@ from __future__ import annotations
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
-from .dler import _check_number, signal_free_groups
+from .._checks import check_number as _check_number
+from .dler import signal_free_groups
 
 __all__ = ["CANONAdvantage", "canon_advantages"]
 

@@ -29,6 +29,7 @@ from accelerate.utils import gather, gather_object
 
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.state import state_key
+from .._checks import check_number as _check_number
 
 logger = logging.getLogger(__name__)
 
@@ -64,16 +65,6 @@ def signal_free_groups(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
     low = torch.nan_to_num(r, nan=math.inf).amin(dim=1)
     spread = torch.where(torch.isfinite(high) & torch.isfinite(low), high - low, torch.zeros_like(high))
     return (spread <= tol) | batch.grouped(batch.truncated.bool()).all(dim=1)
-
-
-def _check_number(field: str, value, low: float | None = None, high: float | None = None, integer: bool = False):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if integer:
-        ok = ok and float(value).is_integer()
-    if not ok or (low is not None and value < low) or (high is not None and value > high):
-        bounds = f" in [{low}, {high}]" if high is not None else (f" >= {low}" if low is not None else "")
-        kind = "an integer" if integer else "a finite number"
-        raise ValueError(f"{field} must be {kind}{bounds}, got {value!r}.")
 
 
 # ------------------------------------------------------------------------------------------------------ estimator
@@ -168,7 +159,7 @@ class DADLERAdvantage(DLERAdvantage):
         super().__init__(args, **kwargs)
         _check_number("advantage_kwargs['solve_rate_threshold']", solve_rate_threshold, 0.0, 1.0)
         cap = getattr(args, "max_completion_length", None)
-        _check_number("advantage_kwargs['truncate_to']", truncate_to, 1, None, integer=True)
+        _check_number("advantage_kwargs['truncate_to']", truncate_to, 1, integer=True)
         if cap is not None and truncate_to >= cap:
             raise ValueError(
                 f"advantage_kwargs['truncate_to']={truncate_to} must be below max_completion_length={cap} (tokens), "
@@ -202,7 +193,7 @@ class DynamicSamplingFilter:
     """
 
     def __init__(self, args, max_generation_batches: int = 4, tol: float = 1e-6, on_shortfall: str = "mask"):
-        _check_number("filter_kwargs['max_generation_batches']", max_generation_batches, 1, None, integer=True)
+        _check_number("filter_kwargs['max_generation_batches']", max_generation_batches, 1, integer=True)
         _check_number("filter_kwargs['tol']", tol, 0.0)
         if on_shortfall not in ("mask", "error"):
             raise ValueError(f"filter_kwargs['on_shortfall'] must be 'mask' or 'error', got {on_shortfall!r}.")

@@ -38,7 +38,8 @@ from accelerate.utils import gather
 from trl.models.utils import disable_gradient_checkpointing
 
 from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
-from .dler import _check_number, signal_free_groups
+from .._checks import check_number as _check_number
+from .dler import signal_free_groups
 
 logger = logging.getLogger(__name__)
 

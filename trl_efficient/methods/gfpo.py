@@ -36,7 +36,8 @@ import math
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
-from .dler import _check_number, signal_free_groups
+from .._checks import check_number as _check_number
+from .dler import signal_free_groups
 
 __all__ = [
     "GFPO_METRICS",

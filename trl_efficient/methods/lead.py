@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
-from .dler import _check_number, signal_free_groups
+from .._checks import check_number as _check_number
+from .dler import signal_free_groups
 
 __all__ = ["LEADAdvantage", "lead_advantages", "logistic_weight"]
 

@@ -67,6 +67,7 @@ from typing import Any
 from ..lengths import completion_text, split_thinking
 from ._verify import is_correct
 from .group import gather_rows, resolve_group_size
+from .._checks import check_number as _check_number
 
 
 logger = logging.getLogger(__name__)
@@ -539,15 +540,6 @@ def get_bingo_length_reward(
         fallback_scorer=fallback_scorer,
         correctness_options=(answer_after_think, require_think_close),
     )
-
-
-def _check_number(name: str, value: Any, minimum: float | None = None, maximum: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}.")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value!r}.")
 
 
 def _check_scorer_spec(name: str, spec: Any) -> None:

@@ -20,6 +20,12 @@ from typing import Any
 
 from ..lengths import THINK_CLOSE, LengthMeter, completion_text
 from ._verify import extract_answer_region, has_boxed, is_correct
+from .._checks import (
+    check_number as _check_number,
+    check_positive_int as _check_positive_int,
+    column as _column,
+    ids_or_none as _ids_or_none,
+)
 
 
 __all__ = [
@@ -55,41 +61,6 @@ SABER_REWARD_PROPOSED_DEFAULTS = (
 
 
 # --------------------------------------------------------------------------------------------------- validation
-def _check_number(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-                  low_open: bool = False) -> float:  # fmt: skip
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
-    return float(value)
-
-
-def _check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-    return value
-
-
-def _column(kwargs: dict, name: str, n: int) -> list | None:
-    values = kwargs.get(name)
-    if values is None:
-        return None
-    values = list(values)
-    if len(values) != n:
-        raise ValueError(f"column {name!r} has {len(values)} rows but completions has {n}.")
-    return values
-
-
-def _ids_or_none(completion_ids: list | None, n: int) -> list:
-    if completion_ids is None:
-        return [None] * n
-    if len(completion_ids) != n:
-        raise ValueError(f"completion_ids has {len(completion_ids)} rows but completions has {n}.")
-    return completion_ids
-
-
 def _formatted(text: str) -> bool:
     """A closed thinking part followed by a `\\boxed{}` answer (HBPO's "extractable answer")."""
     return THINK_CLOSE in text and has_boxed(extract_answer_region(text))
@@ -177,8 +148,8 @@ def get_hbpo_reward(
     >>> [round(r, 4) for r in out]  # f2(512) = 4 cos(pi/16); f1 = 4 cos(pi 1000/8192) - 488/4096; wrong; format
     [3.9231, 3.5903, 0.0, -1.0]
     """
-    beta = _check_number("beta", beta, low=0.0, low_open=True)
-    alpha = _check_number("alpha", alpha, low=0.0)
+    beta = _check_number("beta", beta, 0.0, low_open=True)
+    alpha = _check_number("alpha", alpha, 0.0)
     l_max = _check_positive_int("l_max", l_max)
     if variant not in HBPO_VARIANTS:
         raise ValueError(f"variant must be one of {HBPO_VARIANTS}, got {variant!r}.")
@@ -317,11 +288,11 @@ def get_saber_reward(
     ...        saber_penalize=[True] * 6)
     [1.0, 0.75, 0.5, 0.5, 0.5, 0.0]
     """
-    penalty = _check_number("penalty", penalty, low=0.0, high=1.0)
-    guard_ratio = _check_number("guard_ratio", guard_ratio, low=0.0, high=1.0)
+    penalty = _check_number("penalty", penalty, 0.0, 1.0)
+    guard_ratio = _check_number("guard_ratio", guard_ratio, 0.0, 1.0)
     guard_cap = _check_number("guard_cap", guard_cap)
     no_think_max_tokens = _check_positive_int("no_think_max_tokens", no_think_max_tokens)
-    no_think_factor = _check_number("no_think_factor", no_think_factor, low=0.0, high=1.0)
+    no_think_factor = _check_number("no_think_factor", no_think_factor, 0.0, 1.0)
     meter = LengthMeter(length_unit, "thinking", tokenizer)
     return _SaberReward(penalty, guard_ratio, guard_cap, no_think_max_tokens, no_think_factor, meter)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..lengths import LengthMeter, completion_text
 from ._verify import is_correct
+from .._checks import check_number as _check_number
 
 
 __all__ = ["gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
@@ -105,15 +106,6 @@ def _check_num_generations(num_generations: Any) -> None:
         isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1
     ):
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
-
-
-def _check_number(name: str, value: Any, minimum: float | None = None, maximum: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    if maximum is not None and (value < minimum or value > maximum):
-        raise ValueError(f"{name} must be in [{minimum}, {maximum}], got {value!r}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}.")
 
 
 class _GroupLengthReward:

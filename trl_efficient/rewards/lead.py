@@ -26,6 +26,7 @@ from typing import Any
 from ..lengths import THINK_CLOSE, LengthMeter, completion_text
 from ._verify import extract_answer_region, has_boxed, is_correct, parse_gold
 from .group import gather_rows, resolve_group_size
+from .._checks import check_number as _check_number
 
 __all__ = ["LEAD_OUTCOMES", "get_lead_reward", "is_degenerate", "lead_outcome"]
 
@@ -69,13 +70,6 @@ def lead_outcome(completion: Any, gold: Any) -> str | None:
     if THINK_CLOSE not in text or not has_boxed(extract_answer_region(text)):
         return "degenerate" if is_degenerate(text) else "format"
     return "correct" if is_correct(text, gold, answer_after_think=True, require_think_close=True) else "wrong"
-
-
-def _check_number(name: str, value: Any, minimum: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}.")
 
 
 def get_lead_reward(

@@ -16,6 +16,13 @@ from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
 
 from ..lengths import THINK_CLOSE, LengthMeter, completion_text
 from ._verify import extract_answer_region, has_boxed, is_correct
+from .._checks import (
+    check_number as _check_number,
+    check_positive_int as _check_positive_int,
+    check_bool as _check_bool,
+    ids_or_none as _ids_or_none,
+    column as _column,
+)
 
 
 __all__ = [
@@ -36,41 +43,6 @@ _CANONICAL = {True: r"\boxed{1}", False: r"\boxed{0}"}
 
 
 # --------------------------------------------------------------------------------------------------- validation
-def _check_number(name: str, value: Any, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}.")
-
-
-def _check_positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}.")
-
-
-def _ids_or_none(completion_ids: list | None, n: int) -> list:
-    if completion_ids is None:
-        return [None] * n
-    if len(completion_ids) != n:
-        raise ValueError(f"completion_ids has {len(completion_ids)} rows but completions has {n}.")
-    return completion_ids
-
-
-def _column(kwargs: dict, name: str, n: int) -> list | None:
-    values = kwargs.get(name)
-    if values is None:
-        return None
-    values = list(values)
-    if len(values) != n:
-        raise ValueError(f"column {name!r} has {len(values)} rows but completions has {n}.")
-    return values
-
-
 # ------------------------------------------------------------------------------------------------------- cosine
 def get_cosine_length_reward(
     max_len: int,

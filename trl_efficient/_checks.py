@@ -1,0 +1,70 @@
+"""Argument checks shared by reward factories, estimators and filters: one wording for every config-time error."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def check_number(
+    name: str,
+    value: Any,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    low_open: bool = False,
+    integer: bool = False,
+    allow_none: bool = False,
+) -> float | int | None:
+    """Validate a finite number in `[minimum, maximum]` (`(minimum, maximum]` with `low_open`); return it.
+
+    >>> check_number("alpha", 0.5, 0.0, 1.0)
+    0.5
+    >>> check_number("beta", 0.0, 0.0, low_open=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: beta must be > 0.0, got 0.0.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}.")
+    if integer and not float(value).is_integer():
+        raise ValueError(f"{name} must be an integer, got {value!r}.")
+    if minimum is not None and (value <= minimum if low_open else value < minimum):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {minimum}, got {value!r}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value!r}.")
+    return int(value) if integer else value
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}.")
+    return value
+
+
+def ids_or_none(completion_ids: list | None, n: int) -> list:
+    """`completion_ids`, checked to have `n` rows, or `n` Nones when absent (called outside a trainer)."""
+    if completion_ids is None:
+        return [None] * n
+    if len(completion_ids) != n:
+        raise ValueError(f"completion_ids has {len(completion_ids)} rows but completions has {n}.")
+    return completion_ids
+
+
+def column(kwargs: dict, name: str, n: int) -> list | None:
+    """The per-row column `name` from reward kwargs as a list of `n` values, or None when absent."""
+    values = kwargs.get(name)
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"column {name!r} has {len(values)} rows but completions has {n}.")
+    return values
