@@ -7,8 +7,8 @@ Builds a batch of `--num-completions` synthetic completions for GSM8K golds from
 tokenised with the tiny offline tokenizer, and times one call of each reward on the whole batch, as TRL makes it
 (all `G` completions of each prompt in one call). Every reward registered in `trl_efficient.recipes.REWARD_BUILDERS`
 is built with its default arguments from one `EfficientGRPOConfig`; rewards that need extra dataset columns get
-them (`target_length`/`length_mode` for L1, `budget` for budget rewards) when the column names are known, and are
-otherwise reported as skipped with the reason. Reports the best of `--repeats` runs (after one warm-up run, so the
+them (`target_length`/`length_mode` for L1, `budget` for budget rewards, SABER's `saber_*` columns) when the
+column names are known, and are otherwise reported as skipped with the reason. Reports the best of `--repeats` runs (after one warm-up run, so the
 gold-parse cache is warm, as it is from the second training step on).
 
 Not a test: numbers depend on the machine. Run it on an idle machine.
@@ -84,6 +84,11 @@ def main(argv=None) -> int:
         "length_mode": [rng.choice(["exact", "max"]) for _ in range(n)],
         "budget": [[128, 256, 512, 1024][(i % args.group_size) * 4 // args.group_size] for i in range(n)],
         "trainer_state": None,
+        # SABER's per-row columns (trl_efficient.methods.saber.prepare_dataset): budgeted rows, base length known
+        "saber_mode": ["budget"] * n,
+        "saber_budget": [256] * n,
+        "saber_base_tokens": [300] * n,
+        "saber_penalize": [True] * n,
     }
     prompts = [[{"role": "user", "content": "q"}] for _ in range(n)]
     rows = []

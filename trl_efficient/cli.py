@@ -4,12 +4,13 @@
 `TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below), `DataArguments` and
 `EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then the command line.
 With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline smoke run of the whole
-pipeline on CPU. The same entry point runs under `accelerate launch -m trl_efficient.cli train ...`.
+pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under `accelerate launch -m trl_efficient.cli train ...`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -21,8 +22,10 @@ logger = logging.getLogger("trl_efficient")
 
 QUICKSTART_NOTE = (
     "This is a SMOKE RUN of the whole pipeline (data -> rollouts -> length-aware rewards -> GRPO updates -> "
-    "checkpoint -> model card -> evaluation) on a tiny random model built offline. Its accuracy is not meaningful; "
-    "watch the mean tokens move. Real runs: pass --model_name_or_path <hub id> and a recipe config."
+    "checkpoint -> model card -> evaluation) on a tiny model built offline, on CPU. With the default quickstart the "
+    "model is the testbed's over-thinking base (trained from scratch on synthetic arithmetic traces): the numbers "
+    "show a method's effect in that small world, not on real benchmarks. Real runs: a recipe config from configs/ "
+    "with --model_name_or_path <hub id>."
 )
 
 
@@ -51,7 +54,7 @@ class TrainArguments:
     eval_max_new_tokens: int | None = field(
         default=None, metadata={"help": "Max new tokens at evaluation (default: max_completion_length)."}
     )
-    smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (set by quickstart.yaml)."})
+    smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (quickstart and smoke configs)."})
 
     def __post_init__(self):
         if isinstance(self.recipe_kwargs, str):
@@ -103,10 +106,10 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     """Build everything from parsed arguments, train, save, evaluate, and return the summary dict."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .data import load_datasets
     from .evaluation import evaluate_model
     from .recipes import get_recipe
-    from .tiny import resolve_model_name
+    from .testbed import is_testbed_model, load_datasets, resolve_model_name  # defer to data/tiny for other names
+    from .testbed.runner import torch_threads
 
     recipe = get_recipe(script_args.recipe)
     model_path = resolve_model_name(script_args.model_name_or_path)
@@ -132,7 +135,9 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     )
     trainer.recipe = recipe
     trainer.card_datasets = [data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else [])
-    if not os.path.isdir(script_args.model_name_or_path) and not script_args.model_name_or_path.startswith("tiny:"):
+    if not os.path.isdir(script_args.model_name_or_path) and not script_args.model_name_or_path.startswith(
+        ("tiny:", "testbed:")
+    ):
         trainer.base_model_id = script_args.model_name_or_path
 
     def _evaluate(tag):
@@ -155,9 +160,12 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         trainer.accelerator.wait_for_everyone()
         return result
 
-    before = _evaluate("before training")
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    after = _evaluate("after training")
+    # Tiny testbed matrices: one torch thread is faster than two threads waiting on each other (testbed/runner.py).
+    threads = torch_threads() if is_testbed_model(script_args.model_name_or_path) else contextlib.nullcontext()
+    with threads:
+        before = _evaluate("before training")
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        after = _evaluate("after training")
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
     if before and after:
         trainer.card_summary = _summary_markdown(summary)
@@ -191,6 +199,11 @@ def _print_summary(summary: dict, output_dir: str, smoke_run: bool) -> None:
             f"  mean tokens  : {b['mean_tokens']:.1f} -> {a['mean_tokens']:.1f}",
             f"  truncated    : {b['truncated_fraction']:.2f} -> {a['truncated_fraction']:.2f}",
         ]
+        if "redundant_share" in (a.get("extra") or {}):
+            lines.append(
+                f"  redundant    : {b['extra']['redundant_share']:.3f} -> {a['extra']['redundant_share']:.3f}"
+                f"   (share of filler tokens; floor = {a['extra'].get('floor_tokens', float('nan')):.1f} tokens)"
+            )
     lines += [f"  checkpoint, model card (README.md) and summary saved to {output_dir}"]
     if smoke_run:
         lines += ["", QUICKSTART_NOTE]

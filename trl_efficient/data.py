@@ -216,6 +216,10 @@ DATASET_NAMES: tuple[str, ...] = tuple(sorted(_SPECS))
 _ALIASES = {"math-500": "math500", "math_500": "math500", "openai/gsm8k": "gsm8k"}
 
 
+def _resolve_name_or_testbed(name: str) -> str:
+    return "testbed" if str(name).strip().lower() == "testbed" else _resolve_name(name)
+
+
 def _resolve_name(name: str) -> str:
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
@@ -461,7 +465,8 @@ class DataArguments:
 
     dataset_name: str = field(
         default="gsm8k",
-        metadata={"help": "Training dataset: gsm8k, math or math500.", "choices": list(DATASET_NAMES)},
+        metadata={"help": "Training dataset: gsm8k, math, math500, or testbed (the synthetic CPU world).",
+                  "choices": [*DATASET_NAMES, "testbed"]},
     )
     dataset_split: str = field(default="train", metadata={"help": "Training split (MATH-500 only has 'test')."})
     dataset_source: str | None = field(
@@ -505,9 +510,10 @@ class DataArguments:
     )
 
     def __post_init__(self):
-        self.dataset_name = _resolve_name(self.dataset_name)
+        # "testbed" is the synthetic CPU world of trl_efficient.testbed (loaded by its own `load_datasets`).
+        self.dataset_name = _resolve_name_or_testbed(self.dataset_name)
         if self.eval_dataset_name is not None:
-            self.eval_dataset_name = _resolve_name(self.eval_dataset_name)
+            self.eval_dataset_name = _resolve_name_or_testbed(self.eval_dataset_name)
         for field_name in ("dataset_limit", "eval_limit"):
             value = getattr(self, field_name)
             if value is not None and value <= 0:

@@ -76,7 +76,10 @@ L1_TARGETS = (512, 1024, 2048, 3600)  # L1's evaluation targets, methods.md §6
 # `trl_efficient.methods.saber.saber_mode_prompts()` (the prompts SABER trains with: NoThink, FastThink 128,
 # CoreThink 4096, DeepThink 16384; methods.md §3 proposed defaults); `SABER_MODES` is the same table, used when
 # that module is not importable. Values are (system prompt, assistant prefill).
-_SABER_BUDGETED = "Think step by step, keeping your reasoning strictly under {budget} tokens, then give the final answer in \\boxed{{}}."
+_SABER_BUDGETED = (
+    "Think step by step, keeping your reasoning strictly under {budget} tokens, "
+    "then give the final answer in \\boxed{{}}."
+)
 SABER_MODES: dict[str, tuple[str, str | None]] = {
     "nothink": ("Answer directly without reasoning.", None),
     "fastthink": (_SABER_BUDGETED.format(budget=128), None),
@@ -404,7 +407,8 @@ def evaluate_samples(samples: list[ScoredSample], ks: Sequence[int] = (1,)) -> E
     pass_k = {}
     for k in sorted(set(int(k) for k in ks)):
         if 0 < k <= n_per and scorable:
-            pass_k[f"pass@{k}"] = _mean(pass_at_k(len(v), sum(bool(s.correct) for s in v), k) for v in scorable.values())
+            values = [pass_at_k(len(v), sum(bool(s.correct) for s in v), k) for v in scorable.values()]
+            pass_k[f"pass@{k}"] = _mean(values)
     lengths = [s.tokens for s in samples]
     correct_flags = [s.correct for s in samples]
     by_level = {}
@@ -429,8 +433,8 @@ def evaluate_samples(samples: list[ScoredSample], ks: Sequence[int] = (1,)) -> E
         mean_tokens=_mean(lengths) or 0.0,
         median_tokens=float(statistics.median(lengths)) if lengths else 0.0,
         truncated_fraction=_mean(float(s.truncated) for s in samples) or 0.0,
-        mean_tokens_correct=_mean(s.tokens for s, c in zip(samples, correct_flags) if c),
-        mean_tokens_incorrect=_mean(s.tokens for s, c in zip(samples, correct_flags) if c is False),
+        mean_tokens_correct=_mean(s.tokens for s, c in zip(samples, correct_flags, strict=True) if c),
+        mean_tokens_incorrect=_mean(s.tokens for s, c in zip(samples, correct_flags, strict=True) if c is False),
         num_problems=len(by_problem),
         samples_per_problem=n_per,
         p90_tokens=percentile(lengths, 90) if lengths else 0.0,

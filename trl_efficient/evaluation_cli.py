@@ -108,7 +108,8 @@ class _ModelHandle:
         device = args.device
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
+        dtypes = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+        dtype = dtypes[args.dtype]
         model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(device)
         gen_kwargs = {}
         if args.eos_logit_bias:
@@ -156,7 +157,7 @@ def run_eval(args) -> dict:
     os.makedirs(args.output_dir, exist_ok=True)
 
     datasets_cache, failed, results = {}, {}, []
-    jobs = [(m, lbl, mode, b) for m, lbl in zip(args.model, labels) for mode in modes for b in benches]
+    jobs = [(m, lbl, mode, b) for m, lbl in zip(args.model, labels, strict=True) for mode in modes for b in benches]
     handles = {m: _ModelHandle(m, args) for m in args.model}
     bar = tqdm(jobs, desc="eval", disable=args.quiet or len(jobs) < 2)
     for model_name, label, mode, bench in bar:
@@ -223,7 +224,8 @@ def aggregate_points(results: list[dict]) -> list[dict]:
         accs = [e["result"]["accuracy"] for e in entries]
         toks = [e["result"]["mean_tokens"] for e in entries]
         points.append({"model": model, "mode": mode, "accuracy": sum(accs) / len(accs),
-                       "mean_tokens": sum(toks) / len(toks), "benchmarks": [e["benchmark"] for e in entries]})  # fmt: skip
+                       "mean_tokens": sum(toks) / len(toks),
+                       "benchmarks": [e["benchmark"] for e in entries]})  # fmt: skip
     return points
 
 

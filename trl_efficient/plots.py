@@ -51,11 +51,13 @@ def pareto_plot(
     y: str = "accuracy",
     xlabel: str = "mean completion tokens",
     ylabel: str = "accuracy (pass@1)",
+    reference_x: dict[str, float] | None = None,
 ) -> str | None:
     """Write a PNG of `points` (dicts with `x`, `y`, `group_key` and optionally `label_key`) to `path`.
 
     Each group is a line through its points sorted by `x`; each point is annotated with its label when the
-    group has more than one point. Returns `path`, or `None` (with a logged message) without matplotlib or points.
+    group has more than one point. `reference_x` draws labelled vertical lines (e.g. `{"floor": 63.6}`). Returns
+    `path`, or `None` (with a logged message) without matplotlib or points.
     """
     try:
         import matplotlib
@@ -85,6 +87,9 @@ def pareto_plot(
     if len(front) > 1:
         ax.plot([p[x] for p in front], [p[y] for p in front], linestyle="--", color="gray", linewidth=1,
                 label="Pareto front")  # fmt: skip
+    for label, value in (reference_x or {}).items():
+        ax.axvline(value, color="black", linestyle=":", linewidth=1)
+        ax.annotate(label, (value, ax.get_ylim()[0]), textcoords="offset points", xytext=(3, 3), fontsize=8)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)

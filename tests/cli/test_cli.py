@@ -25,10 +25,19 @@ def test_recipe_trains_from_its_yaml(recipe, tmp_path, monkeypatch):
     assert f"`{recipe}`" in card.text
 
 
-def test_quickstart_smoke_run(tmp_path, monkeypatch, capsys):
+def test_no_arguments_runs_the_quickstart_config(monkeypatch):
+    import trl_efficient.cli as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "run_training", lambda s, d, t: seen.update(model=s.model_name_or_path, data=d.dataset_name))
+    cli.train_main([])
+    assert seen == {"model": "testbed:base", "data": "testbed"}
+
+
+def test_smoke_config_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     summary = train_main(
-        ["--config", "configs/quickstart.yaml", "--output_dir", str(tmp_path), "--max_steps", "3", "--save_steps", "3",
+        ["--config", "configs/smoke.yaml", "--output_dir", str(tmp_path), "--max_steps", "3", "--save_steps", "3",
          "--eval_limit", "4", "--dataset_limit", "32", "--model_name_or_path", "tiny:qwen2-16"]
     )
     out = capsys.readouterr().out

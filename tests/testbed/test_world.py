@@ -30,7 +30,7 @@ def test_arithmetic_and_task():
     assert TASK.values == [1, 8, 5] and TASK.answer == 5 and TASK.difficulty == 3
     assert TASK.question == "Start at 4. Apply + 7 to it 3 times, keeping the last digit."
     with pytest.raises(ValueError, match="one operation"):
-        Task(1, (("+", 1), ("*", 2))).question
+        _ = Task(1, (("+", 1), ("*", 2))).question
     assert apply_op(0, "-", 1) == 9  # mod 10
     assert parse_expression(TASK.expression) == TASK
     with pytest.raises(ValueError):
@@ -89,7 +89,7 @@ def test_classify_repeats_and_wrong_operations_are_redundant():
 def test_token_spans_cover_text(tok):
     ids = tok("<think> a: 1 + 2 = 3. </think> \\boxed{3}", add_special_tokens=False)["input_ids"]
     text, spans = token_char_spans(tok, ids)
-    assert spans[0][0] == 0 and spans[-1][1] == len(text) and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert spans[0][0] == 0 and spans[-1][1] == len(text) and all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
 def test_teacher_data_overthinks(tok):

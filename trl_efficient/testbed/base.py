@@ -148,8 +148,8 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     The model is saved atomically (temporary sibling directory renamed into place). `num_threads` sets torch's
     intra-op threads for the duration (default: `$TRL_EFFICIENT_TESTBED_THREADS`, else 1: the matrices are so small
     that a second thread barely helps on an idle machine, and on a busy one it makes steps several times slower).
-    The global RNG and the thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs every `log_every`
-    steps (e.g. a quick accuracy probe while tuning).
+    The global RNG and the thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs
+    every `log_every` steps (e.g. a quick accuracy probe while tuning).
     """
     from ..tiny import build_tiny_model
 

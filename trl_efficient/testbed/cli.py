@@ -4,8 +4,8 @@
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
     trl-efficient testbed compare --recipes grpo kimi shorter-better [--max-steps 40] [--output-dir DIR]
                                   [--set key=value ...] [--overwrite]
-    trl-efficient testbed quickstart [--key value ...]              configs/quickstart_testbed.yaml through
-                                                                   `trl-efficient train`'s own code path
+
+The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
 `compare` trains every recipe from the same base model with the same data, seed and number of GRPO steps, then
 writes `compare.json`, `compare.md` (accuracy, mean tokens, floor, excess over floor, redundant share, tokens by
@@ -20,43 +20,9 @@ import json
 import logging
 import sys
 
-__all__ = ["main", "testbed_train_hooks"]
+__all__ = ["main"]
 
 logger = logging.getLogger("trl_efficient.testbed")
-
-
-@contextlib.contextmanager
-def testbed_train_hooks():
-    """Make `trl_efficient.cli.run_training` accept `model_name_or_path: testbed:<size>` and
-    `dataset_name: testbed` (what the lead's cli.py integration does permanently)."""
-    from .. import data as data_mod
-    from .. import tiny as tiny_mod
-    from . import TESTBED_DATASET_NAME, is_testbed_model
-    from .base import resolve_base_model
-    from .data import load_testbed_dataset
-
-    orig_resolve_name, orig_load, orig_model = data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name
-
-    def resolve_name(name):
-        return TESTBED_DATASET_NAME if str(name).strip().lower() == TESTBED_DATASET_NAME else orig_resolve_name(name)
-
-    def load_datasets(data_args, seed=0):
-        if data_args.dataset_name != TESTBED_DATASET_NAME:
-            return orig_load(data_args, seed=seed)
-        train = load_testbed_dataset("train", data_args.dataset_limit or 1024, seed)
-        if data_args.eval_dataset_name is None:
-            return train, None
-        return train, load_testbed_dataset("test", data_args.eval_limit or 128, seed)
-
-    def resolve_model(name, cache_dir=None):
-        return resolve_base_model(name, cache_dir) if is_testbed_model(name) else orig_model(name, cache_dir)
-
-    data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name = resolve_name, load_datasets, resolve_model
-    try:
-        yield
-    finally:
-        data_mod._resolve_name, data_mod.load_datasets, tiny_mod.resolve_model_name = (
-            orig_resolve_name, orig_load, orig_model)  # fmt: skip
 
 
 def _parse_sets(items: list[str]) -> dict:
@@ -77,8 +43,8 @@ def _print_summary(name: str, s: dict) -> None:
           f"{s['mean_floor_tokens']:.1f} | redundant share {s['redundant_share']:.3f} | skips/completion "
           f"{s['skips_per_completion']:.2f} | truncated {s['truncated_fraction']:.3f}")  # fmt: skip
     for d, v in s["by_difficulty"].items():
-        print(f"  {d} ops: accuracy {v['accuracy']:.2f}  tokens {v['mean_tokens']:.1f}  floor {v['mean_floor_tokens']:.1f}"
-              f"  redundant share {v['redundant_share']:.2f}")  # fmt: skip
+        print(f"  {d} ops: accuracy {v['accuracy']:.2f}  tokens {v['mean_tokens']:.1f}  "
+              f"floor {v['mean_floor_tokens']:.1f}  redundant share {v['redundant_share']:.2f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument("--output-dir", default="outputs/testbed")
     p_cmp.add_argument("--overwrite", action="store_true")
     p_cmp.add_argument("--keep-models", action="store_true", help="keep the trained weights")
-    sub.add_parser("quickstart", help="run configs/quickstart_testbed.yaml with trl-efficient train's code path")
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "base":
@@ -123,20 +88,21 @@ def main(argv: list[str] | None = None) -> int:
             path = resolve_base_model(name)
         print(path)
         return 0
-    if rest and args.command != "quickstart":
+    if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "eval":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from . import resolve_model_name
         from .data import load_testbed_dataset
-        from .runner import evaluate_testbed
+        from .runner import evaluate_testbed, torch_threads
 
         path = resolve_model_name(args.model)
         tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
-        summary = evaluate_testbed(model, tokenizer, load_testbed_dataset("test", args.num_eval, args.seed),
-                                   num_samples=args.samples, max_new_tokens=args.max_new_tokens,
-                                   temperature=args.temperature, seed=args.seed, show_progress=True)  # fmt: skip
+        with torch_threads():
+            summary = evaluate_testbed(model, tokenizer, load_testbed_dataset("test", args.num_eval, args.seed),
+                                       num_samples=args.samples, max_new_tokens=args.max_new_tokens,
+                                       temperature=args.temperature, seed=args.seed, show_progress=True)  # fmt: skip
         _print_summary(args.model, summary)
         return 0
     if args.command == "compare":
@@ -159,15 +125,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f.read())
         for name, path in out["files"].items():
             print(f"{name:9s}: {path}")
-        return 0
-    if args.command == "quickstart":
-        from ..cli import packaged_config, parse_train_args, run_training
-
-        with testbed_train_hooks():
-            script_args, data_args, training_args = parse_train_args(
-                ["--config", packaged_config("quickstart_testbed"), *rest]
-            )
-            run_training(script_args, data_args, training_args)
         return 0
     return 2
 

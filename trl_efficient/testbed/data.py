@@ -21,8 +21,8 @@ _SPLIT_SEEDS = {"train": 1000, "test": 2000}
 def task_prompt(task: Task) -> list[dict]:
     """The chat prompt of a task.
 
-    >>> task_prompt(Task(1, (("+", 2),)))
-    [{'role': 'user', 'content': 'Start at 1. Apply + 2 to it 1 time, keeping the last digit. Put the final answer in \\\\boxed{}.'}]
+    >>> task_prompt(Task(1, (("+", 2),)))[0]["content"]
+    'Start at 1. Apply + 2 to it 1 time, keeping the last digit. Put the final answer in \\\\boxed{}.'
     """
     return [{"role": "user", "content": f"{task.question} {TESTBED_INSTRUCTION}"}]
 

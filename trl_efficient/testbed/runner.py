@@ -13,6 +13,7 @@ testbed-scale overrides of `TESTBED_RECIPE_OVERRIDES` (reported in the output); 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -56,6 +57,23 @@ class TestbedSettings:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None = None):
+    """Run with `num_threads` torch intra-op threads (default `$TRL_EFFICIENT_TESTBED_THREADS`, else 1), then restore.
+
+    The testbed's matrices are tiny: a second thread barely helps on an idle machine, and on a busy one OpenMP
+    threads waiting for each other make a GRPO step several times slower (measured: 7 s vs 0.5 s per step).
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads or int(os.environ.get("TRL_EFFICIENT_TESTBED_THREADS", "0") or 0) or 1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,7 +157,9 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     tokenizer = AutoTokenizer.from_pretrained(base)
     args = build_config(recipe, settings, output_dir, overrides)
     if train_dataset is None:
-        train_dataset = load_testbed_dataset("train", settings.num_train, settings.seed, settings.min_ops, settings.max_ops)
+        train_dataset = load_testbed_dataset(
+            "train", settings.num_train, settings.seed, settings.min_ops, settings.max_ops
+        )
     train_dataset = recipe.apply_prepare_dataset(train_dataset, args, tokenizer)
     reward_funcs, weights = recipe.build_reward_funcs(args, tokenizer)
     if args.reward_weights is None:
@@ -218,24 +238,31 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
             overwrite: bool = False, keep_models: bool = False, include_base: bool = True) -> dict:  # fmt: skip
     """Train each recipe from the same base with the same budget of steps, evaluate all on the same held-out
     tasks, and write `compare.json`, `compare.md` and `pareto.png` under `output_dir`. Per-recipe results are
-    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from ..plots import pareto_plot
+    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`). Runs with `torch_threads()`."""
     from ..recipes import get_recipe
-    from .base import resolve_base_model
-    from .data import load_testbed_dataset
 
     settings = settings or TestbedSettings()
     for name in recipes:
         get_recipe(name)  # fail fast on a typo, before any training
+    with torch_threads():
+        return _compare(recipes, settings, output_dir, overwrite, keep_models, include_base)
+
+
+def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..plots import pareto_plot
+    from .base import resolve_base_model
+    from .data import load_testbed_dataset
+
     os.makedirs(output_dir, exist_ok=True)
     base_path = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     eval_ds = load_testbed_dataset("test", settings.num_eval, settings.seed, settings.min_ops, settings.max_ops)
     eval_kwargs = dict(num_samples=settings.eval_samples, max_new_tokens=settings.max_completion_length,
-                       temperature=settings.eval_temperature, top_p=settings.eval_top_p, seed=settings.seed)  # fmt: skip
+                       temperature=settings.eval_temperature, top_p=settings.eval_top_p,
+                       seed=settings.seed)  # fmt: skip
     rows = []
     names = (["base"] if include_base else []) + list(recipes)
     for name in names:
@@ -276,8 +303,10 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
         json.dump({"settings": settings.to_dict(), "rows": rows}, f, indent=1)
     with open(files["markdown"], "w") as f:
         f.write(compare_markdown(rows, settings.to_dict()))
+    floor = rows[0]["mean_floor_tokens"] if rows else None
     plot = pareto_plot(rows, os.path.join(output_dir, "pareto.png"), group_key="recipe", label_key=None,
-                       title=f"Testbed: accuracy vs tokens after {settings.max_steps} GRPO steps")  # fmt: skip
+                       title=f"Testbed: accuracy vs tokens after {settings.max_steps} GRPO steps",
+                       reference_x={"floor (shortest correct traces)": floor} if floor else None)  # fmt: skip
     if plot:
         files["plot"] = plot
     return {"rows": rows, "files": files}

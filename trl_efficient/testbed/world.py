@@ -109,7 +109,8 @@ class Task:
         (op, b), k = self.ops[0], self.difficulty
         if any(o != self.ops[0] for o in self.ops):
             raise ValueError("testbed tasks apply one operation repeatedly; got different operations.")
-        return f"Start at {self.start}. Apply {op} {b} to it {k} {'time' if k == 1 else 'times'}, keeping the last digit."
+        times = "time" if k == 1 else "times"
+        return f"Start at {self.start}. Apply {op} {b} to it {k} {times}, keeping the last digit."
 
 
 def make_task(rng: random.Random, num_ops: int) -> Task:
@@ -141,7 +142,7 @@ def _step(i, a, op, b, c) -> str:
 def minimal_trace(task: Task) -> str:
     """The shortest correct trace: every necessary step, nothing else."""
     steps, a = [], task.start
-    for i, ((op, b), c) in enumerate(zip(task.ops, task.values)):
+    for i, ((op, b), c) in enumerate(zip(task.ops, task.values, strict=True)):
         steps.append(_step(i, a, op, b, c))
         a = c
     return f"{THINK_OPEN} {' '.join(steps)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
@@ -176,7 +177,7 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
     """
     levels = list(range(len(style.verbosity_weights)))
     verbosity = rng.choices(levels, weights=style.verbosity_weights)[0]
-    kinds, kind_weights = zip(*style.filler_kinds.items())
+    kinds, kind_weights = zip(*style.filler_kinds.items(), strict=True)
     sentences, a, i = [], task.start, 0
     values = task.values
     while i < len(task.ops):
@@ -241,7 +242,8 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
     Whitespace between sentences is `redundant` too (none in well-formed traces).
 
     >>> task = Task(start=4, ops=(("+", 7),) * 3)
-    >>> [s.kind for s in classify_sentences(task, " a: 4 + 7 = 1. Check: 4 + 7 = 1. a: 4 + 7 = 1. 1 + 7 + 7 = 5. Wait.")]
+    >>> text = " a: 4 + 7 = 1. Check: 4 + 7 = 1. a: 4 + 7 = 1. 1 + 7 + 7 = 5. Wait."
+    >>> [s.kind for s in classify_sentences(task, text)]
     ['step', 'redundant', 'redundant', 'skip', 'redundant']
     """
     segments, pending, last = [], 0, None
@@ -256,12 +258,11 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
         step = _STEP.match(text)
         skip = _SKIP.match(text)
         # a step continues from the previous step's result (whatever its arithmetic); a repeat does not
-        chained = lambda left: last is None or int(left) == last  # noqa: E731
         if step and pending < task.difficulty and (step.group(2), int(step.group(3))) == task.ops[pending] and (
-            chained(step.group(1))
+            last is None or int(step.group(1)) == last
         ):
             kind, pending, last = "step", pending + 1, int(step.group(4))
-        elif skip and chained(skip.group(1)):
+        elif skip and (last is None or int(skip.group(1)) == last):
             ops = tuple((o, int(b)) for o, b in re.findall(r"([+\-*]) (\d)", skip.group(2)))
             if task.ops[pending : pending + len(ops)] == ops:
                 kind, pending, last = "skip", pending + len(ops), int(skip.group(3))
