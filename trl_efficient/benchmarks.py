@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import datasets
 from datasets import Dataset
 
+from .data import _FEATURES as DATA_FEATURES
 from .data import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
 from .rewards import extract_answer_region, is_correct
 
@@ -208,16 +209,7 @@ def _raw_gold(bench: Benchmark, value) -> str:
     return gold_to_text(value)
 
 
-_FEATURES = datasets.Features(
-    {
-        "prompt": [{"role": datasets.Value("string"), "content": datasets.Value("string")}],
-        "solution": datasets.Value("string"),
-        "idx": datasets.Value("int64"),
-        "level": datasets.Value("int64"),
-        "source": datasets.Value("string"),
-        "answer_type": datasets.Value("string"),
-    }
-)
+_FEATURES = datasets.Features({**DATA_FEATURES, "answer_type": datasets.Value("string")})  # data.py's + answer type
 
 
 def normalize_rows(bench: Benchmark, raw: Dataset) -> list[dict]:

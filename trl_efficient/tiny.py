@@ -235,24 +235,45 @@ def save_tiny_model(output_dir: str, **kwargs) -> str:
     tokenizer = build_tiny_tokenizer(**tokenizer_kwargs)
     model = build_tiny_model(tokenizer, **kwargs)
 
+    save_pretrained_atomic(
+        output_dir, model, tokenizer, _MARKER_FILE, {"tokenizer": tokenizer_kwargs, "model": kwargs}, _holds_model
+    )
+    logger.info("Saved tiny model to %s", output_dir)
+    return output_dir
+
+
+def save_pretrained_atomic(
+    output_dir, model, tokenizer, marker_file: str, marker: dict, is_complete=None, replace: bool = False
+) -> str:
+    """`save_pretrained` model and tokenizer plus a JSON `marker_file` into a temporary sibling directory, then
+    rename it into place, so concurrent processes (torchrun ranks, parallel tests) never see a half-written model.
+
+    If `output_dir` already exists and is not empty: when `is_complete(output_dir)` holds, another process won the
+    race (its copy is identical) and it is kept; else with `replace=True` (a cache directory we own) it is replaced;
+    else the files are moved into it and nothing already there is deleted.
+    """
+    output_dir = os.path.abspath(os.path.expanduser(output_dir))
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
     tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.tmp-")
     try:
         model.save_pretrained(tmp_dir)
         tokenizer.save_pretrained(tmp_dir)
-        with open(os.path.join(tmp_dir, _MARKER_FILE), "w") as f:
-            json.dump({"tokenizer": tokenizer_kwargs, "model": kwargs}, f, indent=2, sort_keys=True)
+        with open(os.path.join(tmp_dir, marker_file), "w") as f:
+            json.dump(marker, f, indent=1, sort_keys=True)
         try:
             os.rename(tmp_dir, output_dir)  # atomic; replaces an empty directory
         except OSError:
-            if not _holds_model(output_dir):  # a non-empty directory without a model: write into it
+            if is_complete is not None and is_complete(output_dir):
+                pass
+            elif replace:
+                shutil.rmtree(output_dir)
+                os.rename(tmp_dir, output_dir)
+            else:
                 for name in os.listdir(tmp_dir):
                     shutil.move(os.path.join(tmp_dir, name), os.path.join(output_dir, name))
-            # else another process won the race; its copy is identical
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-    logger.info("Saved tiny model to %s", output_dir)
     return output_dir
 
 

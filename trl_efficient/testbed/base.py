@@ -22,13 +22,13 @@ import logging
 import math
 import os
 import random
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
 
 import torch
 
+from ..tiny import save_pretrained_atomic
 from .world import TraceStyle, make_tasks, make_trace, world_corpus
 
 logger = logging.getLogger(__name__)
@@ -204,22 +204,9 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
                     model.train()
     torch.set_num_threads(threads_before)
     model.eval()
-    output_dir = os.path.abspath(os.path.expanduser(output_dir))
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.tmp-")
-    try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        with open(os.path.join(tmp, MARKER), "w") as f:
-            info = {"config": config.to_dict(), "format_version": FORMAT_VERSION, "final_loss": running,
-                    "train_seconds": round(time.time() - t0, 1)}  # fmt: skip
-            json.dump(info, f, indent=1)
-        if os.path.isdir(output_dir):
-            shutil.rmtree(output_dir)
-        os.rename(tmp, output_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    info = {"config": config.to_dict(), "format_version": FORMAT_VERSION, "final_loss": running,
+            "train_seconds": round(time.time() - t0, 1)}  # fmt: skip
+    output_dir = save_pretrained_atomic(output_dir, model, tokenizer, MARKER, info, replace=True)
     logger.info("testbed base model saved to %s (loss %.4f, %.0f s)", output_dir, running, time.time() - t0)
     return output_dir
 
