@@ -418,51 +418,16 @@ def profile_dataset(
     completion when it never closes), `completion_tokens` (EOS included), `think_closed`, `truncated`, `correct`.
     `temperature=0` is greedy.
     """
-    import torch
-    from tqdm.auto import tqdm
+    from ..evaluation import TransformersBackend  # the one batched, seeded transformers generation loop
 
     meter = LengthMeter("tokens", "thinking", tokenizer)
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    pad_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    eos = model.generation_config.eos_token_id
-    eos_ids = set([eos] if isinstance(eos, int) else (eos or [tokenizer.eos_token_id]))
-    state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    records = []
-    try:
-        rows = list(dataset)
-        for start in tqdm(range(0, len(rows), batch_size), desc="profile", disable=not show_progress):
-            chunk = rows[start : start + batch_size]
-            texts = [_render(tokenizer, r["prompt"], chat_template_kwargs) for r in chunk]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-            sample = temperature > 0
-            with torch.no_grad():
-                out = model.generate(
-                    **enc,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=sample,
-                    temperature=temperature if sample else None,
-                    top_p=top_p if sample else None,
-                    pad_token_id=tokenizer.pad_token_id,
-                    **(generation_kwargs or {}),
-                )
-            for row, seq in zip(chunk, out[:, enc["input_ids"].shape[1] :].tolist(), strict=True):
-                ids = []
-                for tok in seq:
-                    if tok == tokenizer.pad_token_id and tok not in eos_ids:
-                        break
-                    ids.append(tok)
-                    if tok in eos_ids:
-                        break
-                records.append(_profile_record(row, ids, not ids or ids[-1] not in eos_ids, tokenizer, meter))
-    finally:
-        torch.random.set_rng_state(state)
-        tokenizer.padding_side = pad_side
-        model.train(was_training)
-    return records
+    rows = list(dataset)
+    backend = TransformersBackend(model, tokenizer, batch_size=batch_size, generation_kwargs=generation_kwargs,
+                                  show_progress=show_progress)  # fmt: skip
+    prompts = [_render(tokenizer, r["prompt"], chat_template_kwargs) for r in rows]
+    samples = backend.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
+                               seed=seed, description="profile")  # fmt: skip
+    return [_profile_record(row, g.ids, not g.finished, tokenizer, meter) for row, (g,) in zip(rows, samples)]
 
 
 def profile_dataset_vllm(
