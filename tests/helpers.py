@@ -150,3 +150,13 @@ def run_torchrun(script: str, nproc: int, out_dir, *args, timeout: int = 300) ->
         with open(os.path.join(out_dir, f"rank{r}.json")) as f:
             ranks.append(json.load(f))
     return ranks
+
+
+def finish_distributed() -> None:
+    """End a torchrun worker cleanly: wait for every rank, then destroy the process group (a gloo group left alive
+    at interpreter exit can abort a rank with "terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

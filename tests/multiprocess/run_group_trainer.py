@@ -66,3 +66,6 @@ def main(model_dir: str, out_dir: str, estimator: str) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], sys.argv[3])
+    from helpers import finish_distributed  # noqa: E402
+
+    finish_distributed()
