@@ -554,7 +554,7 @@ def profile_main(argv: list[str] | None = None) -> int:
         f"trl-efficient profile: {n} examples of {data_args.dataset_name} with {args.model_name_or_path} ({backend})\n"
         f"  accuracy {accuracy:.3f}, mean thinking tokens {mean_thinking:.1f}, "
         f"default tiers {counts} (None = no limit)\n"
-        f"  written to {args.output}; train with {SABER_PROFILE_ENV}={args.output} trl-efficient train "
-        "--config configs/saber.yaml"
+        f"  written to {args.output}; train with: trl-efficient train --config configs/saber.yaml "
+        f"--recipe_kwargs '{{\"profile\": \"{args.output}\"}}'"
     )
     return 0
