@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+from tqdm.auto import tqdm
 
 from ..tiny import save_pretrained_atomic
 from .world import TraceStyle, make_tasks, make_trace, world_corpus
@@ -184,7 +185,8 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         batches: list[list[int]] = []
-        for step in range(config.max_steps):
+        progress = tqdm(range(config.max_steps), desc="testbed base model (once, then cached)", leave=False)
+        for step in progress:
             if not batches:
                 batches = _length_bucketed_batches(examples, config.batch_size, order_rng)
             ids, labels, mask = _batch([examples[i] for i in batches.pop()], tokenizer.pad_token_id)
@@ -195,6 +197,7 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             running = loss.item() if running is None else 0.95 * running + 0.05 * loss.item()
+            progress.set_postfix(loss=f"{running:.3f}", refresh=False)
             if log_every and (step + 1) % log_every == 0:
                 logger.info("testbed base model: step %d/%d loss %.4f (%.0f s)", step + 1, config.max_steps, running,
                             time.time() - t0)  # fmt: skip
