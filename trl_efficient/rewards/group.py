@@ -26,6 +26,8 @@ run of `G` consecutive items is one prompt's group, and `num_generations=G`:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import math
 from typing import Any
 
@@ -108,7 +110,7 @@ def _check_num_generations(num_generations: Any) -> None:
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
 
 
-class _GroupLengthReward:
+class _GroupLengthReward(ABC):
     # A class rather than a closure so it pickles for TRL's async rollout worker. Subclasses set __name__,
     # _factory and _score_group.
     __name__ = "group_length_reward"
@@ -118,8 +120,9 @@ class _GroupLengthReward:
         self.num_generations = num_generations
         self.meter = meter
 
+    @abstractmethod
     def _score_group(self, rows: list[tuple[bool | None, int]]) -> list[float | None]:
-        raise NotImplementedError
+        """Rewards of one whole group from its `(correct, length)` rows."""
 
     def _post_process(self, rewards: list[float | None], kwargs: dict) -> list[float | None]:
         return rewards

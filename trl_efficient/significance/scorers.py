@@ -27,6 +27,8 @@ are cached by text (an LRU of `cache_size` texts), so a repeated completion or r
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import hashlib
 import logging
 import math
@@ -233,7 +235,7 @@ def _check_inputs(inputs: Sequence[Any]) -> list:
     return out
 
 
-class BaseScorer:
+class BaseScorer(ABC):
     """Shared batching front end: de-duplicates the inputs of a call, serves repeats from an LRU cache, and runs the
     rest through `_score_uncached` in one go. Thread-safe (the model runs under a lock)."""
 
@@ -297,8 +299,9 @@ class BaseScorer:
         with self._lock:
             self._cache.clear()
 
+    @abstractmethod
     def _score_uncached(self, items: list) -> list[Significance]:
-        raise NotImplementedError
+        """Score de-duplicated, uncached inputs (texts or token-id lists), one `Significance` each."""
 
     def describe(self) -> dict:
         return {"kind": type(self).__name__, "unit": self.unit, "window": self.window}
@@ -467,8 +470,9 @@ class _ModelScorer(BaseScorer):
             mask[row, : len(seq)] = 1
         return ids, mask
 
+    @abstractmethod
     def _run(self, chunks: list[_Chunk]) -> None:
-        raise NotImplementedError
+        """Forward every chunk through the model and store its per-piece values on the chunk."""
 
     def _transform(self, values):
         return values  # numpy array of per-piece values -> significance in [0, 1]

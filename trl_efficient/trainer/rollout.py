@@ -13,6 +13,8 @@ Plans are pure: they never touch the trainer, so they are tested without one.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,19 +36,20 @@ class RolloutAssignment:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-class RolloutPlan:
-    """Base class. Subclasses implement `assign` and `num_prompt_subgroups`."""
+class RolloutPlan(ABC):
+    """Abstract base: subclasses implement `assign` and `num_prompt_subgroups`."""
 
     name = "base"
     metadata_keys: tuple[str, ...] = ()
     uses_prefill = False
 
+    @abstractmethod
     def num_prompt_subgroups(self, group_size: int) -> int:
         """Number K of contiguous, equal-size runs of identical prompts inside a group of `group_size`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def assign(self, row: dict, group_pos: int, group_size: int, group_id: int, step: int) -> RolloutAssignment:
-        raise NotImplementedError
+        """What the rollout at `group_pos` of group `group_id` gets at training step `step`."""
 
     def validate(self, num_generations: int, max_completion_length: int) -> None:
         """Raise `ValueError` at config time if the plan cannot work with these settings."""
