@@ -177,15 +177,40 @@ class LengthMeter:
             return 0
         tag = self.close_tag
 
+        # The fast tokenizer's Rust backend decodes without transformers' per-element type checks (most of the
+        # cost on long completions); counting a tag is unaffected by the wrapper's whitespace clean-up.
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+
         def decode(k: int) -> str:
+            if backend is not None:
+                return backend.decode(ids[:k], skip_special_tokens=False)
             return self.tokenizer.decode(ids[:k], skip_special_tokens=False)
 
         total = decode(n).count(tag)
         if total == 0:
             return n
+        # Fast path: when the tag's own token ids occur in `ids` (e.g. a special token such as Qwen's `</think>`),
+        # the answer is the end of their last occurrence if that prefix holds every tag and one token less does not
+        # (two decodes instead of O(log n)); otherwise the binary search below decides.
+        tag_ids = self._tag_ids()
+        width = len(tag_ids)
+        for start in range(n - width, -1, -1) if width else ():
+            if ids[start : start + width] == tag_ids:
+                end = start + width
+                if decode(end).count(tag) >= total > decode(end - 1).count(tag):
+                    return end
+                break
+        return self._smallest_prefix_with(decode, tag, total, lo=1, hi=n)
+
+    def _tag_ids(self) -> list[int]:
+        if getattr(self, "_tag_ids_cache", None) is None:
+            self._tag_ids_cache = list(self.tokenizer.encode(self.close_tag, add_special_tokens=False))
+        return self._tag_ids_cache
+
+    @staticmethod
+    def _smallest_prefix_with(decode, tag: str, total: int, lo: int, hi: int) -> int:
         # Smallest k whose decoded prefix already holds every close tag of the full completion, i.e. the token
         # that completes the LAST tag. The count is monotone in k, so a binary search needs O(log n) decodes.
-        lo, hi = 1, n
         while lo < hi:
             mid = (lo + hi) // 2
             if decode(mid).count(tag) >= total:

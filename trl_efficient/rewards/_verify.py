@@ -172,8 +172,8 @@ def is_correct(
     >>> is_correct(r"\boxed{5}", "5", require_think_close=True)
     False
     """
-    gold_parsed = parse_gold(gold)
-    if gold_parsed is None:
+    gold_text = _gold_text(gold)
+    if not gold_text or _parse_gold_text(gold_text, _timeouts()[0]) is None:
         return None
     text = completion_text(completion)
     if require_think_close and THINK_CLOSE not in text:
@@ -181,7 +181,19 @@ def is_correct(
     region = extract_answer_region(text, answer_after_think)
     if not region.strip():
         return False
-    parsing_timeout, verify_timeout = _timeouts()
+    return _region_matches(region, gold_text, *_timeouts())
+
+
+def clear_answer_cache() -> None:
+    """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions)."""
+    _region_matches.cache_clear()
+
+
+# Several rewards of one recipe (correctness, Kimi, ShorterBetter, ...) check the same completions in the same step:
+# the verdict is cached per (answer region, gold), so math-verify parses each completion once.
+@lru_cache(maxsize=8192)
+def _region_matches(region: str, gold_text: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool:
+    gold_parsed = _parse_gold_text(gold_text, parsing_timeout)
     try:
         answer = parse(
             region,
@@ -191,7 +203,7 @@ def is_correct(
         )
         if not answer:
             return False
-        return bool(verify(gold_parsed, answer, timeout_seconds=verify_timeout))
+        return bool(verify(list(gold_parsed), answer, timeout_seconds=verify_timeout))
     except Exception:
         logger.debug("math-verify failed on completion region %r", region[-200:], exc_info=True)
         return False

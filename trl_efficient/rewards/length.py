@@ -136,16 +136,20 @@ class _CosineLengthReward:
             else:
                 pending.append((i, correct, length))
         if pending:
-            # Canonical conversational inputs whose correctness TRL's accuracy_reward decides the same way we did,
-            # and dummy ids whose count is our measured length.
-            canonical = [[{"role": "assistant", "content": _CANONICAL[c]}] for _, c, _ in pending]
-            values = self._cosine(
-                completions=canonical,
-                solution=["1"] * len(pending),
-                completion_ids=[[0] * length for _, _, length in pending],
-            )
-            for (i, _, _), value in zip(pending, values, strict=True):
-                rewards[i] = value
+            # TRL's formula, evaluated once per distinct (correct, length) pair and memoised (a pure function of the
+            # pair), on canonical conversational inputs whose correctness TRL's accuracy_reward decides as we did,
+            # with dummy ids of our measured length.
+            memo = self.__dict__.setdefault("_memo", {})
+            missing = sorted({(c, length) for _, c, length in pending} - memo.keys())
+            if missing:
+                values = self._cosine(
+                    completions=[[{"role": "assistant", "content": _CANONICAL[c]}] for c, _ in missing],
+                    solution=["1"] * len(missing),
+                    completion_ids=[[0] * length for _, length in missing],
+                )
+                memo.update(zip(missing, values, strict=True))
+            for i, c, length in pending:
+                rewards[i] = memo[(c, length)]
         return rewards
 
 
