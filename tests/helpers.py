@@ -160,3 +160,33 @@ def finish_distributed() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+
+def group_batch(rewards, lengths, group_size, truncated=None):
+    """A one-reward `GroupBatch` for estimator and filter tests."""
+    import torch
+
+    from trl_efficient.trainer import GroupBatch
+
+    n = len(rewards)
+    return GroupBatch(rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1), reward_names=["r"],
+                      reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
+                      truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
+
+
+def train_yaml(name, tmp_path, **cli):
+    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
+    Returns the parsed config."""
+    import json
+    import os
+
+    from trl_efficient.cli import parse_train_args, train_main
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}
+    argv = ["--config", os.path.join(root, "configs", f"{name}.yaml"), *tiny_cli_args(tmp_path, **cli)]
+    _, _, config = parse_train_args(argv)
+    train_main(argv)
+    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
+        assert json.load(f)["recipe"] == name
+    return config

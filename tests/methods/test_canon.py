@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.canon import CANONAdvantage, canon_advantages
 from trl_efficient.rewards import correctness_reward
@@ -16,11 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 NAN = float("nan")
 
 
-def batch(rewards, lengths, group_size, truncated=None):
-    n = len(rewards)
-    return GroupBatch(rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1), reward_names=["r"],
-                      reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
-                      truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
+batch = group_batch
 
 
 class CANONRecordingTrainer(RecordingMixin, EfficientGRPOTrainer, ScriptedGenerationMixin):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import train_yaml, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.dler import (
     DADLERAdvantage,
@@ -261,18 +261,6 @@ class TestRefillTrainer:
 
 
 # ------------------------------------------------------------------------------------------------ recipes / YAML
-def train_yaml(name, tmp_path, **cli):
-    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
-    Returns the parsed config."""
-    from trl_efficient.cli import parse_train_args, train_main
-
-    cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}
-    argv = ["--config", os.path.join(ROOT, "configs", f"{name}.yaml"), *tiny_cli_args(tmp_path, **cli)]
-    _, _, config = parse_train_args(argv)
-    train_main(argv)
-    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
-        assert json.load(f)["recipe"] == name
-    return config
 
 
 class TestRecipes:

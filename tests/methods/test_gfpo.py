@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import train_yaml, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.gfpo import (
     AdaptiveGFPOAdvantage,
@@ -25,25 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 NAN = float("nan")
 
 
-def batch(rewards, lengths, group_size, truncated=None):
-    n = len(rewards)
-    return GroupBatch(rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1), reward_names=["r"],
-                      reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
-                      truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
+batch = group_batch
 
 
-def train_yaml(name, tmp_path, **cli):
-    """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
-    Returns the parsed config."""
-    from trl_efficient.cli import parse_train_args, train_main
-
-    cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}
-    argv = ["--config", os.path.join(ROOT, "configs", f"{name}.yaml"), *tiny_cli_args(tmp_path, **cli)]
-    _, _, config = parse_train_args(argv)
-    train_main(argv)
-    with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
-        assert json.load(f)["recipe"] == name
-    return config
 
 
 ARGS = SimpleNamespace(num_generations=4, advantage_estimator="gfpo")
