@@ -68,6 +68,7 @@ from ..lengths import completion_text, split_thinking
 from ._verify import is_correct
 from .group import gather_rows, resolve_group_size
 from .._checks import check_number as _check_number
+from .._checks import check_positive_int
 
 
 logger = logging.getLogger(__name__)
@@ -290,8 +291,7 @@ class FrozenReferenceGenerator:
             )
         for name, value in (("reference_samples", num_samples), ("max_new_tokens", max_new_tokens),
                             ("reference_batch_size", batch_size)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+            check_positive_int(name, value)
         self.model_ref = model
         self.tokenizer = tokenizer
         self.num_samples = num_samples

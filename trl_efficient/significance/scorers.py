@@ -41,6 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .._checks import check_positive_int
+
 
 logger = logging.getLogger(__name__)
 
@@ -364,8 +366,7 @@ class _ModelScorer(BaseScorer):
                  cache_size: int, keep_units: bool):  # fmt: skip
         super().__init__(cache_size)
         for name, value in (("window", window), ("batch_size", batch_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}.")
+            check_positive_int(name, value)
         if window <= self._prefix_len:
             raise ValueError(f"window must be > {self._prefix_len} (special tokens), got {window}.")
         if max_batch_tokens is not None and (not isinstance(max_batch_tokens, int) or max_batch_tokens < window):

@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .client import TOKEN_ENV
+from .._checks import check_positive_int
 
 
 logger = logging.getLogger(__name__)
@@ -256,8 +257,7 @@ def make_server(
     `serve_forever()` on it (in a thread for tests)."""
     for name, value in (("max_request_bytes", max_request_bytes), ("max_inputs", max_inputs),
                         ("max_input_chars", max_input_chars)):  # fmt: skip
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}.")
+        check_positive_int(name, value)
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         logger.warning(
             "scorer server binds %s without a token: anyone who can reach this port can use the model. "
