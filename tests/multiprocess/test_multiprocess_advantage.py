@@ -42,8 +42,7 @@ def test_one_vs_two_processes(runs, method):
             assert r0["scores"] == pytest.approx(rec["scores"], abs=1e-4)
     assert rank0["state"] == rank1["state"]
     for key, value in single["state"].items():
-        if key != "running_accuracy":
-            assert rank0["state"][key] == value, key
+        assert rank0["state"][key] == value, key
     assert rank0["metrics"].keys() == single["metrics"].keys()
     for key, values in single["metrics"].items():
         assert rank0["metrics"][key] == pytest.approx(values, abs=1e-4), key

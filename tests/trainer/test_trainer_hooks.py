@@ -152,7 +152,7 @@ class TestStatefulComponents:
             saved = json.load(f)
         assert saved["prompt_history"]["attempts"]  # some prompt was seen
         assert saved["prompt_history"] == trainer.stateful_components["prompt_history"].state_dict()
-        assert len(saved["running_accuracy"]["history"]) == 2
+        assert set(saved) == {"prompt_history"}
 
     def test_history_columns_reach_rewards(self, tiny_model_dir, tmp_path):
         seen = []

@@ -3,7 +3,7 @@ from .config import EfficientGRPOConfig, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import ROLLOUT_PLANS, BudgetRolloutPlan, RolloutAssignment, RolloutPlan, TargetLengthRolloutPlan
-from .state import PromptHistory, RunningAccuracy
+from .state import PromptHistory
 from .trainer import EfficientGRPOTrainer
 
 __all__ = [
@@ -17,7 +17,6 @@ __all__ = [
     "PromptHistory",
     "RolloutAssignment",
     "RolloutPlan",
-    "RunningAccuracy",
     "TargetLengthRolloutPlan",
     "build_rollout_plan",
     "finalize_advantages",

@@ -114,27 +114,3 @@ class PromptHistory:
         self.best_length = {int(k): int(v) for k, v in state.get("best_length", {}).items()}
         self.attempts = {int(k): int(v) for k, v in state.get("attempts", {}).items()}
         self.corrects = {int(k): int(v) for k, v in state.get("corrects", {}).items()}
-
-
-class RunningAccuracy:
-    """Training accuracy per generation batch, kept as a bounded history (for accuracy-driven schedules).
-
-    Stores the mean correctness of each training batch (the gathered batch, identical on every rank).
-    """
-
-    state_key = "running_accuracy"
-
-    def __init__(self, max_history: int = 1000):
-        self.max_history = max_history
-        self.history: list[float] = []
-
-    def update(self, batch: GroupBatch) -> None:
-        acc = torch.nanmean(batch.correct).item()
-        if acc == acc:
-            self.history = (self.history + [acc])[-self.max_history :]
-
-    def state_dict(self) -> dict:
-        return {"history": list(self.history)}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.history = [float(x) for x in state.get("history", [])]

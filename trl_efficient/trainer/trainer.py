@@ -30,7 +30,7 @@ from .config import build_group_component, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import apply_assignment
-from .state import PromptHistory, RunningAccuracy, is_stateful, load_components, save_components, state_key
+from .state import PromptHistory, is_stateful, load_components, save_components, state_key
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,6 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     "`dataset.map(lambda _, i: {'idx': i}, with_indices=True)`."
                 )
             components.append(PromptHistory())
-        components.append(RunningAccuracy())
         components += [f for f in self.reward_funcs if is_stateful(f)]
         for obj in (self.rollout_plan, self.advantage_estimator, self.completion_filter):
             if is_stateful(obj):
