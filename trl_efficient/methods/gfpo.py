@@ -324,15 +324,9 @@ class GFPOFilter:
 
 
 class GFPOTrainer(EfficientGRPOTrainer):
-    """`EfficientGRPOTrainer` that honours the GFPO filter's `loss_normalizer="all"`: after masking, the loss normaliser
-    `num_items_in_batch` stays the one of all `G` rows (the paper's DAPO aggregation). Also logs the mean `k`
-    (`trl_efficient/gfpo/mean_k`). With any other filter it is `EfficientGRPOTrainer`."""
-
-    def _apply_keep_mask(self, output: dict, keep: torch.Tensor) -> None:
-        before = output["num_items_in_batch"]
-        super()._apply_keep_mask(output, keep)
-        if getattr(self.completion_filter, "loss_normalizer", "kept") == "all":
-            output["num_items_in_batch"] = before
+    """`EfficientGRPOTrainer` that also logs the mean `k` (`trl_efficient/gfpo/mean_k`). The filter's
+    `loss_normalizer="all"` (the paper's DAPO aggregation over all `G` rows) is honoured by the base trainer's
+    `_apply_keep_mask`, so GFPO also works in a plain `EfficientGRPOTrainer`."""
 
     def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
         super()._run_group_stage(batch, output)

@@ -251,15 +251,21 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     comp.update(batch)
 
     def _apply_keep_mask(self, output: dict, keep: torch.Tensor) -> None:
-        """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (trl-hooks.md §6)."""
+        """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (trl-hooks.md §6).
+
+        The loss normaliser `num_items_in_batch` is recomputed over the kept tokens, unless the filter declares
+        `loss_normalizer = "all"` (GFPO's paper form: masked rows still count in the DAPO denominator)."""
+        if getattr(self.completion_filter, "loss_normalizer", "kept") == "all":
+            normaliser = output["num_items_in_batch"]
+        else:
+            normaliser = None
         adv = output["advantages"]
         output["advantages"] = adv * (keep if adv.dim() == 1 else keep[:, None]).to(adv.dtype)
         output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1).to(output["completion_mask"].dtype)
         loss_mask = output["completion_mask"]
         if "tool_mask" in output:
             loss_mask = loss_mask * output["tool_mask"]
-        output["num_items_in_batch"] = gather(loss_mask.sum())
-        output["num_items_in_batch"] = output["num_items_in_batch"].sum()
+        output["num_items_in_batch"] = gather(loss_mask.sum()).sum() if normaliser is None else normaliser
 
     def _log_group_metrics(self, batch: GroupBatch) -> None:
         metrics = self._metrics[batch.mode]
