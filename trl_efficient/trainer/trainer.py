@@ -291,7 +291,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # `entropy_ctrl_state.json`.
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
-        if self.args.should_save and self.stateful_components:
+        if self.args.should_save:  # always written (possibly `{}`), so every checkpoint says what state it holds
             folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             save_components(self.stateful_components, folder)
 
