@@ -11,6 +11,8 @@ from huggingface_hub import ModelCard
 from trl_efficient.recipes import get_recipe
 from trl_efficient.rewards import correctness_reward
 
+HUB_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
 
 def test_card_has_method_section_license_and_proposed_defaults(tiny_model_dir, tmp_path):
     trainer = RecordingTrainer(
@@ -34,7 +36,9 @@ def test_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):
     root = tmp_path / "hub"
     server = start_fake_hub(str(root))
     try:
-        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        # huggingface_hub (constants.py) is offline when HF_HUB_OFFLINE *or* TRANSFORMERS_OFFLINE is true, and offline
+        # mode blocks every HTTP call, the push to the local fake Hub included: clear both, whatever the caller set.
+        env = {k: v for k, v in os.environ.items() if k not in HUB_OFFLINE_VARS}
         env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}", HF_TOKEN="hf_fake")
         script = os.path.join(os.path.dirname(__file__), "push_script.py")
         proc = subprocess.run(
