@@ -169,15 +169,33 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
     if before and after:
         trainer.card_summary = _summary_markdown(summary)
+    # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
+    # that fails is reported by name afterwards, with the model already safe.
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
-        trainer.create_model_card(model_name=os.path.basename(os.path.normpath(training_args.output_dir)))
         with open(os.path.join(training_args.output_dir, "trl_efficient_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
-        _print_summary(summary, training_args.output_dir, script_args.smoke_run)
+        trainer.create_model_card(model_name=os.path.basename(os.path.normpath(training_args.output_dir)))
+        _print_summary(summary, training_args.output_dir, script_args.smoke_run, trainer.model_card_error is None)
+        if trainer.model_card_error is not None:
+            raise ExtraFailedError("model card (README.md)", training_args.output_dir, trainer.model_card_error)
     if training_args.push_to_hub:
-        trainer.push_to_hub()
+        try:
+            trainer.push_to_hub()
+        except Exception as exc:
+            raise ExtraFailedError("push to the Hub", training_args.output_dir, exc) from exc
     return summary
+
+
+class ExtraFailedError(RuntimeError):
+    """An extra after training (model card, push) failed; the trained model is already saved in `output_dir`."""
+
+    def __init__(self, extra: str, output_dir: str, cause: BaseException):
+        self.extra, self.output_dir, self.cause = extra, output_dir, cause
+        super().__init__(
+            f"{extra} failed ({type(cause).__name__}: {cause}); the trained model and its checkpoints are saved in "
+            f"{output_dir}"
+        )
 
 
 def _summary_markdown(summary: dict) -> str:
@@ -190,7 +208,7 @@ def _summary_markdown(summary: dict) -> str:
     )
 
 
-def _print_summary(summary: dict, output_dir: str, smoke_run: bool) -> None:
+def _print_summary(summary: dict, output_dir: str, smoke_run: bool, card_written: bool = True) -> None:
     lines = ["", "=" * 78, f"trl-efficient: recipe '{summary['recipe']}' on {summary['model']}"]
     if summary["before"] and summary["after"]:
         b, a = summary["before"], summary["after"]
@@ -204,7 +222,8 @@ def _print_summary(summary: dict, output_dir: str, smoke_run: bool) -> None:
                 f"  redundant    : {b['extra']['redundant_share']:.3f} -> {a['extra']['redundant_share']:.3f}"
                 f"   (share of filler tokens; floor = {a['extra'].get('floor_tokens', float('nan')):.1f} tokens)"
             )
-    lines += [f"  checkpoint, model card (README.md) and summary saved to {output_dir}"]
+    saved = "checkpoint, model card (README.md) and summary" if card_written else "checkpoint and summary"
+    lines += [f"  {saved} saved to {output_dir}"]
     if smoke_run:
         lines += ["", QUICKSTART_NOTE]
     lines += ["=" * 78]
@@ -262,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         parser.parse_args(argv[:1] or ["--help"])  # prints help, or the error listing the commands
         return 2
-    result = _resolve(COMMANDS[argv[0]][1])(argv[1:])
+    try:
+        result = _resolve(COMMANDS[argv[0]][1])(argv[1:])
+    except ExtraFailedError as err:  # the model is saved; say which extra failed, in one line, and exit non-zero
+        print(f"trl-efficient: error: {err}", file=sys.stderr)
+        return 1
     return 0 if result is None or isinstance(result, dict) else int(result)
 
 

@@ -109,6 +109,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.correctness_index = self._find_correctness_index()
         self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
         self._row_caps: list[int | None] | None = None  # per local row, for _generate_single_turn
+        self.model_card_error: Exception | None = None  # set by create_model_card when writing the card failed
 
     # ------------------------------------------------------------------------------------------------------------
     def _find_correctness_index(self) -> int | None:
@@ -303,10 +304,21 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 logger.warning("Checkpoint %s has no trl_efficient state; stateful components start fresh.", checkpoint)
 
     # Wraps _BaseTrainer.create_model_card (TRL 1.16.0): adds license, base model and the method section.
+    # TRL's `_save_checkpoint` writes the card *before* the checkpoint's weights, so a card that fails must not
+    # raise here: the error is logged with its name, kept in `model_card_error`, and the checkpoint is saved.
+    # `trl-efficient train` re-raises it once the final model is on disk (`cli.run_training`).
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
-        if not self.is_world_process_zero():
-            return
-        from ..model_card import finalize_model_card
+        self.model_card_error = None
+        try:
+            super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+            if not self.is_world_process_zero():
+                return
+            from ..model_card import finalize_model_card
 
-        finalize_model_card(self, os.path.join(self.args.output_dir, "README.md"), **kwargs)
+            finalize_model_card(self, os.path.join(self.args.output_dir, "README.md"), **kwargs)
+        except Exception as exc:  # an extra: never let it cost the trained model
+            self.model_card_error = exc
+            logger.error(
+                "trl-efficient: writing the model card %s failed (%s: %s); the model and checkpoints are not affected.",
+                os.path.join(self.args.output_dir, "README.md"), type(exc).__name__, exc,
+            )

@@ -1,0 +1,114 @@
+"""The installed package is the product: the wheel carries every file the package reads at run time, and a card
+that fails never costs the trained model.
+
+`.ci/run` also installs the built wheel into a fresh virtual environment and runs the quickstart from outside the
+checkout; these tests are the fast, in-suite half of that proof.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+from helpers import tiny_cli_args
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "trl_efficient")
+
+
+def _package_data_files() -> list[str]:
+    """Every non-Python file under `trl_efficient/`, as wheel member names (`trl_efficient/configs/kimi.yaml`)."""
+    out = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if not name.endswith((".py", ".pyc")):
+                out.append(os.path.relpath(os.path.join(folder, name), ROOT).replace(os.sep, "/"))
+    return sorted(out)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), ROOT],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    (path,) = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".whl")]
+    return path
+
+
+def test_package_has_no_symlinks():
+    # A symlink inside the package reaches a wheel only where package-data happens to glob through it, and an sdist
+    # or a Windows checkout may not carry it at all: run-time files live in the package as real files.
+    links = [os.path.relpath(os.path.join(d, n), ROOT) for d, dirs, files in os.walk(PACKAGE) for n in dirs + files
+             if os.path.islink(os.path.join(d, n))]  # fmt: skip
+    assert links == []
+
+
+def test_wheel_carries_every_package_data_file(wheel):
+    data = _package_data_files()
+    # the files the package opens at run time: the card template and every recipe's YAML
+    assert "trl_efficient/hub_cards/method_section.md" in data
+    assert "trl_efficient/configs/quickstart.yaml" in data and "trl_efficient/configs/kimi.yaml" in data
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert [f for f in data if f not in names] == []
+
+
+def test_wheel_copy_reads_its_files_from_outside_the_checkout(wheel, tmp_path):
+    """Unpack the wheel and use it from a directory with no `configs/`: the card template renders and every
+    registered recipe's packaged YAML loads, all from the wheel's copy (not the checkout)."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    script = """
+import json, os, sys, yaml
+import trl_efficient
+from trl_efficient.cli import packaged_config
+from trl_efficient.model_card import SECTION_MARKER, _template
+from trl_efficient.recipes import RECIPES
+assert trl_efficient.__file__.startswith(sys.argv[1]), trl_efficient.__file__
+section = _template().safe_substitute()
+configs = {name: yaml.safe_load(open(packaged_config(name))) for name in [*RECIPES.names(), "quickstart", "smoke"]}
+print(json.dumps({"section": section.startswith(SECTION_MARKER), "configs": sorted(configs),
+                  "paths": sorted({os.path.dirname(packaged_config(n)) for n in configs})}))
+"""
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-c", script, str(site)], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["section"] is True
+    assert out["paths"] == [str(site / "trl_efficient" / "configs")]
+    from trl_efficient.recipes import RECIPES
+
+    assert out["configs"] == sorted([*RECIPES.names(), "quickstart", "smoke"])
+
+
+def test_failing_model_card_keeps_the_model_and_names_the_card(tmp_path, monkeypatch, capsys):
+    """A card that cannot be written (here: its section raises) must not cost the checkpoint or the final model:
+    both are on disk, and the command then fails with one line that names the card."""
+    import trl_efficient.model_card as model_card
+    from trl_efficient.cli import main
+
+    def broken(trainer):
+        raise FileNotFoundError("hub_cards/method_section.md")
+
+    monkeypatch.setattr(model_card, "render_method_section", broken)
+    monkeypatch.chdir(ROOT)
+    args = tiny_cli_args(tmp_path)
+    code = main(["train", "--config", "configs/grpo.yaml", *args, "--save_strategy", "steps", "--save_steps", "2"])
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("trl-efficient: error: model card (README.md) failed (FileNotFoundError")
+    assert str(tmp_path) in err
+    # TRL writes the card before the checkpoint's weights: the checkpoint is complete anyway
+    checkpoint = tmp_path / "checkpoint-2"
+    assert (checkpoint / "model.safetensors").is_file() and (checkpoint / "trl_efficient_state.json").is_file()
+    assert (checkpoint / "optimizer.pt").is_file()
+    # the final model, tokenizer and summary
+    assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "tokenizer_config.json").is_file()
+    assert json.loads((tmp_path / "trl_efficient_summary.json").read_text())["recipe"] == "grpo"
