@@ -2,9 +2,12 @@ r"""
 The one shared answer checker used by every correctness-dependent reward in `trl_efficient`.
 
 It wraps math-verify (`parse`/`verify`, **gold first** in `verify`) the way TRL's `accuracy_reward` does, with
-three additions: gold normalisation (GSM8K `#### 1,234`, MATH solutions with `\boxed{}`, bare numbers and LaTeX),
-an answer region (the text after the last `</think>`, bounded to its last 2000 characters), and
-`ExprExtractionConfig` with an anchor so that "The answer is 18." is accepted while stray numbers are not.
+these additions: gold normalisation (GSM8K `#### 1,234`, MATH solutions with `\boxed{}`, bare numbers and LaTeX),
+an answer region (the text after the last `</think>`, bounded to its last 2000 characters),
+`ExprExtractionConfig` with an anchor so that "The answer is 18." is accepted while stray numbers are not,
+`normalize_answer` (escaped dollars, thin spaces in numbers, shorthand `\frac43`/`\sqrt2`, ...) applied to gold and
+answer before math-verify, and a normalised-string comparison of the boxed answer with the gold when math-verify
+says no (`answers_match_as_strings`).
 
 `is_correct` returns `None` **only** when the gold answer cannot be parsed: that row carries no signal, and every
 reward built on it returns `None` for it (TRL then skips that reward for that row).
@@ -24,12 +27,21 @@ from functools import lru_cache
 from typing import Any
 
 from latex2sympy2_extended import NormalizationConfig
+from latex2sympy2_extended.math_normalization import normalize_latex
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 from ..lengths import THINK_CLOSE, completion_text
 
 
-__all__ = ["ANSWER_REGION_CHARS", "extract_answer_region", "has_boxed", "is_correct", "parse_gold"]
+__all__ = [
+    "ANSWER_REGION_CHARS",
+    "answers_match_as_strings",
+    "extract_answer_region",
+    "has_boxed",
+    "is_correct",
+    "normalize_answer",
+    "parse_gold",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +55,116 @@ ANSWER_REGION_CHARS = 2000
 _PARSING_TIMEOUT = 10
 _VERIFY_TIMEOUT = 5
 
+# math-verify's own full LaTeX normalisation: the defaults of `LatexExtractionConfig()`, which `parse` uses for the
+# gold. Spelled out because `NormalizationConfig(...)`'s dataclass defaults switch `malformed_operators` (`\frac43`,
+# `\sqrt2`) and `nits` off: predictions would then be normalised less than golds.
+_NORMALIZATION = NormalizationConfig(basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="all")
+
 _PRED_EXTRACTION = (
     LatexExtractionConfig(
         boxed_match_priority=0,  # a \boxed{} answer wins over other LaTeX in the region
         try_extract_without_anchor=False,  # require "\boxed{..}" or an anchor such as "The answer is $..$"
-        normalization_config=NormalizationConfig(units=True),
+        normalization_config=_NORMALIZATION,
     ),
     ExprExtractionConfig(try_extract_without_anchor=False),  # "The answer is 18." but not stray numbers
 )
 
 _GSM8K_MARK = "####"
 _MATH_DELIMITERS = ("$", "\\(", "\\[")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Normalisation (before math-verify, on gold and answer alike)
+# ---------------------------------------------------------------------------------------------------------------
+
+_ESCAPED_DOLLAR = re.compile(r"\\\$")
+# A spacing macro between digit groups is a thousands separator: 1\,000 -> 1000 (math-verify reads "1\,000" as 1*0).
+_THOUSANDS_SPACE = re.compile(r"(?<=\d)\\[,;: ]\s*(?=\d{3}(?!\d))")
+_SPACING = re.compile(r"\\(?:[,;:]|q?quad(?![a-zA-Z]))|~")
+_DEGREES = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![a-zA-Z])|°")
+# A period closing a number at the end of a box or of the text ("\boxed{5.}", "18.") is punctuation, not a decimal.
+_TRAILING_PERIOD = re.compile(r"(?<=\d)\.(?=\s*(?:\}|$))")
+# Operators whose arguments TeX takes as single tokens when not braced: \frac43 = \frac{4}{3}, \sqrt2 = \sqrt{2}.
+_SHORTHAND_OPERATOR = re.compile(r"\\(?:[dtc]?frac|[dt]?binom|sqrt)(?![a-zA-Z])")
+_CONTROL_WORD = re.compile(r"\\[a-zA-Z]+")
+
+
+def _braced_arguments(text: str) -> str:
+    # TeX's argument rule: an unbraced argument is one token, i.e. one character or one control word.
+    out, pos = [], 0
+    for match in _SHORTHAND_OPERATOR.finditer(text):
+        if match.start() < pos:
+            continue
+        out.append(text[pos : match.end()])
+        i = match.end()
+        n_args = 1 if match.group().startswith("\\sqrt") else 2
+        if n_args == 1:  # \sqrt[n]x: keep the optional index as written
+            j = i
+            while j < len(text) and text[j].isspace():
+                j += 1
+            if j < len(text) and text[j] == "[":
+                close = text.find("]", j)
+                if close < 0:
+                    break
+                out.append(text[i : close + 1])
+                i = close + 1
+        for _ in range(n_args):
+            j = i
+            while j < len(text) and text[j].isspace():
+                j += 1
+            if j >= len(text):
+                break
+            if text[j] == "{":  # braced: skip the balanced group
+                depth, k = 0, j
+                while k < len(text):
+                    depth += {"{": 1, "}": -1}.get(text[k], 0)
+                    if depth == 0:
+                        break
+                    k += 1
+                out.append(text[i : k + 1])
+                i = k + 1
+                continue
+            control = _CONTROL_WORD.match(text, j)
+            if control:
+                token = control.group()
+            elif text[j].isalnum():
+                token = text[j]
+            else:  # "}", "$", an operator...: not an argument, leave the text as it is
+                break
+            out.append("{" + token + "}")
+            i = j + len(token)
+        pos = i
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def normalize_answer(text: str) -> str:
+    r"""
+    Normalise LaTeX that math-verify misreads, before it parses a gold answer or a completion.
+
+    - escaped dollar signs (currency) are dropped: `\$18.90` -> `18.90`;
+    - a spacing macro between digit groups is a thousands separator: `1\,000` -> `1000`; other `\,` `\;` `\:`
+      `\quad` `~` become spaces;
+    - degree signs are dropped: `90^\circ`, `90^{\circ}`, `90°` -> `90`;
+    - a period after a number at the end of a box or of the text is punctuation: `\boxed{5.}` -> `\boxed{5}`;
+    - unbraced arguments of `\frac`, `\dfrac`, `\tfrac`, `\binom`, `\sqrt` are braced by TeX's rule (one
+      character or one control word each): `\frac43` -> `\frac{4}{3}`, `\frac{270}7` -> `\frac{270}{7}`,
+      `11\sqrt2` -> `11\sqrt{2}`, `\frac\pi2` -> `\frac{\pi}{2}`.
+
+    Everything else (`\dfrac` -> `\frac`, `\left`, `\!`, `\text{ degrees}` and other units, percentages) is left to
+    math-verify's own normalisation.
+
+    >>> normalize_answer(r"\$32,\!348"), normalize_answer(r"1\,000"), normalize_answer(r"\boxed{90^\circ.}")
+    ('32,\\!348', '1000', '\\boxed{90}')
+    >>> normalize_answer(r"\frac43 + \frac 59 - 11\sqrt2 + \frac{270}7 + \sqrt[3]x")
+    '\\frac{4}{3} + \\frac{5}{9} - 11\\sqrt{2} + \\frac{270}{7} + \\sqrt[3]{x}'
+    """
+    text = _ESCAPED_DOLLAR.sub("", text or "")
+    text = _THOUSANDS_SPACE.sub("", text)
+    text = _SPACING.sub(" ", text)
+    text = _DEGREES.sub("", text)
+    text = _TRAILING_PERIOD.sub("", text)
+    return _braced_arguments(text)
 
 
 def _timeouts() -> tuple[int | None, int | None]:
@@ -70,7 +181,7 @@ def _gold_text(gold: Any) -> str:
         return ""
     if isinstance(gold, (int, float)):
         return repr(gold) if isinstance(gold, float) else str(gold)
-    text = str(gold).strip()
+    text = normalize_answer(str(gold)).strip()  # before the delimiter test: "\$36" holds no math delimiter
     if _GSM8K_MARK in text:
         # GSM8K: "<rationale> #### 1,234" -> "1234" (thousands separators are not decimal commas here).
         text = text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
@@ -178,7 +289,7 @@ def is_correct(
     text = completion_text(completion)
     if require_think_close and THINK_CLOSE not in text:
         return False
-    region = extract_answer_region(text, answer_after_think)
+    region = normalize_answer(extract_answer_region(text, answer_after_think))
     if not region.strip():
         return False
     return _region_matches(region, gold_text, *_timeouts())
@@ -201,11 +312,58 @@ def _region_matches(region: str, gold_text: str, parsing_timeout: int | None, ve
             extraction_mode="first_match",
             parsing_timeout=parsing_timeout,
         )
-        if not answer:
-            return False
-        return bool(verify(list(gold_parsed), answer, timeout_seconds=verify_timeout))
+        if answer and verify(list(gold_parsed), answer, timeout_seconds=verify_timeout):
+            return True
     except Exception:
         logger.debug("math-verify failed on completion region %r", region[-200:], exc_info=True)
+    return answers_match_as_strings(region, gold_text)
+
+
+_TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _canonical_string(answer: str) -> str:
+    # The answer normalised by `normalize_answer` and by math-verify's own LaTeX normalisation (units, \left, \dfrac,
+    # malformed operators), then spelled without text wrappers, whitespace, enclosing dollars or a final period.
+    text = normalize_latex(normalize_answer(answer), _STRING_NORMALIZATION)
+    text = _WHITESPACE.sub("", _TEXT_WRAPPER.sub(r"\1", text))
+    return text.strip("$").rstrip(".")
+
+
+_STRING_NORMALIZATION = NormalizationConfig(
+    basic_latex=True, units=True, malformed_operators=True, nits=True, boxed="none"
+)
+
+
+def answers_match_as_strings(region: str, gold: str) -> bool:
+    r"""
+    Fallback used when math-verify does not accept an answer: the last `\boxed{}` of the answer region equals the
+    gold answer as strings once both are normalised (`normalize_answer`, math-verify's LaTeX normalisation, text
+    wrappers such as `\text{..}` unwrapped, whitespace, enclosing `$` and a final period removed).
+
+    The gold is the last `\boxed{}` of a solution, else the whole gold text. Only boxed answers count. Beyond what
+    those normalisations drop (spacing, wrappers, units, as math-verify itself does), the comparison is exact: case,
+    order and every symbol must agree.
+
+    >>> answers_match_as_strings(r"so \boxed{\textbf{Evelyn}}.", r"\text{Evelyn}")
+    True
+    >>> answers_match_as_strings(r"\boxed{\frac43}", r"\frac{3}{4}"), answers_match_as_strings("The answer is 5", "5")
+    (False, False)
+    """
+    from ..data import extract_boxed  # data.py does not import rewards; imported here to keep this module light
+
+    answer = extract_boxed(region)
+    if answer is None:
+        return False
+    gold_answer = extract_boxed(gold) if has_boxed(gold) else gold
+    if gold_answer is None:
+        return False
+    try:
+        gold_string = _canonical_string(gold_answer)
+        return bool(gold_string) and _canonical_string(answer) == gold_string
+    except Exception:  # latex2sympy's normaliser should not raise, but a bad completion must never crash a step
+        logger.debug("string normalisation failed on %r", answer[-200:], exc_info=True)
         return False
 
 
