@@ -58,6 +58,20 @@ def test_precedence_recipe_then_yaml_then_cli(tmp_path, monkeypatch):
     assert cfg.epsilon_high == 0.3
 
 
+@pytest.mark.parametrize("recipe, mode", [("l1-exact", "exact"), ("l1-max", "mixed")])
+def test_l1_yaml_agrees_with_recipe_defaults(recipe, mode, tmp_path, monkeypatch):
+    # One source of truth for L1's targets: the YAML may restate the recipe and field defaults, never contradict
+    # them. §6: N ~ U{100..4000} per example, shared by the G rollouts; L1-Max mixes Exact and Max 50/50.
+    monkeypatch.chdir(ROOT)
+    fields = ("rollout_plan", "target_length_range", "target_length_mode", "target_length_per")
+    _, _, from_yaml = parse_train_args(["--config", f"configs/{recipe}.yaml", *tiny_cli_args(tmp_path)])
+    _, _, from_recipe = parse_train_args(["--recipe", recipe, *tiny_cli_args(tmp_path)])
+    got = {f: getattr(from_yaml, f) for f in fields}
+    assert got == {f: getattr(from_recipe, f) for f in fields}
+    assert got == {"rollout_plan": "target_length", "target_length_range": [100, 4000], "target_length_mode": mode,
+                   "target_length_per": "prompt"}
+
+
 @pytest.mark.parametrize(
     "extra, match",
     [

@@ -38,7 +38,7 @@ def test_resume_matches_uninterrupted_run(tiny_model_dir, tiny_tokenizer, tmp_pa
     assert len(resumed.records) == 2
     for a, b in zip(full.records[2:], resumed.records, strict=True):
         assert a["lengths"] == b["lengths"]
-        assert a["metadata"] == b["metadata"]  # same target lengths (a pure function of step and group)
+        assert a["metadata"] == b["metadata"]  # same target lengths (a pure function of seed and example)
         torch.testing.assert_close(torch.tensor(a["rewards"]), torch.tensor(b["rewards"]), equal_nan=True)
         torch.testing.assert_close(torch.tensor(a["advantages"]), torch.tensor(b["advantages"]))
     assert full.stateful_components["prompt_history"].state_dict() == resumed.stateful_components[

@@ -100,11 +100,19 @@ class TestRolloutPlan:
 
         trainer = _trainer(
             tiny_model_dir, tmp_path, rewards=[spy_reward], rollout_plan="target_length",
-            target_length_range=[10, 20], max_steps=1,
+            target_length_range=[10, 20], max_steps=2,
         )
         trainer.train()
-        assert len(seen) == 4 and all(10 <= t <= 20 and m == "exact" for t, m in seen)
-        assert any(f"Think for {t} tokens." in p for p, (t, _) in zip(trainer.records[0]["prompts_decoded"], seen))
+        # default target_length_per="prompt" (L1, methods.md §6): the 4 rollouts of the step's one group share a
+        # target, which is in each of their prompts and in each reward column row
+        assert len(seen) == 8
+        for step, rec in enumerate(trainer.records):
+            rows = seen[4 * step:4 * step + 4]
+            (target, mode), = set(rows)
+            assert 10 <= target <= 20 and mode == "exact"
+            assert rec["metadata"]["target_length"] == [target] * 4
+            for prompt in rec["prompts_decoded"]:
+                assert prompt.count(" Think for ") == 1 and f"? Think for {target} tokens.<|im_end|>" in prompt
 
 
 class TestFilterAndEstimators:

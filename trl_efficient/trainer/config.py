@@ -26,7 +26,8 @@ class EfficientGRPOConfig(GRPOConfig):
         budget_hard_cap (`bool`): also cut each rollout at its budget (tokens).
         target_length_range (`list[int]`): `[low, high]` tokens for L1 targets.
         target_length_mode (`str`): `"exact"`, `"max"` or `"mixed"`.
-        target_length_per (`str`): draw a target per `"rollout"` or per `"prompt"`.
+        target_length_per (`str`): `"prompt"` (default, L1's choice): one target per example, shared by its G
+            rollouts and kept in every step and epoch; `"rollout"`: one per rollout, redrawn each step.
     Group stage:
         advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
         completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
@@ -66,7 +67,12 @@ class EfficientGRPOConfig(GRPOConfig):
         default="exact", metadata={"help": "L1 instruction type.", "choices": list(TargetLengthRolloutPlan.MODES)}
     )
     target_length_per: str = field(
-        default="rollout", metadata={"help": "Draw a target per rollout or per prompt.", "choices": ["rollout", "prompt"]}
+        default="prompt",
+        metadata={
+            "help": "'prompt': one L1 target per example, shared by its G rollouts, the same every step (the paper's "
+            "choice); 'rollout': one per rollout, redrawn each step.",
+            "choices": list(TargetLengthRolloutPlan.PER),
+        },
     )
     advantage_estimator: str = field(
         default=TRL_DEFAULT,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,41 +134,69 @@ class BudgetRolloutPlan(RolloutPlan):
 @ROLLOUT_PLANS.register("target_length")
 class TargetLengthRolloutPlan(RolloutPlan):
     """L1 / LCPO target prompting (arXiv 2503.04697): each rollout is told "Think for N tokens." (Exact) or
-    "Think for maximum N tokens." (Max), with N drawn uniformly from `[low, high]`.
+    "Think for maximum N tokens." (Max), with N drawn uniformly from the integers `[low, high]`.
 
-    `per="rollout"` draws a target for every rollout (K = G distinct prompts); `per="prompt"` draws one per group
-    (the original code draws once per example). `mode="mixed"` gives each draw Exact or Max with probability 1/2, as
-    the L1-Max data does. Draws are a pure function of `(seed, step, group_id, group_pos)`, so a resumed run draws the
-    same targets without extra state. Rows get `target_length` (tokens) and `length_mode` columns, which
-    `trl_efficient.rewards.get_l1_reward` reads.
+    `per="prompt"` (the default, the paper's choice) gives every *example* one target, shared by its G rollouts.
+    The L1 code draws `random.randint(100, 4000)` once per example when it builds the training data
+    (cmu-l3/l1 `scripts/data/deepscaler_dataset.py`) and stores it with the example, so an example keeps its
+    target in every step and epoch. Here the draw is a pure function of `(seed, example)`, the example being its
+    `prompt` plus its `idx` column when the dataset has one (the `trl_efficient.data` loaders add it): an example
+    gets the same target in every step, epoch, group, process and resumed run, without extra state.
+
+    `per="rollout"` (an extension; not in the paper) draws a target for every rollout, K = G distinct prompts
+    per group. It is a pure function of `(seed, step, example, group_pos)`, so these targets are redrawn each
+    training step.
+
+    `mode="mixed"` gives each draw Exact or Max with probability 1/2, as the L1-Max data does (`--use_both_both`
+    in the same script: one `randint` draw, then a coin flip for the sign). Rows get `target_length` (tokens) and
+    `length_mode` columns, which `trl_efficient.rewards.get_l1_reward` reads.
 
     >>> plan = TargetLengthRolloutPlan(100, 4000, mode="exact", seed=0)
-    >>> a = plan.assign({}, 0, 4, 7, 0)
+    >>> row = {"prompt": [{"role": "user", "content": "2+2?"}]}
+    >>> a = plan.assign(row, 0, 4, 7, 0)
     >>> a.user_suffix == f" Think for {a.metadata['target_length']} tokens."
     True
-    >>> a.metadata == plan.assign({}, 0, 4, 7, 0).metadata   # deterministic
-    True
+    >>> len({plan.assign(row, pos, 4, group, step).metadata["target_length"]
+    ...      for pos in range(4) for group in (0, 7) for step in (0, 5)})   # one target per example
+    1
     """
 
     name = "target_length"
     metadata_keys = ("target_length", "length_mode")
     MODES = ("exact", "max", "mixed")
+    PER = ("prompt", "rollout")
 
-    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "rollout", seed: int = 0):
+    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "prompt", seed: int = 0):
         if not 0 < int(low) <= int(high):
             raise ValueError(f"target_length_range must satisfy 0 < low <= high, got [{low}, {high}].")
         if mode not in self.MODES:
             raise ValueError(f"target_length_mode must be one of {list(self.MODES)}, got {mode!r}.")
-        if per not in ("rollout", "prompt"):
-            raise ValueError(f"target_length_per must be 'rollout' or 'prompt', got {per!r}.")
+        if per not in self.PER:
+            raise ValueError(f"target_length_per must be one of {list(self.PER)}, got {per!r}.")
         self.low, self.high, self.mode, self.per, self.seed = int(low), int(high), mode, per, seed
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return group_size if self.per == "rollout" else 1
 
+    @staticmethod
+    def example_key(row: dict) -> str:
+        """The example's identity as canonical JSON: its prompt (string or message list) and its `idx`, if any.
+
+        The G rollouts of an example are copies of one dataset row, on whichever process they run, so they share
+        it. With `idx`, two rows with the same question are two examples with their own targets, as in the L1 data
+        (`--sample_multiple_for_train` repeats each problem with a fresh target).
+        """
+        if "prompt" not in row:
+            raise ValueError("TargetLengthRolloutPlan needs the row's 'prompt' to key the example's target length.")
+        return json.dumps([row.get("idx"), row["prompt"]], sort_keys=True, ensure_ascii=False, default=str)
+
     def assign(self, row, group_pos, group_size, group_id, step):
-        draw = group_pos if self.per == "rollout" else 0
-        rng = random.Random(f"{self.seed}:{step}:{group_id}:{draw}")
+        example = self.example_key(row)
+        # random.Random(str) seeds from the string's SHA-512: stable across processes and PYTHONHASHSEED.
+        if self.per == "prompt":
+            rng = random.Random(f"{self.seed}:prompt:{example}")
+        else:
+            rng = random.Random(f"{self.seed}:rollout:{step}:{group_pos}:{example}")
         target = rng.randint(self.low, self.high)
         mode = self.mode if self.mode != "mixed" else rng.choice(("exact", "max"))
         text = f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
