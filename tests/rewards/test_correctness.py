@@ -96,3 +96,16 @@ class TestThinkFormatReward:
     def test_extra_kwargs_and_name(self):
         assert think_format_reward(completions=["a</think>b"], solution=["1"], completion_ids=[[1]]) == [1.0]
         assert think_format_reward.__name__ == "think_format_reward"
+
+
+@pytest.mark.parametrize("name", ["math500", "gsm8k"])
+def test_every_bundled_gold_is_correct_against_itself(name):
+    # Issue 8: a gold answer boxed as a completion must be judged correct against itself (by definition, 100%);
+    # before the normaliser, 11 MATH-500 golds failed (3 with "\$" gave None, 8 in shorthand LaTeX gave 0.0).
+    from trl_efficient.data import load_math_dataset
+
+    golds = load_math_dataset(name, split="test")["solution"]
+    assert len(golds) == {"math500": 500, "gsm8k": 1319}[name]
+    rewards = correctness_reward(completions=[conv(rf"\boxed{{{gold}}}") for gold in golds], solution=golds)
+    misjudged = [(gold, reward) for gold, reward in zip(golds, rewards, strict=True) if reward != 1.0]
+    assert misjudged == []

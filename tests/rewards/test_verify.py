@@ -7,9 +7,11 @@ import pytest
 
 from trl_efficient.rewards._verify import (
     ANSWER_REGION_CHARS,
+    answers_match_as_strings,
     extract_answer_region,
     has_boxed,
     is_correct,
+    normalize_answer,
     parse_gold,
 )
 
@@ -125,3 +127,100 @@ class TestBadCompletions:
         thread.start()
         thread.join(timeout=30)
         assert results == [True]
+
+
+class TestNormalisation:
+    """Issue 8 (answer checker misjudges gold answers): escaped dollars, thin spaces, shorthand LaTeX, degrees."""
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (r"\$18.90", "18.90"),  # \$ is a currency sign, not a math delimiter
+            (r"1\,000", "1000"),  # a thin space between digit groups is a thousands separator
+            (r"1\,5", r"1 5"),  # ... but not before fewer than 3 digits: just a space
+            (r"90^\circ", "90"),
+            (r"90^{\circ}", "90"),
+            (r"\boxed{5.}", r"\boxed{5}"),  # a final period after a number is punctuation
+            ("0.5", "0.5"),  # a decimal point is not
+            # TeX: an unbraced argument is one character or one control word
+            (r"\frac43", r"\frac{4}{3}"),
+            (r"\frac 59", r"\frac{5}{9}"),
+            (r"\frac{270}7", r"\frac{270}{7}"),
+            (r"\frac9{19}", r"\frac{9}{19}"),
+            (r"\dfrac\pi2", r"\dfrac{\pi}{2}"),
+            (r"\frac123", r"\frac{1}{2}3"),  # TeX reads \frac123 as (1/2)*3
+            (r"11\sqrt2", r"11\sqrt{2}"),
+            (r"\sqrt[3]x", r"\sqrt[3]{x}"),
+            (r"\frac{1}{2} + \sqrt{3}", r"\frac{1}{2} + \sqrt{3}"),  # braced arguments unchanged
+        ],
+    )
+    def test_normalize_answer(self, text, expected):
+        assert normalize_answer(text) == expected
+
+    @pytest.mark.parametrize(
+        ("gold", "completion"),
+        [
+            (r"\$18.90", r"\boxed{18.9}"),  # 18.90 = 18.9
+            ("18.90", r"\boxed{18.9}"),
+            (r"\$36", r"\boxed{36}"),
+            ("36", r"\boxed{\$36}"),
+            (r"\$32,\!348", r"\boxed{32348}"),
+            (r"\frac43", r"\boxed{\frac{4}{3}}"),
+            (r"\frac 59", r"\boxed{\dfrac{5}{9}}"),
+            (r"11\sqrt2", r"\boxed{11\sqrt{2}}"),
+            (r"\frac{270}7\text{ degrees}", r"\boxed{\frac{270}{7}}"),  # the unit is dropped (math-verify units)
+            ("1000", r"\boxed{1\,000}"),
+            ("5", r"\boxed{5.}"),
+            ("90", r"\boxed{90^\circ}"),
+            (r"\frac{3}{2}", r"\boxed{\frac123}"),  # (1/2)*3 = 3/2 by TeX's argument rule
+        ],
+    )
+    def test_equivalent_spellings_are_correct(self, gold, completion):
+        assert is_correct(completion, gold) is True
+
+    @pytest.mark.parametrize(
+        ("gold", "completion"),
+        [
+            (r"\frac43", r"\boxed{\frac34}"),  # 4/3 != 3/4
+            (r"\frac43", r"\boxed{\frac{4}{3}+1}"),
+            (r"11\sqrt2", r"\boxed{11\sqrt{3}}"),
+            (r"\$36", r"\boxed{37}"),
+            (r"\$32,\!348", r"\boxed{32,349}"),
+            (r"\$18.90", r"\boxed{18.09}"),
+            ("1", r"\boxed{1\,000}"),  # 1000, not 1*000 or 1
+            ("5", r"\boxed{5.5}"),
+            (r"\frac 59", r"\boxed{\frac 95}"),
+            (r"\frac{1}{23}", r"\boxed{\frac123}"),  # TeX: 3/2, not 1/23
+        ],
+    )
+    def test_wrong_answers_stay_wrong(self, gold, completion):
+        assert is_correct(completion, gold) is False
+
+    def test_escaped_dollar_gold_is_parseable(self):
+        # "\$" used to be taken for a math delimiter, so the gold was not wrapped and did not parse (None)
+        assert [parse_gold(g)[0] for g in (r"\$36", r"\$32,\!348")] == [36, 32348]
+
+
+class TestStringFallback:
+    def test_boxed_strings_equal_after_normalisation(self):
+        assert answers_match_as_strings(r"so \boxed{\textbf{Evelyn}}.", r"\text{Evelyn}") is True
+        assert answers_match_as_strings(r"\boxed{ \left( 1,\, 2 \right) }", "$(1,2)$") is True
+        assert answers_match_as_strings(r"\boxed{\frac43}", r"We get \boxed{\dfrac{4}{3}}.") is True  # gold's box
+
+    def test_differences_beyond_spelling_fail(self):
+        assert answers_match_as_strings(r"\boxed{\text{Evelyn}}", r"\text{Evan}") is False
+        assert answers_match_as_strings(r"\boxed{\frac43}", r"\frac34") is False
+        assert answers_match_as_strings(r"\boxed{x}", "X") is False  # case matters
+        assert answers_match_as_strings("The answer is 5.", "5") is False  # only boxed answers
+        assert answers_match_as_strings(r"\boxed{}", "") is False
+
+    def test_is_correct_falls_back_when_math_verify_says_no(self, monkeypatch):
+        import trl_efficient.rewards._verify as verify_module
+
+        monkeypatch.setattr(verify_module, "verify", lambda *args, **kwargs: False)
+        verify_module.clear_answer_cache()
+        try:
+            assert is_correct(r"\boxed{\frac43}", r"\frac{4}{3}") is True  # same string once normalised
+            assert is_correct(r"\boxed{\frac{8}{6}}", r"\frac{4}{3}") is False  # equal value, different string
+        finally:
+            verify_module.clear_answer_cache()
