@@ -1,20 +1,22 @@
-"""Reproduce the testbed comparison of docs/testbed.md and write it under benchmarks/testbed/results/.
+"""Reproduce the testbed comparison of the README and docs/testbed.md and write it under benchmarks/testbed/results/.
 
-    python benchmarks/testbed/compare.py [--recipes grpo kimi shorter-better cosine dler] [--max-steps 40]
+    python benchmarks/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40]
 
-Same as `trl-efficient testbed compare --recipes ... --output-dir benchmarks/testbed/results`: trains the
+Same as `trl-efficient testbed compare --recipes all --output-dir benchmarks/testbed/results`: trains the
 over-thinking base model on first use (about 3 minutes on two CPU cores, cached under ~/.cache/trl_efficient/testbed),
-then every recipe for the same number of GRPO steps from it (about 40 s each), and writes compare.md, compare.json
-and pareto.png. Everything is seeded: a rerun prints the same table (up to the `train s` column).
+then every registered recipe at its testbed scale (trl_efficient/testbed/scaling.py) for the same number of GRPO
+steps from it, and writes compare.md, compare.json and pareto.png. Everything is seeded: a rerun prints the same
+table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a row of the table, with its
+error). Then `python benchmarks/testbed/update_readme.py` pastes the table into the README.
 """
 
 import os
 import sys
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ["HF_HUB_OFFLINE"] = "1"  # the testbed never touches the network
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-DEFAULT_RECIPES = ["grpo", "kimi", "shorter-better", "cosine", "dler"]
+DEFAULT_RECIPES = ["all"]
 
 
 def main(argv=None) -> int:

@@ -2,14 +2,16 @@
 
     trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
-    trl-efficient testbed compare --recipes grpo kimi shorter-better [--max-steps 40] [--output-dir DIR]
+    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--output-dir DIR]
                                   [--set key=value ...] [--overwrite]
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
-`compare` trains every recipe from the same base model with the same data, seed and number of GRPO steps, then
-writes `compare.json`, `compare.md` (accuracy, mean tokens, floor, excess over floor, redundant share, tokens by
-difficulty) and `pareto.png`.
+`compare` trains every recipe from the same base model with the same data, seed and number of GRPO steps, each at
+its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the table), then writes `compare.json`,
+`compare.md` (G, accuracy, mean tokens, floor, excess over floor, redundant share, truncation, each recipe's method
+check, tokens by difficulty, the scaling rules) and `pareto.png`. A recipe that fails is a row with its error; the
+others still run, and the command exits with status 1 at the end when any recipe failed.
 """
 
 from __future__ import annotations
@@ -62,8 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     p_eval.add_argument("--max-new-tokens", type=int, default=192)
     p_eval.add_argument("--temperature", type=float, default=0.6)
     p_eval.add_argument("--seed", type=int, default=0)
-    p_cmp = sub.add_parser("compare", help="train recipes from the same base with the same budget and compare")
-    p_cmp.add_argument("--recipes", nargs="+", default=["grpo", "kimi", "shorter-better"])
+    p_cmp = sub.add_parser(
+        "compare",
+        help="train recipes from the same base with the same budget and compare (exit status 1 if any recipe failed)",
+        description="Train recipes from the same base with the same budget and compare them. A recipe that fails is "
+        "reported in the table with its error, the others still run, and the exit status is 1 when any failed.",
+    )
+    p_cmp.add_argument("--recipes", nargs="+", default=["grpo", "kimi", "shorter-better"],
+                       help="recipe names, or 'all' for every registered recipe")
     p_cmp.add_argument("--base-model", default="testbed:base")
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
@@ -120,11 +128,19 @@ def main(argv: list[str] | None = None) -> int:
         for key in ("max_steps", "num_eval", "seed"):
             if getattr(args, key) is not None:
                 setattr(settings, key, getattr(args, key))
-        out = compare(args.recipes, settings, args.output_dir, overwrite=args.overwrite, keep_models=args.keep_models)
+        recipes = args.recipes
+        if "all" in recipes:
+            from ..recipes import RECIPES
+
+            recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo")]
+        out = compare(recipes, settings, args.output_dir, overwrite=args.overwrite, keep_models=args.keep_models)
         with open(out["files"]["markdown"]) as f:
             print(f.read())
         for name, path in out["files"].items():
             print(f"{name:9s}: {path}")
+        if out["failed"]:
+            print(f"failed: {', '.join(out['failed'])}", file=sys.stderr)
+            return 1
         return 0
     return 2
 

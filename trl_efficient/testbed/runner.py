@@ -7,8 +7,10 @@ the same data, seed and number of GRPO steps (recipes come from `trl_efficient.r
 class and dataset preparation), evaluates the base model and every trained model on the same held-out tasks, and
 writes `compare.json`, `compare.md` and `pareto.png`.
 
-Testbed scale: completions are 20-150 tokens, so recipes whose defaults assume thousands of tokens get the
-testbed-scale overrides of `TESTBED_RECIPE_OVERRIDES` (reported in the output); add more with `--set key=value`.
+Testbed scale: completions are 20-190 tokens, so every recipe runs with its rule of `testbed.scaling` (lengths scaled
+to the cap, per-token coefficients by the inverse, its own G where the method defines it; printed with the table).
+Each recipe also gets its method check (`testbed.checks`), evaluated under the recipe's own conditions. A recipe
+that raises is recorded as a failed row with its error; the others still run and the table is still written.
 """
 
 from __future__ import annotations
@@ -23,14 +25,8 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TESTBED_RECIPE_OVERRIDES", "TestbedSettings", "compare", "evaluate_testbed", "train_recipe"]
-
-# Config fields whose recipe defaults are at long-CoT scale; the testbed's completions are ~20-150 tokens.
-TESTBED_RECIPE_OVERRIDES: dict[str, dict] = {
-    "l1-exact": {"target_length_range": [16, 160]},
-    "l1-max": {"target_length_range": [16, 160]},
-    "hbpo": {"budgets": [32, 64, 96, 128]},
-}
+__all__ = ["TestbedSettings", "compare", "evaluate_modes", "evaluate_testbed", "failed_row", "scaled_recipe",
+           "train_recipe"]
 
 
 @dataclass
@@ -53,6 +49,7 @@ class TestbedSettings:
     seed: int = 0
     min_ops: int = 1
     max_ops: int = 8
+    check_eval: int = 64  # tasks (one sample each) per condition of a method check (budget, target, tier)
     extra: dict = field(default_factory=dict)  # more EfficientGRPOConfig fields, for every recipe
 
     def to_dict(self) -> dict:
@@ -107,21 +104,72 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     return out
 
 
+def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, temperature: float = 0.6,
+                   top_p: float = 0.95, seed: int = 0, batch_size: int = 64) -> dict:  # fmt: skip
+    """One sample per task under each `EvalMode` (a budget prefill, a target in the prompt, a system prompt):
+    `{mode.name: {"value", "lengths", "thinking", "accuracy"}}` with per-sample generated tokens and thinking tokens
+    (up to the last `</think>`). Feeds `checks.method_check`."""
+    from ..evaluation import TransformersBackend, build_prompt_text
+    from ..lengths import LengthMeter
+    from ..rewards import is_correct
+
+    backend = TransformersBackend(model, tokenizer, batch_size=batch_size, show_progress=False)
+    meter = LengthMeter("tokens", "thinking", tokenizer)
+    rows = list(dataset)
+    out = {}
+    for mode in modes:
+        prompts = [build_prompt_text(r["prompt"], mode, tokenizer) for r in rows]
+        gens = backend.generate(prompts, 1, max_new_tokens, temperature, top_p, seed, f"check {mode.name}")
+        samples = [(row, g) for row, (g,) in zip(rows, gens, strict=True)]
+        correct = [bool(is_correct(g.text, row["solution"])) for row, g in samples]
+        out[mode.name] = {
+            "value": mode.value,
+            "lengths": [len(g.ids) for _, g in samples],
+            "thinking": [meter.thinking_tokens(g.ids) for _, g in samples],
+            "accuracy": sum(correct) / len(correct) if correct else None,
+        }
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Training one recipe
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def build_config(recipe, settings: TestbedSettings, output_dir: str, overrides: dict | None = None):
-    from ..trainer import EfficientGRPOConfig
+def scaled_recipe(recipe, scale):
+    """`recipe` with the testbed scale's reward kwargs merged into its `RewardSpec`s (by builder name)."""
+    unknown = set(scale.reward_kwargs) - {spec.builder for spec in recipe.rewards}
+    if unknown:
+        raise ValueError(f"testbed scale of {recipe.name!r} sets reward kwargs of {sorted(unknown)}, which the recipe "
+                         "does not use.")  # fmt: skip
+    rewards = tuple(
+        dataclasses.replace(spec, kwargs={**spec.kwargs, **scale.reward_kwargs.get(spec.builder, {})})
+        for spec in recipe.rewards
+    )
+    return dataclasses.replace(recipe, rewards=rewards)
 
+
+def num_generations_for(scale, settings: TestbedSettings) -> int:
+    return scale.num_generations or settings.num_generations
+
+
+def build_config(recipe, settings: TestbedSettings, output_dir: str, overrides: dict | None = None, scale=None):
+    """The recipe's `EfficientGRPOConfig` on the testbed: recipe overrides < testbed scale < common settings <
+    `settings.extra` < `overrides`. Every recipe trains on the same number of prompts per step
+    (`per_device_train_batch_size / num_generations` of the settings); a recipe with its own G samples more."""
+    from ..trainer import EfficientGRPOConfig
+    from .scaling import recipe_scale
+
+    scale = scale or recipe_scale(recipe.name, settings.max_completion_length, settings.max_steps)
+    g = num_generations_for(scale, settings)
+    prompts_per_step = max(1, settings.per_device_train_batch_size // settings.num_generations)
     kwargs = dict(recipe.config_overrides)
-    kwargs.update(TESTBED_RECIPE_OVERRIDES.get(recipe.name, {}))
+    kwargs.update(scale.config)
     kwargs.update(
         output_dir=output_dir,
         max_steps=settings.max_steps,
-        per_device_train_batch_size=settings.per_device_train_batch_size,
-        num_generations=settings.num_generations,
+        per_device_train_batch_size=prompts_per_step * g,
+        num_generations=g,
         max_completion_length=settings.max_completion_length,
         learning_rate=settings.learning_rate,
         temperature=settings.temperature,
@@ -141,26 +189,44 @@ def build_config(recipe, settings: TestbedSettings, output_dir: str, overrides: 
     return EfficientGRPOConfig(**kwargs)
 
 
+def _saber_profile(base_path: str, tokenizer, train_dataset, settings: TestbedSettings) -> list[dict]:
+    """SABER's profile step on the testbed: the base model, one sample per training task, cap + 1 tokens (so a
+    thinking length at the cap is told apart from a longer one)."""
+    from transformers import AutoModelForCausalLM
+
+    from ..methods.saber import profile_dataset
+
+    model = AutoModelForCausalLM.from_pretrained(base_path)
+    return profile_dataset(model, tokenizer, train_dataset, max_new_tokens=settings.max_completion_length + 1,
+                           batch_size=64, temperature=settings.eval_temperature, top_p=settings.eval_top_p,
+                           seed=settings.seed, show_progress=False)  # fmt: skip
+
+
 def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, train_dataset=None,
                  overrides: dict | None = None) -> dict:  # fmt: skip
-    """Train `recipe_name` from the base model for `settings.max_steps` GRPO steps; save the model to
-    `output_dir`. Returns `{"seconds": ..., "log_history": [...], "config": {...}}`."""
+    """Train `recipe_name` at its testbed scale (`testbed.scaling`) from the base model for `settings.max_steps`
+    GRPO steps; save the model to `output_dir`. Returns `{"seconds", "log_history", "recipe_scale", "model"}`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from ..recipes import get_recipe
     from .base import resolve_base_model
     from .data import load_testbed_dataset
+    from .scaling import resolve_placeholders, recipe_scale
 
-    recipe = get_recipe(recipe_name)
+    scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
+    recipe = scaled_recipe(get_recipe(recipe_name), scale)
     base = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    args = build_config(recipe, settings, output_dir, overrides)
+    args = build_config(recipe, settings, output_dir, overrides, scale)
     if train_dataset is None:
         train_dataset = load_testbed_dataset(
             "train", settings.num_train, settings.seed, settings.min_ops, settings.max_ops
         )
-    train_dataset = recipe.apply_prepare_dataset(train_dataset, args, tokenizer)
+    recipe_kwargs = resolve_placeholders(dict(scale.recipe_kwargs), base)
+    if "saber_profile" in scale.needs:
+        recipe_kwargs["profile"] = _saber_profile(base, tokenizer, train_dataset, settings)
+    train_dataset = recipe.apply_prepare_dataset(train_dataset, args, tokenizer, **recipe_kwargs)
     reward_funcs, weights = recipe.build_reward_funcs(args, tokenizer)
     if args.reward_weights is None:
         args.reward_weights = weights
@@ -174,9 +240,8 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     seconds = time.time() - t0
     trainer.save_model(output_dir)
     tokenizer.save_pretrained(output_dir)
-    applied = {k: v for k, v in TESTBED_RECIPE_OVERRIDES.get(recipe.name, {}).items()}
-    return {"seconds": round(seconds, 1), "log_history": trainer.state.log_history, "testbed_overrides": applied,
-            "model": trainer.model}  # fmt: skip
+    return {"seconds": round(seconds, 1), "log_history": trainer.state.log_history,
+            "testbed_scale": scale.to_dict(), "model": trainer.model}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,9 +249,11 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _row(name: str, summary: dict, seconds: float | None = None) -> dict:
+def _row(name: str, summary: dict, seconds: float | None = None, num_generations: int | None = None) -> dict:
     return {
         "recipe": name,
+        "status": "ok",
+        "num_generations": num_generations,
         "accuracy": summary["accuracy"],
         "mean_tokens": summary["mean_tokens"],
         "mean_floor_tokens": summary["mean_floor_tokens"],
@@ -199,38 +266,80 @@ def _row(name: str, summary: dict, seconds: float | None = None) -> dict:
     }
 
 
+def failed_row(name: str, error: BaseException, num_generations: int | None = None) -> dict:
+    """The row of a recipe that raised: `status` "failed" and its error on one line.
+
+    >>> failed_row("x", ValueError("bad\\nthing"))["error"]
+    'ValueError: bad thing'
+    """
+    message = " ".join(str(error).split())
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return {"recipe": name, "status": "failed", "num_generations": num_generations,
+            "error": f"{type(error).__name__}: {message}" if message else type(error).__name__}  # fmt: skip
+
+
 def _secs(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-def compare_markdown(rows: list[dict], settings: dict | None = None) -> str:
-    """The comparison table, then tokens by difficulty (mean tokens / accuracy per number of operations)."""
-    head = ["recipe", "accuracy", "mean tokens", "floor", "excess over floor", "redundant share", "skips/compl.",
-            "truncated", "train s"]  # fmt: skip
+def _held(value) -> str:
+    return {True: "held", False: "**not held**", None: "untestable"}[value]
+
+
+def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None) -> str:
+    """The comparison table (failed recipes as rows with their error), the method checks, tokens by difficulty
+    (mean tokens / accuracy per number of operations) and the testbed scaling rule of every recipe."""
+    head = ["recipe", "G", "accuracy", "mean tokens", "floor", "excess over floor", "redundant share",
+            "skips/compl.", "truncated", "method check", "train s"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    ok_rows = [r for r in rows if r.get("status", "ok") == "ok"]
     for r in rows:
+        g = "-" if r.get("num_generations") is None else str(r["num_generations"])
+        if r.get("status", "ok") != "ok":
+            error = r["error"].replace("|", "\\|")
+            lines.append(f"| {r['recipe']} | {g} | **failed**: {error} |" + " |" * (len(head) - 3))
+            continue
+        check = r.get("method_check") or {}
         lines.append(
-            f"| {r['recipe']} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['mean_floor_tokens']:.1f} | "
+            f"| {r['recipe']} | {g} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['mean_floor_tokens']:.1f} | "
             f"{r['excess_over_floor']:.1f} | {r['redundant_share']:.3f} | {r['skips_per_completion']:.2f} | "
-            f"{r['truncated_fraction']:.3f} | {_secs(r['train_seconds'])} |"
+            f"{r['truncated_fraction']:.3f} | {_held(check.get('held')) if check else '-'} | "
+            f"{_secs(r['train_seconds'])} |"
         )
-    levels = sorted({d for r in rows for d in r["by_difficulty"]}, key=int)
-    lines += ["", "Mean tokens (accuracy) by difficulty = number of operations; floor = shortest correct trace:", ""]
-    head = ["recipe", *[f"{d} ops" for d in levels]]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    floor_row = ["floor"] + [
-        next((f"{r['by_difficulty'][d]['mean_floor_tokens']:.1f}" for r in rows if d in r["by_difficulty"]), "-")
-        for d in levels
-    ]
-    lines.append("| " + " | ".join(floor_row) + " |")
-    for r in rows:
-        cells = [r["recipe"]] + [
-            f"{r['by_difficulty'][d]['mean_tokens']:.1f} ({r['by_difficulty'][d]['accuracy']:.2f})"
-            if d in r["by_difficulty"] else "-" for d in levels
+    checked = [r for r in ok_rows if r.get("method_check")]
+    if checked:
+        lines += ["", "Method checks (does the method do on the testbed what its paper says?):", "",
+                  "| recipe | claim | measured | result |", "|---|---|---|---|"]  # fmt: skip
+        for r in checked:
+            c = r["method_check"]
+            lines.append(f"| {r['recipe']} | {c['claim']} | {c['measured']} | {_held(c['held'])} |")
+    levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
+    if levels:
+        lines += ["", "Mean tokens (accuracy) by difficulty = number of operations; floor = shortest correct trace:",
+                  ""]  # fmt: skip
+        head = ["recipe", *[f"{d} ops" for d in levels]]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        floor_row = ["floor"] + [
+            next((f"{r['by_difficulty'][d]['mean_floor_tokens']:.1f}" for r in ok_rows if d in r["by_difficulty"]),
+                 "-")
+            for d in levels
         ]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("| " + " | ".join(floor_row) + " |")
+        for r in ok_rows:
+            cells = [r["recipe"]] + [
+                f"{r['by_difficulty'][d]['mean_tokens']:.1f} ({r['by_difficulty'][d]['accuracy']:.2f})"
+                if d in r["by_difficulty"] else "-" for d in levels
+            ]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+    if scales:
+        cap = (settings or {}).get("max_completion_length", "the cap")
+        lines += ["", f"Testbed scaling rules (trl_efficient/testbed/scaling.py; cap = {cap} tokens):", ""]
+        lines += [f"- `{name}`: {scales[name]['rule']}" for name in scales]
     if settings:
         lines += ["", "Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items() if k != "extra")]
+        if settings.get("extra"):
+            lines[-1] += f", extra={settings['extra']}"
     return "\n".join(lines) + "\n"
 
 
@@ -238,14 +347,49 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
             overwrite: bool = False, keep_models: bool = False, include_base: bool = True) -> dict:  # fmt: skip
     """Train each recipe from the same base with the same budget of steps, evaluate all on the same held-out
     tasks, and write `compare.json`, `compare.md` and `pareto.png` under `output_dir`. Per-recipe results are
-    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`). Runs with `torch_threads()`."""
+    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when the settings and the
+    recipe's testbed scale are unchanged). A recipe that raises becomes a `failed_row`; the others still run.
+    Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
+    from .scaling import recipe_scale
 
     settings = settings or TestbedSettings()
     for name in recipes:
         get_recipe(name)  # fail fast on a typo, before any training
-    with torch_threads():
+        recipe_scale(name, settings.max_completion_length, settings.max_steps)  # and on a recipe without a rule
+    with torch_threads(), hub_offline():
         return _compare(recipes, settings, output_dir, overwrite, keep_models, include_base)
+
+
+@contextlib.contextmanager
+def hub_offline():
+    """No network for the duration: `HF_HUB_OFFLINE=1` (environment and huggingface_hub's constant), restored."""
+    before = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        import huggingface_hub.constants as hub_constants
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        hub_constants = None
+    constant = getattr(hub_constants, "HF_HUB_OFFLINE", None)
+    if hub_constants is not None:
+        hub_constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = before
+        if hub_constants is not None and constant is not None:
+            hub_constants.HF_HUB_OFFLINE = constant
+
+
+def _reference(rows: list[dict]) -> tuple[dict | None, str]:
+    for name in ("grpo", "base"):
+        ref = next((r for r in rows if r["recipe"] == name and r.get("status", "ok") == "ok"), None)
+        if ref is not None:
+            return ref, name
+    return None, "-"
 
 
 def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base) -> dict:
@@ -254,59 +398,93 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
 
     from ..plots import pareto_plot
     from .base import resolve_base_model
+    from .checks import check_modes, method_check
     from .data import load_testbed_dataset
+    from .scaling import recipe_scale
 
     os.makedirs(output_dir, exist_ok=True)
     base_path = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     eval_ds = load_testbed_dataset("test", settings.num_eval, settings.seed, settings.min_ops, settings.max_ops)
-    eval_kwargs = dict(num_samples=settings.eval_samples, max_new_tokens=settings.max_completion_length,
-                       temperature=settings.eval_temperature, top_p=settings.eval_top_p,
-                       seed=settings.seed)  # fmt: skip
-    rows = []
+    check_ds = eval_ds.select(range(min(settings.check_eval, len(eval_ds))))
+    sampling = dict(max_new_tokens=settings.max_completion_length, temperature=settings.eval_temperature,
+                    top_p=settings.eval_top_p, seed=settings.seed)  # fmt: skip
+    rows, modes_by_recipe, scales = [], {}, {}
     names = (["base"] if include_base else []) + list(recipes)
     for name in names:
+        scale = None if name == "base" else recipe_scale(name, settings.max_completion_length, settings.max_steps)
+        g = None if scale is None else num_generations_for(scale, settings)
+        if scale is not None:
+            scales[name] = scale.to_dict()
+        key = {"settings": settings.to_dict(), "testbed_scale": scales.get(name)}
         folder = os.path.join(output_dir, name)
         cached = os.path.join(folder, "result.json")
         if os.path.isfile(cached) and not overwrite:
             with open(cached) as f:
                 saved = json.load(f)
-            if saved.get("settings") == settings.to_dict():
+            if saved.get("settings") == key["settings"] and saved.get("testbed_scale") == key["testbed_scale"]:
                 rows.append(saved["row"])
+                modes_by_recipe[name] = saved.get("check_modes") or {}
                 logger.info("testbed: reusing %s", cached)
                 continue
         os.makedirs(folder, exist_ok=True)
-        seconds = None
-        if name == "base":
-            model = AutoModelForCausalLM.from_pretrained(base_path)
-            info = {}
-        else:
-            logger.info("testbed: training %s for %d steps", name, settings.max_steps)
-            info = train_recipe(name, settings, folder)
-            model, seconds = info.pop("model"), info["seconds"]
-            if not keep_models:
-                for f_name in os.listdir(folder):
-                    if f_name.endswith((".safetensors", ".bin")):
-                        os.remove(os.path.join(folder, f_name))
-        with torch.no_grad():
-            summary = evaluate_testbed(model, tokenizer, eval_ds, **eval_kwargs)
-        row = _row(name, summary, seconds)
+        try:
+            seconds, info = None, {}
+            if name == "base":
+                model = AutoModelForCausalLM.from_pretrained(base_path)
+            else:
+                logger.info("testbed: training %s for %d steps (G=%d)", name, settings.max_steps, g)
+                info = train_recipe(name, settings, folder)
+                model, seconds = info.pop("model"), info["seconds"]
+                if not keep_models:
+                    for f_name in os.listdir(folder):
+                        if f_name.endswith((".safetensors", ".bin")):
+                            os.remove(os.path.join(folder, f_name))
+            with torch.no_grad():
+                summary = evaluate_testbed(model, tokenizer, eval_ds, num_samples=settings.eval_samples, **sampling)
+                modes = check_modes(name, scale) if scale is not None else []
+                mode_records = evaluate_modes(model, tokenizer, check_ds, modes, **sampling) if modes else {}
+        except Exception as err:  # noqa: BLE001 - one recipe's failure must not lose the others
+            logger.exception("testbed: %s failed", name)
+            rows.append(failed_row(name, err, g))
+            continue
+        row = _row(name, summary, seconds, g)
         rows.append(row)
+        modes_by_recipe[name] = mode_records
         with open(cached, "w") as f:
-            json.dump({"settings": settings.to_dict(), "row": row, "summary": summary,
-                       "log_history": info.get("log_history"), "testbed_overrides": info.get("testbed_overrides")},
-                      f, indent=1)  # fmt: skip
+            json.dump({**key, "row": row, "summary": summary, "check_modes": mode_records,
+                       "log_history": info.get("log_history")}, f, indent=1)  # fmt: skip
         logger.info("testbed: %s accuracy %.3f mean tokens %.1f redundant share %.3f", name, row["accuracy"],
                     row["mean_tokens"], row["redundant_share"])  # fmt: skip
+    reference, reference_name = _reference(rows)
+    for row in rows:
+        if row["recipe"] != "base" and row.get("status", "ok") == "ok":
+            ref = reference if reference is not row else next((r for r in rows if r["recipe"] == "base"), None)
+            ref_name = reference_name if reference is not row else "base"
+            if row["recipe"] in ("dler", "da-dler"):  # fewer truncations than the base model it started from
+                ref, ref_name = next((r for r in rows if r["recipe"] == "base" and r.get("status") == "ok"),
+                                     ref), "base"  # fmt: skip
+            row["method_check"] = method_check(row["recipe"], row, modes_by_recipe.get(row["recipe"], {}), ref,
+                                               ref_name)  # fmt: skip
+    failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     with open(files["json"], "w") as f:
-        json.dump({"settings": settings.to_dict(), "rows": rows}, f, indent=1)
+        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows}, f, indent=1)
     with open(files["markdown"], "w") as f:
-        f.write(compare_markdown(rows, settings.to_dict()))
-    floor = rows[0]["mean_floor_tokens"] if rows else None
-    plot = pareto_plot(rows, os.path.join(output_dir, "pareto.png"), group_key="recipe", label_key=None,
+        f.write(compare_markdown(rows, settings.to_dict(), scales))
+    ok_rows = [r for r in rows if r.get("status", "ok") == "ok"]
+    floor = ok_rows[0]["mean_floor_tokens"] if ok_rows else None
+    plot = pareto_plot(ok_rows, os.path.join(output_dir, "pareto.png"), group_key="recipe", label_key=None,
                        title=f"Testbed: accuracy vs tokens after {settings.max_steps} GRPO steps",
-                       reference_x={"floor (shortest correct traces)": floor} if floor else None)  # fmt: skip
+                       reference_x={"floor (shortest correct traces)": floor} if floor else None) if ok_rows else None
     if plot:
         files["plot"] = plot
-    return {"rows": rows, "files": files}
+    return {"rows": rows, "files": files, "failed": failed}
+
+
+def render_compare_json(path: str) -> str:
+    """`compare.md` from a `compare.json` (what `compare` wrote), so a committed table can be checked against its
+    data."""
+    with open(path) as f:
+        data = json.load(f)
+    return compare_markdown(data["rows"], data.get("settings"), data.get("scales"))

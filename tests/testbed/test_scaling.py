@@ -1,0 +1,208 @@
+"""Testbed scaling rules (`trl_efficient/testbed/scaling.py`), per-recipe G, the failure row and the method checks:
+no training here except the `testbed:small` failure-isolation run (seconds)."""
+
+import json
+import math
+import os
+
+import pytest
+
+import trl_efficient  # noqa: F401  (registers every recipe)
+from trl_efficient.recipes import RECIPES, get_recipe
+from trl_efficient.testbed.checks import check_modes, method_check, pearson, rank, spearman
+from trl_efficient.testbed.runner import TestbedSettings as Settings, build_config, failed_row, scaled_recipe
+from trl_efficient.testbed.scaling import SCALING_RULES, resolve_placeholders, recipe_scale
+
+CAP = 192
+
+
+def test_every_registered_recipe_has_a_rule_and_no_rule_is_stale():
+    assert set(RECIPES) == set(SCALING_RULES)
+    with pytest.raises(ValueError, match="no testbed scaling rule"):
+        recipe_scale("not-a-recipe")
+
+
+def _validate(name, tmp_path, tiny_model_dir, tokenizer):
+    """Build everything `train_recipe` builds before training: config, estimator, filter, rollout plan, dataset
+    preparation inputs and reward callables."""
+    from trl_efficient.trainer.advantages import ADVANTAGE_ESTIMATORS
+    from trl_efficient.trainer.config import build_rollout_plan
+    from trl_efficient.trainer.filters import COMPLETION_FILTERS
+
+    settings = Settings()
+    scale = recipe_scale(name, CAP, settings.max_steps)
+    recipe = scaled_recipe(get_recipe(name), scale)
+    args = build_config(recipe, settings, str(tmp_path / name), scale=scale)
+    assert args.max_completion_length == CAP
+    if args.advantage_estimator != "grpo":
+        entry = ADVANTAGE_ESTIMATORS.get(args.advantage_estimator)
+        if isinstance(entry, type):
+            entry(args, **(args.advantage_kwargs or {}))  # the estimator's own validation (e.g. DA-DLER truncate_to)
+    if args.completion_filter:
+        entry = COMPLETION_FILTERS.get(args.completion_filter)
+        if isinstance(entry, type):
+            entry(args, **(args.filter_kwargs or {}))
+    plan = build_rollout_plan(args)
+    if plan is not None:
+        plan.validate(args.num_generations, args.max_completion_length)
+    if name == "saber":
+        from trl_efficient.methods.saber import validate_tiers
+
+        tiers = validate_tiers(scale.recipe_kwargs["tiers"])
+        assert tiers[0] < CAP  # otherwise the budget penalty could never apply
+    elif name == "bingo":
+        from trl_efficient.recipes.bingo import prepare_bingo
+
+        kwargs = resolve_placeholders(scale.recipe_kwargs, tiny_model_dir)
+        assert kwargs["scorer"] == f"self-information:{tiny_model_dir}"  # offline scorer, no download
+        prepare_bingo(None, args, tokenizer, **kwargs)  # checks the kwargs against get_bingo_length_reward
+    funcs, weights = recipe.build_reward_funcs(args, tokenizer)
+    assert len(funcs) == len(weights) == len(recipe.rewards)
+    return scale, args
+
+
+@pytest.mark.parametrize("name", sorted(SCALING_RULES))
+def test_rule_output_passes_the_recipe_validation_at_the_testbed_cap(name, tmp_path, tiny_model_dir, monkeypatch):
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)  # name_or_path = Bingo's frozen reference policy
+    scale, args = _validate(name, tmp_path, tiny_model_dir, tokenizer)
+    assert scale.rule and scale.recipe == name
+    # every length constant the rule sets lies within the testbed cap
+    for key in ("budgets", "target_length_range"):
+        if key in scale.config:
+            assert all(0 < v <= CAP for v in scale.config[key]), (key, scale.config[key])
+
+
+def test_paper_constants_are_scaled_by_cap_over_paper_cap():
+    hbpo = recipe_scale("hbpo", CAP)
+    assert hbpo.config["budgets"] == [24, 48, 96, 120]  # 512, 1024, 2048, 2560 x 192/4096
+    k = hbpo.config["advantage_kwargs"]
+    assert k["l_max"] == 192 and k["alpha"] == pytest.approx(1 / 192) and k["beta"] == 4.0
+    # the cosine is no longer flat below the cap: 4 cos(pi L / (2 l_max)) at 30 vs 150 tokens
+    assert 4 * math.cos(math.pi * 30 / 384) - 4 * math.cos(math.pi * 150 / 384) > 2.5  # 3.88 - 1.34 = 2.54
+    l1 = recipe_scale("l1-exact", CAP)
+    assert l1.config["target_length_range"] == [5, 188]  # 100, 4000 x 192/4096 = 4.7, 187.5
+    assert l1.reward_kwargs["l1"]["alpha"] == pytest.approx(0.0003 * 4096 / 192)  # 0.0064
+    # a deviation of half the cap now costs as much as half the paper's cap did: 0.0064 * 96 = 0.0003 * 2048 = 0.61
+    assert l1.reward_kwargs["l1"]["alpha"] * 96 == pytest.approx(0.0003 * 2048)
+    assert recipe_scale("l1-max", CAP).reward_kwargs["l1"]["alpha"] == pytest.approx(0.001 * 4096 / 192)
+    assert recipe_scale("da-dler", CAP).config["advantage_kwargs"]["truncate_to"] == 96  # 2000 x 192/4000
+    assert recipe_scale("da-dler", CAP).config["max_completion_length"] == CAP
+    assert recipe_scale("laser", CAP).reward_kwargs["laser"]["target_length"] == 24  # 2048 x 192/16384
+    assert recipe_scale("shorter-better", CAP).reward_kwargs["shorter_better"]["beta"] == pytest.approx(0.001 * 4096 / 192)
+    assert recipe_scale("saber", CAP).recipe_kwargs["tiers"] == [16, 48, 192]  # 128 -> 1.5 -> floor 16; 4096 -> 48
+    bingo = recipe_scale("bingo", CAP, max_steps=40)
+    assert (bingo.recipe_kwargs["schedule_start"], bingo.recipe_kwargs["schedule_window"]) == (10, 5)
+    assert recipe_scale("kimi", CAP).config == {} and "scale-free" in recipe_scale("kimi", CAP).rule
+
+
+def test_each_recipe_gets_its_own_g_and_the_same_prompts_per_step(tmp_path):
+    settings = Settings()  # 32 rows, G = 8: 4 prompts per step
+    seen = {}
+    for name in ("grpo", "gfpo", "gfpo-adaptive", "hbpo", "kimi"):
+        scale = recipe_scale(name, CAP)
+        args = build_config(scaled_recipe(get_recipe(name), scale), settings, str(tmp_path / name), scale=scale)
+        seen[name] = (args.num_generations, args.per_device_train_batch_size)
+    assert seen == {"grpo": (8, 32), "kimi": (8, 32), "gfpo": (16, 64), "gfpo-adaptive": (16, 64), "hbpo": (16, 64)}
+    gfpo = build_config(get_recipe("gfpo"), settings, str(tmp_path / "g"), scale=recipe_scale("gfpo", CAP))
+    assert gfpo.advantage_kwargs["k"] == 8 < gfpo.num_generations  # GFPO now filters: keeps 8 of 16
+
+
+def test_scaled_recipe_rejects_kwargs_for_an_unused_builder():
+    from trl_efficient.testbed.scaling import RecipeScale
+
+    with pytest.raises(ValueError, match="does not use"):
+        scaled_recipe(get_recipe("grpo"), RecipeScale("grpo", "x", reward_kwargs={"l1": {"alpha": 1.0}}))
+
+
+def test_correlations_and_ranks_by_hand():
+    assert rank([3, 1, 2]) == [3.0, 1.0, 2.0]
+    # x = 1..4, y = 2,4,5,9: means 2.5, 5; sxy = 1.5*3 + .5*1 + .5*0 + 1.5*4 = 11, sxx = 5, syy = 9+1+0+16 = 26
+    assert pearson([1, 2, 3, 4], [2, 4, 5, 9]) == pytest.approx(11 / math.sqrt(5 * 26))
+    assert spearman([1, 2, 3, 4], [9, 5, 4, 2]) == pytest.approx(-1.0)
+    assert pearson([1, 1], [2, 3]) is None and pearson([1], [1]) is None
+
+
+def _row(tokens, acc, trunc=0.0, redundant=0.2, by=None):
+    return {"recipe": "x", "status": "ok", "mean_tokens": tokens, "accuracy": acc, "truncated_fraction": trunc,
+            "redundant_share": redundant, "by_difficulty": by or {}}  # fmt: skip
+
+
+def test_method_checks_report_measured_values_and_failures():
+    by = {"1": {"n": 10, "mean_tokens": 30.0}, "2": {"n": 10, "mean_tokens": 40.0},
+          "7": {"n": 10, "mean_tokens": 90.0}, "8": {"n": 30, "mean_tokens": 110.0}}  # fmt: skip
+    modes = {f"hbpo:{b}": {"value": b, "lengths": [m, m + 2]} for b, m in ((24, 40), (48, 50), (96, 70), (120, 80))}
+    c = method_check("hbpo", _row(60, 0.6, by=by), modes, None, "-")
+    assert c["held"] is True and "easy 35.0 vs hard 105.0" in c["measured"]  # (30+40)/2; (90*10+110*30)/40
+    modes["hbpo:120"]["lengths"] = [10, 10]  # the largest budget is now the shortest: not ordered
+    assert method_check("hbpo", _row(60, 0.6, by=by), modes, None, "-")["held"] is False
+    l1 = {f"l1:{t}": {"value": t, "lengths": [t // 2 + 20, t // 2 + 22]} for t in (20, 60, 100)}
+    assert method_check("l1-exact", _row(60, 0.6), l1, None, "-")["held"] is True
+    l1_flat = {f"l1:{t}": {"value": t, "lengths": [50, 50]} for t in (20, 60, 100)}
+    c = method_check("l1-exact", _row(60, 0.6), l1_flat, None, "-")
+    assert c["held"] is False and "pearson -" in c["measured"]  # constant lengths: no correlation
+    base = _row(90, 0.6, trunc=0.0)
+    assert method_check("dler", _row(70, 0.6), {}, base, "base")["held"] is None  # base never truncates
+    assert method_check("dler", _row(70, 0.6, trunc=0.01), {}, _row(90, 0.6, trunc=0.05), "base")["held"] is True
+    grpo = _row(72.8, 0.613)
+    assert method_check("kimi", _row(66.3, 0.613), {}, grpo, "grpo")["held"] is True
+    assert method_check("kimi", _row(60.0, 0.55), {}, grpo, "grpo")["held"] is False  # shorter, but 0.063 worse
+    assert method_check("gfpo", _row(75.0, 0.62), {}, grpo, "grpo")["held"] is False  # longer
+    saber = {"saber:16": {"value": 16, "thinking": [20, 30]}, "saber:192": {"value": 192, "thinking": [60, 70]}}
+    assert method_check("saber", _row(60, 0.6), saber, grpo, "grpo")["held"] is True
+    assert method_check("grpo", grpo, {}, None, "-")["held"] is None
+
+
+def test_check_modes_follow_the_scaled_constants():
+    hbpo = check_modes("hbpo", recipe_scale("hbpo", CAP))
+    assert [m.value for m in hbpo] == [24, 48, 96, 120] and hbpo[0].prefill.endswith("with 24 tokens")
+    l1 = check_modes("l1-exact", recipe_scale("l1-exact", CAP))
+    assert [m.value for m in l1] == [23, 60, 96, 133, 170]  # 5 + 183 * (0.1, 0.3, 0.5, 0.7, 0.9) = 23.3, 59.9, 96.5, 133.1, 169.7
+    assert l1[0].user_suffix == " Think for 23 tokens."
+    assert [m.value for m in check_modes("saber", recipe_scale("saber", CAP))] == [16, 192]
+    assert check_modes("kimi", recipe_scale("kimi", CAP)) == []
+
+
+def test_failed_row_is_one_line():
+    row = failed_row("bingo", OSError("We couldn't connect to 'https://huggingface.co'\n to load this file"), 8)
+    assert row == {"recipe": "bingo", "status": "failed", "num_generations": 8,
+                   "error": "OSError: We couldn't connect to 'https://huggingface.co' to load this file"}  # fmt: skip
+
+
+@pytest.fixture()
+def small_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("TRL_EFFICIENT_CACHE", str(tmp_path_factory.mktemp("tbcache_fail")))
+
+
+def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_path, monkeypatch):
+    """compare() with one recipe raising: its row says failed with the error, the other recipe and the base are
+    measured, the table and the plot are written, and the CLI exits with status 1."""
+    from transformers import AutoModelForCausalLM
+
+    from trl_efficient.testbed import cli, runner
+    from trl_efficient.testbed.base import resolve_base_model
+
+    base = resolve_base_model("testbed:small")
+
+    def fake_train(name, settings, folder, **kwargs):
+        if name == "saber":
+            raise RuntimeError("boom |\n second line")
+        return {"seconds": 0.0, "log_history": [], "testbed_scale": {}, "model": AutoModelForCausalLM.from_pretrained(base)}
+
+    monkeypatch.setattr(runner, "train_recipe", fake_train)
+    out_dir = tmp_path / "cmp"
+    code = cli.main(["compare", "--recipes", "grpo", "saber", "--base-model", "testbed:small", "--output-dir",
+                     str(out_dir), "--set", "num_eval=3", "--set", "eval_samples=1", "--set", "check_eval=2",
+                     "--set", "max_completion_length=16"])  # fmt: skip
+    assert code == 1
+    data = json.load(open(out_dir / "compare.json"))
+    rows = {r["recipe"]: r for r in data["rows"]}
+    assert rows["saber"] == {"recipe": "saber", "status": "failed", "num_generations": 8,
+                             "error": "RuntimeError: boom | second line"}  # fmt: skip
+    assert rows["grpo"]["status"] == "ok" and rows["base"]["status"] == "ok" and rows["grpo"]["num_generations"] == 8
+    md = open(out_dir / "compare.md").read()
+    assert "| saber | 8 | **failed**: RuntimeError: boom \\| second line |" in md
+    assert "- `saber`: tiers x cap/16384" in md and os.path.isfile(out_dir / "pareto.png")
+    assert not os.path.exists(out_dir / "saber" / "result.json")  # a failure is not cached: a rerun retries it

@@ -1,0 +1,253 @@
+"""
+Testbed scale of every registered recipe: one documented rule per recipe, in one place.
+
+Recipes carry their papers' constants, set for completions of thousands of tokens; the testbed caps completions at
+`max_completion_length` (192 by default) and trains for tens of steps. Run unchanged, a recipe would show its units
+rather than its method (HBPO's cosine over `l_max = 4096` is flat below 192 tokens; L1's 0.0003 per token is worth
+0.015 reward at testbed lengths). So each recipe has a `ScalingRule` here:
+
+- **lengths** (budgets, targets, tiers, truncation points, `l_max`) scale by `cap / paper_cap`, rounded;
+- **per-token coefficients** (L1's alpha, ShorterBetter's beta, HBPO's alpha) scale by the inverse, `paper_cap / cap`,
+  so that a deviation of the same *fraction of the cap* costs the same reward as in the paper;
+- **scale-free** recipes (group-relative, or already written in terms of `max_completion_length`) keep their values;
+- **G**: where the method itself is about the group size (GFPO samples 16 and keeps 8; HBPO's 4 budget subgroups of
+  4), the recipe gets its own `num_generations`; everyone else uses the comparison's common G. The number of prompts
+  per step is the same for every recipe, so a larger G means more samples per step, which is the method's point.
+
+`paper_cap` is the paper's response cap where methods.md states one (HBPO 4096, L1 4096, DLER/DA-DLER 4000,
+LASER's context 16384, SABER's largest tier 16384); `DEFAULT_PAPER_CAP = 4096` otherwise (said so in the rule).
+
+A new recipe without a rule fails `recipe_scale` (and `tests/testbed/test_scaling.py`), so nothing silently runs at
+paper scale on the testbed.
+
+>>> s = recipe_scale("hbpo", cap=192)
+>>> s.config["budgets"], s.config["advantage_kwargs"]["l_max"], s.num_generations
+([24, 48, 96, 120], 192, 16)
+>>> round(recipe_scale("l1-exact", cap=192).reward_kwargs["l1"]["alpha"], 5)  # 0.0003 * 4096 / 192
+0.0064
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = [
+    "BASE_MODEL_PLACEHOLDER",
+    "DEFAULT_PAPER_CAP",
+    "SCALING_RULES",
+    "ScalingRule",
+    "RecipeScale",
+    "scale_length",
+    "scale_per_token",
+    "recipe_scale",
+]
+
+DEFAULT_PAPER_CAP = 4096  # recipes whose paper states no response cap
+BASE_MODEL_PLACEHOLDER = "{base_model}"  # replaced by the testbed base model's directory in recipe_kwargs
+
+
+def scale_length(value: float, cap: int, paper_cap: int, minimum: int = 1) -> int:
+    """A paper-scale length at the testbed's cap: `round(value * cap / paper_cap)`, at least `minimum`.
+
+    >>> scale_length(2000, 192, 4000), scale_length(128, 192, 16384, minimum=16)
+    (96, 16)
+    """
+    return max(int(minimum), int(round(value * cap / paper_cap)))
+
+
+def scale_per_token(value: float, cap: int, paper_cap: int) -> float:
+    """A paper-scale per-token coefficient at the testbed's cap: `value * paper_cap / cap`.
+
+    >>> scale_per_token(0.001, 192, 4096)  # ShorterBetter's beta
+    0.021333333333333333
+    """
+    return float(value) * paper_cap / cap
+
+
+@dataclass(frozen=True)
+class RecipeScale:
+    """What a recipe changes on the testbed (applied on top of the recipe's own overrides).
+
+    `config`: `EfficientGRPOConfig` fields; `reward_kwargs`: builder name -> extra kwargs of that `RewardSpec`;
+    `recipe_kwargs`: keyword arguments of the recipe's `prepare_dataset` (strings may hold `BASE_MODEL_PLACEHOLDER`);
+    `num_generations`: the recipe's own G, `None` for the comparison's common G; `needs`: testbed steps to run
+    first (`"saber_profile"`: profile the base model on the training set); `rule`: the one-line rule.
+    """
+
+    recipe: str
+    rule: str
+    config: dict = field(default_factory=dict)
+    reward_kwargs: dict = field(default_factory=dict)
+    recipe_kwargs: dict = field(default_factory=dict)
+    num_generations: int | None = None
+    needs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "config": self.config, "reward_kwargs": self.reward_kwargs,
+                "recipe_kwargs": self.recipe_kwargs, "num_generations": self.num_generations,
+                "needs": list(self.needs)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ScalingRule:
+    """`build(cap, max_steps) -> RecipeScale` for one recipe."""
+
+    build: Callable[[int, int], RecipeScale]
+
+
+def _scale_free(name: str, why: str) -> ScalingRule:
+    return ScalingRule(lambda cap, steps: RecipeScale(name, f"scale-free: {why}; unchanged"))
+
+
+def _hbpo(cap: int, steps: int) -> RecipeScale:
+    from ..recipes.budget import HBPO_BUDGETS
+    from ..rewards.budget import HBPO_ALPHA, HBPO_BETA, HBPO_L_MAX
+
+    paper = HBPO_L_MAX  # 4096
+    budgets = [scale_length(b, cap, paper) for b in HBPO_BUDGETS]
+    kwargs = {"beta": HBPO_BETA, "alpha": scale_per_token(HBPO_ALPHA, cap, paper), "l_max": cap, "variant": "paper"}
+    return RecipeScale(
+        "hbpo",
+        f"lengths x cap/{paper}: budgets {list(HBPO_BUDGETS)} -> {budgets}, l_max {paper} -> {cap}; alpha "
+        f"1/{paper} -> 1/{cap}; beta {HBPO_BETA:g} kept; G = 16 (4 rollouts per budget, paper)",
+        config={"budgets": budgets, "advantage_kwargs": kwargs},
+        num_generations=16,
+    )
+
+
+def _l1(mode: str):
+    def build(cap: int, steps: int) -> RecipeScale:
+        from ..rewards.length import _L1_DEFAULT_ALPHA
+
+        paper = 4096
+        low, high = 100, 4000  # EfficientGRPOConfig.target_length_range default = the paper's U(100, 4000)
+        target = [scale_length(low, cap, paper), scale_length(high, cap, paper)]
+        alpha = _L1_DEFAULT_ALPHA[mode]
+        name = "l1-exact" if mode == "exact" else "l1-max"
+        return RecipeScale(
+            name,
+            f"lengths x cap/{paper}: targets U({low}, {high}) -> U({target[0]}, {target[1]}); alpha {alpha:g}/token "
+            f"x {paper}/cap -> {scale_per_token(alpha, cap, paper):.4f}",
+            config={"target_length_range": target},
+            reward_kwargs={"l1": {"alpha": scale_per_token(alpha, cap, paper)}},
+        )
+
+    return ScalingRule(build)
+
+
+def _laser(cap: int, steps: int) -> RecipeScale:
+    import inspect
+
+    from ..rewards.length import get_laser_reward
+
+    paper, target = 16384, inspect.signature(get_laser_reward).parameters["target_length"].default
+    scaled = scale_length(target, cap, paper)
+    return RecipeScale("laser", f"lengths x cap/{paper} (context): L_T {target} -> {scaled}",
+                        reward_kwargs={"laser": {"target_length": scaled}})  # fmt: skip
+
+
+def _shorter_better(cap: int, steps: int) -> RecipeScale:
+    paper, beta = DEFAULT_PAPER_CAP, 0.001
+    return RecipeScale(
+        "shorter-better",
+        f"per-token x {paper}/cap (no cap in methods.md; default {paper}): beta {beta:g} -> "
+        f"{scale_per_token(beta, cap, paper):.4f} (a deviation of {scale_length(2000, cap, paper)} tokens cancels a "
+        "correct answer, as 2000 do at paper scale)",
+        reward_kwargs={"shorter_better": {"beta": scale_per_token(beta, cap, paper)}},
+    )
+
+
+def _da_dler(cap: int, steps: int) -> RecipeScale:
+    paper = 4000
+    cut = scale_length(2000, cap, paper)
+    return RecipeScale(
+        "da-dler",
+        f"lengths x cap/{paper}: max_completion_length {paper} -> {cap}, truncate_to 2000 -> {cut}",
+        config={"max_completion_length": cap,
+                "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": cut, "correct_boost": 0.0}},
+    )  # fmt: skip
+
+
+def _saber(cap: int, steps: int) -> RecipeScale:
+    from ..methods.saber import SABER_TIERS
+
+    paper = SABER_TIERS[-1]  # 16384: the deepest tier
+    tiers = [scale_length(t, cap, paper, minimum=16) for t in SABER_TIERS]
+    return RecipeScale(
+        "saber",
+        f"tiers x cap/{paper} (largest tier = cap), at least 16 (the NoThink limit): {list(SABER_TIERS)} -> {tiers}; "
+        "profile = the base model on the testbed training set",
+        recipe_kwargs={"tiers": tiers},
+        needs=("saber_profile",),
+    )
+
+
+def _bingo(cap: int, steps: int) -> RecipeScale:
+    start, window = max(1, steps // 4), max(2, steps // 8)
+    return RecipeScale(
+        "bingo",
+        "lengths relative to the frozen reference (scale-free); scorer = self-information under the testbed base "
+        f"model (offline, no LLMLingua-2 download); schedule 50/10 steps -> {start}/{window} (1/4 and 1/8 of the "
+        "steps)",
+        recipe_kwargs={"scorer": f"self-information:{BASE_MODEL_PLACEHOLDER}", "schedule_start": start,
+                       "schedule_window": window, "reference_batch_size": 64},
+    )  # fmt: skip
+
+
+def _gfpo(name: str, extra: str = ""):
+    def build(cap: int, steps: int) -> RecipeScale:
+        return RecipeScale(name, f"G = 16 (paper: sample 16, keep k <= 8{extra}); lengths: none", num_generations=16)
+
+    return ScalingRule(build)
+
+
+SCALING_RULES: dict[str, ScalingRule] = {
+    "grpo": _scale_free("grpo", "no length constant"),
+    "kimi": _scale_free("kimi", "group min/max lengths"),
+    "cosine": _scale_free("cosine", "cosine over max_completion_length (= the cap)"),
+    "dler": _scale_free("dler", "truncation at max_completion_length (= the cap)"),
+    "dapo-overlong": _scale_free("dapo-overlong", "punishment over the last cap/4 tokens"),
+    "drpo": _scale_free("drpo", "length normaliser C = max_completion_length"),
+    "grpo-lead": _scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
+    "canon": _scale_free("canon", "length halves of the group"),
+    "gdpo": _scale_free("gdpo", "length limit = max_completion_length / 2"),
+    "hbpo": ScalingRule(_hbpo),
+    "l1-exact": _l1("exact"),
+    "l1-max": _l1("max"),
+    "laser": ScalingRule(_laser),
+    "shorter-better": ScalingRule(_shorter_better),
+    "da-dler": ScalingRule(_da_dler),
+    "saber": ScalingRule(_saber),
+    "bingo": ScalingRule(_bingo),
+    "gfpo": _gfpo("gfpo", ", Shortest 8/16"),
+    "gfpo-adaptive": _gfpo("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
+}
+
+
+def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40) -> RecipeScale:
+    """The testbed scale of `recipe` at completion cap `cap` and `max_steps` steps.
+
+    >>> recipe_scale("no-such-recipe")
+    Traceback (most recent call last):
+    ...
+    ValueError: recipe 'no-such-recipe' has no testbed scaling rule; add one to trl_efficient/testbed/scaling.py.
+    """
+    if recipe not in SCALING_RULES:
+        raise ValueError(f"recipe {recipe!r} has no testbed scaling rule; add one to trl_efficient/testbed/scaling.py.")
+    return SCALING_RULES[recipe].build(int(cap), int(max_steps))
+
+
+def resolve_placeholders(value: Any, base_model: str) -> Any:
+    """`value` with `BASE_MODEL_PLACEHOLDER` replaced by `base_model` in every string (dicts and lists walked).
+
+    >>> resolve_placeholders({"scorer": "self-information:{base_model}", "n": 2}, "/m")
+    {'scorer': 'self-information:/m', 'n': 2}
+    """
+    if isinstance(value, str):
+        return value.replace(BASE_MODEL_PLACEHOLDER, base_model)
+    if isinstance(value, dict):
+        return {k: resolve_placeholders(v, base_model) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(resolve_placeholders(v, base_model) for v in value)
+    return value
