@@ -16,9 +16,11 @@ on both sides (SABER: a profile of the benchmark prompts made once with the same
 LLMLingua-2-format token classifier as scorer, `save_tiny_token_classifier`).
 
 Config precedence (`config_kwargs`): the benchmark's defaults (`learning_rate`, `beta`, `temperature`) < the
-recipe's `config_overrides` < the measurement settings that must be the same for every row (`BENCH_FIXED`: batch,
+recipe's `config_overrides` (token lengths that cannot fit scaled to `--max-completion-length` by
+`scale_length_overrides`) < the measurement settings that must be the same for every row (`BENCH_FIXED`: batch,
 `num_generations`, `max_completion_length`, steps, seed, CPU, logging/saving). A recipe override replaced by a
-measurement setting is listed in the row's notes (e.g. DA-DLER's `max_completion_length: 4000`).
+measurement setting or scaled is listed in the row's notes (e.g. DA-DLER's `max_completion_length: 4000` and
+`truncate_to: 2000`).
 
 To cancel machine noise the two alternate: `--rounds` rounds of (plain: `--steps` steps, efficient: `--steps`
 steps), each from a fresh copy of the model; the first step of every run is a warm-up and is not timed. Reported per
@@ -106,6 +108,28 @@ def config_kwargs(recipe_overrides: dict, fixed: dict, defaults: dict | None = N
     return merged, replaced
 
 
+def scale_length_overrides(recipe_overrides: dict, max_len: int) -> tuple[dict, list[str]]:
+    """Recipe overrides whose token lengths cannot fit the benchmark's `max_len`, scaled to it.
+
+    DA-DLER truncates easy groups to `advantage_kwargs["truncate_to"]` tokens, which must stay below
+    `max_completion_length`: a `truncate_to` at or above `max_len` keeps its fraction of the recipe's own
+    `max_completion_length` (2000 of 4000 -> 32 of 64), or half of `max_len` when the recipe sets none. Returns the
+    overrides (a copy) and the names of what was scaled.
+
+    >>> scale_length_overrides({"advantage_kwargs": {"truncate_to": 2000, "x": 1}, "max_completion_length": 4000}, 64)
+    ({'advantage_kwargs': {'truncate_to': 32, 'x': 1}, 'max_completion_length': 4000}, ['advantage_kwargs.truncate_to'])
+    """
+    out = dict(recipe_overrides)
+    advantage_kwargs = dict(out.get("advantage_kwargs") or {})
+    truncate_to = advantage_kwargs.get("truncate_to")
+    if truncate_to is None or truncate_to < max_len:
+        return out, []
+    cap = out.get("max_completion_length")
+    advantage_kwargs["truncate_to"] = max(1, min(max_len - 1, round(truncate_to * max_len / cap) if cap else max_len // 2))
+    out["advantage_kwargs"] = advantage_kwargs
+    return out, ["advantage_kwargs.truncate_to"]
+
+
 def _generation_counter(trainer) -> list[int]:
     """Count the tokens the policy generates: wrap the trainer's `_generate_single_turn` (TRL `GRPOTrainer`; the
     efficient trainers override it and call `super()`, so the outermost call is counted once)."""
@@ -167,7 +191,9 @@ def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, s
         "use_cpu": True, "use_vllm": False, "bf16": False, "seed": seed,
         "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], eos_bias]]}, "disable_tqdm": True,
     }  # fmt: skip
-    kwargs, replaced = config_kwargs(dict(recipe.config_overrides), fixed)
+    overrides, scaled = scale_length_overrides(dict(recipe.config_overrides), max_len)
+    kwargs, replaced = config_kwargs(overrides, fixed)
+    replaced = replaced + scaled
     args = EfficientGRPOConfig(**kwargs)
     dataset = load_math_dataset("gsm8k", "train", limit=batch * steps * 2, seed=seed)
     extra = recipe_kwargs_for(recipe_name, model_path, dataset, tokenizer, max_len, eos_bias, seed, output_root)

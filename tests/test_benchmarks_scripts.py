@@ -1,0 +1,86 @@
+"""Cheap checks of the benchmark scripts in benchmarks/ (the timings themselves are not tested)."""
+
+import importlib.util
+import os
+
+import pytest
+
+from trl_efficient.recipes import RECIPES, get_recipe
+from trl_efficient.trainer import EfficientGRPOConfig
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _load(script):
+    spec = importlib.util.spec_from_file_location(script, os.path.join(ROOT, "benchmarks", f"{script}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+overhead = _load("trainer_overhead")
+
+
+class TestConfigKwargs:
+    def test_precedence(self):
+        # defaults < recipe overrides < fixed measurement settings, each key once
+        kwargs, replaced = overhead.config_kwargs(
+            {"beta": 0.04, "max_completion_length": 4000, "loss_type": "dapo"},
+            {"max_completion_length": 64, "seed": 1},
+            {"beta": 0.0, "temperature": 1.0},
+        )
+        assert kwargs == {"beta": 0.04, "temperature": 1.0, "max_completion_length": 64, "loss_type": "dapo", "seed": 1}
+        assert replaced == ["max_completion_length"]  # the recipe's 4000 was replaced by the benchmark's 64
+
+    def test_an_equal_value_is_not_reported_as_replaced(self):
+        assert overhead.config_kwargs({"seed": 1}, {"seed": 1}, {})[1] == []
+
+    def test_fixed_keys_are_checked(self):
+        with pytest.raises(ValueError, match="BENCH_FIXED_KEYS"):
+            overhead.config_kwargs({}, {"beta": 0.0})
+
+    @pytest.mark.parametrize("name", list(RECIPES))
+    def test_every_recipe_builds_a_config(self, name, tmp_path):
+        # The old crash: EfficientGRPOConfig() got multiple values for keyword argument 'beta' (hbpo, drpo).
+        recipe = get_recipe(name)
+        fixed = {"output_dir": str(tmp_path), "max_steps": 3, "per_device_train_batch_size": 16,
+                 "num_generations": 8, "max_completion_length": 64, "use_cpu": True, "report_to": "none"}  # fmt: skip
+        overrides, scaled = overhead.scale_length_overrides(dict(recipe.config_overrides), 64)
+        kwargs, replaced = overhead.config_kwargs(overrides, fixed)
+        args = EfficientGRPOConfig(**kwargs)  # the recipe's own validation passes at the benchmark's lengths
+        for key, value in overrides.items():
+            expected = fixed.get(key, value)
+            assert kwargs[key] == expected
+            assert (key in replaced) == (key in fixed and value != fixed[key])
+        for key, value in overhead.BENCH_DEFAULTS.items():
+            assert getattr(args, key) == recipe.config_overrides.get(key, value)
+        assert args.max_completion_length == 64 and args.num_generations == 8
+
+
+def test_scale_length_overrides():
+    # DA-DLER: truncate_to 2000 of max_completion_length 4000 is half: 32 of 64
+    overrides = {"advantage_kwargs": {"truncate_to": 2000, "solve_rate_threshold": 0.75}, "max_completion_length": 4000}
+    scaled, names = overhead.scale_length_overrides(overrides, 64)
+    assert scaled["advantage_kwargs"] == {"truncate_to": 32, "solve_rate_threshold": 0.75} and names == [
+        "advantage_kwargs.truncate_to"
+    ]
+    assert overrides["advantage_kwargs"]["truncate_to"] == 2000  # the recipe's dict is not mutated
+    assert overhead.scale_length_overrides({"advantage_kwargs": {"truncate_to": 100}}, 64)[0]["advantage_kwargs"] == {
+        "truncate_to": 32  # no recipe max_completion_length: half of 64
+    }
+    assert overhead.scale_length_overrides({"advantage_kwargs": {"truncate_to": 10}}, 64) == (
+        {"advantage_kwargs": {"truncate_to": 10}}, []  # fits: unchanged
+    )
+
+
+def test_markdown_table_has_one_row_per_recipe_and_failures_inline():
+    ok = {"recipe": "kimi", "G": 8, "status": "ok", "error": "", "notes": "", "plain_s_per_step": 1.0,
+          "efficient_s_per_step": 1.5, "ratio": 1.5, "plain_tokens_per_step": 100.0, "efficient_tokens_per_step": 100.0}
+    failed = {**ok, "recipe": "x", "status": "failed", "error": "ValueError: a | b", "plain_s_per_step": None,
+              "efficient_s_per_step": None, "ratio": None, "plain_tokens_per_step": None,
+              "efficient_tokens_per_step": None}  # fmt: skip
+    lines = overhead.markdown_table([ok, failed]).splitlines()
+    assert len(lines) == 4 and lines[0].count("|") == lines[2].count("|") == lines[3].count("|") == 9
+    assert lines[2] == "| kimi | 1.000 | 1.500 | 1.50 | 100 | 100 | 8 | ok |"
+    assert lines[3] == "| x | - | - | - | - | - | 8 | failed: ValueError: a / b |"  # a "|" would split the cell
