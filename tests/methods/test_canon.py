@@ -59,9 +59,12 @@ class TestAdvantages:
         b = batch([1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0], [4, 3, 2, 1, 1, 2, 3, 4, 1, 2, 3, 4], 4,
                   truncated=[False] * 8 + [True] * 4)
         est = CANONAdvantage(SimpleNamespace(max_completion_length=8), alpha=0.5, normalize_by_max_length=True)
-        # group 0 all equal and group 2 all truncated -> 0 despite alpha ; group 1: lower (1, 2) rewards 0, 1 mean .5,
-        # upper (3, 4) 0, 1 mean .5 -> lower r - .25, upper .5 r - .5 -> [-.25, .75, -.5, 0] / 8
-        assert est(b).tolist() == pytest.approx([0] * 4 + [-0.03125, 0.09375, -0.0625, 0.0] + [0] * 4)
+        # group 0 all equal -> 0 despite alpha (our documented edge rule) ; group 1: lower (1, 2) rewards 0, 1 mean .5,
+        # upper (3, 4) 0, 1 mean .5 -> lower r - alpha*.5 = r - .25, upper alpha*r - .5 -> [-.25, .75, -.5, 0] / 8
+        # group 2 all truncated: CANON has no truncation rule -> same formula: lower (lengths 1, 2) rewards 1, 0,
+        # upper (3, 4) 1, 0 -> lower [1 - .25, 0 - .25], upper [.5 - .5, 0 - .5] -> [.75, -.25, 0, -.5] / 8
+        assert est(b).tolist() == pytest.approx(
+            [0] * 4 + [-0.03125, 0.09375, -0.0625, 0.0] + [0.09375, -0.03125, 0.0, -0.0625])
 
     def test_config_errors(self, tmp_path):
         with pytest.raises(ValueError, match="divides by max_completion_length twice"):
@@ -83,8 +86,17 @@ def test_trainer_advantages(tiny_model_dir, tmp_path):
 
 
 def test_canon_yaml(tmp_path):
+    import yaml
+
     from trl_efficient.cli import train_main
 
+    with open(os.path.join(ROOT, "configs", "canon.yaml")) as f:
+        config = yaml.safe_load(f)
+    # methods.md §26 [code] (biuboomc/CANON scripts/setups.sh): alpha 1.0, mu (_lambda) 1.0, G 16, clip-high .28,
+    # max response 8192, lr 1e-6, no KL; no /max_len division with the token-mean loss (proposed)
+    assert config["advantage_kwargs"] == {"alpha": 1.0, "mu": 1.0, "beta": 0.0, "normalize_by_max_length": False}
+    assert (config["num_generations"], config["epsilon_high"], config["max_completion_length"]) == (16, 0.28, 8192)
+    assert (config["learning_rate"], config["beta"], config["loss_type"]) == (1e-6, 0.0, "dapo")
     train_main(["--config", os.path.join(ROOT, "configs", "canon.yaml"),
                 *tiny_cli_args(tmp_path, max_completion_length=12)])
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:

@@ -49,33 +49,57 @@ def closed_reward(completions, **kwargs):
 
 # ---------------------------------------------------------------------------------------------------- estimator
 class TestDLERAdvantage:
-    def test_signal_free_groups(self):
-        b = batch([1, 0, 1, 1, 0.1, 0, NAN, NAN, 2, NAN], [1] * 10, 2,
-                  truncated=[False, False, False, False, True, True, False, False, False, False])
-        # differ | equal | all truncated (0.1 vs 0 still differs) | nothing scorable | one scorable row
-        assert signal_free_groups(b).tolist() == [False, True, True, True, True]
+    def test_signal_free_groups_follow_dapo_std_rule(self):
+        # DLER's dapo_ray_trainer.py keeps a group iff np.std(rewards) > 0; truncation plays no part.
+        b = batch([1, 0, 1, 1, 0.1, 0, 0.1, 0.1, NAN, NAN, 2, NAN], [1] * 12, 2,
+                  truncated=[False] * 4 + [True] * 4 + [False] * 4)
+        # [1, 0] std .5 kept | [1, 1] std 0 | all truncated [.1, 0]: std .05 > 0, kept | all truncated [.1, .1]: std 0
+        # | nothing scorable | one scorable row (std of one value 0)
+        assert signal_free_groups(b).tolist() == [False, True, False, True, True, True]
 
     def test_hand_values_token_weighted_with_boost(self):
         b = batch([1, 0, 1, 1, 0.1, 0], [2, 4, 3, 3, 4, 2], 2)
-        # centred: g0 [.5, -.5], g1 flat (left out, 0), g2 [.05, -.05]; token weights 2, 4, 4, 2 (sum 12)
-        # mean = (1 - 2 + .2 - .1) / 12 = -.075 ; var = (2*.575^2 + 4*.425^2 + 4*.125^2 + 2*.025^2) / 12 = .120625
-        # std = .347311 ; A = (c + .075) / (std + 1e-6) ; +0.1 where R >= 1 (row 0 only: row 2-3 are flat)
-        std = 0.120625 ** 0.5 + 1e-6
-        expected = [0.575 / std + 0.1, -0.425 / std, 0, 0, 0.125 / std, 0.025 / std]
+        # verl masked_whiten over the informative groups' tokens. centred: g0 [.5, -.5], g1 flat (left out, 0),
+        # g2 [.05, -.05]; token weights 2, 4, 4, 2 (N = 12 tokens)
+        # mean = (2*.5 - 4*.5 + 4*.05 - 2*.05) / 12 = -.9 / 12 = -.075
+        # sum of squares = 2*.575^2 + 4*.425^2 + 4*.125^2 + 2*.025^2 = 1.4475
+        # masked_var(unbiased=True) = 1.4475/12 * 12/11 = 1.4475/11 = .131591 ; A = (c + .075) * rsqrt(var + 1e-8)
+        # boost (dler_slurm.sh: +0.1 where score >= 1): row 0 only (rows 2-3 are in a flat group and stay 0)
+        scale = (1.4475 / 11 + 1e-8) ** -0.5  # 2.756684
+        expected = [0.575 * scale + 0.1, -0.425 * scale, 0, 0, 0.125 * scale, 0.025 * scale]
         assert dler_advantages(b, correct_boost=0.1).tolist() == pytest.approx(expected, abs=1e-5)
+        assert expected[0] == pytest.approx(1.68509, abs=1e-5)  # not the population std's 0.575/.347312 + .1 = 1.7556
 
-    def test_row_weighted_and_equivalent_to_base_without_flat_groups(self):
-        from trl_efficient.trainer.advantages import group_center_batch_whiten
+    def test_all_truncated_group_with_different_rewards_is_trained_on(self):
+        # DLER's reward: truncated correct 0.1, truncated wrong 0 -> the group differs and is kept (std .05 > 0)
+        b = batch([1, 0, 0.1, 0], [3, 3, 5, 5], 2, truncated=[False, False, True, True])
+        # centred [.5, -.5, .05, -.05]; tokens 3, 3, 5, 5 (N = 16): mean (1.5 - 1.5 + .25 - .25)/16 = 0
+        # sum of squares 3*.25*2 + 5*.0025*2 = 1.525 ; var = 1.525/15
+        scale = (1.525 / 15 + 1e-8) ** -0.5
+        assert dler_advantages(b).tolist() == pytest.approx([0.5 * scale, -0.5 * scale, 0.05 * scale,
+                                                            -0.05 * scale], abs=1e-5)
+        assert dler_advantages(b)[2] > 0  # the truncated correct answer is pushed up relative to the wrong one
 
+    def test_row_weighted_whitening_is_bessel_corrected(self):
         b = batch([1, 0, 0.1, 0], [2, 4, 4, 2], 2)
-        # rows: centred [.5, -.5, .05, -.05], mean 0, var (2*.25 + 2*.0025)/4 = .12625, std .355317
+        # rows (N = 4): centred [.5, -.5, .05, -.05], mean 0, var (2*.25 + 2*.0025)/3 = .505/3 = .168333
+        scale = (0.505 / 3 + 1e-8) ** -0.5
         assert dler_advantages(b, token_weighted=False).tolist() == pytest.approx(
-            [0.5 / 0.355317, -0.5 / 0.355317, 0.05 / 0.355317, -0.05 / 0.355317], abs=1e-5)
-        torch.testing.assert_close(dler_advantages(b), group_center_batch_whiten(b))
+            [0.5 * scale, -0.5 * scale, 0.05 * scale, -0.05 * scale], abs=1e-5)
 
     def test_all_flat_gives_zeros_not_nan(self):
         b = batch([1, 1, 0, 0, 0.1, 0.1], [3, 5, 2, 2, 9, 9], 2, truncated=[False] * 4 + [True, True])
         assert dler_advantages(b, correct_boost=0.1).tolist() == [0.0] * 6
+
+    def test_estimator_defaults_follow_the_released_script(self):
+        est = DLERAdvantage(SimpleNamespace())
+        # dler_slurm.sh: correct_sample_advantage_boost_value=0.1 ; verl masked_whiten: rsqrt(var + 1e-8)
+        assert (est.correct_boost, est.boost_threshold, est.eps) == (0.1, 1.0, 1e-8)
+        b = batch([1, 0], [1, 1], 2)
+        # centred [.5, -.5], N = 2 rows of 1 token: var = (.25 + .25)/1 = .5 ; A = ±.5/sqrt(.5) = ±.707107, +.1 on row 0
+        assert est(b).tolist() == pytest.approx([0.5 / 0.5 ** 0.5 + 0.1, -(0.5 / 0.5 ** 0.5)], abs=1e-5)
+        assert DLERAdvantage(SimpleNamespace(), correct_boost=0.0)(b).tolist() == pytest.approx(
+            [0.707107, -0.707107], abs=1e-5)
 
     def test_unscorable_rows_get_zero(self):
         b = batch([1, NAN, 0, 0, 1, 0], [2, 2, 2, 2, 2, 2], 3)
@@ -92,6 +116,56 @@ class TestDLERAdvantage:
     def test_config_errors(self, kwargs, match):
         with pytest.raises(ValueError, match=match):
             DLERAdvantage(SimpleNamespace(), **kwargs)
+
+
+# ------------------------------------------------------------------------------------------ stop detection (EOS)
+@pytest.fixture
+def two_eos_model_dir(tiny_model_dir, tmp_path):
+    """The tiny model with a Qwen-style generation config: generation stops on <|im_end|> (2, the tokenizer's EOS)
+    and on <|endoftext|> (0)."""
+    import shutil
+
+    path = tmp_path / "two-eos"
+    shutil.copytree(tiny_model_dir, path)
+    with open(path / "generation_config.json") as f:
+        config = json.load(f)
+    config["eos_token_id"] = [2, 0]
+    with open(path / "generation_config.json", "w") as f:
+        json.dump(config, f)
+    return str(path)
+
+
+class TestStopDetection:
+    # DLER: reward x0.1 when finish_reason != "stop". Generation (TRL 1.16) stops on any id of the union of the
+    # tokenizer's EOS and generation_config.eos_token_id and keeps it as the last completion id, so a completion
+    # ending in 2 or 0 stopped (x1) and one ending in neither was cut (x0.1).
+    COMPLETIONS = [r"a</think>\boxed{3}"] * 3
+    IDS = [[5, 5, 2], [5, 5, 0], [5, 5, 5]]
+
+    def test_recipe_builder_uses_every_eos_id(self, two_eos_model_dir):
+        from transformers import AutoTokenizer
+
+        from trl_efficient.recipes.registry import REWARD_BUILDERS
+
+        tok = AutoTokenizer.from_pretrained(two_eos_model_dir)
+        assert tok.eos_token_id == 2  # the tokenizer alone knows one of the two
+        reward = REWARD_BUILDERS.get("dler_truncation")(SimpleNamespace(max_completion_length=8), tok)
+        out = reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS)
+        assert out == [1.0, 1.0, 0.1]
+
+    def test_trainer_gives_the_reward_its_own_eos_set(self, two_eos_model_dir, tmp_path):
+        from trl_efficient.rewards import get_dler_truncation_reward
+        from trl_efficient.trainer import EfficientGRPOTrainer
+        from trl_efficient.trainer.trainer import completion_eos_token_ids
+
+        reward = get_dler_truncation_reward(max_completion_length=48, eos_token_id=2)  # the old builder's set
+        assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 0.1, 0.1]
+        trainer = EfficientGRPOTrainer(model=two_eos_model_dir, reward_funcs=[reward], args=tiny_config(tmp_path),
+                                       train_dataset=make_dataset(8))
+        assert sorted(trainer.eos_token_ids) == [0, 2]  # TRL's own union
+        assert completion_eos_token_ids(trainer.model.generation_config, trainer.processing_class) == \
+            trainer.eos_token_ids  # the shared helper is TRL's rule
+        assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 1.0, 0.1]
 
 
 class TestDifficultyTruncation:
@@ -182,8 +256,9 @@ class TestRefillPieces:
     def test_filter_masks_and_warns_without_refill(self, caplog):
         f = DynamicSamplingFilter(SimpleNamespace())
         with caplog.at_level(logging.WARNING):
-            keep = f(batch([1, 0, 1, 1], [1, 1, 1, 1], 2))
-        assert keep.tolist() == [True, True, False, False]
+            keep = f(batch([1, 0, 1, 1, 0.1, 0], [1] * 6, 2, truncated=[False] * 4 + [True, True]))
+        # std > 0 | std 0 | all truncated, 0.1 vs 0: std .05 > 0, kept (dapo_ray_trainer.py: keep iff std > 0)
+        assert keep.tolist() == [True, True, False, False, True, True]
         assert "cannot refill" in caplog.text
 
     @pytest.mark.parametrize(
@@ -220,7 +295,7 @@ class TestRefillTrainer:
                 assert len(set(rec["metadata"]["idx"][4 * g: 4 * g + 4])) == 1  # rows of a group stay together
                 assert len(set(rec["prompts_decoded"][4 * g: 4 * g + 4])) == 1
             # the advantages are DLER's on the refilled batch (truncated rows all score 0 here)
-            expected = dler_advantages(batch(rewards, rec["lengths"], 4))
+            expected = dler_advantages(batch(rewards, rec["lengths"], 4), correct_boost=0.1)  # estimator default
             assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
             assert rec["num_items_in_batch"] == sum(rec["completion_mask_sums"])
 
@@ -264,20 +339,40 @@ class TestRefillTrainer:
 
 
 class TestRecipes:
-    def test_dler_yaml(self, tmp_path):
-        config = train_yaml("dler", tmp_path)
+    def test_dler_yaml_refills_the_batch(self, tmp_path, monkeypatch):
+        # Recipe 'dler' trains with DLERTrainer, whose refill loop alone logs trl_efficient/dynamic_sampling/*.
+        # The tiny random model never writes a boxed answer after </think> in 12 tokens, so every dler_truncation
+        # reward is 0, no group is informative, and each step must draw the YAML's max_generation_batches (4) batches
+        # and fall short by every group: per_device_train_batch_size 4 / num_generations 4 = 1 group per step.
+        from transformers import Trainer
+
+        logs, seen = [], []
+        original_log, original_refill = Trainer.log, DLERTrainer._refill_rows
+
+        def log(self, logs_, *args, **kwargs):  # Trainer.log: GRPOTrainer.log has merged its metrics by then
+            logs.append(dict(logs_))
+            return original_log(self, logs_, *args, **kwargs)
+
+        def refill_rows(self, n):
+            rows = original_refill(self, n)
+            seen.append([row["idx"] for row in rows])
+            return rows
+
+        monkeypatch.setattr(Trainer, "log", log)
+        monkeypatch.setattr(DLERTrainer, "_refill_rows", refill_rows)
+        config = train_yaml("dler", tmp_path, max_completion_length=12)
         assert (config.advantage_estimator, config.completion_filter) == ("dler", "dynamic_sampling")
         assert (config.epsilon_high, config.mask_truncated_completions, config.beta) == (0.28, False, 0.0005)
-
-    def test_dler_yaml_with_the_refill_trainer(self, tmp_path, monkeypatch):
-        # the change requested for recipes/registry.py: recipe 'dler' with trainer_cls DLERTrainer
-        import dataclasses
-
-        from trl_efficient.recipes import RECIPES, get_recipe
-
-        recipe = dataclasses.replace(get_recipe("dler"), trainer_cls="trl_efficient.methods.dler:DLERTrainer")
-        monkeypatch.setitem(RECIPES._entries, "dler", recipe)
-        train_yaml("dler", tmp_path)
+        assert config.filter_kwargs["max_generation_batches"] == 4
+        assert config.advantage_kwargs["correct_boost"] == 0.1  # dler_slurm.sh: correct_sample_advantage_boost_value
+        steps = [e for e in logs if "trl_efficient/dynamic_sampling/generation_batches" in e]
+        assert len(steps) == 2  # max_steps 2, logging_steps 1
+        for e in steps:
+            assert e["trl_efficient/dynamic_sampling/generation_batches"] == 4.0
+            assert e["trl_efficient/dynamic_sampling/informative_fraction"] == 0.0
+            assert e["trl_efficient/dynamic_sampling/shortfall_groups"] == 1.0
+        # 2 steps x 3 refill batches, each one prompt repeated G = 4 times, drawn from the refill sampler
+        assert len(seen) == 6 and all(len(rows) == 4 and len(set(rows)) == 1 for rows in seen)
 
     def test_da_dler_yaml_and_recipe(self, tmp_path):
         from trl_efficient.recipes import get_recipe
@@ -287,6 +382,7 @@ class TestRecipes:
         o = recipe.config_overrides
         assert (o["advantage_estimator"], o["completion_filter"]) == ("da_dler", "dynamic_sampling")
         assert o["advantage_kwargs"]["solve_rate_threshold"] == 0.75 and o["advantage_kwargs"]["truncate_to"] == 2000
+        assert o["advantage_kwargs"]["correct_boost"] == 0.1  # DLER's released script (§4), as recipe 'dler'
         config = train_yaml("da-dler", tmp_path, advantage_kwargs={"truncate_to": 6})
         assert config.correctness_reward == "dler_truncation_reward"
         assert config.filter_kwargs["max_generation_batches"] == 4

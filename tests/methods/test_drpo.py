@@ -44,6 +44,19 @@ class TestAdvantages:
         # all correct -> 0 ; no correct (NaN is neither) -> 0 ; group 2: one correct (w 1), two wrong (1/2 each)
         assert out.tolist() == pytest.approx([0] * 8 + [4.0, 0.0, -2.0, -2.0], abs=1e-6)
 
+    def test_all_truncated_group_with_a_correct_and_a_wrong_answer_is_trained_on(self):
+        from trl_efficient.trainer import GroupBatch
+
+        est = DRPOAdvantage(SimpleNamespace(max_completion_length=100, loss_type="grpo"))
+        b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0]]), reward_names=["correctness_reward"],
+                       reward_weights=torch.ones(1), lengths=torch.tensor([100.0, 100, 100, 100]),
+                       truncated=torch.ones(4, dtype=torch.bool), group_size=2, correctness_index=0)
+        b.drpo_seq_logp = torch.tensor([-1.0, -2.0, -1.0, -1.0])
+        # DRPO's rule: a group counts iff it has a correct and a wrong answer; truncation plays no part.
+        # group 0: one correct (w = 1), one wrong (softmax of one = 1) -> A = G * (1, -1) = (2, -2) ; group 1 all
+        # correct -> 0
+        assert est(b).tolist() == pytest.approx([2.0, -2.0, 0.0, 0.0])
+
     def test_gradient_equals_drpo_loss_at_the_sampling_policy(self):
         # A toy policy: free logits per position. DRPO's loss (compute_policy_loss_drpo, Q questions) and TRL's
         # loss_type='grpo' with the 'drpo' advantages (ratio exp(logp - logp.detach()), per-sequence token mean,
@@ -104,10 +117,9 @@ class TestTrainer:
             scores = torch.tensor(rec["scores"])
             assert scores.shape == (8,) and (scores < 0).all()  # mean token log-probs
             correct = torch.tensor([r[0] for r in rec["rewards"]])
+            # DRPO's only group rule is its own (a group needs a correct and a wrong answer), which
+            # drpo_advantages applies; no extra zeroing of all-equal or all-truncated groups
             expected = drpo_advantages(correct, torch.tensor(rec["lengths"]), scores, 4, length_norm=48)
-            for g in range(2):  # signal-free groups (all equal / all truncated) are zeroed
-                if len(set(correct[4 * g:4 * g + 4].tolist())) == 1 or all(rec["truncated"][4 * g:4 * g + 4]):
-                    expected[4 * g:4 * g + 4] = 0
             assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
         assert any(any(a != 0 for a in rec["advantages"]) for rec in trainer.records)
 
@@ -137,6 +149,22 @@ class TestTrainer:
         expected = (logp * m).sum(1) / m.sum(1)
         assert trainer.records[0]["scores"] == pytest.approx(expected.tolist(), abs=1e-4)
 
+    def test_warns_when_vllm_importance_sampling_would_change_the_gradient(self, tiny_model_dir, tmp_path, caplog):
+        import logging
+
+        args = tiny_config(tmp_path, advantage_estimator="drpo", loss_type="grpo")
+        trainer = DRPOTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
+                              train_dataset=make_dataset(4))
+        # the check itself, on the states use_vllm / vllm_importance_sampling_correction can take (no vLLM on CPU)
+        with caplog.at_level(logging.WARNING, logger="trl_efficient.methods.drpo"):
+            assert trainer._warn_on_vllm_importance_sampling() is False  # use_vllm False
+            trainer.use_vllm, trainer.vllm_importance_sampling_correction = True, False
+            assert trainer._warn_on_vllm_importance_sampling() is False
+            assert "importance" not in caplog.text
+            trainer.vllm_importance_sampling_correction = True  # TRL 1.16's default
+            assert trainer._warn_on_vllm_importance_sampling() is True
+        assert "no longer has DRPO's gradient" in caplog.text
+
     def test_trainer_needs_correctness(self, tiny_model_dir, tmp_path):
         def other(completions, **kwargs):
             return [0.0] * len(completions)
@@ -154,9 +182,12 @@ def test_drpo_yaml(tmp_path):
     assert recipe.load_trainer_cls() is DRPOTrainer
     assert recipe.config_overrides["loss_type"] == "grpo"
     assert recipe.config_overrides["advantage_kwargs"] == {"lam": 0.1, "tau": 10.0}  # §16: λ 0.1, τ 10
+    # TRL's vLLM IS ratio would reweight DRPO's gradient; the recipe and the YAML switch it off
+    assert recipe.config_overrides["vllm_importance_sampling_correction"] is False
     with open(os.path.join(ROOT, "configs", "drpo.yaml")) as f:
         config = yaml.safe_load(f)
     assert (config["num_generations"], config["temperature"], config["loss_type"]) == (8, 0.6, "grpo")
+    assert config["use_vllm"] is True and config["vllm_importance_sampling_correction"] is False
     train_main(["--config", os.path.join(ROOT, "configs", "drpo.yaml"),
                 *tiny_cli_args(tmp_path, max_completion_length=12)])
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:

@@ -75,9 +75,12 @@ class TestKeepAndAdvantages:
         b = batch([1, 0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0], [5, 3, 9, 4, 2, 4, 6, 8, 9, 9, 9, 9], 4,
                   truncated=[False] * 8 + [True] * 4)
         adv = est(b)
-        # group 0: keep lengths 3 (R 0) and 4 (R 1): mean .5, std .7071 -> -.7070, +.7070
-        # group 1: keep lengths 2 (R 1), 4 (R 0) -> +.7070, -.7070 ; group 2: all truncated -> 0 (edge rule)
-        assert adv.tolist() == pytest.approx([0, -0.70700, 0, 0.70700, 0.70700, -0.70700, 0, 0, 0, 0, 0, 0], abs=1e-4)
+        # paper: A_i = m_i (R_i - mu_S) / sigma_S over the kept set S (+1e-4, TRL's eps), no truncation rule.
+        # group 0: keep lengths 3 (R 0) and 4 (R 1): mean .5, sample std .70711 -> -.5/.70721 = -.70700, +.70700
+        # group 1: keep lengths 2 (R 1), 4 (R 0) -> +.70700, -.70700
+        # group 2, all truncated: equal lengths, stable ties keep rows 8 (R 1) and 9 (R 0) -> +.70700, -.70700
+        assert adv.tolist() == pytest.approx(
+            [0, -0.70700, 0, 0.70700, 0.70700, -0.70700, 0, 0, 0.70700, -0.70700, 0, 0], abs=1e-4)
         assert b._gfpo_keep.tolist() == [False, True, False, True, True, True, False, False, True, True, False, False]
         equal = batch([1, 1, 1, 1], [1, 2, 3, 4], 4)
         assert est(equal).tolist() == [0.0] * 4
@@ -247,3 +250,12 @@ class TestRecipes:
         config = train_yaml("gfpo-adaptive", tmp_path, advantage_kwargs={
             "k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1})
         assert config.advantage_estimator == "gfpo_adaptive"
+        import yaml
+
+        with open(os.path.join(ROOT, "configs", "gfpo-adaptive.yaml")) as f:
+            raw = yaml.safe_load(f)
+        # methods.md §13 [paper]: k = 8, 8, 6, 4 by reward quartile (mean 6.5), k = 8 until the digest is ready;
+        # normaliser over all G; t-digest ready after 5 steps and 64 prompts (proposed default)
+        assert raw["advantage_kwargs"]["k_by_quartile"] == [8, 8, 6, 4] and raw["advantage_kwargs"]["warmup_k"] == 8
+        assert (raw["advantage_kwargs"]["warmup_steps"], raw["advantage_kwargs"]["warmup_prompts"]) == (5, 64)
+        assert raw["filter_kwargs"] == {"loss_normalizer": "all"} and raw["completion_filter"] == "gfpo"

@@ -113,8 +113,13 @@ class TestAdvantage:
         b = GroupBatch(rewards=torch.tensor([[1.0], [1.0], [1.0], [NAN], [0.5], [-1.0]]), reward_names=["r"],
                        reward_weights=torch.ones(1), lengths=torch.ones(6),
                        truncated=torch.tensor([False, False, False, False, True, True]), group_size=2)
-        # all equal | one scorable row | all truncated -> 0, never NaN
-        assert est(b).tolist() == [0.0] * 6
+        # all equal -> A-hat 0 | one scorable row -> 0 (evaluation-only edge), never NaN
+        # all truncated, rewards differ: GRPO-LEAD has no truncation rule, so the formula applies:
+        # mean -.25, sample std sqrt(2 * .75^2 / 1) = 1.06066 -> A-hat ±.75/1.06066 = ±.70711 ; rho = 1/2 (one
+        # positive reward) -> the positive row x w(.5), the negative row x w(1 - .5) = w(.5) = 1.41656
+        a = 0.75 / (math.sqrt(2 * 0.75 ** 2) + 1e-6) * w(0.5)
+        assert est(b).tolist() == pytest.approx([0.0, 0.0, 0.0, 0.0, a, -a], abs=1e-5)
+        assert a == pytest.approx(1.00166, abs=1e-5)
 
     def test_config_error_names_the_field(self, tmp_path):
         with pytest.raises(ValueError, match=r"advantage_kwargs\['slope'\]"):
@@ -140,6 +145,14 @@ def test_grpo_lead_yaml(tmp_path):
 
     o = get_recipe("grpo-lead").config_overrides
     assert (o["advantage_estimator"], o["completion_filter"]) == ("grpo_lead", "zero_std")
+    import yaml
+
+    with open(os.path.join(ROOT, "configs", "grpo-lead.yaml")) as f:
+        config = yaml.safe_load(f)
+    # methods.md §15 [code]: G 8, T 0.8, lr 1e-6, no KL; all-same groups rejected (here: zero_std masks them)
+    assert (config["num_generations"], config["temperature"], config["learning_rate"]) == (8, 0.8, 1e-6)
+    assert (config["beta"], config["completion_filter"], config["advantage_estimator"]) == (0.0, "zero_std",
+                                                                                            "grpo_lead")
     train_main(["--config", os.path.join(ROOT, "configs", "grpo-lead.yaml"),
                 *tiny_cli_args(tmp_path, max_completion_length=12)])
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:

@@ -13,8 +13,9 @@ $\alpha < 1$ biases towards the shorter half. The repository divides by `max_len
 sum-style loss; we divide only on request (`normalize_by_max_length`), never together with `loss_type="dr_grpo"`
 (which already divides by `max_completion_length`). Registered as advantage estimator `"canon"`.
 
-Deviation (edge rule of this package): a signal-free group (all rewards equal, or every completion truncated) gets
-0 even when `alpha != 1` or `beta != 0` would give its halves a constant push.
+Deviation (edge rule of this package): a group whose scorable rewards are all equal (or that has none) gets 0 even
+when `alpha != 1` or `beta != 0` would give its halves a constant push. Truncation plays no part (the paper and the
+repository have no truncation rule): a group of truncated completions whose rewards differ is trained on.
 """
 
 from __future__ import annotations

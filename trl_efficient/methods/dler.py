@@ -1,11 +1,13 @@
 r"""DLER (Liu et al., NVIDIA, "DLER: Doing Length pEnalty Right", arXiv 2510.15110; methods.md §4) and DAPO's dynamic
 sampling with refill (arXiv 2503.14476, §31).
 
-What this module adds to the pieces that already exist (the truncation reward `get_dler_truncation_reward` and the
-`group_center_batch_whiten` estimator):
+What this module adds to the truncation reward `get_dler_truncation_reward` (the generic
+`group_center_batch_whiten` estimator of `trl_efficient.trainer.advantages` is not DLER's: it uses the population
+std and `/(std + eps)`):
 
-- advantage estimator `"dler"`: group-centred rewards whitened over the response tokens of the **informative**
-  groups, plus the released code's optional correct-sample boost (`correct_boost`, off by default);
+- advantage estimator `"dler"`: group-centred rewards whitened as verl's `masked_whiten` does (Bessel-corrected
+  variance over the response tokens of the **informative** groups), plus the released script's correct-sample boost
+  (`correct_boost`, 0.1 as in `dler_slurm.sh`; 0 turns it off);
 - advantage estimator `"da_dler"`: the same, and it asks `DLERTrainer` to apply difficulty-aware truncation
   (our proposal for DA-DLER, whose algorithm is not published: groups with solve rate >= 0.75 are cut to 2000
   tokens and re-scored);
@@ -13,9 +15,12 @@ What this module adds to the pieces that already exist (the truncation reward `g
   **refilled** with freshly generated groups (DAPO's `filter_groups`), otherwise it only masks;
 - `DLERTrainer`: the refill loop and the post-hoc truncation, as thin overrides of `EfficientGRPOTrainer`.
 
-Every estimator of the advantage family (`gfpo`, `dler`, `drpo`, `grpo_lead`, `canon`) gives exactly zero advantage
-to a group that carries no signal (`signal_free_groups`): every scorable reward equal, no scorable row, or every
-completion truncated.
+A group is *signal-free* (`signal_free_groups`) when its scorable rewards are all equal or it has no scorable row:
+DAPO's and DLER's dynamic sampling keep a group if and only if its reward standard deviation is above zero
+(`NVlabs/DLER`, `verl-dler/recipe/dapo/dapo_ray_trainer.py`: `std > 0`). Truncation plays no part: DLER's reward
+scores a truncated correct answer 0.1 and a truncated wrong one 0, and that difference is signal. `dler`, `da_dler`
+and the `dynamic_sampling` filter use this rule; `canon` uses it for its documented edge rule; `gfpo`, `drpo` and
+`grpo_lead` follow their papers, which have no such rule.
 """
 
 from __future__ import annotations
@@ -49,50 +54,59 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------------- shared edges
 def signal_free_groups(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
-    """`(num_groups,)` bool: groups that carry no learning signal and get exactly zero advantage.
+    """`(num_groups,)` bool: groups that carry no learning signal: the spread (max - min) of the group's scorable
+    total rewards is at most `tol`, or the group has no scorable row (a single scorable row has spread 0).
 
-    A group is signal-free when the spread (max - min) of its scorable total rewards is at most `tol` (this includes
-    a group with no scorable row), or when every one of its completions was truncated (no EOS).
+    This is DAPO's dynamic-sampling rule as DLER runs it (`NVlabs/DLER`, `verl-dler/recipe/dapo/dapo_ray_trainer.py`:
+    a group is kept iff `np.std` of its rewards is `> 0`); `tol` (1e-6) only absorbs float noise. Whether the
+    completions were truncated does not matter: a group of truncated completions whose rewards differ (DLER scores a
+    truncated correct answer 0.1, a truncated wrong one 0) is kept.
 
-    >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.1], [0.0]]), reward_names=["r"],
-    ...                reward_weights=torch.ones(1), lengths=torch.ones(6),
-    ...                truncated=torch.tensor([False, False, False, False, True, True]), group_size=2)
-    >>> signal_free_groups(b).tolist()   # rewards differ | all equal | all truncated
-    [False, True, True]
+    >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.1], [0.0], [0.1], [0.1]]),
+    ...                reward_names=["r"], reward_weights=torch.ones(1), lengths=torch.ones(8),
+    ...                truncated=torch.tensor([False, False, False, False, True, True, True, True]), group_size=2)
+    >>> signal_free_groups(b).tolist()   # differ | equal | all truncated, 0.1 vs 0 (std .05 > 0) | all truncated, equal
+    [False, True, False, True]
     """
     r = batch.grouped(batch.total_reward())
     high = torch.nan_to_num(r, nan=-math.inf).amax(dim=1)
     low = torch.nan_to_num(r, nan=math.inf).amin(dim=1)
     spread = torch.where(torch.isfinite(high) & torch.isfinite(low), high - low, torch.zeros_like(high))
-    return (spread <= tol) | batch.grouped(batch.truncated.bool()).all(dim=1)
+    return spread <= tol
 
 
 # ------------------------------------------------------------------------------------------------------ estimator
 def dler_advantages(
     batch: GroupBatch,
-    eps: float = 1e-6,
+    eps: float = 1e-8,
     token_weighted: bool = True,
     correct_boost: float = 0.0,
     boost_threshold: float = 1.0,
     tol: float = 1e-6,
 ) -> torch.Tensor:
-    r"""DLER's advantage (verl `reinforce_plus_plus_baseline` after DAPO dynamic sampling, methods.md §4):
+    r"""DLER's advantage: verl's `reinforce_plus_plus_baseline` (`NVlabs/DLER`, `verl-dler/verl/trainer/ppo/
+    core_algos.py`, `compute_reinforce_plus_plus_baseline_outcome_advantage`) after DAPO dynamic sampling
+    (methods.md §4):
 
     $$ \tilde A_i = R_i - \mathrm{mean}_{g(i)} R, \qquad
-       A_i = \frac{\tilde A_i - \mu}{\sigma + \epsilon} + b\,\mathbb{1}[R_i \ge \theta - 10^{-5}] $$
+       A_i = (\tilde A_i - \mu)\,(\sigma^2 + \epsilon)^{-1/2} + b\,\mathbb{1}[R_i \ge \theta - 10^{-5}] $$
 
-    with $\mu, \sigma$ the mean and (population) std of $\tilde A$ over the response **tokens** of the informative
-    groups (each row weighted by its length in tokens) when `token_weighted`, else over their rows. Signal-free
-    groups (`signal_free_groups`) are left out of $\mu, \sigma$ and get exactly 0, boost included: in verl dynamic
-    sampling has removed them before the advantage is computed. `b = correct_boost` and $\theta$ =
-    `boost_threshold` are `NVlabs/DLER`'s `correct_sample_advantage_boost_value/threshold` (the released script
-    uses 0.1 on a score >= 1.0, i.e. correct and stopped); the boost is added after whitening, as in its actor.
+    The whitening is verl's `masked_whiten(values, response_mask)` (`verl/utils/torch_functional.py`): $\tilde A_i$ is
+    broadcast to every response token, $\mu$ is the mean over the batch's response tokens and $\sigma^2$ their
+    **Bessel-corrected** variance (`masked_var(..., unbiased=True)`: the token mean of the squared deviations times
+    $N/(N-1)$, $N$ the number of tokens), and $\epsilon = 10^{-8}$ is added to the variance, inside the `rsqrt`. Each
+    row therefore counts with its length in tokens (`token_weighted=True`); `token_weighted=False` counts rows
+    instead ($N$ = number of rows). The batch is the informative groups: signal-free groups (`signal_free_groups`)
+    are left out of $\mu, \sigma$ and get exactly 0, boost included, because in DLER dynamic sampling removes them
+    before the advantage is computed. `b = correct_boost` and $\theta$ = `boost_threshold` are `NVlabs/DLER`'s
+    `correct_sample_advantage_boost_value/threshold` (the released script uses 0.1 on a score >= 1.0, i.e. correct
+    and stopped); the boost is added after whitening, as in its actor.
 
     >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.1], [0.0]]), reward_names=["r"],
     ...                reward_weights=torch.ones(1), lengths=torch.tensor([2.0, 4.0, 3.0, 3.0, 4.0, 2.0]),
     ...                truncated=torch.zeros(6, dtype=torch.bool), group_size=2)
-    >>> dler_advantages(b, correct_boost=0.1)  # centred [.5,-.5 | 0,0 | .05,-.05]; token mean -.075, std .3473
-    tensor([ 1.7556, -1.2237,  0.0000,  0.0000,  0.3599,  0.0720])
+    >>> dler_advantages(b, correct_boost=0.1)  # centred [.5,-.5 | 0,0 | .05,-.05]; 12 tokens: mean -.075, var 1.4475/11
+    tensor([ 1.6851, -1.1716,  0.0000,  0.0000,  0.3446,  0.0689])
     """
     G = batch.group_size
     r = batch.total_reward()
@@ -101,10 +115,12 @@ def dler_advantages(
     centred = torch.nan_to_num(grouped - torch.nanmean(grouped, dim=1, keepdim=True), nan=0.0).view(-1)
     weight = batch.lengths.float().clamp(min=1) if token_weighted else torch.ones_like(centred)
     weight = torch.where(torch.isnan(r) | flat, torch.zeros_like(weight), weight)
-    total = weight.sum().clamp(min=1e-12)
-    mean = (weight * centred).sum() / total
-    std = ((weight * (centred - mean) ** 2).sum() / total).sqrt()
-    adv = (centred - mean) / (std + eps)
+    total = weight.sum()
+    mean = (weight * centred).sum() / total.clamp(min=1e-12)
+    # masked_var(unbiased=True): sum of squared deviations / (N - 1). N >= 2 whenever a group is informative (two
+    # scorable rows of >= 1 token); with no informative group every row is zeroed below anyway.
+    var = (weight * (centred - mean) ** 2).sum() / (total - 1).clamp(min=1.0)
+    adv = (centred - mean) * torch.rsqrt(var + eps)
     if correct_boost:
         adv = adv + correct_boost * (torch.nan_to_num(r, nan=-math.inf) >= boost_threshold - 1e-5).float()
     return torch.where(torch.isnan(r) | flat, torch.zeros_like(adv), adv)
@@ -112,11 +128,12 @@ def dler_advantages(
 
 @ADVANTAGE_ESTIMATORS.register("dler")
 class DLERAdvantage:
-    """Advantage estimator `"dler"` (see `dler_advantages`). `advantage_kwargs`: `eps` (1e-6, verl's), `token_weighted`
-    (True), `correct_boost` (0.0: the paper-described variant; the released script uses 0.1), `boost_threshold`
-    (1.0), `tol` (1e-6, spread below which a group is signal-free)."""
+    """Advantage estimator `"dler"` (see `dler_advantages`). `advantage_kwargs`: `eps` (1e-8, added to the variance as
+    in verl's `masked_whiten`), `token_weighted` (True), `correct_boost` (0.1, `NVlabs/DLER`'s released training
+    script `dler_slurm.sh`, `correct_sample_advantage_boost_value=0.1`; 0.0 is the paper-described variant),
+    `boost_threshold` (1.0), `tol` (1e-6, spread below which a group is signal-free)."""
 
-    def __init__(self, args, eps: float = 1e-6, token_weighted: bool = True, correct_boost: float = 0.0,
+    def __init__(self, args, eps: float = 1e-8, token_weighted: bool = True, correct_boost: float = 0.1,
                  boost_threshold: float = 1.0, tol: float = 1e-6):
         _check_number("advantage_kwargs['eps']", eps, 0.0)
         _check_number("advantage_kwargs['correct_boost']", correct_boost)

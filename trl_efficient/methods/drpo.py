@@ -24,6 +24,13 @@ $\theta_{old}$ and TRL's PPO clip instead of DRPO's KL constraint; `DRPOTrainer`
 `_compute_loss` replacement because DRPO's per-question terms couple the rows of a group, which TRL's shuffle, split
 and process sharding separate.
 
+**vLLM.** With `use_vllm=True`, TRL's `vllm_importance_sampling_correction` (on by default in TRL 1.16) multiplies
+every token's loss by a (truncated or masked) ratio $\pi_{\theta_{old}} / \pi_{vLLM}$, so the loss no longer has
+DRPO's gradient: each term is reweighted by how far vLLM's sampler drifts from the trainer's weights. DRPO's
+released code (verl, vLLM rollouts) has no such correction. Set `vllm_importance_sampling_correction=False` (recipe
+`drpo` does, in `configs/drpo.yaml`); `DRPOTrainer` warns when it is left on. The scores below are then the training
+model's own log-probs, as DRPO's `old_log_prob`.
+
 The scores $s_{\theta_{old}}$ come from `DRPOTrainer`, which computes them after generation (one extra no-grad
 forward pass unless TRL already computed `old_per_token_logps`) and gathers them onto the `GroupBatch`.
 """
@@ -39,7 +46,6 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
 from .._checks import check_number as _check_number
-from .dler import signal_free_groups
 
 logger = logging.getLogger(__name__)
 
@@ -110,11 +116,11 @@ class DRPOAdvantage:
             )
         if batch.correctness_index is None:
             raise RuntimeError("advantage_estimator='drpo' needs a correctness reward (set correctness_reward).")
-        adv = drpo_advantages(
+        # DRPO's only group rule is its own (`compute_policy_loss_drpo`): a group contributes iff it has at least one
+        # correct and one wrong response; truncation plays no part.
+        return drpo_advantages(
             batch.correct, batch.lengths, scores, batch.group_size, self.length_norm, self.lam, self.tau
         )
-        flat = signal_free_groups(batch).repeat_interleave(batch.group_size)
-        return torch.where(flat, torch.zeros_like(adv), adv)
 
 
 class DRPOTrainer(EfficientGRPOTrainer):
@@ -132,12 +138,24 @@ class DRPOTrainer(EfficientGRPOTrainer):
                 "advantage_estimator='drpo' splits each group by a binary correctness reward: add one (e.g. the "
                 "'correctness' builder) or set correctness_reward."
             )
+        self._warn_on_vllm_importance_sampling()
         if self.num_iterations > 1 or self.args.steps_per_generation != self.args.gradient_accumulation_steps:
             logger.warning(
                 "DRPO: with num_iterations > 1 or steps_per_generation != gradient_accumulation_steps some optimizer "
                 "steps are off-policy; the 'drpo' advantages then keep their weights from the sampling policy and "
                 "TRL's PPO clip stands in for DRPO's KL trust region."
             )
+
+    def _warn_on_vllm_importance_sampling(self) -> bool:
+        """Warn (and return True) when TRL's vLLM importance-sampling correction would reweight DRPO's gradient."""
+        if not (self.use_vllm and self.vllm_importance_sampling_correction):
+            return False
+        logger.warning(
+            "DRPO: use_vllm=True with vllm_importance_sampling_correction=True multiplies each token's loss by TRL's "
+            "vLLM importance ratio, so the loss no longer has DRPO's gradient (DRPO's code has no such correction); "
+            "set vllm_importance_sampling_correction=False for the exact DRPO formulation (recipe 'drpo' does)."
+        )
+        return True
 
     @torch.no_grad()
     def _sequence_scores(self, output: dict) -> torch.Tensor:

@@ -37,7 +37,6 @@ import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from .._checks import check_number as _check_number
-from .dler import signal_free_groups
 
 __all__ = [
     "GFPO_METRICS",
@@ -114,8 +113,9 @@ class GFPOAdvantage:
 
     `advantage_kwargs`: `k` (8: the paper's Shortest 8/16 with `num_generations: 16`), `metric` (`"shortest"` or
     `"token_efficiency"`), `eps` (1e-4). Dropped rows get 0 here; add `completion_filter: gfpo` to take them out of
-    the loss. Signal-free groups (all rewards equal, or all truncated) get 0. In evaluation, `k` is capped at the
-    eval group size.
+    the loss. There is no truncation or zero-variance rule (the paper and the former TRL implementation have none): a
+    kept set whose rewards are all equal gets 0 from the formula itself. In evaluation, `k` is capped at the eval
+    group size.
     """
 
     def __init__(self, args, k: int = 8, metric: str = "shortest", eps: float = 1e-4):
@@ -135,10 +135,9 @@ class GFPOAdvantage:
         k = self.group_k(batch)
         keep = gfpo_keep_mask(total, batch.lengths, batch.group_size, k, self.metric)
         adv = kept_set_advantages(total, keep, batch.group_size, self.eps)
-        flat = signal_free_groups(batch).repeat_interleave(batch.group_size)
         setattr(batch, KEEP_ATTR, keep)
         self.last_k = k
-        return torch.where(flat, torch.zeros_like(adv), adv)
+        return adv
 
 
 class TDigest:

@@ -17,7 +17,6 @@ import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 from .._checks import check_number as _check_number
-from .dler import signal_free_groups
 
 __all__ = ["LEADAdvantage", "lead_advantages", "logistic_weight"]
 
@@ -56,7 +55,8 @@ def lead_advantages(total: torch.Tensor, group_size: int, eps: float = 1e-6, w_m
 @ADVANTAGE_ESTIMATORS.register("grpo_lead")
 class LEADAdvantage:
     """Advantage estimator `"grpo_lead"` (module docstring). `advantage_kwargs`: `eps` (1e-6), `w_min` (0.4), `w_max`
-    (1.5), `center` (0.75), `slope` (10), all repository values. Signal-free groups get 0."""
+    (1.5), `center` (0.75), `slope` (10), all repository values. No truncation rule (the paper and
+    `compute_grpo_outcome_advantage` have none); a group whose rewards are all equal gets 0 from the formula."""
 
     def __init__(self, args, eps: float = 1e-6, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75,
                  slope: float = 10.0):
@@ -70,7 +70,5 @@ class LEADAdvantage:
                            slope=float(slope))
 
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
-        adv = lead_advantages(batch.total_reward(), batch.group_size, **self.kwargs)
-        flat = signal_free_groups(batch).repeat_interleave(batch.group_size)
-        return torch.where(flat, torch.zeros_like(adv), adv)
+        return lead_advantages(batch.total_reward(), batch.group_size, **self.kwargs)
 

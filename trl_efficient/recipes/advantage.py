@@ -84,7 +84,8 @@ register_recipe(
         papers=("2510.15110",),
         config_overrides={
             "advantage_estimator": "da_dler",
-            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.0},
+            # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it
+            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.1},
             "completion_filter": "dynamic_sampling",
             "filter_kwargs": {"max_generation_batches": 4},
             "correctness_reward": "dler_truncation_reward",
@@ -95,7 +96,6 @@ register_recipe(
         },
         proposed_defaults=(
             "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
-            "DLER correct-sample advantage boost off (released script: +0.1)",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
         trainer_cls="trl_efficient.methods.dler:DLERTrainer",
@@ -114,6 +114,8 @@ register_recipe(
             "advantage_kwargs": {"lam": 0.1, "tau": 10.0},
             "loss_type": "grpo",
             "beta": 0.0,
+            # TRL's vLLM importance ratio would reweight DRPO's gradient; DRPO's code has no such correction (§16)
+            "vllm_importance_sampling_correction": False,
         },
         proposed_defaults=(
             "DRPO length normaliser C = max_completion_length",

@@ -111,7 +111,7 @@ def _register_builders() -> None:
     REWARD_BUILDERS.register(
         "dler_truncation",
         lambda args, tok, **kw: R.get_dler_truncation_reward(
-            max_completion_length=args.max_completion_length, eos_token_id=tok.eos_token_id, **kw
+            max_completion_length=args.max_completion_length, tokenizer=tok, **kw
         ),
     )
 

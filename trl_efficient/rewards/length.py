@@ -421,6 +421,7 @@ def get_dler_truncation_reward(
     stop_factor: float = 0.1,
     require_think_close: bool = True,
     require_boxed: bool = True,
+    tokenizer: Any = None,
 ):
     r"""
     DLER truncation reward (Liu et al., "DLER: Doing Length pEnalty Right", arXiv 2510.15110, method section;
@@ -432,9 +433,16 @@ def get_dler_truncation_reward(
 
     The length penalty is the truncation itself (`max_completion_length=4000` in the paper): a cut response usually
     has no answer and scores 0. Correct means a boxed answer after `</think>` that math-verify accepts (both
-    requirements are configurable). A response counts as stopped when its last id is an EOS id (`eos_token_id`,
-    an int or a list, e.g. the generation config's); without `eos_token_id`, a response of
-    `max_completion_length` tokens or more counts as truncated.
+    requirements are configurable). A response counts as stopped when its last id is one of the ids generation
+    stops on (DLER's `finish_reason == "stop"`). TRL 1.16 stops on the tokenizer's EOS **and** every id of the
+    model's `generation_config.eos_token_id` (chat models often have two: end-of-turn and end-of-text), keeps that
+    id as the last of `completion_ids`, and counts a completion as truncated when its last id is none of them; a
+    completion that ended on the "other" EOS must not be scored x0.1. So the EOS set is, in order of precedence:
+    the trainer's own (`EfficientGRPOTrainer` calls `set_eos_token_ids(trainer.eos_token_ids)` at construction);
+    `eos_token_id` (an int or a list); with `tokenizer`, TRL's rule
+    (`trl_efficient.trainer.trainer.completion_eos_token_ids`) applied to the tokenizer and the generation config
+    saved next to it (`tokenizer.name_or_path`). With none of these, a response of `max_completion_length` tokens
+    or more counts as truncated.
 
     Pitfall (methods.md §4): the ×`stop_factor` scaling is a penalty only because this reward is non-negative.
     Applied to ±1 rewards it would *shrink* a truncated wrong answer's -1 to -0.1; do not reuse it that way.
@@ -444,7 +452,10 @@ def get_dler_truncation_reward(
         max_completion_length (`int`):
             The generation cap in tokens (used only when `eos_token_id` is `None`).
         eos_token_id (`int` or `list[int]`, *optional*):
-            Stop token id(s); pass them for exact stop detection.
+            Stop token id(s); pass all the ids generation stops on.
+        tokenizer (*optional*):
+            When `eos_token_id` is None: derive the stop ids as TRL does from this tokenizer and the generation
+            config saved with it (recipe builder `dler_truncation`).
         stop_factor (`float`, *optional*, defaults to `0.1`):
             Multiplier for responses that did not stop, in [0, 1].
         require_think_close (`bool`, *optional*, defaults to `True`):
@@ -460,6 +471,10 @@ def get_dler_truncation_reward(
     [1.0, 0.1, 0.0]
     """
     _check_positive_int("max_completion_length", max_completion_length)
+    if eos_token_id is None and tokenizer is not None:
+        from ..trainer.trainer import completion_eos_token_ids
+
+        eos_token_id = completion_eos_token_ids(_saved_generation_config(tokenizer), tokenizer) or None
     if eos_token_id is None:
         eos_ids = None
     else:
@@ -480,6 +495,24 @@ def get_dler_truncation_reward(
     )
 
 
+def _saved_generation_config(tokenizer):
+    """The generation config a model saved next to `tokenizer` would load (`generation_config.json`, else derived
+    from `config.json` as transformers does), or None."""
+    from transformers import AutoConfig, GenerationConfig
+
+    path = getattr(tokenizer, "name_or_path", None)
+    if not path:
+        return None
+    try:
+        return GenerationConfig.from_pretrained(path)
+    except (OSError, ValueError):
+        pass
+    try:
+        return GenerationConfig.from_model_config(AutoConfig.from_pretrained(path))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 class _DlerTruncationReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "dler_truncation_reward"
@@ -490,6 +523,10 @@ class _DlerTruncationReward:
         self.stop_factor = stop_factor
         self.require_think_close = require_think_close
         self.require_boxed = require_boxed
+
+    def set_eos_token_ids(self, ids) -> None:
+        """Use the trainer's EOS set (`GRPOTrainer.eos_token_ids`); `EfficientGRPOTrainer` calls this."""
+        self.eos_ids = tuple(int(i) for i in ids) or None
 
     def _stopped(self, ids: list[int]) -> bool:
         if self.eos_ids is not None:
