@@ -168,6 +168,31 @@ class TestStopDetection:
         assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 1.0, 0.1]
 
 
+    def test_real_generation_ending_on_the_second_eos_counts_as_stopped(self, two_eos_model_dir, tmp_path):
+        # TRL 1.16 (transformers generate) stops on either id and keeps it as the last of completion_ids; the
+        # reward's verdict must match the trainer's truncation flags row by row. <|endoftext|> (0) is biased up so
+        # that completions end on it.
+        from trl_efficient.rewards import get_dler_truncation_reward
+        from trl_efficient.trainer import EfficientGRPOTrainer
+
+        reward = get_dler_truncation_reward(max_completion_length=16, eos_token_id=2)
+        seen, flags = [], []
+
+        def spy(completion_ids, **kwargs):
+            seen.extend((ids[-1], reward._stopped(ids)) for ids in completion_ids)
+            return [0.0] * len(completion_ids)
+
+        args = tiny_config(tmp_path, per_device_train_batch_size=8, max_completion_length=16, max_steps=1,
+                           reward_weights=[1.0, 0.0], generation_kwargs={"sequence_bias": [[[0], 4.0]]})
+        trainer = EfficientGRPOTrainer(model=two_eos_model_dir, reward_funcs=[reward, spy], args=args,
+                                       train_dataset=make_dataset(8),
+                                       group_stages=[lambda batch, _: flags.extend(batch.truncated.tolist())])
+        trainer.train()
+        assert len(seen) == len(flags) == 8
+        assert [stopped for _, stopped in seen] == [not t for t in flags]
+        assert any(last == 0 and stopped for last, stopped in seen)  # ended on the second EOS: stopped, x1
+
+
 class TestDifficultyTruncation:
     def test_cut_lengths(self):
         correct = torch.tensor([1, 1, 1, 0, 1, 0, NAN, 1])
