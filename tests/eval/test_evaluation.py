@@ -145,8 +145,14 @@ def test_transformers_backend_on_tiny_model(tiny_model_dir, tiny_tokenizer):
     ds = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1?"}]] * 3, "solution": ["2"] * 3})
     kwargs = dict(max_new_tokens=6, num_samples=2, generation_kwargs=eos_bias_generation_kwargs(tiny_tokenizer, 3.0),
                   show_progress=False, batch_size=4)  # fmt: skip
-    a = evaluate_model(model, tiny_tokenizer, ds, seed=1, **kwargs)
+    a, records = evaluate_model(model, tiny_tokenizer, ds, seed=1, return_records=True, **kwargs)
     b = evaluate_model(model, tiny_tokenizer, ds, seed=1, **kwargs)
     assert a == b  # seeded
-    assert a.num_samples == 6 and a.num_problems == 3 and 1 <= a.mean_tokens <= 6
-    assert a.p90_tokens <= 6 and 0.0 <= a.truncated_fraction <= 1.0
+    assert a.num_samples == 6 and a.num_problems == 3 and len(records) == 6
+    # the aggregate is the records' own: mean of the 6 lengths; a sample is truncated iff it used all 6 new tokens
+    # without generating EOS (a finished sample ends with EOS, so it has at most 6 tokens, EOS included)
+    tokens = [r["tokens"] for r in records]
+    assert all(1 <= n <= 6 for n in tokens) and a.mean_tokens == pytest.approx(sum(tokens) / 6)
+    assert all(r["tokens"] == 6 for r in records if r["truncated"])
+    assert a.truncated_fraction == pytest.approx(sum(r["truncated"] for r in records) / 6)
+    assert a.p90_tokens <= max(tokens)

@@ -136,6 +136,8 @@ class TestCosineLengthReward:
         args = dict(solution=["1", "1"], completion_ids=[ids(20), ids(40)])
         plain = reward(completions=[r"\boxed{1}", r"\boxed{3}"], **args)
         assert reward(completions=[conv(r"\boxed{1}"), conv(r"\boxed{3}")], **args) == plain
+        # correct, L=20 (20 + 16 < 100): 1 + 0.5 (2 - 1)(1 + cos(0.2 pi)) ; wrong, L=40: 0 + 0.5 (-10 - 0)(1 + cos(0.4 pi))
+        assert plain == pytest.approx([1 + 0.5 * (1 + math.cos(0.2 * math.pi)), -5 * (1 + math.cos(0.4 * math.pi))])
 
     def test_none_path(self):
         reward = get_cosine_length_reward(max_len=100)
@@ -278,7 +280,8 @@ class TestL1Reward:
         clone = pickle.loads(pickle.dumps(reward))
         args = dict(completions=[r"\boxed{4}"], solution=["4"], completion_ids=[ids(800)], target_length=[1000],
                     trainer_state=None, prompts=["p"], other=[1])  # fmt: skip
-        assert clone(**args) == reward(**args)
+        # Max: 1[correct] clip(0.001 (1000 - 800) + 0.5, 0, 1) = 0.7, with the extra columns ignored
+        assert clone(**args) == reward(**args) == [pytest.approx(0.7)]
         assert clone.__name__ == "l1_max_reward"
         assert get_l1_reward().__name__ == "l1_exact_reward"
 

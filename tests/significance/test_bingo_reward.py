@@ -25,6 +25,13 @@ BASE = 5 / (math.pi / 2)  # w before the dynamic phase: lambda_we / (pi/2) = 3.1
 # chunk; a chunk without filler is constant -> all significant.
 GROUP = [r"so so x \boxed{1}", r"so x y z \boxed{1}", r"so so so x \boxed{2}", r"x y \boxed{2}"]
 # (N_low, N_high): (2, 2), (1, 4), (3, 2), (0, 3)  ->  group mean reference (1.5, 2.75)
+# Bingo (arXiv 2506.08125, methods.md §1) with lambda_c = 5, lambda_we = 5, w = BASE before the dynamic phase:
+GROUP_EXPECTED = [
+    5 * math.cos(2 / 1.5),  # correct, r_low = 2 / 1.5 = 1.333 -> 1.1762
+    5 * math.cos(1 / 1.5),  # correct, r_low = 0.667 -> 3.9294
+    2 * (math.cos(math.pi / 2) - 1) + BASE * 2 / 2.75 - 5,  # wrong, r_low 2 clipped at pi/2, r_high 2/2.75 -> -4.6850
+    2 * (math.cos(0.0) - 1) + BASE * 3 / 2.75 - 5,  # wrong, r_low 0, r_high 3/2.75 -> -1.5275
+]
 
 
 def _call(reward, completions, solution="1", **kwargs):
@@ -88,7 +95,9 @@ class TestGroupReference:
             _call(reward, GROUP[:3])
         with pytest.raises(ValueError, match="needs whole groups"):
             _call(get_bingo_length_reward(WordScorer(), reference="group"), GROUP)
-        assert len(_call(get_bingo_length_reward(WordScorer(), reference="group"), GROUP, group_size=[4] * 4)) == 4
+        # the per-row group_size column (what EfficientGRPOTrainer passes) stands in for num_generations
+        out = _call(get_bingo_length_reward(WordScorer(), reference="group"), GROUP, group_size=[4] * 4)
+        assert out == pytest.approx(GROUP_EXPECTED)
 
     def test_scope_and_batched_scorer_calls(self):
         scorer = WordScorer()
@@ -284,7 +293,8 @@ class TestMetricsAndErrors:
 
     def test_extra_kwargs_are_ignored(self):
         reward = get_bingo_length_reward(WordScorer(), reference="group", num_generations=4)
-        assert len(_call(reward, GROUP, completion_ids=[[1]] * 4, log_extra=None, level=[1] * 4)) == 4
+        out = _call(reward, GROUP, completion_ids=[[1]] * 4, log_extra=None, level=[1] * 4)
+        assert out == pytest.approx(GROUP_EXPECTED)  # the extra columns change nothing
 
     @pytest.mark.parametrize(
         "kwargs, match",

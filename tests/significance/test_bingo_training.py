@@ -130,7 +130,13 @@ def test_plain_grpo_trainer_updates_the_schedule_itself(tiny_model_dir, tiny_tok
     trainer = PlainScriptedGRPO(model=tiny_model_dir, reward_funcs=[correctness_reward, reward],
                                 args=tiny_config(tmp_path, max_steps=2), train_dataset=make_dataset(3))  # fmt: skip
     trainer.train()
-    assert reward.schedule.steps == 2 and reward.reference_cache
+    assert reward.schedule.steps == 2
+    # 2 steps x 1 group (4 rows, G = 4) of make_dataset(3): one or two distinct prompts, keyed by the dataset prompt
+    # (reference_key="prompt"), each with reference_samples = 2 cached (N_low, N_high) count pairs
+    cache = reward.reference_cache
+    dataset_keys = {reward.key_for(prompt=p) for p in make_dataset(3)["prompt"]}
+    assert 1 <= len(cache) <= 2 and set(cache) <= dataset_keys
+    assert all(len(v) == 2 and all(len(pair) == 2 and min(pair) >= 0 for pair in v) for v in cache.values())
 
 
 def test_recipe_trains_two_steps_from_its_yaml(tiny_classifier_dir, tmp_path, monkeypatch):

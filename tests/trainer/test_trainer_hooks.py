@@ -174,8 +174,19 @@ class TestStatefulComponents:
             max_steps=6, dataset_size=2,
         )
         trainer.train()
-        assert seen[0] == [-1.0] * 4  # first visit: no history
-        assert any(x != -1.0 for batch in seen[1:] for x in batch)  # 2 prompts: each is revisited
+        assert len(seen) == len(trainer.records) == 6
+        # Running pass rate of a prompt = correct / scorable answers over its *earlier* batches (PromptHistory), -1
+        # before any; recomputed here from the recorded correctness column (1 / 0 / NaN for an unscorable gold).
+        earlier: dict[int, list[float]] = {}
+        revisits = 0
+        for columns, rec in zip(seen, trainer.records, strict=True):
+            (idx,) = set(rec["metadata"]["idx"])  # one group of G = 4 per step
+            scorable = [c for c, _ in rec["rewards"] if c == c]
+            past = earlier.get(idx, [])
+            assert columns == [sum(past) / len(past) if past else -1.0] * 4
+            revisits += bool(past)
+            earlier[idx] = past + scorable
+        assert revisits >= 4  # 6 steps over 2 prompts: at least 4 batches see a history
 
     def test_missing_idx_column_is_a_clear_error(self, tiny_model_dir, tmp_path):
         with pytest.raises(ValueError, match="stable `idx` column"):
@@ -243,10 +254,24 @@ class TestRewardsInPlainTRL:
             max_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
             save_strategy="no", seed=0, generation_kwargs={"sequence_bias": [[[tiny_tokenizer.eos_token_id], 4.0]]},
         )
+        kimi = get_kimi_length_reward(num_generations=4, warmup_ratio=0.0)
+        calls = []
+
+        def kimi_spy(completions, completion_ids, **kwargs):
+            out = kimi(completions=completions, completion_ids=completion_ids, **kwargs)
+            correct = correctness_reward(completions=completions, **kwargs)
+            calls.append(([len(ids) for ids in completion_ids], correct, out))
+            return out
+
         trainer = GRPOTrainer(
-            model=tiny_model_dir,
-            reward_funcs=[correctness_reward, get_kimi_length_reward(num_generations=4, warmup_ratio=0.0)],
-            args=args, train_dataset=make_dataset(),
+            model=tiny_model_dir, reward_funcs=[correctness_reward, kimi_spy], args=args, train_dataset=make_dataset(),
         )
         trainer.train()
         assert trainer.state.log_history[-1]["train_loss"] is not None
+        # Kimi k1.5 (arXiv 2501.12599 §2.3.3) per group of 4: lambda = 0.5 - (L - min L) / (max L - min L), 0 when
+        # all lengths are equal; correct -> lambda, wrong -> min(0, lambda). Recomputed from the lengths seen.
+        (lengths, correct, out), = calls
+        assert len(lengths) == 4
+        lo, hi = min(lengths), max(lengths)
+        lam = [0.5 - (n - lo) / (hi - lo) if hi > lo else 0.0 for n in lengths]
+        assert out == pytest.approx([l if c == 1.0 else min(0.0, l) for l, c in zip(lam, correct, strict=True)])
