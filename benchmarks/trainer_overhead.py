@@ -125,7 +125,8 @@ def scale_length_overrides(recipe_overrides: dict, max_len: int) -> tuple[dict, 
     if truncate_to is None or truncate_to < max_len:
         return out, []
     cap = out.get("max_completion_length")
-    advantage_kwargs["truncate_to"] = max(1, min(max_len - 1, round(truncate_to * max_len / cap) if cap else max_len // 2))
+    scaled = round(truncate_to * max_len / cap) if cap else max_len // 2
+    advantage_kwargs["truncate_to"] = max(1, min(max_len - 1, scaled))
     out["advantage_kwargs"] = advantage_kwargs
     return out, ["advantage_kwargs.truncate_to"]
 
@@ -261,7 +262,8 @@ def markdown_table(rows: list[dict]) -> str:
         if row["notes"]:
             status += f" ({row['notes']})"
         lines.append(
-            f"| {row['recipe']} | {cell(row['plain_s_per_step'], '{:.3f}')} | {cell(row['efficient_s_per_step'], '{:.3f}')} "
+            f"| {row['recipe']} | {cell(row['plain_s_per_step'], '{:.3f}')} "
+            f"| {cell(row['efficient_s_per_step'], '{:.3f}')} "
             f"| {cell(row['ratio'], '{:.2f}')} | {cell(row['plain_tokens_per_step'], '{:.0f}')} "
             f"| {cell(row['efficient_tokens_per_step'], '{:.0f}')} | {row['G']} | {status.replace('|', '/')} |"
         )  # fmt: skip
@@ -301,7 +303,8 @@ def main(argv=None) -> int:
     table = markdown_table(rows)
     command = "python benchmarks/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"\nEfficient trainer (recipe's trainer class) vs GRPOTrainer, same config, rewards and generation; "
-          f"model {args.model}, batch {args.batch}, G {args.group}, max_completion_length {args.max_completion_length}, "
+          f"model {args.model}, batch {args.batch}, G {args.group}, "
+          f"max_completion_length {args.max_completion_length}, "
           f"median of {args.rounds} x {args.steps - 1} timed steps; torch threads {torch.get_num_threads()}, "
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n`{command.strip()}`\n")  # fmt: skip
     print(table, flush=True)

@@ -26,8 +26,10 @@ def correctness_reward(completions: list, solution: list, **kwargs) -> list[floa
     $$ r_i = \mathbb{1}[\text{answer}(o_i) \equiv \text{gold}] $$
 
     The answer is read after the last `</think>` when there is one (otherwise from the whole text) and must be
-    boxed or anchored ("The answer is 18."). Returns `None` for a row whose gold answer cannot be parsed (no
-    signal; TRL skips the row for this reward). Use `get_correctness_reward` for other values or options.
+    boxed or anchored ("The answer is 18."). Gold and answer are normalised first (`normalize_answer`: escaped
+    dollars, thin-space thousands, shorthand `\frac43`/`\sqrt2`, degrees), and a boxed answer equal to the gold as a
+    normalised string counts when math-verify says no. Returns `None` for a row whose gold answer cannot be parsed
+    (no signal; TRL skips the row for this reward). Use `get_correctness_reward` for other values or options.
 
     Args:
         completions (`list[str]` or `list[list[dict]]`):
@@ -37,6 +39,9 @@ def correctness_reward(completions: list, solution: list, **kwargs) -> list[floa
 
     >>> correctness_reward(["<think>hm</think> \\boxed{42}", "The answer is 41.", "\\boxed{1}"], ["42", "42", ""])
     [1.0, 0.0, None]
+    >>> correctness_reward([r"\boxed{\frac{4}{3}}", r"\boxed{36}", r"\boxed{\frac34}"],
+    ...                    [r"\frac43", r"\$36", r"\frac43"])
+    [1.0, 1.0, 0.0]
     """
     return _CorrectnessReward(answer_after_think=True, require_think_close=False)(completions, solution, **kwargs)
 
