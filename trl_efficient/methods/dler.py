@@ -1,9 +1,8 @@
 r"""DLER (Liu et al., NVIDIA, "DLER: Doing Length pEnalty Right", arXiv 2510.15110; methods.md §4) and DAPO's dynamic
 sampling with refill (arXiv 2503.14476, §31).
 
-What this module adds to the truncation reward `get_dler_truncation_reward` (the generic
-`group_center_batch_whiten` estimator of `trl_efficient.trainer.advantages` is not DLER's: it uses the population
-std and `/(std + eps)`):
+What this module adds to the truncation reward `get_dler_truncation_reward` and the whitening
+`group_center_batch_whiten` of `trl_efficient.trainer.advantages` (verl's `masked_whiten`):
 
 - advantage estimator `"dler"`: group-centred rewards whitened as verl's `masked_whiten` does (Bessel-corrected
   variance over the response tokens of the **informative** groups), plus the released script's correct-sample boost
@@ -33,6 +32,7 @@ import torch
 from accelerate.utils import gather, gather_object
 
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
+from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
 from .._checks import check_number as _check_number
 
@@ -108,19 +108,9 @@ def dler_advantages(
     >>> dler_advantages(b, correct_boost=0.1)  # centred [.5,-.5 | 0,0 | .05,-.05]; 12 tokens: mean -.075, var 1.4475/11
     tensor([ 1.6851, -1.1716,  0.0000,  0.0000,  0.3446,  0.0689])
     """
-    G = batch.group_size
     r = batch.total_reward()
-    flat = signal_free_groups(batch, tol).repeat_interleave(G)
-    grouped = r.view(-1, G)
-    centred = torch.nan_to_num(grouped - torch.nanmean(grouped, dim=1, keepdim=True), nan=0.0).view(-1)
-    weight = batch.lengths.float().clamp(min=1) if token_weighted else torch.ones_like(centred)
-    weight = torch.where(torch.isnan(r) | flat, torch.zeros_like(weight), weight)
-    total = weight.sum()
-    mean = (weight * centred).sum() / total.clamp(min=1e-12)
-    # masked_var(unbiased=True): sum of squared deviations / (N - 1). N >= 2 whenever a group is informative (two
-    # scorable rows of >= 1 token); with no informative group every row is zeroed below anyway.
-    var = (weight * (centred - mean) ** 2).sum() / (total - 1).clamp(min=1.0)
-    adv = (centred - mean) * torch.rsqrt(var + eps)
+    flat = signal_free_groups(batch, tol).repeat_interleave(batch.group_size)
+    adv = group_center_batch_whiten(batch, eps, token_weighted, exclude=flat)
     if correct_boost:
         adv = adv + correct_boost * (torch.nan_to_num(r, nan=-math.inf) >= boost_threshold - 1e-5).float()
     return torch.where(torch.isnan(r) | flat, torch.zeros_like(adv), adv)

@@ -200,7 +200,7 @@ register_recipe(
         papers=("2510.15110",),
         config_overrides={
             "advantage_estimator": "dler",
-            "advantage_kwargs": {"correct_boost": 0.0},
+            "advantage_kwargs": {"correct_boost": 0.1},  # NVlabs/DLER dler_slurm.sh (methods.md §4)
             "completion_filter": "dynamic_sampling",
             "filter_kwargs": {"max_generation_batches": 4},
             "correctness_reward": "dler_truncation_reward",
@@ -210,7 +210,6 @@ register_recipe(
         },
         proposed_defaults=(
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
-            "DLER correct-sample advantage boost off (released script: +0.1)",
         ),
         trainer_cls="trl_efficient.methods.dler:DLERTrainer",
     )

@@ -55,29 +55,40 @@ def group_zscore_estimator(batch: GroupBatch, eps: float = EPS) -> torch.Tensor:
 
 
 @ADVANTAGE_ESTIMATORS.register("group_center_batch_whiten")
-def group_center_batch_whiten(batch: GroupBatch, eps: float = 1e-6, token_weighted: bool = True) -> torch.Tensor:
-    r"""Group-centred rewards whitened over the whole batch (DLER, arXiv 2510.15110; verl's
-    `reinforce_plus_plus_baseline`):
-    $$ \tilde A_i = r_i - \mathrm{mean}_{g(i)}\, r, \qquad A_i = \frac{\tilde A_i - \mu}{\sigma + \epsilon} $$
-    with $\mu, \sigma$ over all response **tokens** of the batch (each row weighted by its length) when
-    `token_weighted`, else over rows. Differs from TRL's `scale_rewards="batch"`, which is row-weighted and divides
-    by the std of the raw rewards (methods.md §4).
+def group_center_batch_whiten(
+    batch: GroupBatch, eps: float = 1e-8, token_weighted: bool = True, exclude: torch.Tensor | None = None
+) -> torch.Tensor:
+    r"""Group-centred rewards whitened over the whole batch: verl's `reinforce_plus_plus_baseline` outcome advantage
+    (`verl/trainer/ppo/core_algos.py`, `compute_reinforce_plus_plus_baseline_outcome_advantage`), which DLER uses
+    (arXiv 2510.15110, methods.md §4):
+    $$ \tilde A_i = r_i - \mathrm{mean}_{g(i)}\, r, \qquad A_i = (\tilde A_i - \mu)\,(\sigma^2 + \epsilon)^{-1/2} $$
+    The whitening is verl's `masked_whiten(values, response_mask)` (`verl/utils/torch_functional.py`): $\tilde A_i$
+    is broadcast to every response token, $\mu$ is the mean over the batch's response tokens and $\sigma^2$ their
+    **Bessel-corrected** variance (`masked_var(..., unbiased=True)`: the sum of squared deviations over $N - 1$, $N$
+    the number of tokens), and $\epsilon$ (1e-8) is added to the variance inside the `rsqrt`. Each row counts with
+    its length in tokens when `token_weighted`, else once ($N$ = number of rows). Rows in `exclude` (a `(B,)` bool
+    mask, e.g. groups dynamic sampling drops) and unscorable rows are left out of $\mu, \sigma^2$ and get 0.
+    Differs from TRL's `scale_rewards="batch"`, which is row-weighted and divides by the std of the raw rewards.
 
     >>> b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0]]), reward_names=["r"],
     ...                reward_weights=torch.ones(1), lengths=torch.tensor([1, 1, 1, 1]),
     ...                truncated=torch.zeros(4, dtype=torch.bool), group_size=2)
-    >>> group_center_batch_whiten(b)   # centred [0.5, -0.5, 0, 0]; token mean 0, std sqrt(0.5/4)
-    tensor([ 1.4142, -1.4142,  0.0000,  0.0000])
+    >>> group_center_batch_whiten(b)   # centred [0.5, -0.5, 0, 0]; 4 tokens: mean 0, var 0.5/3, 0.5 * sqrt(6) = 1.2247
+    tensor([ 1.2247, -1.2247,  0.0000,  0.0000])
     """
     r = batch.total_reward()
-    centred = torch.nan_to_num(r.view(-1, batch.group_size) - torch.nanmean(r.view(-1, batch.group_size), 1, True))
-    centred = centred.view(-1)
-    w = batch.lengths.float().clamp(min=1) if token_weighted else torch.ones_like(centred)
-    w = torch.where(torch.isnan(r), torch.zeros_like(w), w)
-    mean = (centred * w).sum() / w.sum().clamp(min=1e-12)
-    var = (w * (centred - mean) ** 2).sum() / w.sum().clamp(min=1e-12)
-    adv = (centred - mean) / (var.sqrt() + eps)
-    return torch.where(torch.isnan(r), torch.zeros_like(adv), adv)
+    grouped = r.view(-1, batch.group_size)
+    centred = torch.nan_to_num(grouped - torch.nanmean(grouped, dim=1, keepdim=True), nan=0.0).view(-1)
+    dropped = torch.isnan(r) if exclude is None else torch.isnan(r) | exclude
+    weight = batch.lengths.float().clamp(min=1) if token_weighted else torch.ones_like(centred)
+    weight = torch.where(dropped, torch.zeros_like(weight), weight)
+    total = weight.sum()
+    mean = (weight * centred).sum() / total.clamp(min=1e-12)
+    # masked_var(unbiased=True): sum of squared deviations / (N - 1); N < 2 only when nothing is left to whiten,
+    # and then every row is zeroed below anyway.
+    var = (weight * (centred - mean) ** 2).sum() / (total - 1).clamp(min=1.0)
+    adv = (centred - mean) * torch.rsqrt(var + eps)
+    return torch.where(dropped, torch.zeros_like(adv), adv)
 
 
 def finalize_advantages(advantages: torch.Tensor, num_rows: int) -> torch.Tensor:
