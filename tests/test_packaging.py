@@ -7,6 +7,7 @@ checkout; these tests are the fast, in-suite half of that proof.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,9 +32,14 @@ def _package_data_files() -> list[str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("wheel")
+    # Build from a copy of what an sdist holds, so the checkout gets no `build/` (whose stale files would otherwise
+    # reach later wheels) and nothing outside these paths can leak into the wheel.
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), src / name)
+    shutil.copytree(PACKAGE, src / "trl_efficient", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), ROOT],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(src)],
         check=True, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     (path,) = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".whl")]
@@ -73,7 +79,7 @@ from trl_efficient.recipes import RECIPES
 assert trl_efficient.__file__.startswith(sys.argv[1]), trl_efficient.__file__
 section = _template().safe_substitute()
 configs = {name: yaml.safe_load(open(packaged_config(name))) for name in [*RECIPES.names(), "quickstart", "smoke"]}
-print(json.dumps({"section": section.startswith(SECTION_MARKER), "configs": sorted(configs),
+print(json.dumps({"section": SECTION_MARKER in section, "configs": sorted(configs),
                   "paths": sorted({os.path.dirname(packaged_config(n)) for n in configs})}))
 """
     env = {**os.environ, "PYTHONPATH": str(site)}

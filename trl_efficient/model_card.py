@@ -2,7 +2,7 @@
 
 `EfficientGRPOTrainer.create_model_card` calls `finalize_model_card` after TRL has written `README.md` (at every
 checkpoint and on `push_to_hub`), so it is cheap and idempotent: the section is rebuilt, not appended twice.
-The section template is `hub_cards/method_section.md`.
+The section template is `trl_efficient/hub_cards/method_section.md` (package data, shipped in the wheel).
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ register_recipe(
     Recipe(
         name="l1-exact",
         method="L1 / LCPO-Exact",
-        description="Per-rollout target lengths in the prompt and r = 1[correct] - 0.0003 |N - n| (§6).",
+        description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
+        "r = 1[correct] - 0.0003 |N - n| (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "exact"}),),
         papers=("2503.04697",),
         config_overrides={"rollout_plan": "target_length", "target_length_mode": "exact"},
