@@ -23,6 +23,7 @@ __all__ = [
     "LENGTH_SCOPES",
     "LENGTH_UNITS",
     "LengthMeter",
+    "completion_eos_token_ids",
     "completion_text",
     "split_thinking",
     "validate_length_options",
@@ -218,3 +219,25 @@ class LengthMeter:
             else:
                 lo = mid + 1
         return lo
+
+
+def completion_eos_token_ids(generation_config, tokenizer) -> list[int]:
+    """The ids that end a completion, by TRL 1.16's rule (`GRPOTrainer.__init__`, `self.eos_token_ids`): every id of
+    the model's `generation_config.eos_token_id` (None, an int or a list; chat models often declare an end-of-turn
+    and an end-of-text token), with the tokenizer's `eos_token_id` in front when it is not among them. Generation
+    stops on any of them, and TRL counts a completion whose last id is one of them as not truncated.
+    `generation_config` may be None (then only the tokenizer's id).
+
+    >>> from types import SimpleNamespace as NS
+    >>> completion_eos_token_ids(NS(eos_token_id=[7, 9]), NS(eos_token_id=2))
+    [2, 7, 9]
+    >>> tok = NS(eos_token_id=2)
+    >>> completion_eos_token_ids(NS(eos_token_id=2), tok), completion_eos_token_ids(None, tok)
+    ([2], [2])
+    """
+    ids = getattr(generation_config, "eos_token_id", None)
+    ids = [] if ids is None else [ids] if isinstance(ids, int) else list(ids)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is not None and eos not in ids:
+        ids = [eos, *ids]
+    return ids

@@ -14,7 +14,7 @@ from typing import Any
 
 from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
 
-from ..lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
 from ._verify import extract_answer_region, has_boxed, is_correct
 from .._checks import (
     check_number as _check_number,
@@ -440,7 +440,7 @@ def get_dler_truncation_reward(
     completion that ended on the "other" EOS must not be scored x0.1. So the EOS set is, in order of precedence:
     the trainer's own (`EfficientGRPOTrainer` calls `set_eos_token_ids(trainer.eos_token_ids)` at construction);
     `eos_token_id` (an int or a list); with `tokenizer`, TRL's rule
-    (`trl_efficient.trainer.trainer.completion_eos_token_ids`) applied to the tokenizer and the generation config
+    (`trl_efficient.lengths.completion_eos_token_ids`) applied to the tokenizer and the generation config
     saved next to it (`tokenizer.name_or_path`). With none of these, a response of `max_completion_length` tokens
     or more counts as truncated.
 
@@ -472,8 +472,6 @@ def get_dler_truncation_reward(
     """
     _check_positive_int("max_completion_length", max_completion_length)
     if eos_token_id is None and tokenizer is not None:
-        from ..trainer.trainer import completion_eos_token_ids
-
         eos_token_id = completion_eos_token_ids(_saved_generation_config(tokenizer), tokenizer) or None
     if eos_token_id is None:
         eos_ids = None
