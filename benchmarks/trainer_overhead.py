@@ -11,7 +11,9 @@ logit bias so the tiny random model stops at varied lengths), the **same config*
 with the same weights** (the recipe's reward specs, built by `build_rewards`: group rewards such as Kimi's get
 `num_generations` and gather whole groups themselves, so they work in the plain trainer too). The efficient side is
 the recipe's trainer class (`Recipe.trainer_cls`, e.g. `DLERTrainer`); plain `GRPOTrainer` ignores the config fields
-only `trl_efficient` reads (rollout plan, advantage estimator, completion filter). Recipes with a dataset hook get it
+only `trl_efficient` reads (rollout plan, advantage estimator, completion filter); where a recipe's rewards need
+the rollout plan's per-example columns (L1's `target_length`), the plain side gets them in its dataset
+(`plain_dataset`). Recipes with a dataset hook get it
 on both sides (SABER: a profile of the benchmark prompts made once with the same tiny model; Bingo: an offline tiny
 LLMLingua-2-format token classifier as scorer, `save_tiny_token_classifier`).
 
@@ -173,6 +175,25 @@ def recipe_kwargs_for(recipe_name: str, model_path: str, dataset, tokenizer, max
     return {}
 
 
+def plain_dataset(dataset, args):
+    """The dataset for plain `GRPOTrainer` when the recipe's rollout plan gives each *example* one assignment (L1's
+    target length, `per="prompt"`): TRL has no rollout plan, so each row gets the plan's assignment the way the L1
+    code builds its data, the instruction in the prompt and the metadata (`target_length`, `length_mode`) as
+    columns for the rewards. Other datasets are returned unchanged (HBPO's per-subgroup budgets cannot be a column)."""
+    from trl_efficient.trainer.config import build_rollout_plan
+    from trl_efficient.trainer.rollout import apply_assignment
+
+    plan = build_rollout_plan(args)
+    if plan is None or getattr(plan, "per", None) != "prompt":
+        return dataset
+
+    def assign(row, i):
+        assignment = plan.assign(row, 0, args.num_generations, i, 0)
+        return {"prompt": apply_assignment(row["prompt"], assignment), **assignment.metadata}
+
+    return dataset.map(assign, with_indices=True)
+
+
 def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, seed: int, eos_bias: float,
              batch: int, group: int, max_len: int, output_root: str) -> dict:  # fmt: skip
     import torch
@@ -199,6 +220,8 @@ def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, s
     dataset = load_math_dataset("gsm8k", "train", limit=batch * steps * 2, seed=seed)
     extra = recipe_kwargs_for(recipe_name, model_path, dataset, tokenizer, max_len, eos_bias, seed, output_root)
     dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **extra)
+    if trainer_kind == "plain":
+        dataset = plain_dataset(dataset, args)
     rewards, weights = build_rewards(recipe, args, tokenizer)
     args.reward_weights = weights
     torch.manual_seed(seed)
