@@ -84,3 +84,22 @@ def test_markdown_table_has_one_row_per_recipe_and_failures_inline():
     assert len(lines) == 4 and lines[0].count("|") == lines[2].count("|") == lines[3].count("|") == 9
     assert lines[2] == "| kimi | 1.000 | 1.500 | 1.50 | 100 | 100 | 8 | ok |"
     assert lines[3] == "| x | - | - | - | - | - | 8 | failed: ValueError: a / b |"  # a "|" would split the cell
+
+
+def test_plain_dataset_carries_l1_targets(tmp_path):
+    # L1 (arXiv 2503.04697): each example gets one target N in target_length_range, the instruction
+    # " Think for N tokens." (exact) appended to the user turn, and N as the reward's 'target_length' column.
+    from helpers import make_dataset
+
+    args = EfficientGRPOConfig(
+        output_dir=str(tmp_path), rollout_plan="target_length", target_length_mode="exact",
+        target_length_range=[10, 20], num_generations=4, use_cpu=True, report_to="none",
+    )  # fmt: skip
+    dataset = make_dataset(6)
+    out = overhead.plain_dataset(dataset, args)
+    for before, row in zip(dataset, out, strict=True):
+        assert 10 <= row["target_length"] <= 20 and row["length_mode"] == "exact"
+        suffix = f" Think for {row['target_length']} tokens."
+        assert row["prompt"][-1]["content"] == before["prompt"][-1]["content"] + suffix
+    plain_args = EfficientGRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    assert overhead.plain_dataset(dataset, plain_args) is dataset  # no rollout plan: unchanged
