@@ -150,6 +150,12 @@ def test_method_checks_report_measured_values_and_failures():
     assert method_check("kimi", _row(66.3, 0.613), {}, grpo, "grpo")["held"] is True
     assert method_check("kimi", _row(60.0, 0.55), {}, grpo, "grpo")["held"] is False  # shorter, but 0.063 worse
     assert method_check("gfpo", _row(75.0, 0.62), {}, grpo, "grpo")["held"] is False  # longer
+    noisy = dict(_row(77.2, 0.578), std_tokens=35.0, num_samples=256)
+    c = method_check("canon", noisy, {}, dict(_row(77.8, 0.555), std_tokens=35.0, num_samples=256), "grpo")
+    assert c["held"] is None and "noise +-6.2" in c["measured"]  # 2 sqrt(2 * 35^2 / 256) = 6.19 > 0.6 tokens
+    c = method_check("dler", dict(_row(89.2, 0.53, trunc=0.008), num_samples=256), {},
+                     dict(_row(89.6, 0.55, trunc=0.012), num_samples=256), "base")  # fmt: skip
+    assert c["held"] is None and "within noise" in c["measured"]  # 1 vs 3 truncations of 256
     saber = {"saber:16": {"value": 16, "thinking": [20, 30]}, "saber:192": {"value": 192, "thinking": [60, 70]}}
     assert method_check("saber", _row(60, 0.6), saber, grpo, "grpo")["held"] is True
     assert method_check("grpo", grpo, {}, None, "-")["held"] is None

@@ -113,6 +113,7 @@ def summarize(records: list[dict]) -> dict:
             "n": len(rs),
             "accuracy": _mean([float(r["correct"]) for r in rs]),
             "mean_tokens": _mean([r["tokens"] for r in rs]),
+            "std_tokens": float(statistics.pstdev([r["tokens"] for r in rs])) if rs else None,
             "mean_floor_tokens": _mean([r["floor_tokens"] for r in rs]),
             "mean_redundant_tokens": _mean([r["redundant_tokens"] for r in rs]),
             "redundant_share": (sum(r["redundant_tokens"] for r in rs) / tokens) if tokens else 0.0,

@@ -10,7 +10,10 @@ hesitations at random verbosity, plus occasional merged steps). Everything is se
 `resolve_base_model("testbed:base")` returns the cached directory, training it first when missing. The cache lives
 under `$TRL_EFFICIENT_CACHE/testbed/` (default `~/.cache/trl_efficient/testbed/`), keyed by a hash of the config,
 so changing a setting trains a new model instead of reusing a stale one. Sizes: `"testbed:base"` (the default,
-a few minutes on two CPU cores) and `"testbed:small"` (seconds; for tests, it barely learns).
+a few minutes on two CPU cores), `"testbed:formats"` (the same, plus 30% of prompts in the methods' prompt formats
+with random values its traces ignore: what `testbed compare` trains recipes from, so that L1 targets, HBPO budget
+prefills and SABER tier prompts are familiar text rather than out-of-distribution noise) and `"testbed:small"`
+(seconds; for tests, it barely learns).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..tiny import save_pretrained_atomic
-from .world import TraceStyle, make_tasks, make_trace, world_corpus
+from .world import THINK_OPEN, TraceStyle, make_tasks, make_trace, world_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +61,15 @@ class BaseModelConfig:
     max_ops: int = 8
     seed: int = 0
     style: TraceStyle = field(default_factory=TraceStyle)
+    # share of examples whose prompt carries a method's prompt format with a random value the trace ignores
+    # (`METHOD_PROMPT_FORMATS`); 0 for the plain base model
+    method_prompt_share: float = 0.0
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if not out["method_prompt_share"]:
+            out.pop("method_prompt_share")  # keeps the plain base model's cache key unchanged
+        return out
 
     def key(self) -> str:
         blob = json.dumps({"v": FORMAT_VERSION, **self.to_dict()}, sort_keys=True)
@@ -69,6 +78,8 @@ class BaseModelConfig:
 
 BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     "base": BaseModelConfig(),
+    # the base model that has also seen the methods' prompt formats (what `testbed compare` trains from)
+    "formats": BaseModelConfig(method_prompt_share=0.3),
     "small": BaseModelConfig(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
     ),
@@ -101,16 +112,52 @@ def _as_reloaded(tokenizer, model):
         return AutoTokenizer.from_pretrained(tmp)
 
 
+METHOD_PROMPT_FORMATS = ("l1", "l1-max", "hbpo", "saber", "saber-unlimited")
+METHOD_PROMPT_VALUES = (5, 200)  # random budgets / targets are drawn uniformly from these token counts
+
+
+def method_prompt_mode(kind: str, value: int):
+    """The `EvalMode` of one method prompt format with value `value` (the same prompt text the recipes train and
+    evaluate with: L1's " Think for N tokens." suffixes, HBPO's budget prefill, SABER's tier system prompts).
+
+    >>> method_prompt_mode("hbpo", 48).prefill, method_prompt_mode("l1-max", 60).user_suffix
+    ('<think> I will answer the question with 48 tokens', ' Think for maximum 60 tokens.')
+    """
+    from ..evaluation import EvalMode, parse_mode
+    from ..methods.saber import saber_system_prompt
+
+    if kind in ("l1", "l1-max", "hbpo"):
+        return parse_mode(f"{kind}:{value}")[0]
+    if kind == "saber":
+        return EvalMode(f"saber:{value}", system=saber_system_prompt("budget", value), value=value)
+    if kind == "saber-unlimited":
+        return EvalMode("saber:unlimited", system=saber_system_prompt("unlimited"))
+    raise ValueError(f"Unknown method prompt format {kind!r}; choose one of {METHOD_PROMPT_FORMATS}.")
+
+
 def _encode_examples(tokenizer, config: BaseModelConfig):
+    """(prompt ids, completion ids) pairs. With `method_prompt_share > 0`, that share of the prompts carries a
+    method's prompt format (`METHOD_PROMPT_FORMATS`) with a random value, drawn from its own seeded stream; the trace
+    is drawn exactly as for a plain prompt, so the value carries no meaning for the base model (the format is
+    familiar; following it is what a method has to teach). An HBPO prefill replaces the trace's opening `<think>`."""
+    from ..evaluation import build_prompt_text
     from .data import task_prompt
 
     rng = random.Random(config.seed + 1)
+    format_rng = random.Random(config.seed + 3)
     tasks = make_tasks(config.num_train_tasks, seed=config.seed, min_ops=config.min_ops, max_ops=config.max_ops)
     examples = []
     for task in tasks:
-        prompt = tokenizer.apply_chat_template(task_prompt(task), tokenize=False, add_generation_prompt=True)
+        trace = make_trace(task, rng, config.style)
+        if config.method_prompt_share and format_rng.random() < config.method_prompt_share:
+            mode = method_prompt_mode(format_rng.choice(METHOD_PROMPT_FORMATS), format_rng.randint(*METHOD_PROMPT_VALUES))
+            prompt = build_prompt_text(task_prompt(task), mode, tokenizer)
+            if mode.prefill:
+                trace = trace[len(THINK_OPEN):] if trace.startswith(THINK_OPEN) else trace
+        else:
+            prompt = tokenizer.apply_chat_template(task_prompt(task), tokenize=False, add_generation_prompt=True)
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        c_ids = tokenizer(make_trace(task, rng, config.style), add_special_tokens=False)["input_ids"]
+        c_ids = tokenizer(trace, add_special_tokens=False)["input_ids"]
         examples.append((p_ids, c_ids + [tokenizer.eos_token_id]))
     return examples
 
@@ -219,12 +266,12 @@ def _is_trained(path: str) -> bool:
 
 
 def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
-    """Directory of the testbed base model `"testbed:<size>"` (`base` or `small`), trained on first use.
+    """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats` or `small`), trained on first use.
 
     >>> resolve_base_model("testbed:huge")
     Traceback (most recent call last):
     ...
-    ValueError: Unknown testbed model 'testbed:huge'; choose one of ['testbed:base', 'testbed:small'].
+    ValueError: Unknown testbed model 'testbed:huge'; choose one of ['testbed:base', 'testbed:formats', 'testbed:small'].
     """
     size = name.split(":", 1)[1] if name.startswith("testbed:") else name
     size = size or "base"

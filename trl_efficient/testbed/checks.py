@@ -3,18 +3,20 @@ Method checks: does each recipe do on the testbed what its paper says it does?
 
 A check is measured from evaluations under the recipe's own conditions (`check_modes`: HBPO prompted with each
 budget, L1 with each target, SABER with each tier's system prompt) plus the plain evaluation of every row, and is
-reported as the measured values and whether the claim held (`True`/`False`, or `None` when the claim cannot be
-tested, with the reason). Nothing is hidden: a claim that fails is printed as failed.
+reported as the measured values and whether the claim held (`True`/`False`, or `None` = inconclusive: the claim
+cannot be tested, or the effect goes the claimed way but within two standard errors). Nothing is hidden: a claim that fails is printed as failed.
 
 - HBPO: mean tokens on easy tasks (1-2 ops) < hard tasks (7-8 ops) *and* per-budget mean lengths increase with the
   prompted budget (Spearman rho of budget vs length = 1);
-- L1-Exact / L1-Max: generated length follows the prompted target (Pearson and Spearman correlation > 0);
+- L1-Exact / L1-Max: generated length follows the prompted target (Pearson and Spearman correlation above
+  2/sqrt(n), two standard errors of a zero correlation);
 - DLER / DA-DLER: truncated fraction below the base model's (untestable when the base never truncates), and
   not longer than it;
 - SABER: thinking tokens under the smallest tier's prompt < under the largest tier's;
 - Bingo: redundant share below the reference's at similar accuracy;
 - DAPO overlong: truncated fraction not above the reference's;
-- the other length methods: shorter than the reference at similar accuracy (within `ACCURACY_TOLERANCE`).
+- the other length methods: shorter than the reference by more than two standard errors, at similar accuracy
+  (within `ACCURACY_TOLERANCE`).
 
 The reference is the `grpo` row when the comparison has one, else the base model.
 
@@ -26,7 +28,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ACCURACY_TOLERANCE", "check_modes", "method_check", "pearson", "rank", "spearman"]
+__all__ = ["ACCURACY_TOLERANCE", "check_modes", "fraction_noise", "mean_noise", "method_check", "pearson", "rank",
+           "spearman"]
 
 ACCURACY_TOLERANCE = 0.04  # about the noise of 256 eval samples (two per task on 128 tasks)
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
@@ -101,15 +104,39 @@ def _mean_over(by_difficulty: dict, levels) -> float | None:
     return sum(c["mean_tokens"] * c["n"] for c in cells) / n if n else None
 
 
+def mean_noise(row: dict, ref: dict) -> float:
+    """Two standard errors of a difference of mean tokens (0 when the rows lack `std_tokens` / `num_samples`).
+
+    >>> mean_noise({"std_tokens": 30.0, "num_samples": 100}, {"std_tokens": 40.0, "num_samples": 100})  # 2 sqrt(9 + 16)
+    10.0
+    """
+    if not all(r.get("std_tokens") is not None and r.get("num_samples") for r in (row, ref)):
+        return 0.0
+    return 2 * math.sqrt(row["std_tokens"] ** 2 / row["num_samples"] + ref["std_tokens"] ** 2 / ref["num_samples"])
+
+
+def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> float:
+    """Two standard errors of a difference of two fractions (0 without sample counts).
+
+    >>> round(fraction_noise(0.5, 100, 0.5, 100), 4)
+    0.1414
+    """
+    if not n1 or not n2:
+        return 0.0
+    return 2 * math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
+
+
 def _shorter_at_similar_accuracy(row, ref, ref_name) -> dict:
-    shorter = row["mean_tokens"] < ref["mean_tokens"]
+    noise = mean_noise(row, ref)
+    gap = ref["mean_tokens"] - row["mean_tokens"]
     similar = row["accuracy"] >= ref["accuracy"] - ACCURACY_TOLERANCE
-    return {
-        "claim": f"shorter than {ref_name} at similar accuracy (>= {ref_name} - {ACCURACY_TOLERANCE})",
-        "measured": f"tokens {row['mean_tokens']:.1f} vs {ref['mean_tokens']:.1f}, accuracy {row['accuracy']:.3f} "
-        f"vs {ref['accuracy']:.3f}",
-        "held": bool(shorter and similar),
-    }
+    measured = (f"tokens {row['mean_tokens']:.1f} vs {ref['mean_tokens']:.1f} (noise +-{noise:.1f}), accuracy "
+                f"{row['accuracy']:.3f} vs {ref['accuracy']:.3f}")  # fmt: skip
+    held = bool(gap > noise and similar)
+    if similar and 0 < gap <= noise:
+        held, measured = None, measured + ": shorter, within noise"
+    return {"claim": f"shorter than {ref_name} at similar accuracy (>= {ref_name} - {ACCURACY_TOLERANCE})",
+            "measured": measured, "held": held}  # fmt: skip
 
 
 def method_check(recipe: str, row: dict, mode_records: dict, reference: dict | None, reference_name: str) -> dict:
@@ -138,9 +165,11 @@ def method_check(recipe: str, row: dict, mode_records: dict, reference: dict | N
             lengths += rec["lengths"]
             means.append(f"{rec['value']}: {sum(rec['lengths']) / len(rec['lengths']):.1f}")
         r, rho = pearson(targets, lengths), spearman(targets, lengths)
-        held = r is not None and rho is not None and r > 0 and rho > 0
-        return {"claim": "generated length follows the prompted target (Pearson and Spearman > 0)",
-                "measured": f"pearson {_fmt(r, 2)}, spearman {_fmt(rho, 2)}; mean tokens by target {', '.join(means)}",
+        bar = 2 / math.sqrt(max(1, len(lengths)))  # two standard errors of a zero correlation
+        held = r is not None and rho is not None and r > bar and rho > bar
+        return {"claim": "generated length follows the prompted target (Pearson and Spearman > 2/sqrt(n))",
+                "measured": f"pearson {_fmt(r, 2)}, spearman {_fmt(rho, 2)} (n {len(lengths)}, bar {bar:.2f}); mean "
+                f"tokens by target {', '.join(means)}",
                 "held": bool(held)}  # fmt: skip
     if reference is None:
         return {"claim": "-", "measured": "no reference row", "held": None}
@@ -152,8 +181,12 @@ def method_check(recipe: str, row: dict, mode_records: dict, reference: dict | N
         if t_ref == 0:
             return {"claim": claim, "measured": measured + f" ({reference_name} never truncates: untestable)",
                     "held": None}  # fmt: skip
+        noise = fraction_noise(t, row.get("num_samples"), t_ref, reference.get("num_samples"))
+        measured += f" (noise +-{noise:.3f})"
+        if 0 < t_ref - t <= noise:
+            return {"claim": claim, "measured": measured + ": fewer, within noise", "held": None}
         return {"claim": claim, "measured": measured,
-                "held": bool(t < t_ref and row["mean_tokens"] <= reference["mean_tokens"])}  # fmt: skip
+                "held": bool(t_ref - t > noise and row["mean_tokens"] <= reference["mean_tokens"])}  # fmt: skip
     if recipe == "saber":
         recs = sorted(mode_records.values(), key=lambda rec: rec["value"])
         if len(recs) < 2:

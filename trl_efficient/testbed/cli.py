@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
-    p_base.add_argument("--size", default="base", help="base (default) or small (tests)")
+    p_base.add_argument("--size", default="base", help="base (default), formats (compare's base) or small (tests)")
     p_base.add_argument("--retrain", action="store_true", help="train again even if cached")
     p_eval = sub.add_parser("eval", help="exact token accounting of a model on held-out testbed tasks")
     p_eval.add_argument("--model", default="testbed:base")
@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_cmp.add_argument("--recipes", nargs="+", default=["grpo", "kimi", "shorter-better"],
                        help="recipe names, or 'all' for every registered recipe")
-    p_cmp.add_argument("--base-model", default="testbed:base")
+    p_cmp.add_argument("--base-model", default="testbed:formats",
+                       help="base model every recipe starts from (default testbed:formats: testbed:base that has also "
+                       "seen the methods' prompt formats with meaningless values)")
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
     p_cmp.add_argument("--seed", type=int, default=None)

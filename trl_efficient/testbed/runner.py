@@ -33,7 +33,7 @@ __all__ = ["TestbedSettings", "compare", "evaluate_modes", "evaluate_testbed", "
 class TestbedSettings:
     """One comparison's settings: the same for every recipe (so only the recipe differs)."""
 
-    base_model: str = "testbed:base"
+    base_model: str = "testbed:formats"  # the base model that has seen the methods' prompt formats (base.py)
     max_steps: int = 40
     num_train: int = 1024
     num_eval: int = 128
@@ -256,6 +256,8 @@ def _row(name: str, summary: dict, seconds: float | None = None, num_generations
         "num_generations": num_generations,
         "accuracy": summary["accuracy"],
         "mean_tokens": summary["mean_tokens"],
+        "std_tokens": summary.get("std_tokens"),
+        "num_samples": summary.get("n"),
         "mean_floor_tokens": summary["mean_floor_tokens"],
         "excess_over_floor": summary["excess_over_floor"],
         "redundant_share": summary["redundant_share"],
@@ -284,7 +286,7 @@ def _secs(value) -> str:
 
 
 def _held(value) -> str:
-    return {True: "held", False: "**not held**", None: "untestable"}[value]
+    return {True: "held", False: "**not held**", None: "inconclusive"}[value]
 
 
 def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None) -> str:
