@@ -13,10 +13,11 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
 - `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
-- `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`).
+- `_verify`: the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`, `normalize_answer`,
+  `answers_match_as_strings`).
 """
 
-from ._verify import extract_answer_region, is_correct, parse_gold
+from ._verify import answers_match_as_strings, extract_answer_region, is_correct, normalize_answer, parse_gold
 from .bingo import BingoSchedule, get_bingo_length_reward
 from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward
@@ -55,6 +56,8 @@ __all__ = [
     "get_shorter_better_reward",
     "get_soft_overlong_reward",
     "is_correct",
+    "normalize_answer",
+    "answers_match_as_strings",
     "parse_gold",
     "resolve_group_size",
     "think_format_reward",
