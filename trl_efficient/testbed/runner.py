@@ -306,7 +306,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
         lines.append(
             f"| {r['recipe']} | {g} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['mean_floor_tokens']:.1f} | "
             f"{r['excess_over_floor']:.1f} | {r['redundant_share']:.3f} | {r['skips_per_completion']:.2f} | "
-            f"{r['truncated_fraction']:.3f} | {_held(check.get('held')) if check else '-'} | "
+            f"{r['truncated_fraction']:.3f} | {_held(check['held']) if check.get('claim') not in (None, 'baseline') else '-'} | "
             f"{_secs(r['train_seconds'])} |"
         )
     checked = [r for r in ok_rows if r.get("method_check")]
@@ -315,6 +315,8 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
                   "| recipe | claim | measured | result |", "|---|---|---|---|"]  # fmt: skip
         for r in checked:
             c = r["method_check"]
+            if c.get("claim") == "baseline":
+                continue
             lines.append(f"| {r['recipe']} | {c['claim']} | {c['measured']} | {_held(c['held'])} |")
     levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
     if levels:
