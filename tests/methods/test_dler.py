@@ -23,7 +23,7 @@ from trl_efficient.methods.dler import (
     signal_free_groups,
 )
 from trl_efficient.rewards import correctness_reward
-from trl_efficient.trainer import GroupBatch
+from trl_efficient.trainer import EfficientGRPOTrainer, GroupBatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 NAN = float("nan")
@@ -40,6 +40,28 @@ def batch(rewards, lengths, group_size, truncated=None, **kw):
 
 class DLERRecordingTrainer(RecordingMixin, DLERTrainer, ScriptedGenerationMixin):
     pass
+
+
+class ExtraKeysMixin(EfficientGRPOTrainer):
+    """Below `DLERTrainer` in the MRO: every generation batch's output gains two keys TRL 1.16 does not return."""
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        ids, mask = out["completion_ids"], out["completion_mask"]
+        out["row_fingerprint"] = (ids * mask).sum(1).float()
+        out["token_echo"] = torch.where(mask.bool(), ids.float(), torch.tensor(-7.0))
+        return out
+
+
+class ExtraKeysDLERTrainer(RecordingMixin, DLERTrainer, ExtraKeysMixin, ScriptedGenerationMixin):
+    def __init__(self, *args, **kwargs):
+        self.final_outputs = []
+        super().__init__(*args, **kwargs)
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        self.final_outputs.append({k: v.clone() for k, v in out.items() if isinstance(v, torch.Tensor)})
+        return out
 
 
 def closed_reward(completions, **kwargs):
@@ -296,11 +318,11 @@ class TestRefillPieces:
             tiny_config(tmp_path, completion_filter="dynamic_sampling", filter_kwargs=kwargs)
 
 
-def _refill_trainer(tiny_model_dir, out, rewards=None, **overrides):
+def _refill_trainer(tiny_model_dir, out, rewards=None, trainer_cls=None, **overrides):
     kwargs = dict(per_device_train_batch_size=8, advantage_estimator="dler", completion_filter="dynamic_sampling",
                   max_steps=3)
     kwargs.update(overrides)
-    return DLERRecordingTrainer(model=tiny_model_dir, reward_funcs=rewards or [correctness_reward],
+    return (trainer_cls or DLERRecordingTrainer)(model=tiny_model_dir, reward_funcs=rewards or [correctness_reward],
                                 args=tiny_config(out, **kwargs), train_dataset=make_dataset(32))
 
 
@@ -323,6 +345,20 @@ class TestRefillTrainer:
             expected = dler_advantages(batch(rewards, rec["lengths"], 4), correct_boost=0.1)  # estimator default
             assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
             assert rec["num_items_in_batch"] == sum(rec["completion_mask_sums"])
+
+    def test_refill_moves_output_keys_it_was_never_told_about(self, tiny_model_dir, tmp_path):
+        # A future TRL may return more tensors. The refill detects each key's layout from its shape and pads it with
+        # what its padded cells already hold, so two keys TRL 1.16 does not have must come out of a refilled batch
+        # still matching their rows: a per-row fingerprint, and a right-padded token tensor padded with -7.
+        trainer = _refill_trainer(tiny_model_dir, tmp_path, trainer_cls=ExtraKeysDLERTrainer)
+        trainer.train()
+        batches = [e["trl_efficient/dynamic_sampling/generation_batches"] for e in trainer.state.log_history
+                   if "trl_efficient/dynamic_sampling/generation_batches" in e]
+        assert max(batches) > 1  # some step refilled, so rows were moved and re-padded
+        for out in trainer.final_outputs:
+            ids, mask = out["completion_ids"], out["completion_mask"]
+            assert out["row_fingerprint"].tolist() == (ids * mask).sum(1).float().tolist()
+            assert torch.equal(out["token_echo"], torch.where(mask.bool(), ids.float(), torch.tensor(-7.0)))
 
     def test_shortfall_masks_or_raises(self, tiny_model_dir, tmp_path):
         def constant(completions, **kwargs):

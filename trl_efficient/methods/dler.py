@@ -323,10 +323,14 @@ class RefillSampler:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-# Output keys of GRPOTrainer._generate_and_score_completions (TRL 1.16.0) that the refill can move between
-# generation batches, with how their width is padded when rows of different batches are stacked.
-_LEFT_PADDED = {"prompt_ids": "pad", "prompt_mask": 0}
-_RIGHT_PADDED = {
+# How the refill moves the outputs of GRPOTrainer._generate_and_score_completions between generation batches. It is
+# generic over whatever tensors TRL returns (`row_layouts`): a (n,) tensor is per row; a (n, width) tensor whose width
+# is the prompt's is left-padded like `prompt_ids`, one whose width is the completion's is right-padded like
+# `completion_ids`. Only the padding *values* of TRL 1.16's own keys are listed; any other key is padded with the
+# value it already holds in a padded position (0 when the batch has none). `num_items_in_batch` is recomputed.
+_PAD_VALUES = {
+    "prompt_ids": "pad",
+    "prompt_mask": 0,
     "completion_ids": "pad",
     "completion_mask": 0,
     "old_per_token_logps": 0.0,
@@ -335,8 +339,58 @@ _RIGHT_PADDED = {
     "tool_mask": 1,  # TRL pads tool_mask with 1
     "importance_sampling_ratio": 1.0,  # token-level ratio at padding is exp(0) = 1
 }
-_PER_ROW = {"advantages"}
 _RECOMPUTED = {"num_items_in_batch"}
+
+
+def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[str, object]]:
+    """`{key: (layout, pad value)}` for every key of a `_generate_and_score_completions` output the refill moves,
+    with layout `"row"`, `"left"` (prompt-width, padded on the left) or `"right"` (completion-width, padded on the
+    right), detected from shapes; `num_items_in_batch` is left out (recomputed). Keys in `per_row` are moved as one
+    value per row whatever their shape (TRL's sequence-level `importance_sampling_ratio`, shape (rows, 1)). A pad value of `"pad"` means the
+    tokenizer's pad id. A width equal to both the prompt's and the completion's is resolved by the name (`prompt_*`
+    is left-padded). Raises `NotImplementedError`, naming the key, for what cannot be moved row by row (a
+    non-tensor, a tensor whose first dimension is not the batch's rows, 3-D tensors such as multimodal inputs).
+
+    >>> out = {"prompt_ids": torch.tensor([[0, 5], [6, 7]]), "prompt_mask": torch.tensor([[0, 1], [1, 1]]),
+    ...        "completion_ids": torch.tensor([[8, 9, 0], [8, 0, 0]]),
+    ...        "completion_mask": torch.tensor([[1, 1, 0], [1, 0, 0]]), "advantages": torch.zeros(2),
+    ...        "my_token_scores": torch.tensor([[.5, .5, -1.], [.5, -1., -1.]]), "num_items_in_batch": torch.tensor(3)}
+    >>> layouts = row_layouts(out)   # my_token_scores: unknown to TRL, padded with what its padded cells hold
+    >>> layouts["prompt_ids"], layouts["completion_ids"], layouts["advantages"], layouts["my_token_scores"]
+    (('left', 'pad'), ('right', 'pad'), ('row', None), ('right', -1.0))
+    """
+    rows = output["completion_ids"].shape[0]
+    widths = {"left": output["prompt_ids"].shape[1], "right": output["completion_ids"].shape[1]}
+    masks = {"left": output["prompt_mask"], "right": output["completion_mask"]}
+    layouts = {}
+    for key, value in output.items():
+        if key in _RECOMPUTED:
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise NotImplementedError(f"dynamic sampling cannot move the output key {key!r} between generation batches: "
+                                      f"expected a tensor, got {type(value).__name__}.")  # fmt: skip
+        if value.dim() == 0 or value.shape[0] != rows or value.dim() > 2:
+            raise NotImplementedError(
+                f"dynamic sampling cannot move the output key {key!r} (shape {tuple(value.shape)}) between generation "
+                f"batches: only (rows,) and (rows, width) tensors are moved (multimodal inputs are not supported)."
+            )
+        if value.dim() == 1 or key in per_row:
+            layouts[key] = ("row", None)
+            continue
+        candidates = [side for side, width in widths.items() if value.shape[1] == width]
+        if not candidates:
+            raise NotImplementedError(
+                f"dynamic sampling cannot move the output key {key!r}: its width {value.shape[1]} is neither the "
+                f"prompt's ({widths['left']}) nor the completion's ({widths['right']})."
+            )
+        side = candidates[0] if len(candidates) == 1 else ("left" if key.startswith("prompt") else "right")
+        if key in _PAD_VALUES:
+            fill = _PAD_VALUES[key]
+        else:
+            padded = masks[side] == 0
+            fill = value[padded][0].item() if bool(padded.any()) else 0
+        layouts[key] = (side, fill)
+    return layouts
 
 
 # --------------------------------------------------------------------------------------------------------- trainer
@@ -489,24 +543,7 @@ class DLERTrainer(EfficientGRPOTrainer):
 
     def _row_kinds(self, output: dict) -> dict:
         sequence_level = self.vllm_importance_sampling_mode in ("sequence_mask", "sequence_truncate")
-        kinds = {}
-        for key, value in output.items():
-            if key in _RECOMPUTED:
-                continue
-            if key in _LEFT_PADDED:
-                kinds[key] = "left"
-            elif key in _RIGHT_PADDED and not (key == "importance_sampling_ratio" and sequence_level):
-                kinds[key] = "right"
-            elif key in _PER_ROW or key == "importance_sampling_ratio":
-                kinds[key] = "row"
-            else:
-                raise NotImplementedError(
-                    f"dynamic sampling cannot move the output key {key!r} between generation batches (multimodal "
-                    "inputs are not supported with refill)."
-                )
-            if not isinstance(value, torch.Tensor):
-                raise NotImplementedError(f"dynamic sampling expected a tensor under {key!r}, got {type(value)}.")
-        return kinds
+        return row_layouts(output, per_row=("importance_sampling_ratio",) if sequence_level else ())
 
     @staticmethod
     def _row_payload(output: dict, i: int, kinds: dict, to_cpu: bool = False) -> dict:
@@ -515,7 +552,7 @@ class DLERTrainer(EfficientGRPOTrainer):
     def _stack_rows(self, rows: list[dict], kinds: dict, template: dict) -> dict:
         pad_id = getattr(self, "_tokenizer", self.processing_class).pad_token_id
         out = {}
-        for key, kind in kinds.items():
+        for key, (kind, fill) in kinds.items():
             like = template[key]
             values = [row[key].to(like.device) for row in rows]
             if kind == "row":
@@ -524,7 +561,6 @@ class DLERTrainer(EfficientGRPOTrainer):
             width = max(v.shape[0] for v in values)
             if self.pad_to_multiple_of:
                 width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
-            fill = (_LEFT_PADDED | _RIGHT_PADDED)[key]
             fill = pad_id if fill == "pad" else fill
             padded = like.new_full((len(values), width), fill)
             for i, v in enumerate(values):
