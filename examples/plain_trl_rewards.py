@@ -8,9 +8,9 @@ import sys
 
 from trl import GRPOConfig, GRPOTrainer
 
-from trl_efficient.data import load_math_dataset
+from trl_efficient.data.loaders import load_math_dataset
 from trl_efficient.rewards import correctness_reward, get_kimi_length_reward, get_shorter_better_reward
-from trl_efficient.tiny import eos_bias_generation_kwargs, resolve_model_name
+from trl_efficient.testing.tiny import eos_bias_generation_kwargs, resolve_model_name
 from transformers import AutoTokenizer
 
 model = resolve_model_name(sys.argv[1] if len(sys.argv) > 1 else "tiny:qwen2-16")

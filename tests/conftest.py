@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    from trl_efficient.tiny import save_tiny_model
+    from trl_efficient.testing.tiny import save_tiny_model
 
     return save_tiny_model(str(tmp_path_factory.mktemp("tiny") / "tiny-qwen2-16"), hidden_size=16, num_heads=4)
 

@@ -6,7 +6,7 @@ import pytest
 from datasets import Dataset
 
 from trl_efficient import data
-from trl_efficient.data import (
+from trl_efficient.data.loaders import (
     DEFAULT_INSTRUCTION,
     DataArguments,
     extract_boxed,

@@ -20,7 +20,7 @@ PACKAGE = os.path.join(ROOT, "trl_efficient")
 
 
 def _package_data_files() -> list[str]:
-    """Every non-Python file under `trl_efficient/`, as wheel member names (`trl_efficient/configs/kimi.yaml`)."""
+    """Every non-Python file under `trl_efficient/`, as wheel member names (`trl_efficient/recipes/configs/kimi.yaml`)."""
     out = []
     for folder, dirs, files in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -58,7 +58,7 @@ def test_wheel_carries_every_package_data_file(wheel):
     data = _package_data_files()
     # the files the package opens at run time: the card template and every recipe's YAML
     assert "trl_efficient/hub_cards/method_section.md" in data
-    assert "trl_efficient/configs/quickstart.yaml" in data and "trl_efficient/configs/kimi.yaml" in data
+    assert "trl_efficient/recipes/configs/quickstart.yaml" in data and "trl_efficient/recipes/configs/kimi.yaml" in data
     names = set(zipfile.ZipFile(wheel).namelist())
     assert [f for f in data if f not in names] == []
 
@@ -88,7 +88,7 @@ print(json.dumps({"section": SECTION_MARKER in section, "configs": sorted(config
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["section"] is True
-    assert out["paths"] == [str(site / "trl_efficient" / "configs")]
+    assert out["paths"] == [str(site / "trl_efficient" / "recipes" / "configs")]
     from trl_efficient.recipes import RECIPES
 
     assert out["configs"] == sorted([*RECIPES.names(), "quickstart", "smoke"])

@@ -5,12 +5,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from trl_efficient.tiny import (
+from trl_efficient.testing.tiny import (
     TINY_MODEL_NAME,
     build_tiny_model,
     build_tiny_tokenizer,
     eos_bias_generation_kwargs,
-    resolve_model_name,
+    resolve_tiny_model,
     save_tiny_model,
 )
 
@@ -160,26 +160,26 @@ class TestSaveAndResolve:
         assert (target / "config.json").is_file()
 
     def test_resolve_passes_real_names_through(self, tmp_path):
-        assert resolve_model_name("Qwen/Qwen2.5-Math-1.5B") == "Qwen/Qwen2.5-Math-1.5B"
-        assert resolve_model_name(str(tmp_path)) == str(tmp_path)
+        assert resolve_tiny_model("Qwen/Qwen2.5-Math-1.5B") == "Qwen/Qwen2.5-Math-1.5B"
+        assert resolve_tiny_model(str(tmp_path)) == str(tmp_path)
 
     def test_resolve_builds_once_into_cache(self, tmp_path):
-        path = resolve_model_name("tiny:llama-16", cache_dir=str(tmp_path))
+        path = resolve_tiny_model("tiny:llama-16", cache_dir=str(tmp_path))
         assert path == str(tmp_path / "tiny-llama-16")
         config = AutoModelForCausalLM.from_pretrained(path).config
         assert (config.model_type, config.hidden_size, config.num_attention_heads) == ("llama", 16, 4)
         mtime = os.path.getmtime(os.path.join(path, "model.safetensors"))
-        assert resolve_model_name("tiny:llama-16", cache_dir=str(tmp_path)) == path
+        assert resolve_tiny_model("tiny:llama-16", cache_dir=str(tmp_path)) == path
         assert os.path.getmtime(os.path.join(path, "model.safetensors")) == mtime
 
     def test_resolve_default_name_and_env_cache(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TRL_EFFICIENT_CACHE", str(tmp_path))
-        path = resolve_model_name(TINY_MODEL_NAME)
-        assert path == str(tmp_path / "tiny-qwen2-128") == resolve_model_name("tiny:")
+        path = resolve_tiny_model(TINY_MODEL_NAME)
+        assert path == str(tmp_path / "tiny-qwen2-128") == resolve_tiny_model("tiny:")
         config = AutoModelForCausalLM.from_pretrained(path).config
         assert (config.model_type, config.head_dim) == ("qwen2", 64)
 
     @pytest.mark.parametrize("name", ["tiny:gpt9", "tiny:qwen2-abc", "tiny:qwen2-0"])
     def test_resolve_bad_tiny_name(self, name, tmp_path):
         with pytest.raises(ValueError, match="tiny:<arch>"):
-            resolve_model_name(name, cache_dir=str(tmp_path))
+            resolve_tiny_model(name, cache_dir=str(tmp_path))

@@ -71,7 +71,7 @@ def packaged_config(name: str) -> str:
     local = os.path.join("configs", f"{name}.yaml")
     if os.path.exists(local):
         return local
-    return str(resources.files("trl_efficient").joinpath("configs", f"{name}.yaml"))
+    return str(resources.files("trl_efficient.recipes").joinpath("configs", f"{name}.yaml"))
 
 
 def _prescan_recipe(argv: list[str]) -> str | None:
@@ -91,7 +91,7 @@ def _prescan_recipe(argv: list[str]) -> str | None:
 def parse_train_args(argv: list[str]):
     from trl import TrlParser
 
-    from .data import DataArguments
+    from .data.loaders import DataArguments
     from .recipes import get_recipe
     from .trainer import EfficientGRPOConfig
 
@@ -106,9 +106,10 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     """Build everything from parsed arguments, train, save, evaluate, and return the summary dict."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .evaluation import evaluate_model
+    from .eval.evaluate import evaluate_model
     from .recipes import get_recipe
-    from .testbed import is_testbed_model, load_datasets, resolve_model_name  # defer to data/tiny for other names
+    from .core.models import resolve_model_name
+    from .testbed import is_testbed_model, load_datasets  # defers to data.load_datasets for other datasets
     from .testbed.runner import torch_threads
 
     recipe = get_recipe(script_args.recipe)
@@ -251,8 +252,8 @@ def list_recipes() -> None:
 COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.cli:train_main"),
     "recipes": ("list the registered recipes", "trl_efficient.cli:recipes_main"),
-    "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.evaluation_cli:main"),
-    "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data_cli:main"),
+    "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.eval.cli:main"),
+    "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data.cli:main"),
     "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
     "serve-scorer": ("serve a token-significance scorer over HTTP (Bingo)", "trl_efficient.significance.server:main"),
     "profile": ("profile a base model over a dataset (SABER tiers)", "trl_efficient.methods.saber:profile_main"),

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from trl_efficient.benchmarks import (
+from trl_efficient.data.benchmarks import (
     BENCHMARKS,
     BenchmarkUnavailableError,
     check_answer,

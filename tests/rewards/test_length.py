@@ -6,7 +6,7 @@ import pickle
 import pytest
 from trl.rewards import get_cosine_scaled_reward
 
-from trl_efficient.lengths import LengthMeter, completion_text, split_thinking, validate_length_options
+from trl_efficient.core.lengths import LengthMeter, completion_text, split_thinking, validate_length_options
 from trl_efficient.rewards import (
     get_cosine_length_reward,
     get_dler_truncation_reward,

@@ -2,7 +2,7 @@
 
 import random
 
-from trl_efficient.lengths import LengthMeter
+from trl_efficient.core.lengths import LengthMeter
 
 
 def brute_force(tokenizer, ids, tag="</think>"):

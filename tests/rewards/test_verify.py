@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from trl_efficient.rewards._verify import (
+from trl_efficient.core.answers import (
     ANSWER_REGION_CHARS,
     answers_match_as_strings,
     extract_answer_region,
@@ -215,7 +215,7 @@ class TestStringFallback:
         assert answers_match_as_strings(r"\boxed{}", "") is False
 
     def test_is_correct_falls_back_when_math_verify_says_no(self, monkeypatch):
-        import trl_efficient.rewards._verify as verify_module
+        import trl_efficient.core.answers as verify_module
 
         monkeypatch.setattr(verify_module, "verify", lambda *args, **kwargs: False)
         verify_module.clear_answer_cache()

@@ -20,7 +20,7 @@ CLASSIFIER_WORDS = (
 
 
 def build_tiny_token_classifier(path: str, words: list[str], seed: int = 0) -> str:
-    from trl_efficient.significance.scorers import save_tiny_token_classifier
+    from trl_efficient.testing.scorers import save_tiny_token_classifier
 
     return save_tiny_token_classifier(path, words, seed=seed)
 

@@ -46,7 +46,7 @@ def _validate(name, tmp_path, tiny_model_dir, tokenizer):
     if plan is not None:
         plan.validate(args.num_generations, args.max_completion_length)
     if name == "saber":
-        from trl_efficient.methods.saber import validate_tiers
+        from trl_efficient.prompts import validate_tiers
 
         tiers = validate_tiers(scale.recipe_kwargs["tiers"])
         assert tiers[0] < CAP  # otherwise the budget penalty could never apply

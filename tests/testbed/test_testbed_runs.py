@@ -33,7 +33,7 @@ def small_base(testbed_cache):
 def test_small_base_is_cached_and_loadable(small_base, testbed_cache):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed import resolve_model_name
+    from trl_efficient.core.models import resolve_model_name
     from trl_efficient.testbed.base import BASE_MODEL_SIZES
 
     assert small_base.startswith(os.path.join(testbed_cache, "testbed", "small-"))
@@ -67,7 +67,7 @@ def test_evaluate_testbed_reports_accounting(small_base):
 
 
 def test_eval_cli_on_testbed_benchmark(small_base, tmp_path):
-    from trl_efficient.evaluation_cli import main
+    from trl_efficient.eval.cli import main
 
     out = tmp_path / "e"
     assert main(["--model", "testbed:small", "--benchmarks", "testbed", "--limit", "3", "--max-new-tokens", "16",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 from .dler import signal_free_groups
 
 __all__ = ["CANONAdvantage", "canon_advantages"]

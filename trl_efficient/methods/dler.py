@@ -34,7 +34,7 @@ from accelerate.utils import gather, gather_object
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 
 logger = logging.getLogger(__name__)
 

@@ -45,7 +45,7 @@ from accelerate.utils import gather
 from trl.models.utils import disable_gradient_checkpointing
 
 from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 
 logger = logging.getLogger(__name__)
 

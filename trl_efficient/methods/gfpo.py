@@ -36,7 +36,7 @@ import math
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 
 __all__ = [
     "GFPO_METRICS",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 
 __all__ = ["LEADAdvantage", "lead_advantages", "logistic_weight"]
 

@@ -31,20 +31,24 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from ..lengths import THINK_CLOSE, LengthMeter, completion_text
-from ..rewards._verify import is_correct
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.answers import is_correct
+from ..prompts import (
+    BUDGET_PROMPT,
+    NO_THINK_PROMPT,
+    SABER_TIERS,
+    UNLIMITED_PROMPT,
+    saber_system_prompt,
+    validate_tiers,
+)
 from ..trainer.rollout import RolloutAssignment, apply_assignment
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "BUDGET_PROMPT",
-    "NO_THINK_PROMPT",
     "SABER_NO_THINK_RATIO_ENV",
     "SABER_PROFILE_ENV",
-    "SABER_TIERS",
     "SABER_TIERS_ENV",
-    "UNLIMITED_PROMPT",
     "ProfileArguments",
     "apply_saber_profile",
     "assign_tier",
@@ -54,22 +58,12 @@ __all__ = [
     "profile_dataset",
     "profile_main",
     "question_key",
-    "saber_mode_prompts",
-    "saber_system_prompt",
     "write_profile",
 ]
 
 # Proposed defaults (methods.md §3); the paper publishes none of these.
-SABER_TIERS = (128, 4096, 16384)  # [secondary] budgets; the boundaries as a function of t_base are ours
 BASE_WRONG_UNLIMITED = 0.5  # share of base-wrong examples that get no limit [secondary]
 NO_THINK_RATIO = 0.1
-BUDGET_PROMPT = (
-    "Think step by step, keeping your reasoning strictly under {budget} tokens, then give the final answer in "
-    "\\boxed{{}}."
-)
-UNLIMITED_PROMPT = "Think step by step as long as you need, then give the final answer in \\boxed{}."
-NO_THINK_PROMPT = "Answer directly without reasoning."
-MODE_NAMES = ("FastThink", "CoreThink", "DeepThink")
 
 SABER_PROFILE_ENV = "TRL_EFFICIENT_SABER_PROFILE"
 SABER_TIERS_ENV = "TRL_EFFICIENT_SABER_TIERS"
@@ -79,26 +73,6 @@ UNMATCHED_POLICIES = ("error", "unlimited", "drop")
 
 
 # ------------------------------------------------------------------------------------------------ tiers & prompts
-def validate_tiers(tiers, field_name: str = "tiers") -> tuple[int, ...]:
-    """Tiers as a tuple of strictly increasing positive ints, or a `ValueError` naming `field_name`.
-
-    >>> validate_tiers([128, 4096])
-    (128, 4096)
-    >>> validate_tiers([4096, 128])
-    Traceback (most recent call last):
-    ...
-    ValueError: tiers must be strictly increasing positive token counts, got [4096, 128].
-    """
-    try:
-        values = [int(t) for t in tiers]
-        ok = bool(values) and all(float(t) == int(t) for t in tiers)
-    except (TypeError, ValueError):
-        values, ok = [], False
-    if not ok or values[0] <= 0 or any(b <= a for a, b in zip(values, values[1:])):
-        raise ValueError(f"{field_name} must be strictly increasing positive token counts, got {list(tiers)!r}.")
-    return tuple(values)
-
-
 def assign_tier(thinking_tokens: int, truncated: bool, tiers=SABER_TIERS) -> int | None:
     """The smallest tier `>= thinking_tokens` (`None`: no limit, above the largest tier).
 
@@ -113,43 +87,6 @@ def assign_tier(thinking_tokens: int, truncated: bool, tiers=SABER_TIERS) -> int
         if thinking_tokens < tier or (thinking_tokens == tier and not truncated):
             return int(tier)
     return None
-
-
-def saber_system_prompt(
-    mode: str,
-    budget: int | None = None,
-    budget_prompt: str = BUDGET_PROMPT,
-    unlimited_prompt: str = UNLIMITED_PROMPT,
-    no_think_prompt: str = NO_THINK_PROMPT,
-) -> str:
-    """System prompt of a row in `mode` (`"budget"`, `"unlimited"` or `"nothink"`).
-
-    >>> saber_system_prompt("budget", 128)
-    'Think step by step, keeping your reasoning strictly under 128 tokens, then give the final answer in \\\\boxed{}.'
-    """
-    if mode == "budget":
-        return budget_prompt.format(budget=budget)
-    if mode == "unlimited":
-        return unlimited_prompt
-    if mode == "nothink":
-        return no_think_prompt
-    raise ValueError(f"saber mode must be 'budget', 'unlimited' or 'nothink', got {mode!r}.")
-
-
-def saber_mode_prompts(tiers=SABER_TIERS) -> dict[str, str]:
-    """Inference modes -> system prompt: NoThink, then one mode per tier (FastThink / CoreThink / DeepThink for
-    three tiers, `Think<B>` otherwise). Proposed default mapping (methods.md §3).
-
-    >>> list(saber_mode_prompts())
-    ['NoThink', 'FastThink', 'CoreThink', 'DeepThink']
-    >>> list(saber_mode_prompts([256, 1024]))
-    ['NoThink', 'Think256', 'Think1024']
-    """
-    tiers = validate_tiers(tiers)
-    names = MODE_NAMES if len(tiers) == len(MODE_NAMES) else tuple(f"Think{t}" for t in tiers)
-    prompts = {"NoThink": NO_THINK_PROMPT}
-    prompts.update({name: saber_system_prompt("budget", t) for name, t in zip(names, tiers)})
-    return prompts
 
 
 def _unit_draw(*parts) -> float:
@@ -418,7 +355,7 @@ def profile_dataset(
     completion when it never closes), `completion_tokens` (EOS included), `think_closed`, `truncated`, `correct`.
     `temperature=0` is greedy.
     """
-    from ..evaluation import TransformersBackend  # the one batched, seeded transformers generation loop
+    from ..eval.evaluate import TransformersBackend  # the one batched, seeded transformers generation loop
 
     meter = LengthMeter("tokens", "thinking", tokenizer)
     rows = list(dataset)
@@ -505,8 +442,9 @@ def profile_main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import TrlParser
 
-    from ..data import DataArguments, load_datasets
-    from ..tiny import eos_bias_generation_kwargs, resolve_model_name
+    from ..data.loaders import DataArguments, load_datasets
+    from ..core.models import resolve_model_name
+    from ..testing.tiny import eos_bias_generation_kwargs
 
     argv = list(sys.argv[2:] if argv is None else argv)
     parser = TrlParser((ProfileArguments, DataArguments), prog="trl-efficient profile")

@@ -9,7 +9,8 @@ Reward builders:
 from __future__ import annotations
 
 from ..methods.hbpo import hbpo_settings
-from ..methods.saber import BUDGET_PROMPT, NO_THINK_PROMPT, SABER_PROFILE_ENV, UNLIMITED_PROMPT, saber_mode_prompts
+from ..methods.saber import SABER_PROFILE_ENV
+from ..prompts import BUDGET_PROMPT, HBPO_BUDGETS, HBPO_MINIMAL_PROMPT, HBPO_TEMPLATE, NO_THINK_PROMPT, UNLIMITED_PROMPT, saber_mode_prompts
 from ..rewards.budget import (
     HBPO_ALPHA,
     HBPO_BETA,
@@ -55,7 +56,6 @@ def build_saber_reward(args, tokenizer, **kwargs):
 REWARD_BUILDERS.register("hbpo", build_hbpo_reward)
 REWARD_BUILDERS.register("saber", build_saber_reward)
 
-HBPO_BUDGETS = [512, 1024, 2048, 2560]  # methods.md §2 [code]
 
 register_recipe(
     Recipe(
@@ -88,8 +88,8 @@ register_recipe(
         ),
         usage=(
             "Prompt as in training without a budget statement: the model picks its own budget. For a given budget, "
-            "start the assistant turn with \"<think> I will answer the question with {b} tokens\"; for the paper's "
-            "efficiency prompting, with \"<think> I will answer the question with minimal tokens\"."
+            f"start the assistant turn with \"{HBPO_TEMPLATE.format(budget='{b}')}\"; for the paper's "
+            f"efficiency prompting, with \"{HBPO_MINIMAL_PROMPT}\"."
         ),
         trainer_cls="trl_efficient.methods.hbpo:HBPOTrainer",
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._registry import Registry
+from ..core.registry import Registry
 
 RECIPES: Registry = Registry("recipe")
 REWARD_BUILDERS: Registry = Registry("reward builder")

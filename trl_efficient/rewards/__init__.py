@@ -17,7 +17,7 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
   `answers_match_as_strings`).
 """
 
-from ._verify import answers_match_as_strings, extract_answer_region, is_correct, normalize_answer, parse_gold
+from ..core.answers import answers_match_as_strings, extract_answer_region, is_correct, normalize_answer, parse_gold
 from .bingo import BingoSchedule, get_bingo_length_reward
 from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward

@@ -64,11 +64,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..lengths import completion_text, split_thinking
-from ._verify import is_correct
+from ..core.lengths import completion_text, split_thinking
+from ..core.answers import is_correct
 from .group import gather_rows, resolve_group_size
-from .._checks import check_number as _check_number
-from .._checks import check_positive_int
+from ..core.checks import check_number as _check_number
+from ..core.checks import check_positive_int
 
 
 logger = logging.getLogger(__name__)
@@ -604,14 +604,14 @@ class _BingoLengthReward:
     @property
     def scorer(self):
         if self._scorer is None:
-            from ..significance.scorers import build_scorer
+            from ..significance.factory import build_scorer
 
             self._scorer = build_scorer(self.scorer_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._scorer
 
     def _fallback_scorer(self):
         if self._fallback is None:
-            from ..significance.scorers import build_scorer
+            from ..significance.factory import build_scorer
 
             self._fallback = build_scorer(self.fallback_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._fallback

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..lengths import THINK_CLOSE, LengthMeter, completion_text
-from ._verify import extract_answer_region, has_boxed, is_correct
-from .._checks import (
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.answers import extract_answer_region, has_boxed, is_correct
+from ..core.checks import (
     check_number as _check_number,
     check_positive_int as _check_positive_int,
     column as _column,
@@ -137,7 +137,7 @@ def get_hbpo_reward(
         wrong_reward (`float`, *optional*, defaults to `0.0`):
             Reward of a wrong answer.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`. `tokenizer` is required to count the prefill in tokens.
+            See `trl_efficient.core.lengths.LengthMeter`. `tokenizer` is required to count the prefill in tokens.
 
     Returns a picklable callable named `hbpo_reward`; `None` for rows whose gold cannot be parsed.
 

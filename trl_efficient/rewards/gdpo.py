@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..lengths import LengthMeter, completion_text
-from ._verify import is_correct
+from ..core.lengths import LengthMeter, completion_text
+from ..core.answers import is_correct
 
 __all__ = ["get_gdpo_length_reward"]
 
@@ -32,7 +32,7 @@ def get_gdpo_length_reward(
             $L_{\text{limit}}$ in `length_unit` (tokens by default). methods.md proposes 4000 for R1-Distill-1.5B
             scale runs, else `max_completion_length / 2` (what the `gdpo_length` recipe builder passes).
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
         require_think_close (`bool`, *optional*, defaults to `False`):
             A completion without `</think>` counts as not correct.
 

@@ -31,9 +31,9 @@ from abc import ABC, abstractmethod
 import math
 from typing import Any
 
-from ..lengths import LengthMeter, completion_text
-from ._verify import is_correct
-from .._checks import check_number as _check_number
+from ..core.lengths import LengthMeter, completion_text
+from ..core.answers import is_correct
+from ..core.checks import check_number as _check_number
 
 
 __all__ = ["gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
@@ -179,7 +179,7 @@ def get_kimi_length_reward(
         warmup_ratio (`float`, *optional*, defaults to `0.1`):
             Fraction of `max_steps` without the term (proposed default), in [0, 1].
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `kimi_length_reward`.
 
@@ -252,7 +252,7 @@ def get_shorter_better_reward(
         beta (`float`, *optional*, defaults to `0.001`):
             Penalty per unit of length (token) of distance to SOL, >= 0.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `shorter_better_reward`.
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..lengths import THINK_CLOSE, LengthMeter, completion_text
-from ._verify import extract_answer_region, has_boxed, is_correct, parse_gold
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.answers import extract_answer_region, has_boxed, is_correct, parse_gold
 from .group import gather_rows, resolve_group_size
-from .._checks import check_number as _check_number
+from ..core.checks import check_number as _check_number
 
 __all__ = ["LEAD_OUTCOMES", "get_lead_reward", "is_degenerate", "lead_outcome"]
 
@@ -102,7 +102,7 @@ def get_lead_reward(
             The repository's code-only gate: skip the shaping (correct answers get 1.0) for a group whose 3 shortest
             completions average at most this many length units. `None` (default, proposed) shapes every group.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter` (tokens of the whole completion by default, as the repository).
+            See `trl_efficient.core.lengths.LengthMeter` (tokens of the whole completion by default, as the repository).
 
     Returns a picklable callable named `lead_reward`; `None` for rows whose gold cannot be parsed.
 

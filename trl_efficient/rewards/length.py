@@ -14,9 +14,9 @@ from typing import Any
 
 from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
 
-from ..lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
-from ._verify import extract_answer_region, has_boxed, is_correct
-from .._checks import (
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
+from ..core.answers import extract_answer_region, has_boxed, is_correct
+from ..core.checks import (
     check_number as _check_number,
     check_positive_int as _check_positive_int,
     check_bool as _check_bool,
@@ -80,7 +80,7 @@ def get_cosine_length_reward(
         exceed_penalty (`float` or `None`, *optional*, defaults to `-10.0`):
             Reward when $L + 16 \ge L_{\max}$, whatever the correctness. `None` disables the branch.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `cosine_length_reward`; `None` for rows whose gold cannot be parsed.
 
@@ -176,7 +176,7 @@ def get_soft_overlong_reward(
         soft_punish_cache (`int`):
             $L_{\text{cache}}$, the width of the linear ramp, in the same unit (DAPO: 4096 of 20480).
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `soft_overlong_reward`. It needs no gold answer and never returns `None`.
 
@@ -245,7 +245,7 @@ def get_l1_reward(
         delta (`float`, *optional*, defaults to `0.5`):
             Max-mode offset: the reward of a correct answer exactly at the target.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `l1_exact_reward` or `l1_max_reward`; `None` for rows whose gold cannot be
     parsed. Calling it without a `target_length` column raises `ValueError`.
@@ -357,7 +357,7 @@ def get_laser_reward(
         correct_reward, wrong_reward, format_reward (`float`, *optional*, defaults `1.0`, `-0.5`, `-1.0`):
             Base rewards.
         length_unit, length_scope, tokenizer:
-            See `trl_efficient.lengths.LengthMeter`.
+            See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `laser_reward`; `None` for rows whose gold cannot be parsed.
 
@@ -440,7 +440,7 @@ def get_dler_truncation_reward(
     completion that ended on the "other" EOS must not be scored x0.1. So the EOS set is, in order of precedence:
     the trainer's own (`EfficientGRPOTrainer` calls `set_eos_token_ids(trainer.eos_token_ids)` at construction);
     `eos_token_id` (an int or a list); with `tokenizer`, TRL's rule
-    (`trl_efficient.lengths.completion_eos_token_ids`) applied to the tokenizer and the generation config
+    (`trl_efficient.core.lengths.completion_eos_token_ids`) applied to the tokenizer and the generation config
     saved next to it (`tokenizer.name_or_path`). With none of these, a response of `max_completion_length` tokens
     or more counts as truncated.
 

@@ -2,7 +2,8 @@
 
 - `scorers`: the `SignificanceScorer` protocol (`score(inputs) -> list[Significance]`), `LLMLingua2Scorer` (the
   LLMLingua-2 token classifier), `SelfInformationScorer` (surprisal under any causal LM), `count_significance`
-  (Bingo's per-chunk min-max normalisation and threshold, summed per text) and `build_scorer(spec)`.
+  (Bingo's per-chunk min-max normalisation and threshold, summed per text).
+- `factory`: `build_scorer(spec)`, an in-process scorer or a client from one spec string.
 - `client`: `ScorerClient`, the same protocol over HTTP, with timeouts, retries and clear errors.
 - `server`: `trl-efficient serve-scorer`, the HTTP service (`main`, `make_server`).
 
@@ -10,13 +11,13 @@ Heavy imports (torch, transformers) happen only when a scorer is built.
 """
 
 from .client import ScorerClient, ScorerError, ScorerRequestError, ScorerUnavailableError
+from .factory import build_scorer
 from .scorers import (
     LLMLingua2Scorer,
     ScorerStats,
     SelfInformationScorer,
     Significance,
     SignificanceScorer,
-    build_scorer,
     count_significance,
     split_chunks,
 )

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .._checks import check_positive_int
+from ..core.checks import check_positive_int
 
 
 logger = logging.getLogger(__name__)
@@ -54,9 +54,7 @@ __all__ = [
     "Significance",
     "SignificanceScorer",
     "WORD_MERGES",
-    "build_scorer",
     "count_significance",
-    "save_tiny_token_classifier",
     "split_chunks",
 ]
 
@@ -804,80 +802,3 @@ class SelfInformationScorer(_ModelScorer):
 
 
 # ------------------------------------------------------------------------------------------------ offline fixture
-TINY_CLASSIFIER_WORDS = tuple(
-    "the a an so then wait step check first we need to compute sum of and is are let me think again answer final "
-    "The So Let We First Then Wait Therefore equation x y z value number total each two three four five because "
-    "therefore hence boxed think = + - * / ( ) { } < > \\ . , ? ! : ;".split()
-) + tuple(str(i) for i in range(100))
-
-
-def save_tiny_token_classifier(
-    path: str,
-    words: Sequence[str] = TINY_CLASSIFIER_WORDS,
-    hidden_size: int = 32,
-    num_layers: int = 2,
-    num_heads: int = 2,
-    intermediate_size: int = 64,
-    seed: int = 0,
-) -> str:
-    """
-    Save a random BERT token classifier in the LLMLingua-2 format (2 labels, WordPiece tokenizer) to `path`, built
-    offline (offline-testing.md §9), for smoke runs, tests and benchmarks. Its significances are random (near 0.5);
-    only the plumbing is meaningful. Words outside `words` become `[UNK]`. Name the directory with
-    `bert-base-multilingual-cased` in it if llmlingua will load it. Returns `path`.
-    """
-    import torch
-    from transformers import BertConfig, BertForTokenClassification, BertTokenizerFast
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, "##s", "##ed", "##ing"]
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(dict.fromkeys(vocab))}, do_lower_case=False)
-    torch.manual_seed(seed)
-    model = BertForTokenClassification(
-        BertConfig(vocab_size=len(tok), hidden_size=hidden_size, num_hidden_layers=num_layers,
-                   num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=512,
-                   num_labels=2)  # fmt: skip
-    )
-    model.save_pretrained(path)
-    tok.save_pretrained(path)  # vocab passed as a dict: BertTokenizerFast(vocab_file=...) is ignored in transformers 5
-    return path
-
-
-# ------------------------------------------------------------------------------------------------ factory
-def build_scorer(spec: Any, **kwargs) -> SignificanceScorer:
-    """
-    A scorer from a spec:
-
-    - an object with `score()` is returned as is;
-    - `"http://host:port"` / `"https://..."`: a `ScorerClient` for a `trl-efficient serve-scorer` server;
-    - `"self-information:<causal LM path or Hub name>"`: a `SelfInformationScorer`;
-    - anything else (a directory or Hub name): an `LLMLingua2Scorer`; `"llmlingua:<path>"` selects its llmlingua
-      backend.
-
-    `kwargs` go to the constructor; those that only apply to the other kind (`device`, `batch_size`, ... for a
-    client; `token`, `retries`, ... for a model) are dropped, so one dict can configure a server URL and its
-    in-process fallback.
-
-    >>> build_scorer("ftp://nowhere")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: scorer spec 'ftp://nowhere' ...
-    """
-    if hasattr(spec, "score") and callable(spec.score):
-        return spec
-    if not isinstance(spec, str) or not spec:
-        raise ValueError(f"scorer must be a scorer object or a spec string, got {spec!r}.")
-    if spec.startswith(("http://", "https://")):
-        from .client import ScorerClient
-
-        return ScorerClient(spec, **{k: v for k, v in kwargs.items() if k not in MODEL_ONLY_KWARGS})
-    kwargs = {k: v for k, v in kwargs.items() if k not in CLIENT_ONLY_KWARGS}
-    if "://" in spec:
-        raise ValueError(
-            f"scorer spec {spec!r} is neither an http(s) URL, 'self-information:<model>', 'llmlingua:<model>' nor a "
-            "checkpoint path or Hub name."
-        )
-    if spec.startswith("self-information:"):
-        return SelfInformationScorer(spec.split(":", 1)[1], **kwargs)
-    if spec.startswith("llmlingua:"):
-        return LLMLingua2Scorer(spec.split(":", 1)[1], backend="llmlingua", **kwargs)
-    return LLMLingua2Scorer(spec, **kwargs)

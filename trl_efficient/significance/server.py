@@ -36,7 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .client import TOKEN_ENV
-from .._checks import check_positive_int
+from ..core.checks import check_positive_int
 
 
 logger = logging.getLogger(__name__)

@@ -9,14 +9,17 @@ CPU testbed for efficient reasoning: a synthetic world where over-thinking is me
 - `runner`: train recipes from the base with the same budget and compare them (`trl-efficient testbed compare`);
 - `cli`: `trl-efficient testbed {base,eval,compare,quickstart}`.
 
-Hooks for `trl-efficient train` (see `docs/testbed.md`): `resolve_model_name` understands `"testbed:<size>"`
-(and defers every other name to `trl_efficient.tiny.resolve_model_name`); `load_datasets` builds the testbed
-datasets when `dataset_name == "testbed"` (and defers to `trl_efficient.data.load_datasets` otherwise).
+What the testbed plugs in when it is imported (`import trl_efficient` does): the `testbed:<size>` model-name scheme of
+`trl_efficient.core.models.resolve_model_name` and the `testbed` evaluation benchmark of `trl_efficient.data.benchmarks`.
+For `trl-efficient train` (see `docs/testbed.md`), `load_datasets` builds the testbed datasets when `dataset_name == "testbed"` (and defers to `trl_efficient.data.load_datasets` otherwise).
 """
 
 from __future__ import annotations
 
-__all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets", "resolve_model_name"]
+from ..core.models import MODEL_SCHEMES
+from ..data.benchmarks import Benchmark, register_benchmark
+
+__all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets"]
 
 TESTBED_DATASET_NAME = "testbed"
 
@@ -30,18 +33,6 @@ def is_testbed_model(name: str) -> bool:
     return isinstance(name, str) and name.startswith("testbed:")
 
 
-def resolve_model_name(name: str, cache_dir: str | None = None) -> str:
-    """A local directory for `"testbed:<size>"` (trained once, cached) and `"tiny:..."` names; other names pass
-    through unchanged (drop-in replacement for `trl_efficient.tiny.resolve_model_name`)."""
-    if is_testbed_model(name):
-        from .base import resolve_base_model
-
-        return resolve_base_model(name, cache_dir)
-    from ..tiny import resolve_model_name as resolve_tiny
-
-    return resolve_tiny(name, cache_dir)
-
-
 def load_datasets(data_args, seed: int = 0):
     """Train and eval datasets for `trl-efficient train`: testbed tasks when `data_args.dataset_name` is
     `"testbed"` (`dataset_limit` tasks, default 1024; eval `eval_limit`, default 128), else
@@ -50,7 +41,7 @@ def load_datasets(data_args, seed: int = 0):
     from .data import load_testbed_dataset
 
     if getattr(data_args, "dataset_name", None) != TESTBED_DATASET_NAME:
-        from ..data import load_datasets as load_math
+        from ..data.loaders import load_datasets as load_math
 
         return load_math(data_args, seed=seed)
     train = load_testbed_dataset("train", data_args.dataset_limit or 1024, seed)
@@ -59,3 +50,31 @@ def load_datasets(data_args, seed: int = 0):
     if data_args.eval_dataset_name != TESTBED_DATASET_NAME:
         raise ValueError("dataset_name 'testbed' can only be evaluated on eval_dataset_name 'testbed'.")
     return train, load_testbed_dataset("test", data_args.eval_limit or 128, seed)
+
+
+# ------------------------------------------------------------------------------------------------ registrations
+def _resolve_testbed_model(name: str, cache_dir: str | None = None) -> str:
+    from .base import resolve_base_model
+
+    return resolve_base_model(name, cache_dir)
+
+
+def _testbed_loader(split, limit, seed, instruction, system_prompt):
+    from .data import load_testbed_dataset
+
+    return load_testbed_dataset("test" if split == "test" else "train", n=limit or 256, seed=seed)
+
+
+def _testbed_analyzer(row, completion_ids, text, tokenizer):
+    from .analysis import analyze_completion
+    from .data import task_from_row
+
+    stats = analyze_completion(task_from_row(row), completion_ids, tokenizer, text=text)
+    return {k: stats[k] for k in ("redundant_tokens", "necessary_tokens", "floor_tokens", "redundant_share")}
+
+
+MODEL_SCHEMES.register("testbed", _resolve_testbed_model)
+register_benchmark(
+    Benchmark("testbed", "The CPU testbed's synthetic digit chains (levels = operations)", loader=_testbed_loader,
+              sample_analyzer=_testbed_analyzer)  # fmt: skip
+)

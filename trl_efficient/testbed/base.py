@@ -2,8 +2,8 @@
 The testbed's over-thinking base model: a tiny Qwen2 trained from scratch, on CPU, on verbose teacher traces.
 
 `train_base_model(output_dir, BaseModelConfig())` builds a tiny byte-level BPE tokenizer whose corpus covers the
-world's vocabulary (`trl_efficient.tiny.build_tiny_tokenizer(extra_corpus=world_corpus())`), a tiny Qwen2
-(`trl_efficient.tiny.build_tiny_model`), and trains it by next-token prediction on the completion part of chat-
+world's vocabulary (`trl_efficient.testing.tiny.build_tiny_tokenizer(extra_corpus=world_corpus())`), a tiny Qwen2
+(`trl_efficient.testing.tiny.build_tiny_model`), and trains it by next-token prediction on the completion part of chat-
 formatted (prompt, teacher trace) pairs (`world.make_trace`: necessary steps mixed with re-checks, restatements and
 hesitations at random verbosity, plus occasional merged steps). Everything is seeded.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from ..tiny import save_pretrained_atomic
+from ..testing.tiny import save_pretrained_atomic
 from .world import THINK_OPEN, TraceStyle, make_tasks, make_trace, world_corpus
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def cache_root() -> str:
 
 
 def build_testbed_tokenizer():
-    from ..tiny import build_tiny_tokenizer
+    from ..testing.tiny import build_tiny_tokenizer
 
     return build_tiny_tokenizer(extra_corpus=world_corpus(), vocab_size=640)
 
@@ -123,8 +123,8 @@ def method_prompt_mode(kind: str, value: int):
     >>> method_prompt_mode("hbpo", 48).prefill, method_prompt_mode("l1-max", 60).user_suffix
     ('<think> I will answer the question with 48 tokens', ' Think for maximum 60 tokens.')
     """
-    from ..evaluation import EvalMode, parse_mode
-    from ..methods.saber import saber_system_prompt
+    from ..eval.evaluate import EvalMode, parse_mode
+    from ..prompts import saber_system_prompt
 
     if kind in ("l1", "l1-max", "hbpo"):
         return parse_mode(f"{kind}:{value}")[0]
@@ -140,7 +140,7 @@ def _encode_examples(tokenizer, config: BaseModelConfig):
     method's prompt format (`METHOD_PROMPT_FORMATS`) with a random value, drawn from its own seeded stream; the trace
     is drawn exactly as for a plain prompt, so the value carries no meaning for the base model (the format is
     familiar; following it is what a method has to teach). An HBPO prefill replaces the trace's opening `<think>`."""
-    from ..evaluation import build_prompt_text
+    from ..eval.evaluate import build_prompt_text
     from .data import task_prompt
 
     rng = random.Random(config.seed + 1)
@@ -199,7 +199,7 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     The global RNG and the thread count are restored afterwards. `callback(step, model, tokenizer)`, if given, runs
     every `log_every` steps (e.g. a quick accuracy probe while tuning).
     """
-    from ..tiny import build_tiny_model
+    from ..testing.tiny import build_tiny_model
 
     config = config or BaseModelConfig()
     tokenizer = build_testbed_tokenizer()

@@ -76,8 +76,8 @@ def spearman(xs, ys) -> float | None:
 
 
 def check_modes(recipe: str, scale) -> list:
-    """The evaluation modes (`trl_efficient.evaluation.EvalMode`) a recipe's check needs, from its testbed scale."""
-    from ..evaluation import EvalMode, parse_mode
+    """The evaluation modes (`trl_efficient.eval.evaluate.EvalMode`) a recipe's check needs, from its testbed scale."""
+    from ..eval.evaluate import EvalMode, parse_mode
 
     if recipe == "hbpo":
         return [m for b in scale.config["budgets"] for m in parse_mode(f"hbpo:{b}")]
@@ -87,7 +87,7 @@ def check_modes(recipe: str, scale) -> list:
         family = "l1" if recipe == "l1-exact" else "l1-max"
         return [m for t in targets for m in parse_mode(f"{family}:{t}")]
     if recipe == "saber":
-        from ..methods.saber import saber_system_prompt
+        from ..prompts import saber_system_prompt
 
         tiers = scale.recipe_kwargs["tiers"]
         return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in (tiers[0], tiers[-1])]

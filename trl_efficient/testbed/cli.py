@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "eval":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from . import resolve_model_name
+        from ..core.models import resolve_model_name
         from .data import load_testbed_dataset
         from .runner import evaluate_testbed, torch_threads
 

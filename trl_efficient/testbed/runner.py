@@ -84,7 +84,7 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     """Sample `num_samples` completions per task and return `analysis.summarize` of their exact token accounting
     (accuracy, mean tokens, redundant share, floor, excess over floor, per difficulty), plus `truncated_fraction`
     and `pass@1`-style `accuracy` (mean over samples)."""
-    from ..evaluation import TransformersBackend, build_prompt_text, EvalMode
+    from ..eval.evaluate import TransformersBackend, build_prompt_text, EvalMode
     from .analysis import analyze_completion, summarize
     from .data import task_from_row
 
@@ -109,8 +109,8 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
     """One sample per task under each `EvalMode` (a budget prefill, a target in the prompt, a system prompt):
     `{mode.name: {"value", "lengths", "thinking", "accuracy"}}` with per-sample generated tokens and thinking tokens
     (up to the last `</think>`). Feeds `checks.method_check`."""
-    from ..evaluation import TransformersBackend, build_prompt_text
-    from ..lengths import LengthMeter
+    from ..eval.evaluate import TransformersBackend, build_prompt_text
+    from ..core.lengths import LengthMeter
     from ..rewards import is_correct
 
     backend = TransformersBackend(model, tokenizer, batch_size=batch_size, show_progress=False)
@@ -400,7 +400,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..plots import pareto_plot
+    from ..eval.plots import pareto_plot
     from .base import resolve_base_model
     from .checks import check_modes, method_check
     from .data import load_testbed_dataset

@@ -170,7 +170,7 @@ def _da_dler(cap: int, steps: int) -> RecipeScale:
 
 
 def _saber(cap: int, steps: int) -> RecipeScale:
-    from ..methods.saber import SABER_TIERS
+    from ..prompts import SABER_TIERS
 
     paper = SABER_TIERS[-1]  # 16384: the deepest tier
     tiers = [scale_length(t, cap, paper, minimum=16) for t in SABER_TIERS]

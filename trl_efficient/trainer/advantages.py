@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .._registry import Registry
+from ..core.registry import Registry
 from .group import GroupBatch
 
 ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator")

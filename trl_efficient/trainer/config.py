@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from ..lengths import LENGTH_SCOPES, LENGTH_UNITS
+from ..core.lengths import LENGTH_SCOPES, LENGTH_UNITS
+from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
 from .filters import COMPLETION_FILTERS
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, TargetLengthRolloutPlan
@@ -53,7 +54,7 @@ class EfficientGRPOConfig(GRPOConfig):
         metadata={"help": "Where the budget statement goes.", "choices": list(BUDGET_PLACEMENTS)},
     )
     budget_template: str = field(
-        default="<think> I will answer the question with {budget} tokens",
+        default=HBPO_TEMPLATE,
         metadata={"help": "Budget statement; '{budget}' is replaced by the subgroup's budget in tokens."},
     )
     budget_hard_cap: bool = field(

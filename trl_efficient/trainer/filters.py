@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .._registry import Registry
+from ..core.registry import Registry
 from .group import GroupBatch
 
 COMPLETION_FILTERS: Registry = Registry("completion filter")

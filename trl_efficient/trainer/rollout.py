@@ -20,7 +20,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._registry import Registry
+from ..core.registry import Registry
+from ..prompts import HBPO_TEMPLATE, l1_instruction
 
 ROLLOUT_PLANS: Registry = Registry("rollout plan")
 BUDGET_PLACEMENTS = ("prefill", "system", "user")
@@ -88,7 +89,7 @@ class BudgetRolloutPlan(RolloutPlan):
         self,
         budgets,
         placement: str = "prefill",
-        template: str = "<think> I will answer the question with {budget} tokens",
+        template: str = HBPO_TEMPLATE,
         hard_cap: bool = False,
     ):
         budgets = [int(b) for b in budgets]
@@ -199,7 +200,7 @@ class TargetLengthRolloutPlan(RolloutPlan):
             rng = random.Random(f"{self.seed}:rollout:{step}:{group_pos}:{example}")
         target = rng.randint(self.low, self.high)
         mode = self.mode if self.mode != "mixed" else rng.choice(("exact", "max"))
-        text = f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
+        text = l1_instruction(target, mode)
         return RolloutAssignment(user_suffix=text, metadata={"target_length": target, "length_mode": mode})
 
 

@@ -10,7 +10,7 @@ Evaluation benchmarks of the seed papers: a registry, loaders and dataset-specif
 | `aime25`        | `yentinglin/aime_2025` (train split, 30 rows)         | after `data prepare` | integer       |
 | `theoremqa`     | `TIGER-Lab/TheoremQA` (test split, 800 rows)          | after `data prepare` | typed (below) |
 | `olympiadbench` | `Hothan/OlympiadBench`, `OE_TO_maths_en_COMP`         | after `data prepare` | LaTeX list    |
-| `testbed`       | generated (`trl_efficient.testbed`)                   | yes                  | digit; level  |
+| `testbed`       | generated (`trl_efficient.testbed` registers it)      | yes                  | digit; level  |
 
 Every loader returns the library's conversational format (`prompt`, `solution`, `idx`, `level`, `source`) plus
 `answer_type` (`""` unless the data types its answers, as TheoremQA does). Sources are resolved in this order:
@@ -19,7 +19,7 @@ an explicit `source=` (a local `.jsonl`/`.json`/`.parquet` file, a directory wit
 Hub. Offline (`HF_HUB_OFFLINE=1`), a Hub-only benchmark that was not prepared raises `BenchmarkUnavailableError`
 with the command to run.
 
-Answer checking (`check_answer`) reuses `trl_efficient.rewards.is_correct` (math-verify, answer after the last
+Answer checking (`check_answer`) reuses `trl_efficient.core.answers.is_correct` (math-verify, answer after the last
 `</think>`) and adds TheoremQA's typed answers: booleans (`True`/`False`, yes/no), options (`(a)`), lists
 (`[1, 2]`, compared element-wise) and numbers with units, compared with TheoremQA's relative tolerance of 4%
 (`THEOREMQA_REL_TOL`). OlympiadBench golds are lists of LaTeX answers; several answers are compared as a set.
@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import datasets
 from datasets import Dataset
 
-from .data import _FEATURES as DATA_FEATURES
-from .data import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
-from .rewards import extract_answer_region, is_correct
+from .loaders import _FEATURES as DATA_FEATURES
+from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
+from ..core.answers import extract_answer_region, is_correct
 
 logger = logging.getLogger(__name__)
 
@@ -135,20 +135,6 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS[key]
 
 
-def _testbed_loader(split, limit, seed, instruction, system_prompt):
-    from .testbed.data import load_testbed_dataset
-
-    return load_testbed_dataset("test" if split == "test" else "train", n=limit or 256, seed=seed)
-
-
-def _testbed_analyzer(row, completion_ids, text, tokenizer):
-    from .testbed.analysis import analyze_completion
-    from .testbed.data import task_from_row
-
-    stats = analyze_completion(task_from_row(row), completion_ids, tokenizer, text=text)
-    return {k: stats[k] for k in ("redundant_tokens", "necessary_tokens", "floor_tokens", "redundant_share")}
-
-
 for _b in (
     Benchmark("gsm8k", "GSM8K grade-school math (test: 1,319)", "openai/gsm8k", "main", "test", "question", "answer",
               bundled="gsm8k"),
@@ -163,8 +149,6 @@ for _b in (
     Benchmark("olympiadbench", "OlympiadBench, English open-ended text-only competition maths (675)",
               "Hothan/OlympiadBench", "OE_TO_maths_en_COMP", "train", "question", "final_answer",
               answer_type_column="answer_type"),
-    Benchmark("testbed", "The CPU testbed's synthetic digit chains (levels = operations)", loader=_testbed_loader,
-              sample_analyzer=_testbed_analyzer),
 ):  # fmt: skip
     register_benchmark(_b)
 
@@ -316,7 +300,7 @@ def load_hub_raw(bench: Benchmark, source: str | None = None) -> Dataset:
     if hub_offline():
         raise BenchmarkUnavailableError(_unavailable_message(bench, "the Hub is offline here (HF_HUB_OFFLINE=1)"))
     if repo == "EleutherAI/hendrycks_math" and config is None:
-        from .data import _HENDRYCKS_MATH_SUBJECTS
+        from .loaders import _HENDRYCKS_MATH_SUBJECTS
 
         parts = [datasets.load_dataset(repo, c, split=bench.hub_split) for c in _HENDRYCKS_MATH_SUBJECTS]
         return datasets.concatenate_datasets(parts)
@@ -423,7 +407,7 @@ _FALSE = {"false", "no", "incorrect", "wrong", "f", "n"}
 
 def _final_answer_text(completion) -> str | None:
     """The boxed answer in the answer region, else the text after an "answer is" anchor."""
-    from .lengths import completion_text
+    from ..core.lengths import completion_text
 
     region = extract_answer_region(completion_text(completion))
     boxed = extract_boxed(region)
@@ -517,7 +501,7 @@ def check_answer(completion, gold, answer_type: str = "", benchmark: str | None 
     """Whether a completion's final answer matches the gold answer; `None` when the gold cannot be parsed.
 
     `answer_type` selects TheoremQA's typed checks (`bool`, `option`, `integer`, `float`, `list of ...`); otherwise
-    (and for every other benchmark) this is `trl_efficient.rewards.is_correct`. A gold with several
+    (and for every other benchmark) this is `trl_efficient.core.answers.is_correct`. A gold with several
     comma-separated answers (OlympiadBench's multiple-answer rows) is compared as a set by math-verify.
 
     >>> check_answer(r"\\boxed{(b)}", "(b)", "option"), check_answer(r"\\boxed{No}", "True", "bool")

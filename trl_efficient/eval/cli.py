@@ -32,7 +32,7 @@ __all__ = ["build_parser", "main", "markdown_tables", "resolve_model", "run_eval
 def resolve_model(name: str) -> str:
     """Local directory or Hub id of a model name: `testbed:<size>` is trained/cached by the testbed,
     `tiny:<arch>[-<hidden>]` is built offline, anything else passes through."""
-    from .testbed import resolve_model_name
+    from ..core.models import resolve_model_name
 
     return resolve_model_name(name)
 
@@ -45,7 +45,7 @@ def _slug(text: str) -> str:
 
 
 def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
-    from .evaluation import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+    from .evaluate import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
     p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--model", nargs="+", required=True, help="Model(s): local path, Hub id, tiny:<arch>, testbed:base.")
@@ -97,7 +97,7 @@ class _ModelHandle:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .evaluation import TransformersBackend, VLLMBackend
+        from .evaluate import TransformersBackend, VLLMBackend
 
         args = self.args
         self.path = resolve_model(self.name)
@@ -133,9 +133,9 @@ def run_eval(args) -> dict:
     """
     from tqdm.auto import tqdm
 
-    from .benchmarks import BenchmarkUnavailableError, get_benchmark, load_benchmark
-    from .data import DEFAULT_INSTRUCTION
-    from .evaluation import evaluate_model, parse_modes
+    from ..data.benchmarks import BenchmarkUnavailableError, get_benchmark, load_benchmark
+    from ..data.loaders import DEFAULT_INSTRUCTION
+    from .evaluate import evaluate_model, parse_modes
 
     if args.n < 1:
         raise ValueError(f"--n must be >= 1, got {args.n}.")

@@ -30,11 +30,12 @@ from latex2sympy2_extended import NormalizationConfig
 from latex2sympy2_extended.math_normalization import normalize_latex
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
-from ..lengths import THINK_CLOSE, completion_text
+from .lengths import THINK_CLOSE, completion_text
 
 
 __all__ = [
     "ANSWER_REGION_CHARS",
+    "extract_boxed",
     "answers_match_as_strings",
     "extract_answer_region",
     "has_boxed",
@@ -351,7 +352,6 @@ def answers_match_as_strings(region: str, gold: str) -> bool:
     >>> answers_match_as_strings(r"\boxed{\frac43}", r"\frac{3}{4}"), answers_match_as_strings("The answer is 5", "5")
     (False, False)
     """
-    from ..data import extract_boxed  # data.py does not import rewards; imported here to keep this module light
 
     answer = extract_boxed(region)
     if answer is None:
@@ -377,3 +377,59 @@ def has_boxed(text: str) -> bool:
     (True, False)
     """
     return bool(_BOXED.search(text or ""))
+
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)")
+
+
+def extract_boxed(text: str | None) -> str | None:
+    r"""
+    Content of the last `\boxed{...}` (or `\fbox{...}`) in `text`, with nested braces.
+
+    Only the last box is considered: if it is unbalanced (a truncated completion), the result is `None` rather than
+    an earlier, intermediate box. Escaped braces `\{` and `\}` do not count for nesting. The brace-less form
+    `\boxed 5` is also read (up to the next space or `$`).
+
+    Args:
+        text (`str` or `None`):
+            A solution or completion.
+
+    Returns:
+        `str` or `None`: the box content (stripped; `""` for an empty box), or `None` when there is no box or the
+        last one is unbalanced.
+
+    >>> extract_boxed(r"so $x = \boxed{\frac{1}{2}}$ and then \boxed{\sqrt{\frac{a}{b}}}.")
+    '\\sqrt{\\frac{a}{b}}'
+    >>> extract_boxed(r"the set is \boxed{\{1, 2\}}")
+    '\\{1, 2\\}'
+    >>> [extract_boxed(t) for t in [r"\fbox{7}", r"answer: \boxed 5$", r"\boxed{12", "42"]]
+    ['7', '5', None, None]
+    """
+    if not text:
+        return None
+    matches = list(_BOX_RE.finditer(text))
+    if not matches:
+        return None
+    return _read_box_argument(text, matches[-1].end())
+
+
+def _read_box_argument(text: str, pos: int) -> str | None:
+    if pos < len(text) and text[pos] == "{":
+        depth, i = 0, pos
+        while i < len(text):
+            ch = text[i]
+            if ch == "\\":  # skip the escaped character: \{ and \} are literal braces, \\ is a line break
+                i += 2
+                continue
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[pos + 1 : i].strip()
+            i += 1
+        return None  # unbalanced, e.g. a truncated completion
+    if pos < len(text) and text[pos].isspace():  # "\boxed 5": plain-TeX argument without braces
+        token = re.match(r"\s*([^\s$]+)", text[pos:])
+        return token.group(1) if token else None
+    return None  # end of text, or another macro such as \boxedsomething

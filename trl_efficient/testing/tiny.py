@@ -6,7 +6,7 @@ Tiny random models and tokenizers built in-process, so tests and the offline qui
 - `build_tiny_model(tokenizer)`: a randomly initialised Qwen2 (or Llama) `...ForCausalLM`, seeded.
 - `save_tiny_model(dir)`: both, saved so that `AutoModelForCausalLM.from_pretrained(dir)` works offline (needed for
   `beta > 0`, vLLM and the CLI, which reload the model from its path).
-- `resolve_model_name(name)`: turns `"tiny:<arch>[-<hidden>]"` or `TINY_MODEL_NAME` into a cached local directory
+- `resolve_tiny_model(name)` (the `tiny:` scheme of `trl_efficient.core.models.resolve_model_name`): turns `"tiny:<arch>[-<hidden>]"` or `TINY_MODEL_NAME` into a cached local directory
   and passes every other name (Hub id, local path) through unchanged.
 - `eos_bias_generation_kwargs(tokenizer)`: the EOS logit bias a random model needs to ever stop
   (offline-testing.md §4).
@@ -33,10 +33,12 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from .data import DEFAULT_INSTRUCTION
+from ..data.loaders import DEFAULT_INSTRUCTION
 
 
 logger = logging.getLogger(__name__)
+
+from ..core.models import MODEL_SCHEMES
 
 __all__ = [
     "CHATML_TEMPLATE",
@@ -45,7 +47,7 @@ __all__ = [
     "build_tiny_model",
     "build_tiny_tokenizer",
     "eos_bias_generation_kwargs",
-    "resolve_model_name",
+    "resolve_tiny_model",
     "save_tiny_model",
 ]
 
@@ -305,7 +307,7 @@ def _heads_for(hidden: int) -> int:
     raise ValueError(f"tiny hidden_size must be a multiple of 64 (head_dim 64) or of 4, got {hidden}.")
 
 
-def resolve_model_name(name: str, cache_dir: str | None = None) -> str:
+def resolve_tiny_model(name: str, cache_dir: str | None = None) -> str:
     """
     A local directory for tiny model names, the name itself otherwise.
 
@@ -315,7 +317,7 @@ def resolve_model_name(name: str, cache_dir: str | None = None) -> str:
     `~/.cache/trl_efficient`. Heads: `hidden_size // 64` when it is a multiple of 64 (head_dim 64), else 4. Any
     other name (a Hub id such as `"Qwen/Qwen2.5-1.5B-Instruct"`, or a local path) is returned unchanged.
 
-    >>> resolve_model_name("Qwen/Qwen2.5-Math-1.5B")
+    >>> resolve_tiny_model("Qwen/Qwen2.5-Math-1.5B")
     'Qwen/Qwen2.5-Math-1.5B'
     """
     if not (name == TINY_MODEL_NAME or name.startswith("tiny:")):
@@ -340,3 +342,6 @@ def eos_bias_generation_kwargs(tokenizer, bias: float = 4.0) -> dict:
     if tokenizer.eos_token_id is None:
         raise ValueError("The tokenizer has no eos_token_id to bias.")
     return {"sequence_bias": [[[tokenizer.eos_token_id], float(bias)]]}
+
+
+MODEL_SCHEMES.register("tiny", resolve_tiny_model)

@@ -36,6 +36,7 @@ import datasets
 import numpy as np
 from datasets import Dataset
 
+from ..core.answers import extract_boxed
 
 logger = logging.getLogger(__name__)
 
@@ -71,62 +72,6 @@ _HENDRYCKS_MATH_SUBJECTS = (
 # ---------------------------------------------------------------------------------------------------------------
 # Gold-answer extraction
 # ---------------------------------------------------------------------------------------------------------------
-
-_BOX_RE = re.compile(r"\\(?:boxed|fbox)")
-
-
-def extract_boxed(text: str | None) -> str | None:
-    r"""
-    Content of the last `\boxed{...}` (or `\fbox{...}`) in `text`, with nested braces.
-
-    Only the last box is considered: if it is unbalanced (a truncated completion), the result is `None` rather than
-    an earlier, intermediate box. Escaped braces `\{` and `\}` do not count for nesting. The brace-less form
-    `\boxed 5` is also read (up to the next space or `$`).
-
-    Args:
-        text (`str` or `None`):
-            A solution or completion.
-
-    Returns:
-        `str` or `None`: the box content (stripped; `""` for an empty box), or `None` when there is no box or the
-        last one is unbalanced.
-
-    >>> extract_boxed(r"so $x = \boxed{\frac{1}{2}}$ and then \boxed{\sqrt{\frac{a}{b}}}.")
-    '\\sqrt{\\frac{a}{b}}'
-    >>> extract_boxed(r"the set is \boxed{\{1, 2\}}")
-    '\\{1, 2\\}'
-    >>> [extract_boxed(t) for t in [r"\fbox{7}", r"answer: \boxed 5$", r"\boxed{12", "42"]]
-    ['7', '5', None, None]
-    """
-    if not text:
-        return None
-    matches = list(_BOX_RE.finditer(text))
-    if not matches:
-        return None
-    return _read_box_argument(text, matches[-1].end())
-
-
-def _read_box_argument(text: str, pos: int) -> str | None:
-    if pos < len(text) and text[pos] == "{":
-        depth, i = 0, pos
-        while i < len(text):
-            ch = text[i]
-            if ch == "\\":  # skip the escaped character: \{ and \} are literal braces, \\ is a line break
-                i += 2
-                continue
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[pos + 1 : i].strip()
-            i += 1
-        return None  # unbalanced, e.g. a truncated completion
-    if pos < len(text) and text[pos].isspace():  # "\boxed 5": plain-TeX argument without braces
-        token = re.match(r"\s*([^\s$]+)", text[pos:])
-        return token.group(1) if token else None
-    return None  # end of text, or another macro such as \boxedsomething
-
 
 def extract_gsm8k_answer(text: str | None) -> str | None:
     r"""

@@ -38,7 +38,7 @@ ARCHS = {"tiny": (32, 2, 2, 64), "base": (768, 12, 12, 3072), "large": (1024, 24
 
 
 def build_classifier(path: str, arch: str) -> str:
-    from trl_efficient.significance.scorers import save_tiny_token_classifier
+    from trl_efficient.testing.scorers import save_tiny_token_classifier
 
     hidden, layers, heads, inter = ARCHS[arch]
     return save_tiny_token_classifier(path, (*WORDS, *map(str, range(100))), hidden, layers, heads, inter)
@@ -117,7 +117,7 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
 
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
-    from trl_efficient.tiny import resolve_model_name
+    from trl_efficient.core.models import resolve_model_name
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "

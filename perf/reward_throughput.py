@@ -29,7 +29,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
 def build_batch(num_completions: int, group_size: int, tokenizer, seed: int = 0):
-    from trl_efficient.data import load_math_dataset
+    from trl_efficient.data.loaders import load_math_dataset
 
     rng = random.Random(seed)
     num_prompts = -(-num_completions // group_size)
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     import torch
 
     from trl_efficient.recipes import REWARD_BUILDERS
-    from trl_efficient.tiny import build_tiny_tokenizer
+    from trl_efficient.testing.tiny import build_tiny_tokenizer
     from trl_efficient.trainer import EfficientGRPOConfig
 
     tokenizer = build_tiny_tokenizer()
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     }
     prompts = [[{"role": "user", "content": "q"}] for _ in range(n)]
     rows = []
-    from trl_efficient.rewards._verify import clear_answer_cache
+    from trl_efficient.core.answers import clear_answer_cache
 
     for name in REWARD_BUILDERS.names():
         func, note = None, ""

@@ -2,7 +2,7 @@ r"""
 Accuracy-and-tokens evaluation: n samples per problem, pass@k, token statistics, inference-time modes.
 
 `evaluate_model(model, tokenizer, dataset, ...) -> EvalResult` is the in-process entry point (used before and after
-`trl-efficient train`); `trl-efficient eval` (`trl_efficient.evaluation_cli`) runs it over models, benchmarks and
+`trl-efficient train`); `trl-efficient eval` (`trl_efficient.eval.cli`) runs it over models, benchmarks and
 modes. What is reported, for every (model, mode, benchmark):
 
 - accuracy = pass@1 averaged over the `n` samples of each problem, and pass@k for each requested `k <= n` with the
@@ -10,7 +10,7 @@ modes. What is reported, for every (model, mode, benchmark):
 - completion tokens (generated ids, the EOS token included when emitted; an assistant prefill is *not* counted):
   mean, median, p90, mean for correct and incorrect samples;
 - thinking tokens (up to and including the last `</think>`; the whole completion when there is none) and answer
-  tokens (the rest), via `trl_efficient.lengths.LengthMeter`;
+  tokens (the rest), via `trl_efficient.core.lengths.LengthMeter`;
 - truncation rate (no EOS within `max_new_tokens`);
 - a breakdown by `level` (MATH levels, testbed operations) when the data has levels.
 
@@ -35,8 +35,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from .lengths import LengthMeter, completion_text
-from .trainer.rollout import RolloutAssignment, apply_assignment
+from ..core.lengths import LengthMeter, completion_text
+from ..prompts import HBPO_BUDGETS, HBPO_MINIMAL_PROMPT, HBPO_TEMPLATE, L1_TARGETS, l1_instruction, saber_mode_prompts
+from ..trainer.rollout import RolloutAssignment, apply_assignment
 
 logger = logging.getLogger(__name__)
 
@@ -67,34 +68,8 @@ DEFAULT_TOP_P = 0.95
 # Inference-time modes
 # ---------------------------------------------------------------------------------------------------------------
 
-HBPO_TEMPLATE = "<think> I will answer the question with {budget} tokens"  # = EfficientGRPOConfig.budget_template
-HBPO_MINIMAL_PROMPT = "<think> I will answer the question with minimal tokens"  # HBPO's "efficiency prompting"
-HBPO_BUDGETS = (512, 1024, 2048, 2560)  # methods.md §2
-L1_TARGETS = (512, 1024, 2048, 3600)  # L1's evaluation targets, methods.md §6
-
-# SABER (arXiv 2508.10026) publishes neither its system prompts nor the mode-to-budget map. The modes are those of
-# `trl_efficient.methods.saber.saber_mode_prompts()` (the prompts SABER trains with: NoThink, FastThink 128,
-# CoreThink 4096, DeepThink 16384; methods.md §3 proposed defaults); `SABER_MODES` is the same table, used when
-# that module is not importable. Values are (system prompt, assistant prefill).
-_SABER_BUDGETED = (
-    "Think step by step, keeping your reasoning strictly under {budget} tokens, "
-    "then give the final answer in \\boxed{{}}."
-)
-SABER_MODES: dict[str, tuple[str, str | None]] = {
-    "nothink": ("Answer directly without reasoning.", None),
-    "fastthink": (_SABER_BUDGETED.format(budget=128), None),
-    "corethink": (_SABER_BUDGETED.format(budget=4096), None),
-    "deepthink": (_SABER_BUDGETED.format(budget=16384), None),
-}
-
-
-def _saber_modes() -> dict[str, tuple[str, str | None]]:
-    try:
-        from .methods.saber import saber_mode_prompts
-
-        return {str(k).lower(): (v, None) for k, v in saber_mode_prompts().items()}
-    except Exception:  # the SABER module is missing or has another API: the same table, kept here
-        return SABER_MODES
+# SABER's inference modes (system prompt, assistant prefill): the prompts SABER trains with (`prompts.py`).
+SABER_MODES: dict[str, tuple[str, str | None]] = {k.lower(): (v, None) for k, v in saber_mode_prompts().items()}
 
 
 @dataclass(frozen=True)
@@ -145,10 +120,10 @@ def parse_mode(spec: str) -> list[EvalMode]:
             return [m for n in L1_TARGETS for m in parse_mode(f"{family}:{n}")]
         n = _positive_int(arg, spec)
         if family == "l1-max":
-            return [EvalMode(f"l1-max:{n}", user_suffix=f" Think for maximum {n} tokens.", value=n)]
-        return [EvalMode(f"l1:{n}", user_suffix=f" Think for {n} tokens.", value=n)]
+            return [EvalMode(f"l1-max:{n}", user_suffix=l1_instruction(n, "max"), value=n)]
+        return [EvalMode(f"l1:{n}", user_suffix=l1_instruction(n, "exact"), value=n)]
     if family == "saber":
-        modes = _saber_modes()
+        modes = SABER_MODES
         names = list(modes) if not arg else [arg.lower()]
         out = []
         for name in names:
@@ -456,7 +431,7 @@ def score_generations(
     sample_analyzer: Callable | None = None,
 ) -> tuple[list[ScoredSample], list[dict]]:
     """Score generated samples; returns the scored samples and JSON-able per-sample records."""
-    from .benchmarks import check_answer
+    from ..data.benchmarks import check_answer
 
     checker = checker or check_answer
     meter = LengthMeter(scope="thinking", tokenizer=tokenizer)
@@ -513,7 +488,7 @@ def evaluate_model(
     if sample_analyzer is None and "expression" in getattr(dataset, "column_names", []):
         sources = set(dataset["source"]) if "source" in dataset.column_names else set()
         if sources == {"testbed"}:  # testbed rows: add the exact redundant-token accounting automatically
-            from .benchmarks import get_benchmark
+            from ..data.benchmarks import get_benchmark
 
             sample_analyzer = get_benchmark("testbed").sample_analyzer
     backend = backend or TransformersBackend(model, tokenizer, batch_size, generation_kwargs, show_progress)

@@ -152,7 +152,7 @@ def recipe_kwargs_for(recipe_name: str, model_path: str, dataset, tokenizer, max
                       seed: int, workdir: str) -> dict:  # fmt: skip
     """`recipe_kwargs` for recipes whose dataset hook needs something made first (made once per `workdir`)."""
     if recipe_name == "bingo":
-        from trl_efficient.significance.scorers import save_tiny_token_classifier
+        from trl_efficient.testing.scorers import save_tiny_token_classifier
 
         # an offline tiny classifier in the LLMLingua-2 format; llmlingua needs this name in the directory
         path = os.path.join(workdir, "tiny-bert-base-multilingual-cased")
@@ -200,7 +200,7 @@ def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, s
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOTrainer
 
-    from trl_efficient.data import load_math_dataset
+    from trl_efficient.data.loaders import load_math_dataset
     from trl_efficient.recipes import get_recipe
     from trl_efficient.trainer import EfficientGRPOConfig
 
@@ -312,7 +312,7 @@ def main(argv=None) -> int:
     import torch
 
     from trl_efficient.recipes import RECIPES
-    from trl_efficient.testbed import resolve_model_name
+    from trl_efficient.core.models import resolve_model_name
 
     names = list(RECIPES) if args.recipe == "all" else [n.strip() for n in args.recipe.split(",") if n.strip()]
     unknown = [n for n in names if n not in RECIPES]

