@@ -139,7 +139,7 @@ class LengthMeter:
 
     def __init__(
         self, unit: str = "tokens", scope: str = "total", tokenizer: Any = None, close_tag: str = THINK_CLOSE
-    ):
+    ) -> None:
         validate_length_options(unit, scope)
         if unit == "tokens" and scope != "total" and tokenizer is None:
             raise ValueError(

@@ -28,7 +28,7 @@ class Registry(Generic[T]):
     ValueError: Unknown colour 'blue'. Valid choices: ['red'].
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
 

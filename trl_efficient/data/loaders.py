@@ -454,7 +454,7 @@ class DataArguments:
         metadata={"help": "Drop rows whose gold answer cannot be extracted (otherwise their solution is '')."},
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # "testbed" is the synthetic CPU world of trl_efficient.testbed (loaded by its own `load_datasets`).
         self.dataset_name = _resolve_name_or_testbed(self.dataset_name)
         if self.eval_dataset_name is not None:

@@ -169,7 +169,7 @@ class BingoSchedule:
         decrement: float = 0.5,
         floor: float | None = None,
         enabled: bool = True,
-    ):
+    ) -> None:
         _check_number("lambda_we", lambda_we, 0.0)
         for name, value, low in (("schedule_start", start_step, 1), ("schedule_window", window, 2)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -281,7 +281,7 @@ class FrozenReferenceGenerator:
         seed: int = 0,
         device: Any = None,
         batch_size: int = 8,
-    ):
+    ) -> None:
         if tokenizer is None:
             raise ValueError("reference='model' needs the policy tokenizer (tokenizer=...) to render and decode.")
         if model is None:
@@ -308,7 +308,7 @@ class FrozenReferenceGenerator:
         self._model = None
         self.seconds = 0.0
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_model"] = None
         return state
@@ -436,7 +436,7 @@ def get_bingo_length_reward(
     require_think_close: bool = False,
     seed: int = 0,
     device: Any = None,
-):
+) -> _BingoLengthReward:
     r"""
     Bingo's significance-aware, dynamic length reward (arXiv 2506.08125; `methods.md` §1). Formula, reference
     options and their cost: see the module docstring.
@@ -568,7 +568,7 @@ class _BingoLengthReward:
 
     def __init__(self, scorer, scorer_kwargs, reference, group_statistic, num_generations, generator, reference_key,
                  lambdas, threshold, normalize, scope, include_correctness, schedule, schedule_update,
-                 on_scorer_error, fallback_scorer, correctness_options):  # fmt: skip
+                 on_scorer_error, fallback_scorer, correctness_options) -> None:  # fmt: skip
         self.scorer_spec = scorer
         self.scorer_kwargs = scorer_kwargs
         self.reference = reference
@@ -592,7 +592,7 @@ class _BingoLengthReward:
         self.using_fallback = False
 
     # --- pickling: keep specs, drop loaded models -------------------------------------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         if isinstance(self.scorer_spec, str):
             state["_scorer"] = None

@@ -91,7 +91,7 @@ def get_hbpo_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _HBPOReward:
     r"""
     HBPO budget-aware reward (Lyu et al., "Hierarchical Budget Policy Optimization", arXiv 2507.15844, §3.2;
     constants and the format/overlength branches from the released code, `ZJU-REAL/HBPO`
@@ -170,7 +170,7 @@ class _HBPOReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "hbpo_reward"
 
-    def __init__(self, beta, alpha, l_max, variant, count_prefill, format_reward, wrong_reward, meter):
+    def __init__(self, beta, alpha, l_max, variant, count_prefill, format_reward, wrong_reward, meter) -> None:
         self.beta = beta
         self.alpha = alpha
         self.l_max = l_max
@@ -206,7 +206,7 @@ class _HBPOReward:
             return min(overshoot, ceiling)
         return overshoot if length > budget else ceiling
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         budgets = _column(kwargs, "budget", n) or [None] * n
         statements = _column(kwargs, "budget_statement", n) or [None] * n
@@ -237,7 +237,7 @@ def get_saber_reward(
     no_think_factor: float = 0.5,
     length_unit: str = "tokens",
     tokenizer: Any = None,
-):
+) -> _SaberReward:
     r"""
     SABER tier-aware thinking-length reward (Zhao et al., "SABER: Switchable and Balanced Training for Efficient
     LLM Reasoning", arXiv 2508.10026). **The paper's reward is not published**: this implements the documented
@@ -302,7 +302,7 @@ class _SaberReward:
     __name__ = "saber_reward"
     proposed_defaults = SABER_REWARD_PROPOSED_DEFAULTS  # printed in the model card
 
-    def __init__(self, penalty, guard_ratio, guard_cap, no_think_max_tokens, no_think_factor, meter):
+    def __init__(self, penalty, guard_ratio, guard_cap, no_think_max_tokens, no_think_factor, meter) -> None:
         self.penalty = penalty
         self.guard_ratio = guard_ratio
         self.guard_cap = guard_cap
@@ -324,7 +324,7 @@ class _SaberReward:
             reward = min(reward, self.guard_cap)
         return reward
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         modes = _column(kwargs, "saber_mode", n)
         if modes is None:

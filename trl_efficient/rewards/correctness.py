@@ -51,7 +51,7 @@ def get_correctness_reward(
     require_think_close: bool = False,
     correct_value: float = 1.0,
     wrong_value: float = 0.0,
-):
+) -> _CorrectnessReward:
     r"""
     Build a correctness reward with configurable values and answer-region options.
 
@@ -93,7 +93,7 @@ class _CorrectnessReward:
         require_think_close: bool = False,
         correct_value: float = 1.0,
         wrong_value: float = 0.0,
-    ):
+    ) -> None:
         self.answer_after_think = answer_after_think
         self.require_think_close = require_think_close
         self.correct_value = correct_value

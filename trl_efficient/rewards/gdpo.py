@@ -21,7 +21,7 @@ def get_gdpo_length_reward(
     length_scope: str = "total",
     tokenizer: Any = None,
     require_think_close: bool = False,
-):
+) -> _GDPOLengthReward:
     r"""
     Correct-and-short indicator (methods.md §5, proposed default):
 
@@ -55,12 +55,12 @@ class _GDPOLengthReward:
     __name__ = "gdpo_length_reward"
     proposed_defaults = ("GDPO length reward 1[correct and L <= L_limit], L_limit = max_completion_length / 2",)
 
-    def __init__(self, length_limit: int, meter: LengthMeter, require_think_close: bool):
+    def __init__(self, length_limit: int, meter: LengthMeter, require_think_close: bool) -> None:
         self.length_limit = length_limit
         self.meter = meter
         self.require_think_close = require_think_close
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         ids_list = [None] * len(completions) if completion_ids is None else completion_ids
         rewards: list[float | None] = []
         for completion, gold, ids in zip(completions, solution, ids_list, strict=True):

@@ -116,7 +116,7 @@ class _GroupLengthReward(ABC):
     __name__ = "group_length_reward"
     _factory = "get_...()"
 
-    def __init__(self, num_generations: int | None, meter: LengthMeter):
+    def __init__(self, num_generations: int | None, meter: LengthMeter) -> None:
         self.num_generations = num_generations
         self.meter = meter
 
@@ -127,7 +127,7 @@ class _GroupLengthReward(ABC):
     def _post_process(self, rewards: list[float | None], kwargs: dict) -> list[float | None]:
         return rewards
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         group_size = resolve_group_size(self.num_generations, kwargs, self._factory)
         if completion_ids is None:
@@ -155,7 +155,7 @@ def get_kimi_length_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _KimiLengthReward:
     r"""
     Kimi k1.5 group-relative length reward (Kimi Team, arXiv 2501.12599, §2.3.3).
 
@@ -196,7 +196,7 @@ class _KimiLengthReward(_GroupLengthReward):
     __name__ = "kimi_length_reward"
     _factory = "get_kimi_length_reward()"
 
-    def __init__(self, num_generations: int | None, meter: LengthMeter, warmup_ratio: float):
+    def __init__(self, num_generations: int | None, meter: LengthMeter, warmup_ratio: float) -> None:
         super().__init__(num_generations, meter)
         self.warmup_ratio = warmup_ratio
 
@@ -230,7 +230,7 @@ def get_shorter_better_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _ShorterBetterReward:
     r"""
     ShorterBetter reward (Yi, Wang, Li, arXiv 2504.21370, method section "Sample Optimal Length"; α, β from the code,
     `JingyangYi/ShorterBetter`): correctness minus the distance to the group's Sample Optimal Length.
@@ -272,7 +272,7 @@ class _ShorterBetterReward(_GroupLengthReward):
     __name__ = "shorter_better_reward"
     _factory = "get_shorter_better_reward()"
 
-    def __init__(self, num_generations: int | None, meter: LengthMeter, alpha: float, beta: float):
+    def __init__(self, num_generations: int | None, meter: LengthMeter, alpha: float, beta: float) -> None:
         super().__init__(num_generations, meter)
         self.alpha = alpha
         self.beta = beta

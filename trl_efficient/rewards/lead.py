@@ -82,7 +82,7 @@ def get_lead_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _LeadReward:
     r"""
     GRPO-LEAD's length-dependent accuracy reward with wrong-answer penalty (module docstring), on whole groups.
 
@@ -132,7 +132,7 @@ class _LeadReward:
     proposed_defaults = ("GRPO-LEAD format failure -> -1 (repository: 0)", "GRPO-LEAD 4000-token shaping gate off")
 
     def __init__(self, num_generations, alpha, wrong_reward, format_failure_reward, degenerate_reward, length_gate,
-                 meter):
+                 meter) -> None:
         self.num_generations = num_generations
         self.alpha = alpha
         self.values = {"wrong": wrong_reward, "format": format_failure_reward, "degenerate": degenerate_reward}
@@ -160,7 +160,7 @@ class _LeadReward:
                 rewards.append(self.values[outcome])
         return rewards
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         group_size = resolve_group_size(self.num_generations, kwargs, "get_lead_reward()")
         ids_list = [None] * n if completion_ids is None else completion_ids

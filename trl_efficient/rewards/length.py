@@ -54,7 +54,7 @@ def get_cosine_length_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _CosineLengthReward:
     r"""
     Cosine length reward of Yeo et al., "Demystifying Long Chain-of-Thought Reasoning in LLMs" (arXiv 2502.03373,
     App. C.1), with the paper scripts' defaults and over-length branch.
@@ -109,7 +109,7 @@ class _CosineLengthReward:
     __name__ = "cosine_length_reward"
 
     def __init__(self, max_len, min_value_wrong, max_value_wrong, min_value_correct, max_value_correct,
-                 exceed_penalty, meter):  # fmt: skip
+                 exceed_penalty, meter) -> None:  # fmt: skip
         self.max_len = max_len
         self.exceed_penalty = exceed_penalty
         self.meter = meter
@@ -122,7 +122,7 @@ class _CosineLengthReward:
             max_value_correct=max_value_correct,
         )
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         ids_list = _ids_or_none(completion_ids, len(completions))
         rewards: list[float | None] = [None] * len(completions)
         pending: list[tuple[int, bool, int]] = []
@@ -160,7 +160,7 @@ def get_soft_overlong_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _SoftOverlongReward:
     r"""
     DAPO soft overlong punishment (Yu et al., arXiv 2503.14476, §3.4, Eq. 13), TRL's
     `get_soft_overlong_punishment` measured with a `LengthMeter`.
@@ -200,7 +200,7 @@ class _SoftOverlongReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "soft_overlong_reward"
 
-    def __init__(self, max_completion_len: int, soft_punish_cache: int, meter: LengthMeter):
+    def __init__(self, max_completion_len: int, soft_punish_cache: int, meter: LengthMeter) -> None:
         self.max_completion_len = max_completion_len
         self.soft_punish_cache = soft_punish_cache
         self.meter = meter
@@ -220,7 +220,7 @@ def get_l1_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _L1ExactReward | _L1MaxReward:
     r"""
     L1 / LCPO length-controlled reward (Aggarwal & Welleck, arXiv 2503.04697, method section: LCPO-Exact and
     LCPO-Max; constants from the original `cmu-l3/l1` code).
@@ -279,14 +279,14 @@ class _L1Reward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "l1_reward"
 
-    def __init__(self, mode: str, alpha_exact: float, alpha_max: float, delta: float, meter: LengthMeter):
+    def __init__(self, mode: str, alpha_exact: float, alpha_max: float, delta: float, meter: LengthMeter) -> None:
         self.mode = mode
         self.alpha_exact = alpha_exact
         self.alpha_max = alpha_max
         self.delta = delta
         self.meter = meter
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         targets = _column(kwargs, "target_length", n)
         if targets is None:
@@ -334,7 +334,7 @@ def get_laser_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
-):
+) -> _LaserReward:
     r"""
     LASER step length reward (Liu et al., "Learn to Reason Efficiently with Adaptive Length-based Reward
     Shaping", arXiv 2505.15612, method section "LASER"; values from the code, `hkust-nlp/Laser`).
@@ -384,7 +384,7 @@ class _LaserReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "laser_reward"
 
-    def __init__(self, target_length, alpha, correct_reward, wrong_reward, format_reward, meter):
+    def __init__(self, target_length, alpha, correct_reward, wrong_reward, format_reward, meter) -> None:
         self.target_length = target_length
         self.alpha = alpha
         self.correct_reward = correct_reward
@@ -392,7 +392,7 @@ class _LaserReward:
         self.format_reward = format_reward
         self.meter = meter
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
         n = len(completions)
         targets = _column(kwargs, "target_length", n) or [None] * n
         ids_list = _ids_or_none(completion_ids, n)
@@ -422,7 +422,7 @@ def get_dler_truncation_reward(
     require_think_close: bool = True,
     require_boxed: bool = True,
     tokenizer: Any = None,
-):
+) -> _DlerTruncationReward:
     r"""
     DLER truncation reward (Liu et al., "DLER: Doing Length pEnalty Right", arXiv 2510.15110, method section;
     the ×0.1 stop scaling is from the released code, `NVlabs/DLER` reward manager): correctness under a short
@@ -515,7 +515,7 @@ class _DlerTruncationReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "dler_truncation_reward"
 
-    def __init__(self, max_completion_length, eos_ids, stop_factor, require_think_close, require_boxed):
+    def __init__(self, max_completion_length, eos_ids, stop_factor, require_think_close, require_boxed) -> None:
         self.max_completion_length = max_completion_length
         self.eos_ids = eos_ids
         self.stop_factor = stop_factor
@@ -531,7 +531,7 @@ class _DlerTruncationReward:
             return len(ids) > 0 and ids[-1] in self.eos_ids
         return len(ids) < self.max_completion_length
 
-    def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs):
+    def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs) -> list[float | None]:
         rewards: list[float | None] = []
         for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
             correct = is_correct(completion, gold, require_think_close=self.require_think_close)

@@ -45,7 +45,7 @@ class ScorerUnavailableError(ScorerError):
 class ScorerRequestError(ScorerError):
     """The server refused the request (4xx): malformed input, too large, or a missing/wrong token."""
 
-    def __init__(self, message: str, status: int):
+    def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
 
@@ -73,7 +73,7 @@ class ScorerClient(BaseScorer):
         backoff: float = 1.0,
         max_inputs_per_request: int = 256,
         cache_size: int = 4096,
-    ):
+    ) -> None:
         super().__init__(cache_size)
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ValueError(f"url must start with http:// or https://, got {url!r}.")

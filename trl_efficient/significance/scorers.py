@@ -82,7 +82,7 @@ class Significance:
     units: tuple[str, ...] | None = None
     num_tokens: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if sum(self.chunk_sizes) != len(self.scores):
             raise ValueError(f"chunk_sizes {self.chunk_sizes} do not sum to the {len(self.scores)} scores.")
         if self.units is not None and len(self.units) != len(self.scores):
@@ -242,7 +242,7 @@ class BaseScorer(ABC):
     unit = "word"
     window = 512
 
-    def __init__(self, cache_size: int = 4096):
+    def __init__(self, cache_size: int = 4096) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size must be an int >= 0, got {cache_size!r}.")
         self.cache_size = cache_size
@@ -285,13 +285,13 @@ class BaseScorer(ABC):
                         self._cache.popitem(last=False)
         return results  # type: ignore[return-value]
 
-    def __getstate__(self):  # picklable (TRL's async worker pickles reward functions): no lock, empty cache
+    def __getstate__(self) -> dict:  # picklable (TRL's async worker pickles reward functions): no lock, empty cache
         state = dict(self.__dict__)
         state.pop("_lock", None)
         state["_cache"] = OrderedDict()
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
@@ -361,7 +361,7 @@ class _ModelScorer(BaseScorer):
     _prefix_len = 2  # tokens added around each chunk
 
     def __init__(self, tokenizer, window: int, batch_size: int, max_batch_tokens: int | None, chunk_end_tokens,
-                 cache_size: int, keep_units: bool):  # fmt: skip
+                 cache_size: int, keep_units: bool) -> None:  # fmt: skip
         super().__init__(cache_size)
         for name, value in (("window", window), ("batch_size", batch_size)):
             check_positive_int(name, value)
@@ -568,7 +568,7 @@ class LLMLingua2Scorer(_ModelScorer):
         cache_size: int = 4096,
         keep_units: bool = True,
         backend: str = "transformers",
-    ):
+    ) -> None:
         import torch
 
         if word_merge not in WORD_MERGES:
@@ -747,7 +747,7 @@ class SelfInformationScorer(_ModelScorer):
         cache_size: int = 4096,
         keep_units: bool = True,
         transform: str = "surprisal",
-    ):
+    ) -> None:
         import torch
 
         if transform not in self.TRANSFORMS:

@@ -50,7 +50,7 @@ DEFAULT_MAX_INPUT_CHARS = 2_000_000
 
 
 class _BadRequest(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -72,7 +72,7 @@ class ScorerHTTPServer(ThreadingHTTPServer):
         max_inputs: int = DEFAULT_MAX_INPUTS,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         request_timeout: float = 120.0,
-    ):
+    ) -> None:
         self.scorer = scorer
         self.token = token or None
         self.max_request_bytes = max_request_bytes
