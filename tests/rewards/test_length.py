@@ -1,4 +1,4 @@
-"""Tests for trl_efficient/lengths.py and the per-completion length rewards (trl_efficient/rewards/length.py)."""
+"""Tests for trl_efficient/core/lengths.py and the per-completion length rewards (trl_efficient/rewards/length.py)."""
 
 import math
 import pickle

@@ -1,5 +1,5 @@
 r"""
-Correctness and format rewards on top of the shared checker in `_verify.py`.
+Correctness and format rewards on top of the shared checker in `trl_efficient/core/answers.py`.
 
 Unlike TRL's `accuracy_reward` and `think_format_reward`, these accept both plain-string and conversational
 completions.

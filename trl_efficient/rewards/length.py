@@ -4,7 +4,7 @@ Per-completion length rewards: each completion is scored on its own, so these ar
 
 Every factory measures length with a `LengthMeter` (`length_unit="tokens"` and `length_scope="total"` by
 default: the whole completion in policy tokens, as the papers do), and every correctness-dependent reward uses the
-shared checker `_verify.is_correct` and returns `None` for a row whose gold answer cannot be parsed.
+shared checker `trl_efficient.core.answers.is_correct` and returns `None` for a row whose gold answer cannot be parsed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cheap checks of the benchmark scripts in benchmarks/ (the timings themselves are not tested)."""
+"""Cheap checks of the speed scripts in perf/ (the timings themselves are not tested)."""
 
 import importlib.util
 import os
@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _load(script):
-    spec = importlib.util.spec_from_file_location(script, os.path.join(ROOT, "benchmarks", f"{script}.py"))
+    spec = importlib.util.spec_from_file_location(script, os.path.join(ROOT, "perf", f"{script}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
