@@ -19,9 +19,7 @@ def main(model_dir, out_dir):
     funcs, weights = recipe.build_reward_funcs(args, tok)
     args.reward_weights = weights
     trainer = RecordingTrainer(model=model_dir, reward_funcs=funcs, args=args, train_dataset=make_dataset(8))
-    trainer.recipe = recipe
-    trainer.base_model_id = "Qwen/Qwen2.5-0.5B-Instruct"
-    trainer.card_datasets = ["gsm8k"]
+    trainer.update_card_info(recipe=recipe, base_model_id="Qwen/Qwen2.5-0.5B-Instruct", datasets=["gsm8k"])
     trainer.train()
     trainer.push_to_hub(license="mit")
 

@@ -19,8 +19,7 @@ def test_card_has_method_section_license_and_proposed_defaults(tiny_model_dir, t
         model=tiny_model_dir, reward_funcs=[correctness_reward], args=tiny_config(tmp_path, max_steps=1),
         train_dataset=make_dataset(8),
     )
-    trainer.recipe = get_recipe("kimi")
-    trainer.card_datasets = ["gsm8k"]
+    trainer.update_card_info(recipe=get_recipe("kimi"), datasets=["gsm8k"])
     trainer.train()
     trainer.create_model_card(model_name="m")
     trainer.create_model_card(model_name="m")  # idempotent: the section is rebuilt, not appended twice

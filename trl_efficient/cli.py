@@ -134,12 +134,14 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     trainer = trainer_cls(
         model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train_dataset, processing_class=tokenizer
     )
-    trainer.recipe = recipe
-    trainer.card_datasets = [data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else [])
+    trainer.update_card_info(  # model-card inputs (trl_efficient.model_card.ModelCardInfo)
+        recipe=recipe,
+        datasets=[data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else []),
+    )
     if not os.path.isdir(script_args.model_name_or_path) and not script_args.model_name_or_path.startswith(
         ("tiny:", "testbed:")
     ):
-        trainer.base_model_id = script_args.model_name_or_path
+        trainer.update_card_info(base_model_id=script_args.model_name_or_path)
 
     def _evaluate(tag):
         if eval_dataset is None or not script_args.eval_before_after:
@@ -169,7 +171,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         after = _evaluate("after training")
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
     if before and after:
-        trainer.card_summary = _summary_markdown(summary)
+        trainer.update_card_info(summary=_summary_markdown(summary))
     # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
     # that fails is reported by name afterwards, with the model already safe.
     trainer.save_model(training_args.output_dir)

@@ -8,6 +8,7 @@ The section template is `trl_efficient/hub_cards/method_section.md` (package dat
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from importlib import resources
 from string import Template
 
@@ -35,6 +36,33 @@ HYPERPARAMETERS = (
 )
 
 
+@dataclass(frozen=True)
+class ModelCardInfo:
+    """What the model card says beyond the trainer's own config: everything `render_method_section` and
+    `finalize_model_card` read from a trainer besides `args`, reward functions and rollout plan.
+
+    Held by `EfficientGRPOTrainer` as `trainer.card_info` (constructor kwarg `card_info=`, or
+    `trainer.update_card_info(**fields)`); `trl-efficient train` fills it in.
+
+    Attributes:
+        recipe: the `Recipe` trained (its name, method, papers, `proposed_defaults`, `usage`), or `None` ("custom").
+        datasets (`tuple[str, ...]`): dataset names listed in the card.
+        base_model_id (`str` or `None`): Hub id written as the card's `base_model` (TRL writes a local path otherwise).
+        summary (`str` or `None`): Markdown appended to the section (e.g. before/after evaluation).
+
+    >>> ModelCardInfo(datasets=("gsm8k",)).datasets
+    ('gsm8k',)
+    """
+
+    recipe: object | None = None
+    datasets: tuple[str, ...] = ()
+    base_model_id: str | None = None
+    summary: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "datasets", tuple(self.datasets or ()))
+
+
 def _template() -> Template:
     path = resources.files("trl_efficient").joinpath("hub_cards", "method_section.md")
     return Template(path.read_text())
@@ -46,9 +74,11 @@ def _bullets(items) -> str:
 
 
 def render_method_section(trainer) -> str:
-    """The Markdown section for `trainer` (an `EfficientGRPOTrainer`, possibly carrying a `recipe` attribute)."""
+    """The Markdown section for `trainer` (an `EfficientGRPOTrainer`; recipe, datasets and summary from its
+    `card_info`)."""
     args = trainer.args
-    recipe = getattr(trainer, "recipe", None)
+    info: ModelCardInfo = trainer.card_info
+    recipe = info.recipe
     weights = trainer.reward_weights.tolist()
     rewards = ", ".join(f"`{n}` ({w:g})" for n, w in zip(trainer.reward_func_names, weights))
     proposed = list(getattr(recipe, "proposed_defaults", ()) or ())
@@ -63,7 +93,7 @@ def render_method_section(trainer) -> str:
     hyper = "\n".join(
         f"- `{k}`: `{getattr(args, k)}`" for k in HYPERPARAMETERS if getattr(args, k, None) is not None
     )
-    summary = getattr(trainer, "card_summary", None) or ""
+    summary = info.summary or ""
     return _template().substitute(
         recipe=getattr(recipe, "name", "custom"),
         method=getattr(recipe, "method", "custom"),
@@ -74,7 +104,7 @@ def render_method_section(trainer) -> str:
         rollout=rollout,
         length_unit=getattr(args, "length_unit", "tokens"),
         length_scope=getattr(args, "length_scope", "total"),
-        datasets=", ".join(getattr(trainer, "card_datasets", None) or []) or "-",
+        datasets=", ".join(info.datasets) or "-",
         hyperparameters=hyper,
         proposed_defaults=_bullets(dict.fromkeys(proposed)),
         usage=usage,
@@ -89,7 +119,7 @@ def finalize_model_card(trainer, path: str, license: str = "apache-2.0", **kwarg
     card = ModelCard.load(path)
     card.data.pop("licence", None)
     card.data.license = license
-    base_model = getattr(trainer, "base_model_id", None)
+    base_model = trainer.card_info.base_model_id
     if base_model:
         card.data.base_model = base_model
     elif card.data.get("base_model") in (None, "None"):

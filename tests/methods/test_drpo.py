@@ -21,7 +21,7 @@ NAN = float("nan")
 class DRPORecordingTrainer(RecordingMixin, DRPOTrainer, ScriptedGenerationMixin):
     def _record_batch(self, batch, trainer):
         super()._record_batch(batch, trainer)
-        self.records[-1]["scores"] = batch.drpo_seq_logp.tolist()
+        self.records[-1]["scores"] = batch.extras["drpo_seq_logp"].tolist()
         self.records[-1]["truncated"] = batch.truncated.tolist()
 
 
@@ -51,7 +51,7 @@ class TestAdvantages:
         b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0]]), reward_names=["correctness_reward"],
                        reward_weights=torch.ones(1), lengths=torch.tensor([100.0, 100, 100, 100]),
                        truncated=torch.ones(4, dtype=torch.bool), group_size=2, correctness_index=0)
-        b.drpo_seq_logp = torch.tensor([-1.0, -2.0, -1.0, -1.0])
+        b.extras["drpo_seq_logp"] = torch.tensor([-1.0, -2.0, -1.0, -1.0])
         # DRPO's rule: a group counts iff it has a correct and a wrong answer; truncation plays no part.
         # group 0: one correct (w = 1), one wrong (softmax of one = 1) -> A = G * (1, -1) = (2, -2) ; group 1 all
         # correct -> 0

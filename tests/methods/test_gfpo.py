@@ -81,7 +81,7 @@ class TestKeepAndAdvantages:
         # group 2, all truncated: equal lengths, stable ties keep rows 8 (R 1) and 9 (R 0) -> +.70700, -.70700
         assert adv.tolist() == pytest.approx(
             [0, -0.70700, 0, 0.70700, 0.70700, -0.70700, 0, 0, 0.70700, -0.70700, 0, 0], abs=1e-4)
-        assert b._gfpo_keep.tolist() == [False, True, False, True, True, True, False, False, True, True, False, False]
+        assert b.extras["gfpo_keep"].tolist() == [False, True, False, True, True, True, False, False, True, True, False, False]
         equal = batch([1, 1, 1, 1], [1, 2, 3, 4], 4)
         assert est(equal).tolist() == [0.0] * 4
 
@@ -147,7 +147,7 @@ class TestAdaptive:
         b = batch([0.4, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0], [1, 2, 3, 4] * 4, 4)
         assert est.group_k(b).tolist() == [4, 3, 2, 2]
         adv = est(b)
-        assert b._gfpo_keep.view(4, 4).sum(1).tolist() == [4, 3, 2, 2]
+        assert b.extras["gfpo_keep"].view(4, 4).sum(1).tolist() == [4, 3, 2, 2]
         # group 1 keeps lengths 1-3 with rewards [1, 0, 0] -> (2/3)/.57745, -(1/3)/.57745 x2, dropped 0
         s = 3 ** -0.5 + 1e-4
         assert adv[4:8].tolist() == pytest.approx([(2 / 3) / s, (-1 / 3) / s, (-1 / 3) / s, 0], abs=1e-5)

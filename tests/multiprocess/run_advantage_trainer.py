@@ -33,7 +33,7 @@ def recording(cls):
     class Recording(RecordingMixin, cls, ScriptedGenerationMixin):
         def _record_batch(self, batch, trainer):
             super()._record_batch(batch, trainer)
-            scores = getattr(batch, "drpo_seq_logp", None)
+            scores = batch.extras.get("drpo_seq_logp")
             if scores is not None:
                 self.records[-1]["scores"] = scores.tolist()
 

@@ -173,7 +173,12 @@ class DADLERAdvantage(DLERAdvantage):
                 "otherwise difficulty-aware truncation never cuts anything."
             )
         self.difficulty_truncation = (float(solve_rate_threshold), int(truncate_to))
-        self.trainer_applies_truncation = False  # set by DLERTrainer
+        self.trainer_applies_truncation = False  # True once attached to a DLERTrainer
+
+    def attach(self, trainer) -> None:
+        """Component contract (`EfficientGRPOTrainer.__init__` calls it): the truncation is applied only by a
+        `DLERTrainer` (which applies it whenever its estimator is `"da_dler"`)."""
+        self.trainer_applies_truncation = isinstance(trainer, DLERTrainer)
 
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
         if not self.trainer_applies_truncation:
@@ -207,8 +212,13 @@ class DynamicSamplingFilter:
         self.max_generation_batches = int(max_generation_batches)
         self.tol = float(tol)
         self.on_shortfall = on_shortfall
-        self.refill_active = False  # set by DLERTrainer
+        self.refill_active = False  # True once attached to a DLERTrainer
         self._warned = False
+
+    def attach(self, trainer) -> None:
+        """Component contract (`EfficientGRPOTrainer.__init__` calls it): a `DLERTrainer` refills the batch whenever
+        its filter is `"dynamic_sampling"`; under any other trainer this filter only masks."""
+        self.refill_active = isinstance(trainer, DLERTrainer)
 
     def informative_groups(self, batch: GroupBatch) -> torch.Tensor:
         return ~signal_free_groups(batch, self.tol)
@@ -263,6 +273,16 @@ def assemble_group_batch(
     for key in keys:
         values = [v for b in batches for v in b.metadata.get(key, [None] * b.num_rows)]
         metadata[key] = [values[i] for i in index.tolist()]
+    extras = {}
+    for key in dict.fromkeys(key for b in batches for key in b.extras):
+        if not all(key in b.extras for b in batches):
+            continue  # per-row data some batch lacks cannot be moved; stages add it again on the assembled batch
+        values = [b.extras[key] for b in batches]
+        if all(isinstance(v, torch.Tensor) for v in values):
+            extras[key] = torch.cat(values)[index]
+        else:
+            flat = [x for v in values for x in v]
+            extras[key] = [flat[i] for i in index.tolist()]
     return GroupBatch(
         rewards=torch.cat([b.rewards for b in batches])[index],
         reward_names=list(first.reward_names),
@@ -275,6 +295,7 @@ def assemble_group_batch(
         process_index=process_index,
         local_size=local_size,
         mode=first.mode,
+        extras=extras,
     )
 
 
@@ -401,14 +422,15 @@ class DLERTrainer(EfficientGRPOTrainer):
     da_dler` the truncation; with neither, this is `EfficientGRPOTrainer`.
 
     Refill (training only), in `_generate_and_score_completions`:
-    1. generate and score the dataloader's batch as usual (`super()`), holding back the group stage;
+    1. generate and score the dataloader's batch as usual (`super()`), holding back the group stage (`group_stage`);
     2. while it has fewer informative groups than the batch holds, generate and score another batch of prompts from
        `RefillSampler` (same size and layout: `n` rows per process, groups of `G` consecutive global rows that may
        straddle processes), at most `max_generation_batches` batches in all;
     3. choose the groups (`select_groups`), move their rows so that every process again holds exactly `n` rows in
        TRL's process-major order (rows whose new position is on another process travel with `gather_object`; the
        tensors are re-padded to a common width), and recompute `num_items_in_batch`;
-    4. run the group stage (estimator, filter, metrics, stateful updates) once, on the refilled batch.
+    4. run the group-stage pipeline (`group_stage`: stages, estimator, filter, metrics, stateful updates) once, on the
+       refilled batch.
     TRL's shuffle and split then see an ordinary batch. TRL's own per-batch metrics and completion logs cover every
     generated batch, discarded groups included; `trl_efficient/dynamic_sampling/*` describe the refill.
 
@@ -441,7 +463,6 @@ class DLERTrainer(EfficientGRPOTrainer):
                     "DA-DLER truncation re-decodes and re-scores plain completions; tools, environment_factory and "
                     "rollout_func are not supported with advantage_estimator='da_dler'."
                 )
-            estimator.trainer_applies_truncation = True
         self.refill_sampler = None
         if self.dynamic_sampling is not None:
             dataset = self.train_dataset
@@ -460,7 +481,6 @@ class DLERTrainer(EfficientGRPOTrainer):
             self._refill_dataset = dataset
             self.refill_sampler = RefillSampler(len(self._refill_dataset), seed=self.args.seed)
             self.stateful_components[state_key(self.refill_sampler)] = self.refill_sampler
-            self.dynamic_sampling.refill_active = True
 
     # ------------------------------------------------------------------------------------------------ refill loop
     def _generate_and_score_completions(self, inputs):
@@ -493,7 +513,7 @@ class DLERTrainer(EfficientGRPOTrainer):
             )
         selection = select_groups([p[2] for p in parts], need)
         batch, output = self._assemble(parts, selection, n)
-        self._run_group_stage(batch, output)
+        self.group_stage(batch, output)
         metrics = self._metrics["train"]
         metrics["trl_efficient/dynamic_sampling/generation_batches"].append(float(len(parts)))
         metrics["trl_efficient/dynamic_sampling/informative_fraction"].append(parts[0][2].float().mean().item())
@@ -506,14 +526,17 @@ class DLERTrainer(EfficientGRPOTrainer):
         global_rows = [i for i in prompts for _ in range(G)]  # RepeatSampler layout: G consecutive copies
         return [dict(self._refill_dataset[i]) for i in global_rows[rank * n : (rank + 1) * n]]
 
-    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
+    # Overrides the pipeline entry `EfficientGRPOTrainer.group_stage` (documented as the hook for *when* the pipeline
+    # runs): DA-DLER's cuts are applied to each generation batch's output first; while refilling, the batch is held
+    # back and the whole pipeline runs once, on the refilled batch (`_generate_and_score_completions`).
+    def group_stage(self, batch: GroupBatch, output: dict) -> None:
         if self._cuts is not None:
             self._apply_cuts(output, self._cuts)
             self._cuts = None
         if self._deferred is not None:
             self._deferred.append((batch, output))
             return
-        super()._run_group_stage(batch, output)
+        super().group_stage(batch, output)
 
     def _assemble(self, parts, selection, n):
         G, world, rank = self.num_generations, self.accelerator.num_processes, self.accelerator.process_index

@@ -32,7 +32,8 @@ released code (verl, vLLM rollouts) has no such correction. Set `vllm_importance
 model's own log-probs, as DRPO's `old_log_prob`.
 
 The scores $s_{\theta_{old}}$ come from `DRPOTrainer`, which computes them after generation (one extra no-grad
-forward pass unless TRL already computed `old_per_token_logps`) and gathers them onto the `GroupBatch`.
+forward pass unless TRL already computed `old_per_token_logps`) and gathers them into the `GroupBatch` as
+`batch.extras["drpo_seq_logp"]`.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["DRPOAdvantage", "DRPOTrainer", "drpo_advantages"]
 
-SCORES_ATTR = "drpo_seq_logp"  # (B,) mean token log-prob of each completion under the sampling policy
+SCORES_KEY = "drpo_seq_logp"  # batch.extras key: (B,) mean token log-prob of each completion under the sampling policy
 
 
 def drpo_advantages(
@@ -108,7 +109,7 @@ class DRPOAdvantage:
         self.lam, self.tau, self.length_norm = float(lam), float(tau), float(length_norm)
 
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
-        scores = getattr(batch, SCORES_ATTR, None)
+        scores = batch.extras.get(SCORES_KEY)
         if scores is None:
             raise RuntimeError(
                 "advantage_estimator='drpo' needs the sampling policy's per-completion scores, which "
@@ -125,7 +126,8 @@ class DRPOAdvantage:
 
 class DRPOTrainer(EfficientGRPOTrainer):
     """`EfficientGRPOTrainer` that puts the sampling policy's mean token log-prob of every completion on the gathered
-    batch (attribute `drpo_seq_logp`) before the `"drpo"` estimator runs. It reuses TRL's `old_per_token_logps`
+    batch (`batch.extras["drpo_seq_logp"]`, in `run_stages`, before the `group_stages` callables and the `"drpo"`
+    estimator run). It reuses TRL's `old_per_token_logps`
     when TRL computed them, else runs one no-grad forward pass over the batch (the cost of TRL's own old-log-prob
     pass). Multimodal inputs are not supported."""
 
@@ -176,8 +178,9 @@ class DRPOTrainer(EfficientGRPOTrainer):
         mask = mask.to(logps.dtype)
         return (logps * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
-    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
+    # Pipeline step 1 (`EfficientGRPOTrainer.run_stages`): the scores go into `batch.extras` before the stages run.
+    def run_stages(self, batch: GroupBatch, output: dict) -> None:
         scores = self._sequence_scores(output)
         scores = gather(scores) if self.accelerator.num_processes > 1 else scores
-        setattr(batch, SCORES_ATTR, scores.detach().float().cpu())
-        super()._run_group_stage(batch, output)
+        batch.extras[SCORES_KEY] = scores.detach().float().cpu()
+        super().run_stages(batch, output)

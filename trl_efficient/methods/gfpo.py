@@ -51,7 +51,7 @@ __all__ = [
 
 GFPO_METRICS = ("shortest", "token_efficiency")
 GFPO_ESTIMATORS = ("gfpo", "gfpo_adaptive")
-KEEP_ATTR = "_gfpo_keep"  # the estimator leaves its keep mask on the GroupBatch for the filter
+KEEP_KEY = "gfpo_keep"  # batch.extras key: the estimator leaves its (B,) keep mask there for the filter
 
 
 def gfpo_keep_mask(
@@ -135,7 +135,7 @@ class GFPOAdvantage:
         k = self.group_k(batch)
         keep = gfpo_keep_mask(total, batch.lengths, batch.group_size, k, self.metric)
         adv = kept_set_advantages(total, keep, batch.group_size, self.eps)
-        setattr(batch, KEEP_ATTR, keep)
+        batch.extras[KEEP_KEY] = keep
         self.last_k = k
         return adv
 
@@ -316,7 +316,7 @@ class GFPOFilter:
         self.loss_normalizer = loss_normalizer
 
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
-        keep = getattr(batch, KEEP_ATTR, None)
+        keep = batch.extras.get(KEEP_KEY)
         if keep is None:
             raise RuntimeError("completion_filter='gfpo' found no keep mask: the gfpo estimator must run first.")
         return keep
@@ -325,10 +325,12 @@ class GFPOFilter:
 class GFPOTrainer(EfficientGRPOTrainer):
     """`EfficientGRPOTrainer` that also logs the mean `k` (`trl_efficient/gfpo/mean_k`). The filter's
     `loss_normalizer="all"` (the paper's DAPO aggregation over all `G` rows) is honoured by the base trainer's
-    `_apply_keep_mask`, so GFPO also works in a plain `EfficientGRPOTrainer`."""
+    `apply_filter`, so GFPO also works in a plain `EfficientGRPOTrainer`."""
 
-    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
-        super()._run_group_stage(batch, output)
+    # Pipeline step 4 (`EfficientGRPOTrainer.log_group_metrics`): the estimator's `k` of this batch, after the base
+    # metrics.
+    def log_group_metrics(self, batch: GroupBatch, output: dict) -> None:
+        super().log_group_metrics(batch, output)
         k = getattr(self.advantage_estimator, "last_k", None)
         if k is not None:
             self._metrics[batch.mode]["trl_efficient/gfpo/mean_k"].append(k.float().mean().item())

@@ -20,7 +20,8 @@ class EfficientGRPOConfig(GRPOConfig):
     Configuration for [`EfficientGRPOTrainer`]. Only the fields added to `GRPOConfig` are documented here.
 
     Rollout plan (hook (a)):
-        rollout_plan (`str` or `None`): `"budget"` (budget subgroups), `"target_length"` (L1 targets) or `None`.
+        rollout_plan (`str` or `None`): `"budget"` (budget subgroups), `"target_length"` (L1 targets), another name
+            registered in `ROLLOUT_PLANS` (built with its `from_config(args)`) or `None`.
         budgets (`list[int]`): token budgets, one contiguous subgroup each; `num_generations` must divide evenly.
         budget_placement (`str`): `"prefill"` (assistant prefill), `"system"` or `"user"`.
         budget_template (`str`): the budget statement, with `{budget}`.
@@ -145,18 +146,11 @@ class EfficientGRPOConfig(GRPOConfig):
 
 
 def build_rollout_plan(args):
-    """The plan named by `args.rollout_plan` built from the config fields, or `None`."""
+    """The plan named by `args.rollout_plan`, built by its registry entry's `from_config(args)`, or `None`."""
     name = getattr(args, "rollout_plan", None)
     if name is None:
         return None
-    if name == "budget":
-        return ROLLOUT_PLANS.get(name)(
-            args.budgets, args.budget_placement, args.budget_template, args.budget_hard_cap
-        )
-    if name == "target_length":
-        low, high = args.target_length_range
-        return ROLLOUT_PLANS.get(name)(low, high, args.target_length_mode, args.target_length_per, args.seed)
-    return ROLLOUT_PLANS.get(name)()
+    return ROLLOUT_PLANS.get(name).from_config(args)
 
 
 def build_group_component(entry, args, kwargs: dict | None, field_name: str = "kwargs"):

@@ -29,6 +29,17 @@ class GroupBatch:
         correctness_index (`int | None`): column of `rewards` holding correctness (`> 0.5` is correct).
         process_index (`int`), local_size (`int`): this process's slice of the global rows.
         mode (`str`): `"train"` or `"eval"`.
+        extras (`dict[str, torch.Tensor | list]`): per-row data that group stages add for the steps after them (e.g.
+            `extras["drpo_seq_logp"]`, the `(B,)` sampling-policy scores `DRPOTrainer.run_stages` puts there for the
+            `"drpo"` estimator, or `extras["gfpo_keep"]`, the keep mask the `"gfpo"` estimator leaves for the `"gfpo"`
+            filter). Every value has one entry per global row (`B` rows, same order as `rewards`); keys are
+            namespaced by the method that writes them. This is the only place a component may add data to a batch.
+
+    >>> b = GroupBatch(rewards=torch.zeros(2, 1), reward_names=["r"], reward_weights=torch.ones(1),
+    ...                lengths=torch.ones(2), truncated=torch.zeros(2, dtype=torch.bool), group_size=2)
+    >>> b.extras["my_scores"] = torch.tensor([0.5, -1.0])
+    >>> b.extras["my_scores"].tolist()
+    [0.5, -1.0]
     """
 
     rewards: torch.Tensor
@@ -42,6 +53,7 @@ class GroupBatch:
     process_index: int = 0
     local_size: int = 0
     mode: str = "train"
+    extras: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.rewards.shape[0] % self.group_size != 0:

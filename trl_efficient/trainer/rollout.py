@@ -39,11 +39,29 @@ class RolloutAssignment:
 
 
 class RolloutPlan(ABC):
-    """Abstract base: subclasses implement `assign` and `num_prompt_subgroups`."""
+    """Abstract base: subclasses implement `assign` and `num_prompt_subgroups`.
+
+    Contract of a registered plan (`ROLLOUT_PLANS.register(name)`):
+    - `from_config(args)` (classmethod) builds the plan from an `EfficientGRPOConfig`; `build_rollout_plan(args)` calls
+      it through the registry entry named by `args.rollout_plan`. The base version calls `cls()`; a plan with
+      settings overrides it to read its config fields.
+    - `metadata_keys` are the per-row columns the plan adds; they are its `provides_columns` (the reward columns the
+      trainer accepts at construction) and reach the `GroupBatch` as `metadata`.
+    """
 
     name = "base"
     metadata_keys: tuple[str, ...] = ()
     uses_prefill = False
+
+    @classmethod
+    def from_config(cls, args) -> RolloutPlan:
+        """The plan built from the config fields it reads (none for the base class)."""
+        return cls()
+
+    @property
+    def provides_columns(self) -> tuple[str, ...]:
+        """Per-row columns this plan adds to every row (its `metadata_keys`)."""
+        return tuple(self.metadata_keys)
 
     @abstractmethod
     def num_prompt_subgroups(self, group_size: int) -> int:
@@ -103,6 +121,11 @@ class BudgetRolloutPlan(RolloutPlan):
             raise ValueError(f"budget_template must contain '{{budget}}', got {template!r}.")
         self.budgets, self.placement, self.template, self.hard_cap = budgets, placement, template, hard_cap
         self.uses_prefill = placement == "prefill"
+
+    @classmethod
+    def from_config(cls, args) -> BudgetRolloutPlan:
+        """From `budgets`, `budget_placement`, `budget_template` and `budget_hard_cap`."""
+        return cls(args.budgets, args.budget_placement, args.budget_template, args.budget_hard_cap)
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return len(self.budgets)
@@ -175,6 +198,12 @@ class TargetLengthRolloutPlan(RolloutPlan):
         if per not in self.PER:
             raise ValueError(f"target_length_per must be one of {list(self.PER)}, got {per!r}.")
         self.low, self.high, self.mode, self.per, self.seed = int(low), int(high), mode, per, seed
+
+    @classmethod
+    def from_config(cls, args) -> TargetLengthRolloutPlan:
+        """From `target_length_range`, `target_length_mode`, `target_length_per` and `seed`."""
+        low, high = args.target_length_range
+        return cls(low, high, args.target_length_mode, args.target_length_per, args.seed)
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return group_size if self.per == "rollout" else 1

@@ -6,6 +6,17 @@ A component is any object with `state_dict()` (JSON-serialisable) and `load_stat
 - `update(batch: GroupBatch) -> None`: called once per generation batch in training only, with the **gathered**
   batch, so every rank holds identical state (trl-hooks.md §8).
 
+Column declarations (any component: reward function, rollout plan, estimator, filter, stateful component):
+- `provides_columns` (`tuple[str, ...]`): per-row columns the component adds to every row before the rewards run
+  (`PromptHistory`: `history_best_length`, `history_pass_rate`; a rollout plan: its `metadata_keys`);
+- `needs_columns` (`tuple[str, ...]`): dataset columns the component reads (`PromptHistory`: `idx`).
+`EfficientGRPOTrainer` accepts a reward argument only if TRL passes it, the dataset has it, or a component declares it
+in `provides_columns`, and checks every `needs_columns` against the dataset, all at construction.
+
+Attachment: a component with `attach(trainer)` is called once, at the end of `EfficientGRPOTrainer.__init__`, with the
+trainer it runs under; it may read the trainer's settings and type there (e.g. `"da_dler"` checks that a
+`DLERTrainer` applies its truncation). The trainer never sets attributes on components.
+
 `EfficientGRPOTrainer` writes all components to `trl_efficient_state.json` in every checkpoint and restores them in
 `_load_optimizer_and_scheduler`, so a resumed run continues with exactly the state it stopped with.
 """
@@ -29,6 +40,16 @@ def is_stateful(obj: Any) -> bool:
 
 def state_key(obj: Any) -> str:
     return getattr(obj, "state_key", None) or getattr(obj, "__name__", None) or type(obj).__name__
+
+
+def provided_columns(obj: Any) -> tuple[str, ...]:
+    """The per-row columns `obj` declares it adds (`provides_columns`; empty if it declares none)."""
+    return tuple(getattr(obj, "provides_columns", None) or ())
+
+
+def needed_columns(obj: Any) -> tuple[str, ...]:
+    """The dataset columns `obj` declares it reads (`needs_columns`; empty if it declares none)."""
+    return tuple(getattr(obj, "needs_columns", None) or ())
 
 
 def save_components(components: dict[str, Any], directory: str) -> str:
@@ -68,6 +89,8 @@ class PromptHistory:
     """
 
     state_key = "prompt_history"
+    provides_columns = ("history_best_length", "history_pass_rate")
+    needs_columns = ("idx",)
 
     def __init__(self):
         self.best_length: dict[int, int] = {}

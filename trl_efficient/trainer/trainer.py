@@ -11,8 +11,8 @@ Data flow of one generation batch (trl-hooks.md §1):
 2. inside it, `_generate_single_turn`: vLLM server de-duplication fix and per-rollout hard caps.
 3. inside it, `_calculate_rewards`: after TRL gathers the rewards, gather lengths and row metadata into a
    `GroupBatch` (stored in `self._group_batch` for the rest of this call only).
-4. back in `_generate_and_score_completions`: group stages -> advantage estimator -> completion filter ->
-   metrics -> stateful updates (training only).
+4. back in `_generate_and_score_completions`: `group_stage(batch, output)`, the public group-stage pipeline
+   (see `EfficientGRPOTrainer` and docs/architecture.md, "The group-stage pipeline").
 """
 
 from __future__ import annotations
@@ -25,16 +25,28 @@ from accelerate.utils import gather, gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from ..model_card import ModelCardInfo
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
 from .config import build_group_component, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import apply_assignment
-from .state import PromptHistory, is_stateful, load_components, save_components, state_key
+from .state import (
+    PromptHistory,
+    is_stateful,
+    load_components,
+    needed_columns,
+    provided_columns,
+    save_components,
+    state_key,
+)
 
 logger = logging.getLogger(__name__)
 
 CORRECTNESS_NAMES = ("correctness_reward", "accuracy_reward", "reasoning_accuracy_reward")
+# The keyword arguments GRPOTrainer._calculate_rewards (TRL 1.16.0) passes to every reward function besides the
+# dataset's columns (`environments` only with environment_factory, which rollout plans do not support).
+TRL_REWARD_KWARGS = ("prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric")
 
 
 def required_reward_arguments(func) -> list[str]:
@@ -54,23 +66,55 @@ def required_reward_arguments(func) -> list[str]:
 
 
 class EfficientGRPOTrainer(GRPOTrainer):
-    """`GRPOTrainer` with rollout plans, a group stage, pluggable advantages, completion filters, checkpointed state
-    and length metrics.
+    """`GRPOTrainer` with rollout plans, a group-stage pipeline, pluggable advantages, completion filters, checkpointed
+    state and length metrics.
 
     Args (beyond `GRPOTrainer`'s):
         rollout_plan (`RolloutPlan`, *optional*): overrides the plan built from `args.rollout_plan`.
         group_stages (`list[Callable[[GroupBatch, EfficientGRPOTrainer], None]]`, *optional*): called with every
-            gathered batch, before advantages; for group statistics and custom metrics.
+            gathered batch, before advantages; for group statistics, custom metrics and per-row `batch.extras`.
         stateful_components (`list`, *optional*): objects with `state_dict`/`load_state_dict` (and optionally
-            `row_columns`, `update`), saved with every checkpoint. Reward functions, the rollout plan and the
-            advantage/filter objects that have these methods are included automatically.
+            `row_columns`, `update`, `provides_columns`, `needs_columns`, `attach`), saved with every checkpoint.
+            Reward functions, the rollout plan and the advantage/filter objects that have these methods are included
+            automatically.
+        card_info (`ModelCardInfo`, *optional*): recipe, datasets, base model and summary for the model card; also
+            settable later with `update_card_info`.
+
+    The group-stage pipeline. `group_stage(batch, output)` runs once per gathered generation batch (train and eval),
+    inside `_generate_and_score_completions`, after TRL has scored the rows and computed its own advantages. It calls,
+    in this order, five public steps, each `step(batch, output) -> None`:
+
+    1. `run_stages`: every `group_stages` callable `stage(batch, trainer)`, in list order. Stages read the gathered
+       batch and may add per-row data to `batch.extras` for the steps after them.
+    2. `compute_advantages`: the advantage estimator (if not `"grpo"`) replaces `output["advantages"]` with this
+       process's slice of its global advantages (NaN -> 0).
+    3. `apply_filter`: the completion filter (if any) masks the rows it drops (`completion_mask`, advantages, and
+       `num_items_in_batch`).
+    4. `log_group_metrics`: `trl_efficient/*` metrics of the batch.
+    5. `update_state`: in training only, `update(batch)` of every stateful component.
+
+    `batch` is the gathered `GroupBatch` (global rows); `output` is TRL's output dict for this process's rows, which
+    steps may patch in place. A subclass extends a step by overriding it and calling `super()` (before or after its
+    own work), and overrides `group_stage` itself only to change when the pipeline runs (e.g. `DLERTrainer` defers
+    it while refilling a batch). Private methods are not extension points.
+
+    Components plug in through declared contracts only: columns (`provides_columns` / `needs_columns`, checked at
+    construction; see `trainer/state.py`), `attach(trainer)` (called once for every reward function, the rollout
+    plan, the estimator, the filter and every stateful component that has it, at the end of `__init__`), and
+    `batch.extras` for per-row data.
     """
 
     _tag_names = ["trl", "grpo", "trl-efficient"]
     _name = "EfficientGRPO"
 
-    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, **kwargs):
+    # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
+    provides_columns = ("group_size",)
+
+    def __init__(
+        self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
+    ):
         super().__init__(*args, **kwargs)
+        self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
             if callable(getattr(func, "set_eos_token_ids", None)):
                 func.set_eos_token_ids(self.eos_token_ids)
@@ -95,7 +139,6 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     "on subsets of rows in the tool loop; tools, environment_factory and rollout_func are not supported "
                     "together with rollout_plan."
                 )
-        self._check_reward_columns()
         components = list(stateful_components or [])
         if getattr(self.args, "track_prompt_history", False):
             if self.train_dataset is not None and "idx" not in getattr(self.train_dataset, "column_names", ["idx"]):
@@ -109,10 +152,32 @@ class EfficientGRPOTrainer(GRPOTrainer):
             if is_stateful(obj):
                 components.append(obj)
         self.stateful_components = {state_key(c): c for c in components}
+        self._check_reward_columns()
         self.correctness_index = self._find_correctness_index()
         self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
         self._row_caps: list[int | None] | None = None  # per local row, for _generate_single_turn
         self.model_card_error: Exception | None = None  # set by create_model_card when writing the card failed
+        for comp in self.components():
+            if callable(getattr(comp, "attach", None)):
+                comp.attach(self)
+
+    def components(self) -> list:
+        """Every component plugged into this trainer, each once: reward functions, the rollout plan, the advantage
+        estimator, the completion filter and the stateful components (in that order; `None` left out)."""
+        seen, out = set(), []
+        for comp in (*self.reward_funcs, self.rollout_plan, self.advantage_estimator, self.completion_filter,
+                     *self.stateful_components.values()):
+            if comp is not None and id(comp) not in seen:
+                seen.add(id(comp))
+                out.append(comp)
+        return out
+
+    def update_card_info(self, **fields) -> ModelCardInfo:
+        """Replace fields of `card_info` (`recipe`, `datasets`, `base_model_id`, `summary`) and return it."""
+        import dataclasses
+
+        self.card_info = dataclasses.replace(self.card_info, **fields)
+        return self.card_info
 
     # ------------------------------------------------------------------------------------------------------------
     def _find_correctness_index(self) -> int | None:
@@ -127,16 +192,23 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 return names.index(candidate)
         return None
 
+    def accepted_reward_columns(self) -> set[str]:
+        """The reward arguments this trainer can pass: TRL's standard kwargs (`TRL_REWARD_KWARGS`), the training
+        dataset's columns, and the `provides_columns` of the trainer and every component (rollout plan included)."""
+        columns = set(getattr(self.train_dataset, "column_names", None) or [])
+        accepted = columns | set(TRL_REWARD_KWARGS) | set(provided_columns(self))
+        for comp in self.components():
+            accepted |= set(provided_columns(comp))
+        return accepted
+
     def _check_reward_columns(self) -> None:
-        """Fail at construction, not mid-training, when a reward needs a column nobody provides (e.g. `solution`)."""
+        """Fail at construction, not mid-training, when a reward needs a column nobody provides (e.g. `solution`), or
+        a component declares in `needs_columns` a column the dataset lacks."""
         dataset = self.train_dataset
         columns = set(getattr(dataset, "column_names", None) or [])
         if not columns:
             return  # iterable or unknown dataset: nothing to check up front
-        provided = columns | {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
-                              "group_size", "history_best_length", "history_pass_rate"}
-        if self.rollout_plan is not None:
-            provided |= set(self.rollout_plan.metadata_keys)
+        provided = self.accepted_reward_columns()
         for func, name in zip(self.reward_funcs, self.reward_func_names):
             if isinstance(func, torch.nn.Module):
                 continue
@@ -147,6 +219,13 @@ class EfficientGRPOTrainer(GRPOTrainer):
                         f"{sorted(columns)}. Add the column (the trl_efficient.data loaders provide `solution`) or "
                         "drop the reward."
                     )
+        for comp in self.components():
+            missing = [c for c in needed_columns(comp) if c not in provided]
+            if missing:
+                raise ValueError(
+                    f"{state_key(comp)} needs the column(s) {missing}, but the training dataset has only "
+                    f"{sorted(columns)}."
+                )
 
     def _group_size(self) -> int:
         return self.num_generations if self.model.training else self.num_generations_eval
@@ -186,7 +265,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             output = super()._generate_and_score_completions(rows)
             batch = self._group_batch
             if batch is not None:
-                self._run_group_stage(batch, output)
+                self.group_stage(batch, output)
         finally:
             self._group_batch, self._row_caps = None, None
         return output
@@ -234,25 +313,51 @@ class EfficientGRPOTrainer(GRPOTrainer):
         return rewards
 
     # ------------------------------------------------------------------------------------------------------------
-    def _run_group_stage(self, batch: GroupBatch, output: dict) -> None:
+    # --- the group-stage pipeline (class docstring; docs/architecture.md "The group-stage pipeline") ---------------
+    def group_stage(self, batch: GroupBatch, output: dict) -> None:
+        """Run the pipeline on one gathered batch: `run_stages` -> `compute_advantages` -> `apply_filter` ->
+        `log_group_metrics` -> `update_state`."""
+        self.run_stages(batch, output)
+        self.compute_advantages(batch, output)
+        self.apply_filter(batch, output)
+        self.log_group_metrics(batch, output)
+        self.update_state(batch, output)
+
+    def run_stages(self, batch: GroupBatch, output: dict) -> None:
+        """Step 1: call every `group_stages` callable as `stage(batch, self)`, in order."""
         for stage in self.group_stages:
             stage(batch, self)
-        local = batch.local_slice
+
+    def compute_advantages(self, batch: GroupBatch, output: dict) -> None:
+        """Step 2: replace `output["advantages"]` by this process's slice of the estimator's global advantages (no-op
+        with `advantage_estimator="grpo"`: TRL's own advantages stay)."""
+        if self.advantage_estimator is None:
+            return
         device = output["advantages"].device
-        if self.advantage_estimator is not None:
-            advantages = finalize_advantages(self.advantage_estimator(batch), batch.num_rows)
-            output["advantages"] = advantages[local].to(device, output["advantages"].dtype)
-            self._metrics[batch.mode]["trl_efficient/advantage_mean"].append(advantages.mean().item())
-            self._metrics[batch.mode]["trl_efficient/advantage_std"].append(advantages.std().item())
-        if self.completion_filter is not None:
-            keep = self.completion_filter(batch).bool()
-            self._apply_keep_mask(output, keep[local].to(device))
-            self._metrics[batch.mode]["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
+        advantages = finalize_advantages(self.advantage_estimator(batch), batch.num_rows)
+        output["advantages"] = advantages[batch.local_slice].to(device, output["advantages"].dtype)
+        self._metrics[batch.mode]["trl_efficient/advantage_mean"].append(advantages.mean().item())
+        self._metrics[batch.mode]["trl_efficient/advantage_std"].append(advantages.std().item())
+
+    def apply_filter(self, batch: GroupBatch, output: dict) -> None:
+        """Step 3: mask the rows the completion filter drops (no-op without a filter)."""
+        if self.completion_filter is None:
+            return
+        keep = self.completion_filter(batch).bool()
+        self._apply_keep_mask(output, keep[batch.local_slice].to(output["advantages"].device))
+        self._metrics[batch.mode]["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
+
+    def log_group_metrics(self, batch: GroupBatch, output: dict) -> None:
+        """Step 4: `trl_efficient/*` metrics (accuracy, lengths, truncation, per-budget / per-mode subgroups)."""
         self._log_group_metrics(batch)
-        if batch.mode == "train":
-            for comp in self.stateful_components.values():
-                if callable(getattr(comp, "update", None)):
-                    comp.update(batch)
+
+    def update_state(self, batch: GroupBatch, output: dict) -> None:
+        """Step 5: in training only, `update(batch)` of every stateful component that has it."""
+        if batch.mode != "train":
+            return
+        for comp in self.stateful_components.values():
+            if callable(getattr(comp, "update", None)):
+                comp.update(batch)
 
     def _apply_keep_mask(self, output: dict, keep: torch.Tensor) -> None:
         """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (trl-hooks.md §6).
