@@ -1,4 +1,5 @@
-"""`trl-efficient` command line: `train` (default recipe run), `recipes` (list them).
+"""`trl-efficient` command line: `train` (default recipe run), `recipes` (list them; `--markdown` prints the README's
+recipe and reward tables generated from the registry).
 
 `trl-efficient train --config configs/<recipe>.yaml [--key value ...]` parses three dataclasses with TRL's
 `TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below), `DataArguments` and
@@ -253,7 +254,7 @@ def list_recipes() -> None:
 # (or None). Modules are imported only when their command runs, so `trl-efficient --help` stays fast.
 COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.cli:train_main"),
-    "recipes": ("list the registered recipes", "trl_efficient.cli:recipes_main"),
+    "recipes": ("list the registered recipes (--markdown: the README tables)", "trl_efficient.cli:recipes_main"),
     "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.eval.cli:main"),
     "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data.cli:main"),
     "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
@@ -263,7 +264,34 @@ COMMANDS = {
 
 
 def recipes_main(argv: list[str]) -> int:
-    list_recipes()
+    """`trl-efficient recipes [--markdown | --update-readme README.md | --check-readme README.md]`."""
+    parser = argparse.ArgumentParser(prog="trl-efficient recipes", description="List the registered recipes.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--markdown", action="store_true", help="print the README's recipe and reward tables")
+    group.add_argument("--update-readme", metavar="PATH", help="rewrite the generated tables between their markers")
+    group.add_argument("--check-readme", metavar="PATH", help="exit 1 when the README's tables differ from the registry")
+    args = parser.parse_args(argv)
+    if not (args.markdown or args.update_readme or args.check_readme):
+        list_recipes()
+        return 0
+    from .recipes import tables
+
+    if args.markdown:
+        print(tables.markdown(), end="")
+        return 0
+    path = args.update_readme or args.check_readme
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    updated = tables.update_readme(text)
+    if args.check_readme:
+        if updated != text:
+            print(f"{path}: the recipe/reward tables differ from the registry; run "
+                  f"`trl-efficient recipes --update-readme {path}`", file=sys.stderr)
+            return 1
+        return 0
+    if updated != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(updated)
     return 0
 
 

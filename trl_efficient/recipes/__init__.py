@@ -4,10 +4,30 @@
 import importlib
 import pkgutil
 
-from .registry import RECIPES, REWARD_BUILDERS, Recipe, RewardSpec, get_recipe, register_recipe
+from .registry import (
+    RECIPES,
+    REWARD_BUILDERS,
+    REWARD_INFO,
+    Recipe,
+    RewardInfo,
+    RewardSpec,
+    get_recipe,
+    register_recipe,
+    register_reward_builder,
+)
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.name != "registry":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["RECIPES", "REWARD_BUILDERS", "Recipe", "RewardSpec", "get_recipe", "register_recipe"]
+__all__ = [
+    "RECIPES",
+    "REWARD_BUILDERS",
+    "REWARD_INFO",
+    "Recipe",
+    "RewardInfo",
+    "RewardSpec",
+    "get_recipe",
+    "register_recipe",
+    "register_reward_builder",
+]

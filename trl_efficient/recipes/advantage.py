@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
-from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
 
 
 def _length_kwargs(args, tokenizer) -> dict:
@@ -27,8 +27,20 @@ def build_gdpo_length_reward(args, tokenizer, **kwargs):
     return get_gdpo_length_reward(length_limit=limit, **_length_kwargs(args, tokenizer), **kwargs)
 
 
-REWARD_BUILDERS.register("lead", build_lead_reward)
-REWARD_BUILDERS.register("gdpo_length", build_gdpo_length_reward)
+register_reward_builder(
+    "lead",
+    build_lead_reward,
+    RewardInfo(
+        "get_lead_reward",
+        "GRPO-LEAD, arXiv:2504.09696 (length-shaped accuracy among the group's correct answers)",
+        whole_groups=True,
+    ),
+)
+register_reward_builder(
+    "gdpo_length",
+    build_gdpo_length_reward,
+    RewardInfo("get_gdpo_length_reward", "GDPO, arXiv:2601.05242 (1[correct and L <= L_limit])"),
+)
 
 _GFPO_BASE = {
     "completion_filter": "gfpo",
@@ -65,7 +77,13 @@ register_recipe(
         config_overrides={
             **_GFPO_BASE,
             "advantage_estimator": "gfpo_adaptive",
-            "advantage_kwargs": {"k_by_quartile": [8, 8, 6, 4], "warmup_k": 8, "warmup_steps": 5, "warmup_prompts": 64},
+            "advantage_kwargs": {
+                "k_by_quartile": [8, 8, 6, 4],  # §13: k for mean reward < q25, < q50, < q75, else (mean k ~ 6.5)
+                "warmup_k": 8,  # §13: k = 8 until the digest is ready
+                "warmup_steps": 5,  # proposed default: ready after 5 training batches ...
+                "warmup_prompts": 64,  # ... and 64 prompts (whichever comes later)
+                "metric": "shortest",
+            },
         },
         proposed_defaults=(
             "GFPO-AD digest ready after 5 training batches and 64 prompts (whichever comes later)",
@@ -87,9 +105,12 @@ register_recipe(
             # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it
             "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.1},
             "completion_filter": "dynamic_sampling",
-            "filter_kwargs": {"max_generation_batches": 4},
+            "filter_kwargs": {
+                "max_generation_batches": 4,
+                "on_shortfall": "mask",
+            },  # proposed (DLER's script: no limit)
             "correctness_reward": "dler_truncation_reward",
-            "max_completion_length": 4000,
+            "max_completion_length": 4000,  # §4 [code]: truncation at 4000 for every group that is not cut to 2000
             "epsilon_high": 0.28,
             "loss_type": "dapo",
             "mask_truncated_completions": False,
@@ -153,7 +174,8 @@ register_recipe(
         papers=("2509.23962",),
         config_overrides={
             "advantage_estimator": "canon",
-            "advantage_kwargs": {"alpha": 1.0, "mu": 1.0},
+            # §26 [code]: alpha 1, mu 1; proposed: no /max_len division with the token-mean loss
+            "advantage_kwargs": {"alpha": 1.0, "mu": 1.0, "beta": 0.0, "normalize_by_max_length": False},
             "epsilon_high": 0.28,
             "loss_type": "dapo",
         },

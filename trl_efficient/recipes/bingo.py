@@ -25,8 +25,7 @@ import json
 import os
 
 from ..rewards.bingo import get_bingo_length_reward
-from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
-
+from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
 
 DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
 SCORER_ENV = "TRL_EFFICIENT_BINGO_SCORER"
@@ -102,7 +101,15 @@ def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs):
     return train_dataset
 
 
-REWARD_BUILDERS.register("bingo_length", build_bingo_length_reward)
+register_reward_builder(
+    "bingo_length",
+    build_bingo_length_reward,
+    RewardInfo(
+        "get_bingo_length_reward",
+        "Bingo, arXiv:2506.08125 (significance-aware and dynamic length shaping; needs a token-significance scorer)",
+        needs=("solution", "prompts"),
+    ),
+)
 
 register_recipe(
     Recipe(

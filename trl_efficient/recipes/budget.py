@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from ..methods.hbpo import hbpo_settings
 from ..methods.saber import SABER_PROFILE_ENV
-from ..prompts import BUDGET_PROMPT, HBPO_BUDGETS, HBPO_MINIMAL_PROMPT, HBPO_TEMPLATE, NO_THINK_PROMPT, UNLIMITED_PROMPT, saber_mode_prompts
+from ..prompts import (
+    BUDGET_PROMPT,
+    HBPO_BUDGETS,
+    HBPO_MINIMAL_PROMPT,
+    HBPO_TEMPLATE,
+    NO_THINK_PROMPT,
+    UNLIMITED_PROMPT,
+    saber_mode_prompts,
+)
 from ..rewards.budget import (
     HBPO_ALPHA,
     HBPO_BETA,
@@ -19,7 +27,7 @@ from ..rewards.budget import (
     get_hbpo_reward,
     get_saber_reward,
 )
-from .registry import REWARD_BUILDERS, Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
 
 
 def build_hbpo_reward(args, tokenizer, **kwargs):
@@ -53,8 +61,20 @@ def build_saber_reward(args, tokenizer, **kwargs):
     return get_saber_reward(length_unit="tokens", tokenizer=tokenizer, **kwargs)
 
 
-REWARD_BUILDERS.register("hbpo", build_hbpo_reward)
-REWARD_BUILDERS.register("saber", build_saber_reward)
+register_reward_builder(
+    "hbpo",
+    build_hbpo_reward,
+    RewardInfo("get_hbpo_reward", "HBPO, arXiv:2507.15844 (budget-aware cosine reward)", needs=("solution", "budget")),
+)
+register_reward_builder(
+    "saber",
+    build_saber_reward,
+    RewardInfo(
+        "get_saber_reward",
+        "SABER, arXiv:2508.10026 (tier-aware thinking-length reward, proposed default)",
+        needs=("solution", "saber_mode", "saber_budget"),
+    ),
+)
 
 
 register_recipe(
@@ -88,8 +108,8 @@ register_recipe(
         ),
         usage=(
             "Prompt as in training without a budget statement: the model picks its own budget. For a given budget, "
-            f"start the assistant turn with \"{HBPO_TEMPLATE.format(budget='{b}')}\"; for the paper's "
-            f"efficiency prompting, with \"{HBPO_MINIMAL_PROMPT}\"."
+            f'start the assistant turn with "{HBPO_TEMPLATE.format(budget="{b}")}"; for the paper\'s '
+            f'efficiency prompting, with "{HBPO_MINIMAL_PROMPT}".'
         ),
         trainer_cls="trl_efficient.methods.hbpo:HBPOTrainer",
     )
@@ -97,7 +117,7 @@ register_recipe(
 
 
 def _saber_usage() -> str:
-    modes = "; ".join(f"{name}: system prompt \"{text}\"" for name, text in saber_mode_prompts().items())
+    modes = "; ".join(f'{name}: system prompt "{text}"' for name, text in saber_mode_prompts().items())
     return f"Pick a mode with the system prompt. {modes}. (Mode map and prompts are proposed defaults.)"
 
 
@@ -117,8 +137,8 @@ register_recipe(
             "SABER base-wrong examples: 50% keep their tier without penalty, 50% no limit (seeded per question)",
             "SABER NoThink share: 10% of the examples",
             *SABER_REWARD_PROPOSED_DEFAULTS,
-            f"SABER system prompts: \"{BUDGET_PROMPT.format(budget='{B}')}\" / \"{UNLIMITED_PROMPT}\" / "
-            f"\"{NO_THINK_PROMPT}\"",
+            f'SABER system prompts: "{BUDGET_PROMPT.format(budget="{B}")}" / "{UNLIMITED_PROMPT}" / '
+            f'"{NO_THINK_PROMPT}"',
             "SABER modes: NoThink = empty think block, FastThink = 128, CoreThink = 4096, DeepThink = 16384 tokens",
         ),
         usage=_saber_usage(),

@@ -7,7 +7,9 @@ each recipe; precedence is recipe overrides < YAML < command line.
 
 Reward builders share one signature, `(args, tokenizer, **kwargs) -> reward callable`, and read shared values
 (`max_completion_length`, `num_generations`, `length_unit`, `length_scope`) from the config, so each default has one
-home.
+home. Each builder is registered with `register_reward_builder(name, builder, RewardInfo(...))`: the `RewardInfo`
+(public factory, paper, dataset columns it needs) feeds the README's reward table (`trl-efficient recipes
+--markdown`, see `tables.py`), as each `Recipe` feeds the recipe table.
 """
 
 from __future__ import annotations
@@ -19,6 +21,31 @@ from ..core.registry import Registry
 
 RECIPES: Registry = Registry("recipe")
 REWARD_BUILDERS: Registry = Registry("reward builder")
+
+
+@dataclass(frozen=True)
+class RewardInfo:
+    """What the README's reward table says about a reward builder.
+
+    `factory`: the public callable in `trl_efficient.rewards` (or the family module) that the builder wraps;
+    `paper`: the paper (arXiv id, section) and a few words on the reward; `needs`: the dataset or rollout-plan
+    columns the reward reads besides the completions; `whole_groups`: the reward compares the G rollouts of a prompt.
+    """
+
+    factory: str
+    paper: str
+    needs: tuple[str, ...] = ("solution",)
+    whole_groups: bool = False
+
+
+REWARD_INFO: dict[str, RewardInfo] = {}
+
+
+def register_reward_builder(name: str, builder, info: RewardInfo):
+    """Register `builder` (`(args, tokenizer, **kwargs) -> reward callable`) under `name`, with its table entry."""
+    REWARD_BUILDERS.register(name, builder)
+    REWARD_INFO[name] = info
+    return builder
 
 
 @dataclass(frozen=True)
@@ -83,21 +110,46 @@ def _register_builders() -> None:
     # `group_size` column (num_generations in training, num_generations_eval in evaluation).
     from .. import rewards as R
 
-    REWARD_BUILDERS.register("correctness", lambda args, tok, **kw: R.get_correctness_reward(**kw))
-    REWARD_BUILDERS.register("think_format", lambda args, tok, **kw: R.think_format_reward)
-    REWARD_BUILDERS.register(
+    register_reward_builder(
+        "correctness",
+        lambda args, tok, **kw: R.get_correctness_reward(**kw),
+        RewardInfo(
+            "get_correctness_reward",
+            "math-verify; GSM8K `#### N`, MATH `\\boxed{}`, plain golds; answer after `</think>`",
+        ),
+    )
+    register_reward_builder(
+        "think_format",
+        lambda args, tok, **kw: R.think_format_reward,
+        RewardInfo("think_format_reward", "DeepSeek-R1 format", needs=()),
+    )
+    register_reward_builder(
         "kimi_length",
         lambda args, tok, **kw: R.get_kimi_length_reward(**_length_kwargs(args, tok), **kw),
+        RewardInfo(
+            "get_kimi_length_reward", "Kimi k1.5 §2.3.3, arXiv:2501.12599 (group min/max length)", whole_groups=True
+        ),
     )
-    REWARD_BUILDERS.register(
+    register_reward_builder(
         "shorter_better",
         lambda args, tok, **kw: R.get_shorter_better_reward(**_length_kwargs(args, tok), **kw),
+        RewardInfo(
+            "get_shorter_better_reward",
+            "ShorterBetter, arXiv:2504.21370 (shortest correct length in the group)",
+            whole_groups=True,
+        ),
     )
-    REWARD_BUILDERS.register(
+    register_reward_builder(
         "cosine_length",
-        lambda args, tok, **kw: R.get_cosine_length_reward(max_len=args.max_completion_length, **_length_kwargs(args, tok), **kw),
+        lambda args, tok, **kw: R.get_cosine_length_reward(
+            max_len=args.max_completion_length, **_length_kwargs(args, tok), **kw
+        ),
+        RewardInfo(
+            "get_cosine_length_reward",
+            "Yeo et al. App. C.1, arXiv:2502.03373 (wraps TRL's cosine reward, paper bounds)",
+        ),
     )
-    REWARD_BUILDERS.register(
+    register_reward_builder(
         "soft_overlong",
         lambda args, tok, **kw: R.get_soft_overlong_reward(
             max_completion_len=kw.pop("max_completion_len", args.max_completion_length),
@@ -105,14 +157,28 @@ def _register_builders() -> None:
             **_length_kwargs(args, tok),
             **kw,
         ),
+        RewardInfo(
+            "get_soft_overlong_reward", "DAPO soft overlong punishment, arXiv:2503.14476 (wraps TRL's)", needs=()
+        ),
     )
-    REWARD_BUILDERS.register("l1", lambda args, tok, **kw: R.get_l1_reward(**_length_kwargs(args, tok), **kw))
-    REWARD_BUILDERS.register("laser", lambda args, tok, **kw: R.get_laser_reward(**_length_kwargs(args, tok), **kw))
-    REWARD_BUILDERS.register(
+    register_reward_builder(
+        "l1",
+        lambda args, tok, **kw: R.get_l1_reward(**_length_kwargs(args, tok), **kw),
+        RewardInfo(
+            "get_l1_reward", "L1 / LCPO, arXiv:2503.04697 (`mode` exact or max)", needs=("solution", "target_length")
+        ),
+    )
+    register_reward_builder(
+        "laser",
+        lambda args, tok, **kw: R.get_laser_reward(**_length_kwargs(args, tok), **kw),
+        RewardInfo("get_laser_reward", "LASER step reward, arXiv:2505.15612"),
+    )
+    register_reward_builder(
         "dler_truncation",
         lambda args, tok, **kw: R.get_dler_truncation_reward(
             max_completion_length=args.max_completion_length, tokenizer=tok, **kw
         ),
+        RewardInfo("get_dler_truncation_reward", "DLER, arXiv:2510.15110 (x0.1 when truncated)"),
     )
 
 

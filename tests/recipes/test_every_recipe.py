@@ -1,0 +1,154 @@
+"""Registry-driven tests: every registered recipe has a YAML that agrees with it and trains 2 steps from it, and the
+README's recipe and reward tables are the registry's (`trl-efficient recipes --markdown`). A new recipe is covered
+here by registering it; no list to extend."""
+
+import json
+import os
+
+import pytest
+import yaml
+from helpers import tiny_cli_args
+
+from trl_efficient.cli import main, parse_train_args, train_main
+from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Keys tests/methods still read from the raw YAML (equal to the recipe's value, never different): to drop from these
+# YAMLs once those tests read the parsed config instead.
+RAW_YAML_READERS = {
+    "canon": {"advantage_kwargs", "epsilon_high", "loss_type"},  # tests/methods/test_canon.py
+    "drpo": {"loss_type", "vllm_importance_sampling_correction"},  # tests/methods/test_drpo.py
+    "grpo-lead": {"completion_filter", "advantage_estimator"},  # tests/methods/test_lead.py
+    "gfpo-adaptive": {"advantage_kwargs", "filter_kwargs", "completion_filter"},  # tests/methods/test_gfpo.py
+}
+
+
+# Method values that cannot bind at the tiny run's size (G = 4, 24 tokens), as the per-method tests shrink them
+TINY = {
+    "da-dler": {"advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 6, "correct_boost": 0.1}},
+    "gfpo": {"advantage_kwargs": {"k": 2, "metric": "shortest"}},
+    "gfpo-adaptive": {
+        "advantage_kwargs": {
+            "k_by_quartile": [4, 4, 3, 2],
+            "warmup_k": 4,
+            "warmup_steps": 1,
+            "warmup_prompts": 1,
+            "metric": "shortest",
+        }
+    },
+}
+
+
+def _tiny_args(name, output_dir, **extra):
+    cli = {k: json.dumps(v) for k, v in TINY.get(name, {}).items()}
+    return tiny_cli_args(output_dir, **cli, **extra)
+
+
+def _yaml(name):
+    path = os.path.join(ROOT, "configs", f"{name}.yaml")
+    assert os.path.exists(path), f"recipe {name!r} has no configs/{name}.yaml"
+    with open(path) as f:
+        return path, yaml.safe_load(f)
+
+
+@pytest.mark.parametrize("name", RECIPES.names())
+def test_yaml_holds_only_what_differs_from_the_recipe(name, tmp_path):
+    path, data = _yaml(name)
+    assert data["recipe"] == name
+    overrides = RECIPES.get(name).config_overrides
+    for key in set(data) & set(overrides):
+        assert data[key] == overrides[key], f"configs/{name}.yaml contradicts the recipe on {key!r}"
+        assert key in RAW_YAML_READERS.get(name, ()), f"configs/{name}.yaml restates the recipe's {key!r}"
+    # the YAML parses into a config, and the recipe's method settings reach it
+    _, _, config = parse_train_args(["--config", path, *_tiny_args(name, tmp_path)])
+    for key, value in overrides.items():
+        if key not in ("max_completion_length", *TINY.get(name, {})):  # run-size values the tiny run overrides
+            assert getattr(config, key) == value, key
+
+
+def test_every_reward_builder_has_its_table_entry():
+    assert set(REWARD_INFO) == set(REWARD_BUILDERS.names())
+
+
+@pytest.mark.parametrize(
+    "marker, table", [("recipes-table", tables.recipes_table), ("rewards-table", tables.rewards_table)]
+)
+def test_readme_tables_are_generated_from_the_registry(marker, table):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        section = tables.readme_section(f.read(), marker)
+    assert section == table(), "README drifted from the registry: run `trl-efficient recipes --update-readme README.md`"
+
+
+def test_recipes_markdown_command(capsys, tmp_path):
+    assert main(["recipes", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out == tables.markdown()
+    assert "| `shorter-better` | ShorterBetter | arXiv:2504.21370 |" in out  # one row, by hand
+    assert "| `kimi_length` | `get_kimi_length_reward` |" in out and "`solution`, whole groups |" in out
+    stale = tmp_path / "README.md"
+    stale.write_text(
+        "intro\n<!-- recipes-table:start -->\nSTALE ROW\n<!-- recipes-table:end -->\n"
+        "<!-- rewards-table:start -->\n<!-- rewards-table:end -->\nend\n"
+    )
+    assert main(["recipes", "--check-readme", str(stale)]) == 1
+    assert main(["recipes", "--update-readme", str(stale)]) == 0
+    assert main(["recipes", "--check-readme", str(stale)]) == 0
+    text = stale.read_text()
+    assert text.startswith("intro\n") and text.endswith("end\n") and "STALE ROW" not in text
+
+
+# ---------------------------------------------------------------------------------- every recipe trains 2 steps
+def _bingo_extras(tmp_path, monkeypatch):
+    from trl_efficient.testing.scorers import save_tiny_token_classifier
+
+    scorer = save_tiny_token_classifier(str(tmp_path / "tiny-bert-base-multilingual-cased"))
+    monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", scorer)
+    return ["--recipe_kwargs", json.dumps({"reference_samples": 1})]
+
+
+def _saber_extras(tmp_path, monkeypatch):
+    # SABER needs a base-model profile: made by the `profile` command, as in tests/methods/test_saber.py
+    from trl_efficient.methods.saber import SABER_PROFILE_ENV
+
+    path = str(tmp_path / "profile.jsonl")
+    assert (
+        main(
+            [
+                "profile",
+                "--model_name_or_path",
+                "tiny:qwen2-16",
+                "--dataset_name",
+                "gsm8k",
+                "--dataset_limit",
+                "16",
+                "--output",
+                path,
+                "--max_new_tokens",
+                "8",
+                "--batch_size",
+                "8",
+                "--eos_logit_bias",
+                "3.0",
+            ]
+        )
+        == 0
+    )
+    monkeypatch.delenv(SABER_PROFILE_ENV, raising=False)
+    return ["--dataset_name", "gsm8k", "--recipe_kwargs", json.dumps({"profile": path, "no_think_ratio": 0.1})]
+
+
+EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras}  # recipes that need more than their YAML
+
+
+@pytest.mark.parametrize("name", RECIPES.names())
+def test_recipe_trains_two_steps_from_its_yaml(name, tmp_path, monkeypatch):
+    from huggingface_hub import ModelCard
+
+    monkeypatch.chdir(ROOT)
+    extra = EXTRAS[name](tmp_path, monkeypatch) if name in EXTRAS else []
+    run = tmp_path / "run"
+    train_main(["--config", f"configs/{name}.yaml", *_tiny_args(name, run, max_completion_length=12), *extra])
+    with open(run / "trl_efficient_summary.json") as f:
+        assert json.load(f)["recipe"] == name
+    assert f"`{name}`" in ModelCard.load(run / "README.md").text

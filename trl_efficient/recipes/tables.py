@@ -1,0 +1,81 @@
+"""The README's recipe and reward tables, generated from the registries (`trl-efficient recipes --markdown`).
+
+The README keeps each table between markers (`<!-- recipes-table:start -->` ... `<!-- recipes-table:end -->`, the
+same for `rewards-table`); `update_readme` rewrites what is between them and a test fails when the README drifts
+from the registry. A new recipe or reward builder therefore needs no hand edit of the README: regenerate with
+`trl-efficient recipes --update-readme README.md`.
+"""
+
+from __future__ import annotations
+
+from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO
+
+TABLES = ("recipes-table", "rewards-table")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def recipes_table() -> str:
+    """One row per registered recipe, sorted by name: name, method, papers, description."""
+    lines = ["| Recipe | Method | Paper | What it does |", "|---|---|---|---|"]
+    for name in RECIPES.names():
+        recipe = RECIPES.get(name)
+        papers = ", ".join(f"arXiv:{p}" for p in recipe.papers)
+        lines.append(f"| `{name}` | {_cell(recipe.method)} | {papers} | {_cell(recipe.description)} |")
+    return "\n".join(lines)
+
+
+def rewards_table() -> str:
+    """One row per registered reward builder, sorted by name: builder, factory, paper, needed columns.
+
+    >>> rewards_table().splitlines()[0]
+    '| Builder | Reward factory | Paper | Needs |'
+    """
+    missing = [name for name in REWARD_BUILDERS.names() if name not in REWARD_INFO]
+    if missing:
+        raise ValueError(f"reward builders {missing} have no RewardInfo: register them with register_reward_builder.")
+    lines = ["| Builder | Reward factory | Paper | Needs |", "|---|---|---|---|"]
+    for name in REWARD_BUILDERS.names():
+        info = REWARD_INFO[name]
+        needs = [f"`{column}`" for column in info.needs] + (["whole groups"] if info.whole_groups else [])
+        lines.append(f"| `{name}` | `{info.factory}` | {_cell(info.paper)} | {', '.join(needs)} |")
+    return "\n".join(lines)
+
+
+def markdown() -> str:
+    """Both tables, as `trl-efficient recipes --markdown` prints them."""
+    return f"{recipes_table()}\n\n{rewards_table()}\n"
+
+
+def generated_sections() -> dict[str, str]:
+    return {"recipes-table": recipes_table(), "rewards-table": rewards_table()}
+
+
+def _bounds(text: str, marker: str) -> tuple[int, int]:
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise ValueError(f"expected exactly one {start!r} and one {end!r} in the README.")
+    a, b = text.index(start) + len(start), text.index(end)
+    if a > b:
+        raise ValueError(f"{start!r} comes after {end!r}.")
+    return a, b
+
+
+def readme_section(text: str, marker: str) -> str:
+    """What the README holds between the `marker` start/end comments, stripped.
+
+    >>> readme_section("x\\n<!-- t:start -->\\n| a |\\n<!-- t:end -->\\n", "t")
+    '| a |'
+    """
+    a, b = _bounds(text, marker)
+    return text[a:b].strip()
+
+
+def update_readme(text: str) -> str:
+    """`text` with every generated table replaced by the registry's current one."""
+    for marker, table in generated_sections().items():
+        a, b = _bounds(text, marker)
+        text = f"{text[:a]}\n{table}\n{text[b:]}"
+    return text
