@@ -106,9 +106,11 @@ class OrderTrainer(ScriptedGenerationMixin, EfficientGRPOTrainer):
 def test_pipeline_runs_public_steps_in_order_and_extras_reach_the_estimator(tiny_model_dir, tmp_path):
     column = ConstantColumn()
     trainer = OrderTrainer(
-        model=tiny_model_dir, reward_funcs=[weighted_correctness], args=tiny_config(tmp_path, max_steps=1,
-                                                                                    advantage_estimator="group_zscore"),
-        train_dataset=make_dataset(8), stateful_components=[column],
+        model=tiny_model_dir,
+        reward_funcs=[weighted_correctness],
+        args=tiny_config(tmp_path, max_steps=1, advantage_estimator="group_zscore"),
+        train_dataset=make_dataset(8),
+        stateful_components=[column],
     )
     assert column.attached_to == [trainer]  # attach(trainer) is called once, at construction
     estimator = trainer.advantage_estimator = ExtrasEstimator()  # any (batch) -> (B,) callable is an estimator
@@ -124,20 +126,38 @@ def test_pipeline_runs_public_steps_in_order_and_extras_reach_the_estimator(tiny
 def test_reward_column_must_be_declared(tiny_model_dir, tmp_path):
     args = tiny_config(tmp_path)
     with pytest.raises(ValueError, match="'row_weight' column"):
-        EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[weighted_correctness], args=args,
-                             train_dataset=make_dataset(8))
-    trainer = EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[weighted_correctness], args=args,
-                                   train_dataset=make_dataset(8), stateful_components=[ConstantColumn()])
+        EfficientGRPOTrainer(
+            model=tiny_model_dir, reward_funcs=[weighted_correctness], args=args, train_dataset=make_dataset(8)
+        )
+    trainer = EfficientGRPOTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[weighted_correctness],
+        args=args,
+        train_dataset=make_dataset(8),
+        stateful_components=[ConstantColumn()],
+    )
     accepted = trainer.accepted_reward_columns()
     # TRL's kwargs + dataset columns + the trainer's `group_size` + what components declare; nothing else
-    assert accepted == {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
-                        "prompt", "solution", "idx", "group_size", "row_weight"}
+    assert accepted == {
+        "prompts",
+        "completions",
+        "completion_ids",
+        "trainer_state",
+        "log_extra",
+        "log_metric",
+        "prompt",
+        "solution",
+        "idx",
+        "group_size",
+        "row_weight",
+    }
 
 
 def test_history_and_plan_columns_come_from_their_declarations(tiny_model_dir, tmp_path):
     args = tiny_config(tmp_path, track_prompt_history=True, rollout_plan="budget", budgets=[8, 16])
-    trainer = EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
-                                   train_dataset=make_dataset(8))
+    trainer = EfficientGRPOTrainer(
+        model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(8)
+    )
     declared = {"history_best_length", "history_pass_rate", "budget", "budget_statement"}
     assert declared <= trainer.accepted_reward_columns()
 
@@ -147,14 +167,26 @@ def test_component_needs_columns_are_checked(tiny_model_dir, tmp_path):
         needs_columns = ("level",)
 
     with pytest.raises(ValueError, match=r"constant_column needs the column\(s\) \['level'\]"):
-        EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=tiny_config(tmp_path),
-                             train_dataset=make_dataset(8), stateful_components=[NeedsLevel()])
+        EfficientGRPOTrainer(
+            model=tiny_model_dir,
+            reward_funcs=[correctness_reward],
+            args=tiny_config(tmp_path),
+            train_dataset=make_dataset(8),
+            stateful_components=[NeedsLevel()],
+        )
 
 
 @pytest.mark.parametrize("name", ROLLOUT_PLANS.names())
 def test_every_registered_rollout_plan_builds_from_the_config(name, tmp_path):
-    cfg = EfficientGRPOConfig(output_dir=str(tmp_path), rollout_plan=name, budgets=[8, 16], num_generations=4,
-                              per_device_train_batch_size=4, use_cpu=True, report_to="none")
+    cfg = EfficientGRPOConfig(
+        output_dir=str(tmp_path),
+        rollout_plan=name,
+        budgets=[8, 16],
+        num_generations=4,
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        report_to="none",
+    )
     plan = build_rollout_plan(cfg)
     assert type(plan) is ROLLOUT_PLANS.get(name)
     assert type(ROLLOUT_PLANS.get(name).from_config(cfg)) is type(plan)
@@ -162,8 +194,9 @@ def test_every_registered_rollout_plan_builds_from_the_config(name, tmp_path):
 
 
 def test_unset_plan_is_none_and_base_from_config_takes_no_settings(tmp_path):
-    cfg = EfficientGRPOConfig(output_dir=str(tmp_path), num_generations=4, per_device_train_batch_size=4,
-                              use_cpu=True, report_to="none")
+    cfg = EfficientGRPOConfig(
+        output_dir=str(tmp_path), num_generations=4, per_device_train_batch_size=4, use_cpu=True, report_to="none"
+    )
     assert build_rollout_plan(cfg) is None
 
     class Plain(RolloutPlan):
@@ -179,14 +212,20 @@ def test_unset_plan_is_none_and_base_from_config_takes_no_settings(tmp_path):
 
 
 def _card_trainer(info):
-    return SimpleNamespace(args=SimpleNamespace(advantage_estimator="grpo", completion_filter=None),
-                           reward_weights=torch.ones(1), reward_func_names=["correctness_reward"],
-                           reward_funcs=[correctness_reward], rollout_plan=None, card_info=info)
+    return SimpleNamespace(
+        args=SimpleNamespace(advantage_estimator="grpo", completion_filter=None),
+        reward_weights=torch.ones(1),
+        reward_func_names=["correctness_reward"],
+        reward_funcs=[correctness_reward],
+        rollout_plan=None,
+        card_info=info,
+    )
 
 
 def test_model_card_info_reaches_the_card(tmp_path):
-    info = ModelCardInfo(recipe=get_recipe("kimi"), datasets=["gsm8k", "math500"], base_model_id="org/base",
-                         summary="SUMMARY-MARKER")
+    info = ModelCardInfo(
+        recipe=get_recipe("kimi"), datasets=["gsm8k", "math500"], base_model_id="org/base", summary="SUMMARY-MARKER"
+    )
     text = render_method_section(_card_trainer(info))
     assert "gsm8k, math500" in text and "SUMMARY-MARKER" in text and "arXiv:2501.12599" in text
     assert "-" in render_method_section(_card_trainer(ModelCardInfo()))  # defaults: custom recipe, no datasets
@@ -197,8 +236,12 @@ def test_model_card_info_reaches_the_card(tmp_path):
 
 
 def test_update_card_info_replaces_fields(tiny_model_dir, tmp_path):
-    trainer = EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward],
-                                   args=tiny_config(tmp_path), train_dataset=make_dataset(8),
-                                   card_info=ModelCardInfo(datasets=["gsm8k"]))
+    trainer = EfficientGRPOTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward],
+        args=tiny_config(tmp_path),
+        train_dataset=make_dataset(8),
+        card_info=ModelCardInfo(datasets=["gsm8k"]),
+    )
     info = trainer.update_card_info(summary="S")
     assert trainer.card_info is info and info.datasets == ("gsm8k",) and info.summary == "S"

@@ -110,9 +110,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
     provides_columns = ("group_size",)
 
-    def __init__(
-        self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
-    ):
+    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
@@ -165,8 +163,13 @@ class EfficientGRPOTrainer(GRPOTrainer):
         """Every component plugged into this trainer, each once: reward functions, the rollout plan, the advantage
         estimator, the completion filter and the stateful components (in that order; `None` left out)."""
         seen, out = set(), []
-        for comp in (*self.reward_funcs, self.rollout_plan, self.advantage_estimator, self.completion_filter,
-                     *self.stateful_components.values()):
+        for comp in (
+            *self.reward_funcs,
+            self.rollout_plan,
+            self.advantage_estimator,
+            self.completion_filter,
+            *self.stateful_components.values(),
+        ):
             if comp is not None and id(comp) not in seen:
                 seen.add(id(comp))
                 out.append(comp)
