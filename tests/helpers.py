@@ -174,6 +174,21 @@ def group_batch(rewards, lengths, group_size, truncated=None):
                       truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
 
 
+def recipe_yaml_settings(name) -> dict:
+    """What `configs/<name>.yaml` runs with before any command-line override: the recipe's `config_overrides`, then
+    the YAML's keys on top (the CLI's precedence), as plain values."""
+    import os
+
+    import yaml
+
+    from trl_efficient.recipes import get_recipe
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "configs", f"{name}.yaml")) as f:
+        raw = yaml.safe_load(f)
+    return {**get_recipe(raw.get("recipe", name)).config_overrides, **raw}
+
+
 def train_yaml(name, tmp_path, **cli):
     """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
     Returns the parsed config."""

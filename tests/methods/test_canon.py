@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import recipe_yaml_settings, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.canon import CANONAdvantage, canon_advantages
 from trl_efficient.rewards import correctness_reward
@@ -86,12 +86,9 @@ def test_trainer_advantages(tiny_model_dir, tmp_path):
 
 
 def test_canon_yaml(tmp_path):
-    import yaml
-
     from trl_efficient.cli import train_main
 
-    with open(os.path.join(ROOT, "configs", "canon.yaml")) as f:
-        config = yaml.safe_load(f)
+    config = recipe_yaml_settings("canon")
     # methods.md §26 [code] (biuboomc/CANON scripts/setups.sh): alpha 1.0, mu (_lambda) 1.0, G 16, clip-high .28,
     # max response 8192, lr 1e-6, no KL; no /max_len division with the token-mean loss (proposed)
     assert config["advantage_kwargs"] == {"alpha": 1.0, "mu": 1.0, "beta": 0.0, "normalize_by_max_length": False}

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 import yaml
-from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import recipe_yaml_settings, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.drpo import DRPOAdvantage, DRPOTrainer, drpo_advantages
 from trl_efficient.rewards import correctness_reward
@@ -184,8 +184,7 @@ def test_drpo_yaml(tmp_path):
     assert recipe.config_overrides["advantage_kwargs"] == {"lam": 0.1, "tau": 10.0}  # §16: λ 0.1, τ 10
     # TRL's vLLM IS ratio would reweight DRPO's gradient; the recipe and the YAML switch it off
     assert recipe.config_overrides["vllm_importance_sampling_correction"] is False
-    with open(os.path.join(ROOT, "configs", "drpo.yaml")) as f:
-        config = yaml.safe_load(f)
+    config = recipe_yaml_settings("drpo")
     assert (config["num_generations"], config["temperature"], config["loss_type"]) == (8, 0.6, "grpo")
     assert config["use_vllm"] is True and config["vllm_importance_sampling_correction"] is False
     train_main(["--config", os.path.join(ROOT, "configs", "drpo.yaml"),

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import train_yaml, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import recipe_yaml_settings, train_yaml, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.gfpo import (
     AdaptiveGFPOAdvantage,
@@ -250,10 +250,7 @@ class TestRecipes:
         config = train_yaml("gfpo-adaptive", tmp_path, advantage_kwargs={
             "k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1})
         assert config.advantage_estimator == "gfpo_adaptive"
-        import yaml
-
-        with open(os.path.join(ROOT, "configs", "gfpo-adaptive.yaml")) as f:
-            raw = yaml.safe_load(f)
+        raw = recipe_yaml_settings("gfpo-adaptive")
         # methods.md §13 [paper]: k = 8, 8, 6, 4 by reward quartile (mean 6.5), k = 8 until the digest is ready;
         # normaliser over all G; t-digest ready after 5 steps and 64 prompts (proposed default)
         assert raw["advantage_kwargs"]["k_by_quartile"] == [8, 8, 6, 4] and raw["advantage_kwargs"]["warmup_k"] == 8

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import recipe_yaml_settings, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
 
 from trl_efficient.methods.lead import LEADAdvantage, lead_advantages, logistic_weight
 from trl_efficient.rewards.lead import get_lead_reward, is_degenerate, lead_outcome
@@ -145,10 +145,7 @@ def test_grpo_lead_yaml(tmp_path):
 
     o = get_recipe("grpo-lead").config_overrides
     assert (o["advantage_estimator"], o["completion_filter"]) == ("grpo_lead", "zero_std")
-    import yaml
-
-    with open(os.path.join(ROOT, "configs", "grpo-lead.yaml")) as f:
-        config = yaml.safe_load(f)
+    config = recipe_yaml_settings("grpo-lead")
     # methods.md §15 [code]: G 8, T 0.8, lr 1e-6, no KL; all-same groups rejected (here: zero_std masks them)
     assert (config["num_generations"], config["temperature"], config["learning_rate"]) == (8, 0.8, 1e-6)
     assert (config["beta"], config["completion_filter"], config["advantage_estimator"]) == (0.0, "zero_std",
