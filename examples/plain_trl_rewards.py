@@ -6,12 +6,12 @@
 
 import sys
 
+from transformers import AutoTokenizer
 from trl import GRPOConfig, GRPOTrainer
 
 from trl_efficient.data.loaders import load_math_dataset
 from trl_efficient.rewards import correctness_reward, get_kimi_length_reward, get_shorter_better_reward
 from trl_efficient.testing.tiny import eos_bias_generation_kwargs, resolve_model_name
-from transformers import AutoTokenizer
 
 model = resolve_model_name(sys.argv[1] if len(sys.argv) > 1 else "tiny:qwen2-16")
 tiny = model != (sys.argv[1] if len(sys.argv) > 1 else None)

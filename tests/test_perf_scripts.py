@@ -8,7 +8,6 @@ import pytest
 from trl_efficient.recipes import RECIPES, get_recipe
 from trl_efficient.trainer import EfficientGRPOConfig
 
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

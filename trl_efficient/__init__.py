@@ -6,11 +6,10 @@ in `trl_efficient.trainer`, recipes in `trl_efficient.recipes`, data loaders in 
 
 __version__ = "0.1.0"
 
-from .trainer import EfficientGRPOConfig, EfficientGRPOTrainer
-
 # Registration by import, in one place: method-family estimators, filters and plans; the `tiny:` and `testbed:`
 # model-name schemes (`core.models`) and the `testbed` benchmark (`data.benchmarks`).
 from . import methods, testbed  # noqa: E402,F401
 from .testing import tiny  # noqa: E402,F401
+from .trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
 __all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]

@@ -57,7 +57,7 @@ class TrainArguments:
     )
     smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (quickstart and smoke configs)."})
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.recipe_kwargs, str):
             try:
                 self.recipe_kwargs = json.loads(self.recipe_kwargs)
@@ -89,7 +89,7 @@ def _prescan_recipe(argv: list[str]) -> str | None:
     return None
 
 
-def parse_train_args(argv: list[str]):
+def parse_train_args(argv: list[str]) -> tuple:
     from trl import TrlParser
 
     from .data.loaders import DataArguments
@@ -107,9 +107,9 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     """Build everything from parsed arguments, train, save, evaluate, and return the summary dict."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .core.models import resolve_model_name
     from .eval.evaluate import evaluate_model
     from .recipes import get_recipe
-    from .core.models import resolve_model_name
     from .testbed import is_testbed_model, load_datasets  # defers to data.load_datasets for other datasets
     from .testbed.runner import torch_threads
 
@@ -194,7 +194,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
 class ExtraFailedError(RuntimeError):
     """An extra after training (model card, push) failed; the trained model is already saved in `output_dir`."""
 
-    def __init__(self, extra: str, output_dir: str, cause: BaseException):
+    def __init__(self, extra: str, output_dir: str, cause: BaseException) -> None:
         self.extra, self.output_dir, self.cause = extra, output_dir, cause
         super().__init__(
             f"{extra} failed ({type(cause).__name__}: {cause}); the trained model and its checkpoints are saved in "

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from trl_efficient.eval import cli as evaluation_cli
 from trl_efficient.data.cli import main as data_main
+from trl_efficient.eval import cli as evaluation_cli
 from trl_efficient.eval.cli import main as eval_main
 
 

@@ -6,11 +6,19 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import recipe_yaml_settings, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import (
+    RecordingMixin,
+    ScriptedGenerationMixin,
+    group_batch,
+    make_dataset,
+    recipe_yaml_settings,
+    tiny_cli_args,
+    tiny_config,
+)
 
 from trl_efficient.methods.canon import CANONAdvantage, canon_advantages
 from trl_efficient.rewards import correctness_reward
-from trl_efficient.trainer import EfficientGRPOTrainer, GroupBatch
+from trl_efficient.trainer import EfficientGRPOTrainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 NAN = float("nan")

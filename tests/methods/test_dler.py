@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import train_yaml, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_config, train_yaml
 
 from trl_efficient.methods.dler import (
     DADLERAdvantage,
@@ -176,9 +176,9 @@ class TestStopDetection:
         assert out == [1.0, 1.0, 0.1]
 
     def test_trainer_gives_the_reward_its_own_eos_set(self, two_eos_model_dir, tmp_path):
+        from trl_efficient.core.lengths import completion_eos_token_ids
         from trl_efficient.rewards import get_dler_truncation_reward
         from trl_efficient.trainer import EfficientGRPOTrainer
-        from trl_efficient.core.lengths import completion_eos_token_ids
 
         reward = get_dler_truncation_reward(max_completion_length=48, eos_token_id=2)  # the old builder's set
         assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 0.1, 0.1]

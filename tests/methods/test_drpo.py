@@ -8,8 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import yaml
-from helpers import recipe_yaml_settings, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import (
+    RecordingMixin,
+    ScriptedGenerationMixin,
+    make_dataset,
+    recipe_yaml_settings,
+    tiny_cli_args,
+    tiny_config,
+)
 
 from trl_efficient.methods.drpo import DRPOAdvantage, DRPOTrainer, drpo_advantages
 from trl_efficient.rewards import correctness_reward

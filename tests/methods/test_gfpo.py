@@ -8,7 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import recipe_yaml_settings, train_yaml, group_batch, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import (
+    RecordingMixin,
+    ScriptedGenerationMixin,
+    group_batch,
+    make_dataset,
+    recipe_yaml_settings,
+    tiny_config,
+    train_yaml,
+)
 
 from trl_efficient.methods.gfpo import (
     AdaptiveGFPOAdvantage,
@@ -19,7 +27,7 @@ from trl_efficient.methods.gfpo import (
     kept_set_advantages,
 )
 from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
-from trl_efficient.trainer import EfficientGRPOTrainer, GroupBatch
+from trl_efficient.trainer import EfficientGRPOTrainer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 NAN = float("nan")

@@ -9,7 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import recipe_yaml_settings, RecordingMixin, ScriptedGenerationMixin, make_dataset, tiny_cli_args, tiny_config
+from helpers import (
+    RecordingMixin,
+    ScriptedGenerationMixin,
+    make_dataset,
+    recipe_yaml_settings,
+    tiny_cli_args,
+    tiny_config,
+)
 
 from trl_efficient.methods.lead import LEADAdvantage, lead_advantages, logistic_weight
 from trl_efficient.rewards.lead import get_lead_reward, is_degenerate, lead_outcome

@@ -9,6 +9,7 @@ import pytest
 from datasets import Dataset
 from helpers import RecordingTrainer, make_dataset, tiny_cli_args, tiny_config
 
+from trl_efficient.core.lengths import LengthMeter
 from trl_efficient.methods.saber import (
     SABER_NO_THINK_RATIO_ENV,
     SABER_PROFILE_ENV,
@@ -24,7 +25,6 @@ from trl_efficient.methods.saber import (
     write_profile,
 )
 from trl_efficient.prompts import BUDGET_PROMPT, NO_THINK_PROMPT, UNLIMITED_PROMPT, saber_mode_prompts, validate_tiers
-from trl_efficient.core.lengths import LengthMeter
 from trl_efficient.recipes import get_recipe
 from trl_efficient.recipes.budget import build_saber_reward
 from trl_efficient.rewards import correctness_reward

@@ -10,7 +10,6 @@ import pytest
 
 from trl_efficient.rewards import get_kimi_length_reward, get_shorter_better_reward
 
-
 WORKER = Path(__file__).with_name("dist_group_worker.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,6 @@ from trl_efficient.core.answers import (
     parse_gold,
 )
 
-
 MATH_SOLUTION = r"We have $x = 2$ and $y = 3$, so the total is $2 + 3 = \boxed{5}$."
 GSM8K_SOLUTION = "She sells 1,000 + 234 = 1,234 clips.\n#### 1,234"
 

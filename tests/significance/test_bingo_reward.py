@@ -113,7 +113,7 @@ class TestGroupReference:
         long_text = " ".join(["数学", "um", "café"] * 50) + r" \boxed{1}"  # 50 chunks (0/1 mixed) + 1 constant chunk
         out = _call(reward, [long_text, "um naïve " * 3 + r"\boxed{1}"])
         # long: N = (50, 101) ; short: chunks ("um naïve um"), ("naïve um naïve"), ("\boxed{1}",) -> (3, 4)
-        ref_low, ref_high = (50 + 3) / 2, (101 + 4) / 2
+        ref_low = (50 + 3) / 2  # the high-significance reference (101 + 4) / 2 does not enter: both are correct
         assert out == pytest.approx([5 * math.cos(min(50 / ref_low, math.pi / 2)), 5 * math.cos(3 / ref_low)])
 
 

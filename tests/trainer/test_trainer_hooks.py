@@ -9,7 +9,7 @@ from helpers import RecordingTrainer, make_dataset, tiny_config
 from trl import GRPOTrainer
 
 from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
-from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer, group_zscore
+from trl_efficient.trainer import EfficientGRPOTrainer, group_zscore
 
 
 def _trainer(tiny_model_dir, tmp_path, rewards=None, cls=RecordingTrainer, dataset_size=32, **overrides):
@@ -134,7 +134,7 @@ class TestFilterAndEstimators:
             kept = [m > 0 for m in rec["completion_mask_sums"]]
             assert sum(kept) == 2
             lengths = rec["lengths"]
-            kept_lengths = sorted(l for l, k in zip(lengths, kept) if k)
+            kept_lengths = sorted(n for n, k in zip(lengths, kept) if k)
             assert kept_lengths == sorted(lengths)[:2]
 
     def test_all_equal_rewards_give_zero_not_nan(self, tiny_model_dir, tmp_path):
@@ -274,4 +274,4 @@ class TestRewardsInPlainTRL:
         assert len(lengths) == 4
         lo, hi = min(lengths), max(lengths)
         lam = [0.5 - (n - lo) / (hi - lo) if hi > lo else 0.0 for n in lengths]
-        assert out == pytest.approx([l if c == 1.0 else min(0.0, l) for l, c in zip(lam, correct, strict=True)])
+        assert out == pytest.approx([v if c == 1.0 else min(0.0, v) for v, c in zip(lam, correct, strict=True)])

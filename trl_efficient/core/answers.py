@@ -32,7 +32,6 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 from .lengths import THINK_CLOSE, completion_text
 
-
 __all__ = [
     "ANSWER_REGION_CHARS",
     "extract_boxed",

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 __all__ = [
     "LENGTH_SCOPES",
     "LENGTH_UNITS",

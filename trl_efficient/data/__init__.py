@@ -2,8 +2,8 @@
 answer types (`benchmarks`), and `trl-efficient data` (`cli`)."""
 
 from .loaders import (
-    DEFAULT_INSTRUCTION,
     DATASET_NAMES,
+    DEFAULT_INSTRUCTION,
     DataArguments,
     extract_boxed,
     extract_gsm8k_answer,

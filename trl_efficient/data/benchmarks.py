@@ -43,9 +43,9 @@ from dataclasses import dataclass
 import datasets
 from datasets import Dataset
 
+from ..core.answers import extract_answer_region, is_correct
 from .loaders import _FEATURES as DATA_FEATURES
 from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
-from ..core.answers import extract_answer_region, is_correct
 
 logger = logging.getLogger(__name__)
 

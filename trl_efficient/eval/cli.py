@@ -85,7 +85,7 @@ def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
 class _ModelHandle:
     """Loads a model and its backend on first use (resumed runs that need nothing new never load it)."""
 
-    def __init__(self, name: str, args):
+    def __init__(self, name: str, args) -> None:
         self.name, self.args = name, args
         self.path = None
         self.tokenizer = None

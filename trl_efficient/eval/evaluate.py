@@ -189,7 +189,7 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model, tokenizer, batch_size: int = 16, generation_kwargs: dict | None = None,
-                 show_progress: bool = True):  # fmt: skip
+                 show_progress: bool = True) -> None:  # fmt: skip
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.generation_kwargs = dict(generation_kwargs or {})
         self.show_progress = show_progress
@@ -252,7 +252,7 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, model_path: str, tokenizer, seed: int = 0, **llm_kwargs):
+    def __init__(self, model_path: str, tokenizer, seed: int = 0, **llm_kwargs) -> None:
         try:
             from vllm import LLM
         except ImportError as err:
@@ -260,7 +260,7 @@ class VLLMBackend:
         self.tokenizer = tokenizer
         self.llm = LLM(model=model_path, seed=seed, **llm_kwargs)
 
-    def generate(self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate"):
+    def generate(self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate") -> list[list[GeneratedSample]]:
         from vllm import SamplingParams
 
         params = SamplingParams(
@@ -473,7 +473,7 @@ def evaluate_model(
     checker: Callable | None = None,
     sample_analyzer: Callable | None = None,
     return_records: bool = False,
-):
+) -> EvalResult | tuple[EvalResult, list[dict]]:
     """Sample `num_samples` completions per row of `dataset` (columns `prompt`, `solution`, optional `level`,
     `answer_type`) under `mode` and score them.
 

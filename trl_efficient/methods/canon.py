@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import torch
 
-from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 from ..core.checks import check_number as _check_number
+from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 from .dler import signal_free_groups
 
 __all__ = ["CANONAdvantage", "canon_advantages"]
@@ -63,7 +63,7 @@ class CANONAdvantage:
     `/max_len` with a sum-style loss)."""
 
     def __init__(self, args, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0,
-                 normalize_by_max_length: bool = False):
+                 normalize_by_max_length: bool = False) -> None:
         _check_number("advantage_kwargs['alpha']", alpha)
         _check_number("advantage_kwargs['mu']", mu, 0.0, 1.0)
         _check_number("advantage_kwargs['beta']", beta)

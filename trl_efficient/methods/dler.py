@@ -31,10 +31,10 @@ import datasets
 import torch
 from accelerate.utils import gather, gather_object
 
+from ..core.checks import check_number as _check_number
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
-from ..core.checks import check_number as _check_number
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class DLERAdvantage:
     `boost_threshold` (1.0), `tol` (1e-6, spread below which a group is signal-free)."""
 
     def __init__(self, args, eps: float = 1e-8, token_weighted: bool = True, correct_boost: float = 0.1,
-                 boost_threshold: float = 1.0, tol: float = 1e-6):
+                 boost_threshold: float = 1.0, tol: float = 1e-6) -> None:
         _check_number("advantage_kwargs['eps']", eps, 0.0)
         _check_number("advantage_kwargs['correct_boost']", correct_boost)
         _check_number("advantage_kwargs['boost_threshold']", boost_threshold)
@@ -162,7 +162,7 @@ class DADLERAdvantage(DLERAdvantage):
     **proposed defaults** (DA-DLER's schedule is not published). Under any other trainer it raises, rather than
     silently training plain DLER."""
 
-    def __init__(self, args, solve_rate_threshold: float = 0.75, truncate_to: int = 2000, **kwargs):
+    def __init__(self, args, solve_rate_threshold: float = 0.75, truncate_to: int = 2000, **kwargs) -> None:
         super().__init__(args, **kwargs)
         _check_number("advantage_kwargs['solve_rate_threshold']", solve_rate_threshold, 0.0, 1.0)
         cap = getattr(args, "max_completion_length", None)
@@ -204,7 +204,7 @@ class DynamicSamplingFilter:
     does).
     """
 
-    def __init__(self, args, max_generation_batches: int = 4, tol: float = 1e-6, on_shortfall: str = "mask"):
+    def __init__(self, args, max_generation_batches: int = 4, tol: float = 1e-6, on_shortfall: str = "mask") -> None:
         _check_number("filter_kwargs['max_generation_batches']", max_generation_batches, 1, integer=True)
         _check_number("filter_kwargs['tol']", tol, 0.0)
         if on_shortfall not in ("mask", "error"):
@@ -312,7 +312,7 @@ class RefillSampler:
 
     state_key = "dynamic_sampling_refill"
 
-    def __init__(self, num_prompts: int, seed: int = 0):
+    def __init__(self, num_prompts: int, seed: int = 0) -> None:
         if num_prompts < 1:
             raise ValueError("dynamic sampling needs a non-empty train_dataset to refill from.")
         self.num_prompts = num_prompts
@@ -444,7 +444,7 @@ class DLERTrainer(EfficientGRPOTrainer):
     truncation: tools, environments and `rollout_func`.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._deferred: list | None = None  # (batch, output) pairs held back while refilling
         self._cuts: list[int] | None = None  # this process's cut lengths for the current batch (0 = keep)

@@ -45,8 +45,8 @@ import torch
 from accelerate.utils import gather
 from trl.models.utils import disable_gradient_checkpointing
 
-from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
 from ..core.checks import check_number as _check_number
+from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class DRPOAdvantage:
     the summed reward. Needs `loss_type="grpo"` and `DRPOTrainer` (for the sampling-policy scores).
     """
 
-    def __init__(self, args, lam: float = 0.1, tau: float = 10.0, length_norm: float | None = None):
+    def __init__(self, args, lam: float = 0.1, tau: float = 10.0, length_norm: float | None = None) -> None:
         _check_number("advantage_kwargs['lam']", lam, 1e-12)
         _check_number("advantage_kwargs['tau']", tau, 1e-12)
         if length_norm is None:
@@ -131,7 +131,7 @@ class DRPOTrainer(EfficientGRPOTrainer):
     when TRL computed them, else runs one no-grad forward pass over the batch (the cost of TRL's own old-log-prob
     pass). Multimodal inputs are not supported."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if not isinstance(self.advantage_estimator, DRPOAdvantage):
             raise ValueError("DRPOTrainer needs advantage_estimator='drpo'.")

@@ -35,8 +35,8 @@ import math
 
 import torch
 
-from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..core.checks import check_number as _check_number
+from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 
 __all__ = [
     "GFPO_METRICS",
@@ -118,7 +118,7 @@ class GFPOAdvantage:
     group size.
     """
 
-    def __init__(self, args, k: int = 8, metric: str = "shortest", eps: float = 1e-4):
+    def __init__(self, args, k: int = 8, metric: str = "shortest", eps: float = 1e-4) -> None:
         self.group_size = args.num_generations
         self.k = _check_k("advantage_kwargs['k']", k, self.group_size)
         if metric not in GFPO_METRICS:
@@ -156,7 +156,7 @@ class TDigest:
     (1.5, 2.5, 3.5, 1.0, 4)
     """
 
-    def __init__(self, compression: float = 100.0, buffer_size: int = 500):
+    def __init__(self, compression: float = 100.0, buffer_size: int = 500) -> None:
         self.compression = float(compression)
         self.buffer_size = int(buffer_size)
         self.means: list[float] = []
@@ -248,7 +248,7 @@ class AdaptiveGFPOAdvantage(GFPOAdvantage):
     state_key = "gfpo_adaptive"
 
     def __init__(self, args, k_by_quartile=(8, 8, 6, 4), warmup_k: int = 8, warmup_steps: int = 5,
-                 warmup_prompts: int = 64, compression: float = 100.0, metric: str = "shortest", eps: float = 1e-4):
+                 warmup_prompts: int = 64, compression: float = 100.0, metric: str = "shortest", eps: float = 1e-4) -> None:
         G = args.num_generations
         if not isinstance(k_by_quartile, (list, tuple)) or len(k_by_quartile) != 4:
             raise ValueError(
@@ -303,7 +303,7 @@ class GFPOFilter:
     `GFPOTrainer`; or `"kept"`: normalise over the kept rows, as any other filter does).
     """
 
-    def __init__(self, args, loss_normalizer: str = "all"):
+    def __init__(self, args, loss_normalizer: str = "all") -> None:
         estimator = getattr(args, "advantage_estimator", None)
         if estimator not in GFPO_ESTIMATORS:
             raise ValueError(

@@ -139,7 +139,7 @@ class HBPOAdvantage:
     """
 
     def __init__(self, args, beta: float = HBPO_BETA, alpha: float = HBPO_ALPHA, l_max: int = HBPO_L_MAX,
-                 variant: str = "paper", eps: float = HBPO_EPS, zero_equal_groups: bool = True):  # fmt: skip
+                 variant: str = "paper", eps: float = HBPO_EPS, zero_equal_groups: bool = True) -> None:  # fmt: skip
         for name, value in (("beta", beta), ("alpha", alpha), ("eps", eps)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"advantage_kwargs {name} must be a finite number, got {value!r}.")
@@ -233,7 +233,7 @@ class HBPOTrainer(EfficientGRPOTrainer):
     _name = "HBPO"
     _paper = {"title": "Hierarchical Budget Policy Optimization for Adaptive Reasoning", "id": "2507.15844"}
 
-    def __init__(self, *args, group_stages=None, **kwargs):
+    def __init__(self, *args, group_stages=None, **kwargs) -> None:
         super().__init__(*args, group_stages=[*(group_stages or []), self._log_hbpo_metrics], **kwargs)
         self._check_prefill_template()
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 from ..core.checks import check_number as _check_number
+from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 
 __all__ = ["LEADAdvantage", "lead_advantages", "logistic_weight"]
 
@@ -59,7 +59,7 @@ class LEADAdvantage:
     `compute_grpo_outcome_advantage` have none); a group whose rewards are all equal gets 0 from the formula."""
 
     def __init__(self, args, eps: float = 1e-6, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75,
-                 slope: float = 10.0):
+                 slope: float = 10.0) -> None:
         for name, value in (("eps", eps), ("w_min", w_min), ("w_max", w_max), ("center", center), ("slope", slope)):
             _check_number(f"advantage_kwargs['{name}']", value)
         if eps < 0 or w_min < 0 or w_max < w_min:

@@ -30,9 +30,10 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..core.answers import is_correct
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..prompts import (
     BUDGET_PROMPT,
     NO_THINK_PROMPT,
@@ -42,6 +43,9 @@ from ..prompts import (
     validate_tiers,
 )
 from ..trainer.rollout import RolloutAssignment, apply_assignment
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +200,7 @@ def apply_saber_profile(
     budget_prompt: str = BUDGET_PROMPT,
     unlimited_prompt: str = UNLIMITED_PROMPT,
     no_think_prompt: str = NO_THINK_PROMPT,
-):
+) -> datasets.Dataset:
     """Join a profile onto `dataset` and give every example its SABER mode, system prompt and columns.
 
     Args:
@@ -268,7 +272,7 @@ def _env_tiers():
         raise ValueError(f"{SABER_TIERS_ENV} must be comma-separated token counts, got {value!r}.") from err
 
 
-def prepare_dataset(dataset, args, tokenizer=None, **kwargs):
+def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset:
     """Recipe hook of `saber` (`Recipe.prepare_dataset`): `apply_saber_profile` with settings from `kwargs`, else
     environment variables, else the proposed defaults.
 
@@ -442,8 +446,8 @@ def profile_main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import TrlParser
 
-    from ..data.loaders import DataArguments, load_datasets
     from ..core.models import resolve_model_name
+    from ..data.loaders import DataArguments, load_datasets
     from ..testing.tiny import eos_bias_generation_kwargs
 
     argv = list(sys.argv[2:] if argv is None else argv)

@@ -6,6 +6,8 @@ Values taken from a paper or its code cite methods.md; our own choices are liste
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
@@ -15,12 +17,12 @@ def _length_kwargs(args, tokenizer) -> dict:
     return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
 
 
-def build_lead_reward(args, tokenizer, **kwargs):
+def build_lead_reward(args, tokenizer, **kwargs) -> Callable:
     """`lead` builder: GRPO-LEAD's group reward; the group size comes from the trainer's `group_size` column."""
     return get_lead_reward(**_length_kwargs(args, tokenizer), **kwargs)
 
 
-def build_gdpo_length_reward(args, tokenizer, **kwargs):
+def build_gdpo_length_reward(args, tokenizer, **kwargs) -> Callable:
     """`gdpo_length` builder: `1[correct and L <= L_limit]` with `L_limit = max_completion_length // 2` unless
     `length_limit` is given (methods.md §5, proposed default)."""
     limit = kwargs.pop("length_limit", max(1, args.max_completion_length // 2))

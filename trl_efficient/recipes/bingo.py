@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from typing import Any
 
 from ..rewards.bingo import get_bingo_length_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
@@ -61,7 +63,7 @@ def bingo_overrides(args) -> dict:
     return out
 
 
-def build_bingo_length_reward(args, tokenizer, **kwargs):
+def build_bingo_length_reward(args, tokenizer, **kwargs) -> Callable:
     """`bingo_length` reward builder (see the module docstring for where each value comes from)."""
     options = {**kwargs, **bingo_overrides(args)}
     scorer = options.pop("scorer", DEFAULT_SCORER)
@@ -85,7 +87,7 @@ def build_bingo_length_reward(args, tokenizer, **kwargs):
     return reward
 
 
-def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs):
+def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs) -> Any:
     """`prepare_dataset` hook of the recipe: `recipe_kwargs` (YAML or `--recipe_kwargs '{...}'`) are arguments of
     `get_bingo_length_reward` (`scorer`, `reference`, `schedule_start`, ...). They are checked here, before any model
     is loaded, and handed to the `bingo_length` builder as `args.recipe_kwargs`. The dataset is returned unchanged."""

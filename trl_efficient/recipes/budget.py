@@ -8,6 +8,8 @@ Reward builders:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..methods.hbpo import hbpo_settings
 from ..methods.saber import SABER_PROFILE_ENV
 from ..prompts import (
@@ -30,7 +32,7 @@ from ..rewards.budget import (
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
 
 
-def build_hbpo_reward(args, tokenizer, **kwargs):
+def build_hbpo_reward(args, tokenizer, **kwargs) -> Callable:
     """`hbpo` reward builder: recipe kwargs < `advantage_kwargs` (HBPO's constants, shared with the estimator)."""
     shared = hbpo_settings(args)
     clash = {k: (kwargs[k], v) for k, v in shared.items() if k in kwargs and kwargs[k] != v}
@@ -51,7 +53,7 @@ def build_hbpo_reward(args, tokenizer, **kwargs):
     return get_hbpo_reward(**options)
 
 
-def build_saber_reward(args, tokenizer, **kwargs):
+def build_saber_reward(args, tokenizer, **kwargs) -> Callable:
     """`saber` reward builder: thinking tokens of the policy tokenizer (SABER's tiers and profile are in tokens)."""
     if args.length_unit != "tokens" or args.length_scope != "thinking":
         raise ValueError(

@@ -14,6 +14,7 @@ home. Each builder is registered with `register_reward_builder(name, builder, Re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ class RewardInfo:
 REWARD_INFO: dict[str, RewardInfo] = {}
 
 
-def register_reward_builder(name: str, builder, info: RewardInfo):
+def register_reward_builder(name: str, builder, info: RewardInfo) -> Callable:
     """Register `builder` (`(args, tokenizer, **kwargs) -> reward callable`) under `name`, with its table entry."""
     REWARD_BUILDERS.register(name, builder)
     REWARD_INFO[name] = info
@@ -68,10 +69,10 @@ class Recipe:
     trainer_cls: str = "trl_efficient.trainer:EfficientGRPOTrainer"  # "module:Class", a subclass for loss-level methods
     prepare_dataset: str | None = None  # "module:function" (train_dataset, args, tokenizer) -> train_dataset
 
-    def load_trainer_cls(self):
+    def load_trainer_cls(self) -> type:
         return _import_target(self.trainer_cls)
 
-    def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs):
+    def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
         if self.prepare_dataset is None:
             if kwargs:
                 raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")

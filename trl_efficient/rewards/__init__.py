@@ -32,7 +32,6 @@ from .length import (
     get_soft_overlong_reward,
 )
 
-
 __all__ = [
     "BingoSchedule",
     "get_bingo_length_reward",

@@ -64,12 +64,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.lengths import completion_text, split_thinking
 from ..core.answers import is_correct
-from .group import gather_rows, resolve_group_size
 from ..core.checks import check_number as _check_number
 from ..core.checks import check_positive_int
-
+from ..core.lengths import completion_text, split_thinking
+from .group import gather_rows, resolve_group_size
 
 logger = logging.getLogger(__name__)
 

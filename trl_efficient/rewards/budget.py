@@ -18,15 +18,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..core.answers import extract_answer_region, has_boxed, is_correct
 from ..core.checks import (
     check_number as _check_number,
+)
+from ..core.checks import (
     check_positive_int as _check_positive_int,
+)
+from ..core.checks import (
     column as _column,
+)
+from ..core.checks import (
     ids_or_none as _ids_or_none,
 )
-
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 
 __all__ = [
     "HBPO_ALPHA",

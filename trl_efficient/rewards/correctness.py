@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.lengths import THINK_CLOSE, completion_text
 from ..core.answers import is_correct
-
+from ..core.lengths import THINK_CLOSE, completion_text
 
 __all__ = ["correctness_reward", "get_correctness_reward", "think_format_reward"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.lengths import LengthMeter, completion_text
 from ..core.answers import is_correct
+from ..core.lengths import LengthMeter, completion_text
 
 __all__ = ["get_gdpo_length_reward"]
 

@@ -27,14 +27,11 @@ run of `G` consecutive items is one prompt's group, and `num_generations=G`:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-
-import math
 from typing import Any
 
-from ..core.lengths import LengthMeter, completion_text
 from ..core.answers import is_correct
 from ..core.checks import check_number as _check_number
-
+from ..core.lengths import LengthMeter, completion_text
 
 __all__ = ["gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
 

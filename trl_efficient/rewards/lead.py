@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..core.answers import extract_answer_region, has_boxed, is_correct, parse_gold
-from .group import gather_rows, resolve_group_size
 from ..core.checks import check_number as _check_number
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from .group import gather_rows, resolve_group_size
 
 __all__ = ["LEAD_OUTCOMES", "get_lead_reward", "is_degenerate", "lead_outcome"]
 

@@ -9,21 +9,27 @@ shared checker `trl_efficient.core.answers.is_correct` and returns `None` for a 
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
 
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
 from ..core.answers import extract_answer_region, has_boxed, is_correct
 from ..core.checks import (
-    check_number as _check_number,
-    check_positive_int as _check_positive_int,
     check_bool as _check_bool,
-    ids_or_none as _ids_or_none,
+)
+from ..core.checks import (
+    check_number as _check_number,
+)
+from ..core.checks import (
+    check_positive_int as _check_positive_int,
+)
+from ..core.checks import (
     column as _column,
 )
-
+from ..core.checks import (
+    ids_or_none as _ids_or_none,
+)
+from ..core.lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
 
 __all__ = [
     "L1_MODES",

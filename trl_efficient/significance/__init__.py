@@ -22,7 +22,6 @@ from .scorers import (
     split_chunks,
 )
 
-
 __all__ = [
     "LLMLingua2Scorer",
     "ScorerClient",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .scorers import BaseScorer, Significance
-
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +146,7 @@ class ScorerClient(BaseScorer):
                 raise ScorerRequestError(
                     f"scorer at {url} refused the request: HTTP {err.code}: {message}", err.code
                 ) from None
-            except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as err:
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as err:
                 reason = getattr(err, "reason", err)
                 last = f"{type(reason).__name__}: {reason}"
             except json.JSONDecodeError as err:

@@ -27,8 +27,6 @@ are cached by text (an LRU of `cache_size` texts), so a repeated completion or r
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import hashlib
 import logging
 import math
@@ -36,13 +34,13 @@ import os
 import string
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..core.checks import check_positive_int
-
 
 logger = logging.getLogger(__name__)
 

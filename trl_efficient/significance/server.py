@@ -35,9 +35,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .client import TOKEN_ENV
 from ..core.checks import check_positive_int
-
+from .client import TOKEN_ENV
 
 logger = logging.getLogger(__name__)
 

@@ -33,12 +33,10 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from ..core.models import MODEL_SCHEMES
 from ..data.loaders import DEFAULT_INSTRUCTION
 
-
 logger = logging.getLogger(__name__)
-
-from ..core.models import MODEL_SCHEMES
 
 __all__ = [
     "CHATML_TEMPLATE",

@@ -3,6 +3,7 @@ with all of them off `EfficientGRPOTrainer` behaves exactly like TRL's `GRPOTrai
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
@@ -11,7 +12,7 @@ from ..core.lengths import LENGTH_SCOPES, LENGTH_UNITS
 from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
 from .filters import COMPLETION_FILTERS
-from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, TargetLengthRolloutPlan
+from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
 
 
 @dataclass
@@ -106,7 +107,7 @@ class EfficientGRPOConfig(GRPOConfig):
         metadata={"help": "Which part of the completion length rewards measure.", "choices": list(LENGTH_SCOPES)},
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # Own fields first: nothing here depends on values GRPOConfig derives.
         if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
             raise ValueError(f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}.")
@@ -145,7 +146,7 @@ class EfficientGRPOConfig(GRPOConfig):
             build_group_component(COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs")
 
 
-def build_rollout_plan(args):
+def build_rollout_plan(args) -> RolloutPlan | None:
     """The plan named by `args.rollout_plan`, built by its registry entry's `from_config(args)`, or `None`."""
     name = getattr(args, "rollout_plan", None)
     if name is None:
@@ -153,7 +154,7 @@ def build_rollout_plan(args):
     return ROLLOUT_PLANS.get(name).from_config(args)
 
 
-def build_group_component(entry, args, kwargs: dict | None, field_name: str = "kwargs"):
+def build_group_component(entry, args, kwargs: dict | None, field_name: str = "kwargs") -> Callable:
     """Instantiate a registry entry of the group stage.
 
     A *class* entry is built as `entry(args, **kwargs)` (it may keep state: then it is checkpointed); a *function*

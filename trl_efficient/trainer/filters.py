@@ -44,7 +44,7 @@ class ShortestKFilter:
     [False, True, False, True]
     """
 
-    def __init__(self, args, k: int = 8):
+    def __init__(self, args, k: int = 8) -> None:
         if not 1 <= k <= args.num_generations:
             raise ValueError(f"filter_kwargs k must be in [1, num_generations={args.num_generations}], got {k}.")
         self.k = k

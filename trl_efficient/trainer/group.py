@@ -55,7 +55,7 @@ class GroupBatch:
     mode: str = "train"
     extras: dict = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.rewards.shape[0] % self.group_size != 0:
             raise ValueError(
                 f"The gathered batch has {self.rewards.shape[0]} rows, which is not a whole number of groups of "

@@ -13,10 +13,9 @@ Plans are pure: they never touch the trainer, so they are tested without one.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import json
 import random
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +70,7 @@ class RolloutPlan(ABC):
     def assign(self, row: dict, group_pos: int, group_size: int, group_id: int, step: int) -> RolloutAssignment:
         """What the rollout at `group_pos` of group `group_id` gets at training step `step`."""
 
-    def validate(self, num_generations: int, max_completion_length: int) -> None:
+    def validate(self, num_generations: int, max_completion_length: int) -> None:  # noqa: B027 (optional hook)
         """Raise `ValueError` at config time if the plan cannot work with these settings."""
 
 
@@ -109,7 +108,7 @@ class BudgetRolloutPlan(RolloutPlan):
         placement: str = "prefill",
         template: str = HBPO_TEMPLATE,
         hard_cap: bool = False,
-    ):
+    ) -> None:
         budgets = [int(b) for b in budgets]
         if not budgets:
             raise ValueError("budgets must be a non-empty list of positive token counts.")
@@ -143,7 +142,7 @@ class BudgetRolloutPlan(RolloutPlan):
                 "generation limit cannot be reached. Lower the budgets or raise max_completion_length."
             )
 
-    def assign(self, row, group_pos, group_size, group_id, step):
+    def assign(self, row, group_pos, group_size, group_id, step) -> RolloutAssignment:
         budget = self.budgets[subgroup_of(group_pos, group_size, len(self.budgets))]
         statement = self.template.format(budget=budget)
         return RolloutAssignment(
@@ -190,7 +189,7 @@ class TargetLengthRolloutPlan(RolloutPlan):
     MODES = ("exact", "max", "mixed")
     PER = ("prompt", "rollout")
 
-    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "prompt", seed: int = 0):
+    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "prompt", seed: int = 0) -> None:
         if not 0 < int(low) <= int(high):
             raise ValueError(f"target_length_range must satisfy 0 < low <= high, got [{low}, {high}].")
         if mode not in self.MODES:
@@ -220,7 +219,7 @@ class TargetLengthRolloutPlan(RolloutPlan):
             raise ValueError("TargetLengthRolloutPlan needs the row's 'prompt' to key the example's target length.")
         return json.dumps([row.get("idx"), row["prompt"]], sort_keys=True, ensure_ascii=False, default=str)
 
-    def assign(self, row, group_pos, group_size, group_id, step):
+    def assign(self, row, group_pos, group_size, group_id, step) -> RolloutAssignment:
         example = self.example_key(row)
         # random.Random(str) seeds from the string's SHA-512: stable across processes and PYTHONHASHSEED.
         if self.per == "prompt":
@@ -233,7 +232,7 @@ class TargetLengthRolloutPlan(RolloutPlan):
         return RolloutAssignment(user_suffix=text, metadata={"target_length": target, "length_mode": mode})
 
 
-def apply_assignment(prompt, assignment: RolloutAssignment, render=None):
+def apply_assignment(prompt, assignment: RolloutAssignment, render=None) -> str | list[dict]:
     """Return a rewritten copy of `prompt` (string or message list); never mutates the dataset row.
 
     With a prefill, a conversational prompt is rendered to text with `render(messages) -> str` (the chat template

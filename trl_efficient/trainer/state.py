@@ -27,8 +27,6 @@ import json
 import os
 from typing import Any
 
-import torch
-
 from .group import GroupBatch
 
 STATE_FILE = "trl_efficient_state.json"
@@ -92,7 +90,7 @@ class PromptHistory:
     provides_columns = ("history_best_length", "history_pass_rate")
     needs_columns = ("idx",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.best_length: dict[int, int] = {}
         self.attempts: dict[int, int] = {}
         self.corrects: dict[int, int] = {}

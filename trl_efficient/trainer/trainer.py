@@ -53,7 +53,7 @@ def required_reward_arguments(func) -> list[str]:
     """Names of the arguments a reward callable requires (no default, not `*args`/`**kwargs`)."""
     import inspect
 
-    target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)
+    target = func if inspect.isfunction(func) or inspect.ismethod(func) else getattr(func, "__call__", func)  # noqa: B004 (the method, for its signature)
     try:
         params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):
@@ -110,7 +110,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
     provides_columns = ("group_size",)
 
-    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs):
+    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
@@ -418,7 +418,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # TRL's `_save_checkpoint` writes the card *before* the checkpoint's weights, so a card that fails must not
     # raise here: the error is logged with its name, kept in `model_card_error`, and the checkpoint is saved.
     # `trl-efficient train` re-raises it once the final model is on disk (`cli.run_training`).
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs):
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs) -> None:
         self.model_card_error = None
         try:
             super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
