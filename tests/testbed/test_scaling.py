@@ -153,7 +153,7 @@ def test_conditioned_checks_are_relative_to_the_base_model_under_the_same_prompt
     base = _modes("l1", {t: [60 + (i % 7) for i in tasks] for t in (20, 60, 100)})
     follows = _modes("l1", {t: [t + (i % 7) for i in tasks] for t in (20, 60, 100)})
     c = method_check("l1-exact", _row(60, 0.6), follows, None, "-", _row(60, 0.6), base)
-    assert c["held"] is True and "mean |len - target| 27.6 (base) -> 2.9" in c["measured"]
+    assert c["held"] is True and "mean abs(length - target) 27.6 (base) -> 2.9" in c["measured"]
     assert "pearson 0.00 -> 1.00" in c["measured"]
     # the same model as the base: no gain, not held (however well the base already follows)
     assert method_check("l1-exact", _row(60, 0.6), follows, None, "-", _row(60, 0.6), follows)["held"] is False

@@ -15,7 +15,7 @@ same prompts, so differences are paired by task and their noise is two standard 
 - HBPO: the budget spread (mean length at the largest prompted budget minus at the smallest) grows over the base's
   beyond noise, *and* easy tasks (1-2 ops) get shorter than the base's easy tasks beyond noise (adaptive: HBPO cuts
   where little thinking is needed); the per-budget means, Spearman rho and hard-easy gaps of both are printed;
-- L1-Exact: mean |length - target| falls from the base's beyond noise *and* the Pearson correlation of target and
+- L1-Exact: mean abs(length - target) falls from the base's beyond noise *and* the Pearson correlation of target and
   length rises over the base's (a uniform cut that does not follow the target is not L1's claim);
 - L1-Max: mean overshoot max(0, length - target) falls from the base's beyond noise *and* the Pearson correlation
   rises over the base's;
@@ -178,7 +178,7 @@ def _target_pairs(records: dict) -> tuple[list[int], list[float]]:
 
 def _l1_check(recipe: str, mode_records: dict, base_records: dict | None) -> dict:
     exact = recipe == "l1-exact"
-    name = "|length - target|" if exact else "overshoot max(0, length - target)"
+    name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
     claim = (f"length follows the prompted target better than the base model under the same prompts: mean {name} "
              "falls beyond noise (paired by task) and the target-length Pearson rises")  # fmt: skip
     targets, lengths = _target_pairs(mode_records)
@@ -194,7 +194,7 @@ def _l1_check(recipe: str, mode_records: dict, base_records: dict | None) -> dic
     r_b, rho_b = pearson(b_targets, b_lengths), spearman(b_targets, b_lengths)
     rises = r is not None and (r_b is None or r > r_b)
     means = lambda recs: ", ".join(f"{v}: {sum(xs) / len(xs):.1f}" for v, xs in _by_value(recs))  # noqa: E731
-    measured = (f"mean {'|len - target|' if exact else 'overshoot'} {sum(before) / len(before):.1f} (base) -> "
+    measured = (f"mean {'abs(length - target)' if exact else 'overshoot'} {sum(before) / len(before):.1f} (base) -> "
                 f"{sum(after) / len(after):.1f} (gain {gain:.1f}, noise +-{noise:.1f}, n {len(after)}); pearson "
                 f"{_fmt(r_b, 2)} -> {_fmt(r, 2)}, spearman {_fmt(rho_b, 2)} -> {_fmt(rho, 2)}; mean tokens by target: "
                 f"base {means({k: base_records[k] for k in mode_records})}; trained {means(mode_records)}")  # fmt: skip

@@ -327,7 +327,8 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             c = r["method_check"]
             if c.get("claim") == "baseline":
                 continue
-            lines.append(f"| {r['recipe']} | {c['claim']} | {c['measured']} | {_held(c['held'])} |")
+            cells = [str(c[k]).replace("|", "\\|") for k in ("claim", "measured")]  # a "|" would split the cell
+            lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {_held(c['held'])} |")
     levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
     if levels:
         lines += ["", "Mean tokens (accuracy) by difficulty = number of operations; floor = shortest correct trace:",
