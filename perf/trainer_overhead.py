@@ -1,6 +1,6 @@
 """Training-step time of `EfficientGRPOTrainer` with each recipe vs plain TRL `GRPOTrainer`, side by side.
 
-    python benchmarks/trainer_overhead.py [--recipe all|kimi|...] [--steps 3] [--rounds 1] [--model tiny:qwen2-16]
+    python perf/trainer_overhead.py [--recipe all|kimi|...] [--steps 3] [--rounds 1] [--model tiny:qwen2-16]
                                           [--json out.json]
 
 `--recipe all` (the default) runs every registered recipe (`trl_efficient.recipes.RECIPES`) and prints one Markdown
@@ -324,7 +324,7 @@ def main(argv=None) -> int:
         for name in names:
             rows.append(bench_recipe(name, model_path, args, root))
     table = markdown_table(rows)
-    command = "python benchmarks/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
     print(f"\nEfficient trainer (recipe's trainer class) vs GRPOTrainer, same config, rewards and generation; "
           f"model {args.model}, batch {args.batch}, G {args.group}, "
           f"max_completion_length {args.max_completion_length}, "

@@ -1,13 +1,13 @@
-"""Reproduce the testbed comparison of the README and docs/testbed.md and write it under benchmarks/testbed/results/.
+"""Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
-    python benchmarks/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40]
+    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40]
 
-Same as `trl-efficient testbed compare --recipes all --output-dir benchmarks/testbed/results`: trains the
+Same as `trl-efficient testbed compare --recipes all --output-dir perf/testbed/results`: trains the
 over-thinking base model on first use (about 3 minutes on two CPU cores, cached under ~/.cache/trl_efficient/testbed),
 then every registered recipe at its testbed scale (trl_efficient/testbed/scaling.py) for the same number of GRPO
 steps from it, and writes compare.md, compare.json and pareto.png. Everything is seeded: a rerun prints the same
 table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a row of the table, with its
-error). Then `python benchmarks/testbed/update_readme.py` pastes the table into the README.
+error). Then `python perf/testbed/update_readme.py` pastes the table into the README.
 """
 
 import os

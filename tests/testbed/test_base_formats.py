@@ -25,3 +25,45 @@ def test_plain_base_key_is_unchanged_by_the_new_field():
     assert "method_prompt_share" not in BASE_MODEL_SIZES["base"].to_dict()
     assert BASE_MODEL_SIZES["formats"].to_dict()["method_prompt_share"] == 0.3
     assert BASE_MODEL_SIZES["formats"].key() != BASE_MODEL_SIZES["base"].key()
+
+
+def test_plain_base_key_is_pinned():
+    # the README's quickstart numbers come from this model: its cache key (config + data version) must not move
+    assert BASE_MODEL_SIZES["base"].key() == "0591bd1f65"
+    assert "method_prompt_follow" not in BASE_MODEL_SIZES["base"].to_dict()
+    assert BASE_MODEL_SIZES["formats"].to_dict()["method_prompt_follow"] == 1.0
+
+
+def test_plain_base_data_ignore_the_follow_field():
+    tok = build_testbed_tokenizer()
+    plain = _encode_examples(tok, BaseModelConfig(num_train_tasks=30))
+    assert _encode_examples(tok, BaseModelConfig(num_train_tasks=30, method_prompt_follow=1.0)) == plain
+
+
+def test_followed_traces_track_the_prompted_value_and_never_undercut_the_floor():
+    import re
+
+    from trl_efficient.testbed.analysis import floor_tokens
+    from trl_efficient.testbed.checks import pearson
+    from trl_efficient.testbed.world import make_tasks
+
+    tok = build_testbed_tokenizer()
+    config = BaseModelConfig(num_train_tasks=300, method_prompt_share=1.0, method_prompt_follow=1.0)
+    tasks = make_tasks(config.num_train_tasks, seed=config.seed, min_ops=config.min_ops, max_ops=config.max_ops)
+    exact, seen = [], set()
+    for task, (p, c) in zip(tasks, _encode_examples(tok, config), strict=True):
+        prompt, n = tok.decode(p), len(c)
+        if "with" not in prompt and "Think for" in prompt:
+            assert n >= floor_tokens(task, tok)  # never shorter than the shortest correct trace
+        if "with" in prompt and prompt.rstrip().endswith("tokens"):  # HBPO: the budget counts tokens after the prefill
+            budget = int(re.search(r"with (\d+) tokens", prompt).group(1))
+            assert n <= max(budget, floor_tokens(task, tok) + 1)  # + 1: the prefill's "<think>" merges differently
+            seen.add("hbpo")
+        elif m := re.search(r"Think for maximum (\d+) tokens", prompt):
+            assert n <= max(int(m.group(1)), floor_tokens(task, tok))
+            seen.add("l1-max")
+        elif m := re.search(r"Think for (\d+) tokens", prompt):
+            exact.append((int(m.group(1)), n))
+            seen.add("l1")
+    assert seen == {"hbpo", "l1", "l1-max"}
+    assert pearson([t for t, _ in exact], [n for _, n in exact]) > 0.5

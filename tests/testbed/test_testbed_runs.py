@@ -100,6 +100,24 @@ def test_compare_two_recipes_one_step(small_base, tmp_path):
     assert out["rows"][2]["num_generations"] == 4 and "G |" in md and "Testbed scaling rules" in md
 
 
+def test_conditioned_recipe_is_checked_against_the_base_under_the_same_prompts(small_base, tmp_path):
+    from trl_efficient.testbed.runner import TestbedSettings, compare
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
+                               max_ops=3, check_eval=3)  # fmt: skip
+    out = compare(["l1-max"], settings, str(tmp_path / "cmp"))
+    saved = json.load(open(tmp_path / "cmp" / "base" / "result.json"))
+    trained = json.load(open(tmp_path / "cmp" / "l1-max" / "result.json"))
+    assert set(saved["check_modes"]) == set(trained["check_modes"]) and len(trained["check_modes"]) == 5
+    assert all(len(r["lengths"]) == 3 for r in saved["check_modes"].values())
+    assert out["rows"][0]["tight_cap"] == 12 and "tight_truncated_fraction" in out["rows"][1]
+    assert "(base) ->" in out["rows"][1]["method_check"]["measured"]
+    # the cached base lacks a new recipe's prompts: it is evaluated again, not reused without them
+    out = compare(["saber"], settings, str(tmp_path / "cmp"))
+    assert "saber:16" in json.load(open(tmp_path / "cmp" / "base" / "result.json"))["check_modes"]
+
+
 def test_quickstart_config_runs_through_train(small_base, tmp_path, monkeypatch):
     """configs/quickstart.yaml (what `trl-efficient train` runs with no arguments) through the real train path."""
     from trl_efficient.cli import main

@@ -11,9 +11,24 @@ hesitations at random verbosity, plus occasional merged steps). Everything is se
 under `$TRL_EFFICIENT_CACHE/testbed/` (default `~/.cache/trl_efficient/testbed/`), keyed by a hash of the config,
 so changing a setting trains a new model instead of reusing a stale one. Sizes: `"testbed:base"` (the default,
 a few minutes on two CPU cores), `"testbed:formats"` (the same, plus 30% of prompts in the methods' prompt formats
-with random values its traces ignore: what `testbed compare` trains recipes from, so that L1 targets, HBPO budget
-prefills and SABER tier prompts are familiar text rather than out-of-distribution noise) and `"testbed:small"`
-(seconds; for tests, it barely learns).
+with random values that its traces follow, loosely: what `testbed compare` trains recipes from; see below) and
+`"testbed:small"` (seconds; for tests, it barely learns).
+
+The world's rule for the method prompt formats (`testbed:formats`, `method_prompt_share=0.3`,
+`method_prompt_follow=1.0`): a pre-training example carries a format with probability 0.3 (L1's " Think for N
+tokens." / " Think for maximum N tokens.", HBPO's "<think> I will answer the question with N tokens" prefill, SABER's
+tier system prompts, N uniform in 5-200 tokens). Its trace is drawn as usual, then replaced by `follow_trace`
+(`method_prompt_follow` is the probability of that): among the task's candidate traces of verbosity 0-3, the usual
+range (the verbosity-0 one is the shortest correct trace),
+the one whose length is closest to N (L1-Exact), or the usual trace if it fits in N, else the longest candidate that
+fits, else the shortest correct trace (L1-Max, HBPO; SABER on the thinking part). The verbosity range limits how
+closely a trace can match and the usual draw is kept whenever it fits a maximum (in the data, target-length
+correlations of about 0.6 for L1-Exact, 0.3 for L1-Max, 0.4 for HBPO), so the base model follows the formats
+*loosely*, like an instruction-tuned model before length-control RL (the value is informative, noisily),
+and a value below the task's shortest correct trace never teaches it to drop steps. What the methods' RL has to add
+is *tighter* following: their checks compare the trained model with this base model under the same prompts
+(`testbed.checks`). `testbed:base` never sees a format (both fields 0), and its cache key and data are those of the
+model the quickstart's numbers come from.
 """
 
 from __future__ import annotations
@@ -33,7 +48,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..testing.tiny import save_pretrained_atomic
-from .world import THINK_OPEN, TraceStyle, make_tasks, make_trace, world_corpus
+from .world import THINK_CLOSE, THINK_OPEN, TraceStyle, make_tasks, make_trace, minimal_trace, world_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -61,14 +76,18 @@ class BaseModelConfig:
     max_ops: int = 8
     seed: int = 0
     style: TraceStyle = field(default_factory=TraceStyle)
-    # share of examples whose prompt carries a method's prompt format with a random value the trace ignores
-    # (`METHOD_PROMPT_FORMATS`); 0 for the plain base model
+    # share of examples whose prompt carries a method's prompt format with a random value (`METHOD_PROMPT_FORMATS`);
+    # 0 for the plain base model
     method_prompt_share: float = 0.0
+    # probability that such an example's trace follows the prompted value (`follow_trace`: its verbosity is chosen so
+    # that its length approaches the target / fits the budget); otherwise the trace ignores the value. 0 = never.
+    method_prompt_follow: float = 0.0
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
-        if not out["method_prompt_share"]:
-            out.pop("method_prompt_share")  # keeps the plain base model's cache key unchanged
+        for name in ("method_prompt_share", "method_prompt_follow"):
+            if not out[name]:
+                out.pop(name)  # a field at 0 leaves the cache key of the models trained before it unchanged
         return out
 
     def key(self) -> str:
@@ -78,8 +97,9 @@ class BaseModelConfig:
 
 BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     "base": BaseModelConfig(),
-    # the base model that has also seen the methods' prompt formats (what `testbed compare` trains from)
-    "formats": BaseModelConfig(method_prompt_share=0.3),
+    # the base model that has also seen the methods' prompt formats and follows them loosely (what `testbed compare`
+    # trains from): the traces of the format examples follow the prompted value, loosely (`follow_trace`)
+    "formats": BaseModelConfig(method_prompt_share=0.3, method_prompt_follow=1.0),
     "small": BaseModelConfig(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
     ),
@@ -135,23 +155,80 @@ def method_prompt_mode(kind: str, value: int):
     raise ValueError(f"Unknown method prompt format {kind!r}; choose one of {METHOD_PROMPT_FORMATS}.")
 
 
+# How each format's value constrains a followed trace: "exact" = length closest to the value (L1-Exact's target),
+# "max" = length at most the value (L1-Max's maximum, HBPO's budget), "thinking-max" = thinking part at most the value
+# (SABER's tier); None = no value (SABER's unlimited tier: the trace is drawn as usual)
+FOLLOW_RULES = {"l1": "exact", "l1-max": "max", "hbpo": "max", "saber": "thinking-max", "saber-unlimited": None}
+FOLLOW_LEVELS = 4  # candidate traces of verbosity 0..3 (the usual range; 0 = the shortest correct trace), two of each
+
+
+def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, style: TraceStyle, measure) -> str:
+    """The world's rule for a base model that follows the method prompt formats loosely (`testbed:formats`).
+
+    Candidates are `make_trace` draws of the same task at each verbosity 0..3 (two each, the usual range, no merged steps, so none is
+    shorter than the shortest correct trace, which is the verbosity-0 draw); `measure(text, thinking_only)` counts
+    tokens. "exact" (L1-Exact): the candidate whose length is closest to `value`; "max" (L1-Max, HBPO): `trace` (the
+    usual draw) if it fits in `value` and is not shorter than the shortest correct trace, else the longest candidate that fits, else the shortest correct trace;
+    "thinking-max" (SABER's tiers): the same on the thinking part. A value below the shortest correct trace therefore
+    gets the shortest correct trace, never a shorter (wrong-prone) one.
+
+    >>> from trl_efficient.testbed.world import Task
+    >>> t = Task(4, (("+", 7),) * 3)
+    >>> count = lambda text, thinking_only: len(text.split())
+    >>> follow_trace(t, "x " * 100, "l1-max", 5, random.Random(0), TraceStyle(), count) == minimal_trace(t)
+    True
+    """
+    rule = FOLLOW_RULES[kind]
+    if rule is None:
+        return trace
+    flat = dataclasses.replace(style, skip_prob=0.0)
+    candidates = [minimal_trace(task)]
+    for level in range(1, FOLLOW_LEVELS):
+        weights = (0.0,) * level + (1.0,)
+        candidates += [make_trace(task, rng, dataclasses.replace(flat, verbosity_weights=weights)) for _ in range(2)]
+    thinking_only = rule == "thinking-max"
+    lengths = [measure(c, thinking_only) for c in candidates]
+    if rule == "exact":
+        best = min(abs(n - value) for n in lengths)
+        return rng.choice([c for c, n in zip(candidates, lengths, strict=True) if abs(n - value) == best])
+    if lengths[0] <= measure(trace, thinking_only) <= value:  # the usual draw fits (and merges no step below the floor)
+        return trace
+    fitting = [(n, c) for c, n in zip(candidates, lengths, strict=True) if n <= value]
+    return max(fitting, key=lambda nc: nc[0])[1] if fitting else candidates[0]
+
+
 def _encode_examples(tokenizer, config: BaseModelConfig):
     """(prompt ids, completion ids) pairs. With `method_prompt_share > 0`, that share of the prompts carries a
-    method's prompt format (`METHOD_PROMPT_FORMATS`) with a random value, drawn from its own seeded stream; the trace
-    is drawn exactly as for a plain prompt, so the value carries no meaning for the base model (the format is
-    familiar; following it is what a method has to teach). An HBPO prefill replaces the trace's opening `<think>`."""
+    method's prompt format (`METHOD_PROMPT_FORMATS`) with a random value, drawn from its own seeded stream. The trace
+    is first drawn exactly as for a plain prompt; with probability `method_prompt_follow` (its own seeded stream) it
+    is then replaced by `follow_trace` (length follows the value), otherwise the value carries no meaning for it. An
+    HBPO prefill replaces the trace's opening `<think>` (and the budget counts the tokens after the prefill). With
+    both fields at 0 (`testbed:base`) the data are those of the models trained before these fields existed."""
     from ..eval.evaluate import build_prompt_text
     from .data import task_prompt
 
     rng = random.Random(config.seed + 1)
     format_rng = random.Random(config.seed + 3)
+    follow_rng = random.Random(config.seed + 4)
     tasks = make_tasks(config.num_train_tasks, seed=config.seed, min_ops=config.min_ops, max_ops=config.max_ops)
     examples = []
     for task in tasks:
         trace = make_trace(task, rng, config.style)
         if config.method_prompt_share and format_rng.random() < config.method_prompt_share:
-            mode = method_prompt_mode(format_rng.choice(METHOD_PROMPT_FORMATS), format_rng.randint(*METHOD_PROMPT_VALUES))
+            kind, value = format_rng.choice(METHOD_PROMPT_FORMATS), format_rng.randint(*METHOD_PROMPT_VALUES)
+            mode = method_prompt_mode(kind, value)
             prompt = build_prompt_text(task_prompt(task), mode, tokenizer)
+            if config.method_prompt_follow and follow_rng.random() < config.method_prompt_follow:
+                prefill = bool(mode.prefill)
+
+                def measure(text, thinking_only, prefill=prefill):
+                    if thinking_only:
+                        text = text[: text.rindex(THINK_CLOSE) + len(THINK_CLOSE)]
+                    if prefill and text.startswith(THINK_OPEN):
+                        text = text[len(THINK_OPEN):]
+                    return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + (not thinking_only)  # + EOS
+
+                trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure)
             if mode.prefill:
                 trace = trace[len(THINK_OPEN):] if trace.startswith(THINK_OPEN) else trace
         else:

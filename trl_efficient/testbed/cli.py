@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="recipe names, or 'all' for every registered recipe")
     p_cmp.add_argument("--base-model", default="testbed:formats",
                        help="base model every recipe starts from (default testbed:formats: testbed:base that has also "
-                       "seen the methods' prompt formats with meaningless values)")
+                       "seen the methods' prompt formats and follows them loosely)")
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
     p_cmp.add_argument("--seed", type=int, default=None)

@@ -83,7 +83,9 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
                      show_progress: bool = False) -> dict:  # fmt: skip
     """Sample `num_samples` completions per task and return `analysis.summarize` of their exact token accounting
     (accuracy, mean tokens, redundant share, floor, excess over floor, per difficulty), plus `truncated_fraction`
-    and `pass@1`-style `accuracy` (mean over samples)."""
+    and `pass@1`-style `accuracy` (mean over samples), and `tight_truncated_fraction`: the share of completions that
+    have not ended (EOS) within `tight_cap` = `TIGHT_CAP_FRACTION` x `max_new_tokens` tokens, i.e. those a generation
+    capped there would truncate (sampling is token by token, so the first `tight_cap` tokens are the same)."""
     from ..eval.evaluate import TransformersBackend, build_prompt_text, EvalMode
     from .analysis import analyze_completion, summarize
     from .data import task_from_row
@@ -92,14 +94,20 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     rows = list(dataset)
     prompts = [build_prompt_text(r["prompt"], EvalMode(), tokenizer) for r in rows]
     generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, "testbed eval")
-    records, truncated = [], []
+    from .checks import TIGHT_CAP_FRACTION
+
+    tight_cap = int(max_new_tokens * TIGHT_CAP_FRACTION)
+    records, truncated, tight = [], [], []
     for row, samples in zip(rows, generations, strict=True):
         task = task_from_row(row)
         for g in samples:
             records.append(analyze_completion(task, g.ids, tokenizer, text=g.text))
             truncated.append(not g.finished)
+            tight.append(not (g.finished and len(g.ids) <= tight_cap))
     out = summarize(records)
     out["truncated_fraction"] = sum(truncated) / len(truncated) if truncated else 0.0
+    out["tight_cap"] = tight_cap
+    out["tight_truncated_fraction"] = sum(tight) / len(tight) if tight else 0.0
     out["num_samples"] = len(records)
     return out
 
@@ -263,6 +271,8 @@ def _row(name: str, summary: dict, seconds: float | None = None, num_generations
         "redundant_share": summary["redundant_share"],
         "skips_per_completion": summary["skips_per_completion"],
         "truncated_fraction": summary["truncated_fraction"],
+        "tight_cap": summary.get("tight_cap"),
+        "tight_truncated_fraction": summary.get("tight_truncated_fraction"),
         "train_seconds": seconds,
         "by_difficulty": summary["by_difficulty"],
     }
@@ -317,7 +327,8 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             c = r["method_check"]
             if c.get("claim") == "baseline":
                 continue
-            lines.append(f"| {r['recipe']} | {c['claim']} | {c['measured']} | {_held(c['held'])} |")
+            cells = [str(c[k]).replace("|", "\\|") for k in ("claim", "measured")]  # a "|" would split the cell
+            lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {_held(c['held'])} |")
     levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
     if levels:
         lines += ["", "Mean tokens (accuracy) by difficulty = number of operations; floor = shortest correct trace:",
@@ -351,8 +362,8 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
             overwrite: bool = False, keep_models: bool = False, include_base: bool = True) -> dict:  # fmt: skip
     """Train each recipe from the same base with the same budget of steps, evaluate all on the same held-out
     tasks, and write `compare.json`, `compare.md` and `pareto.png` under `output_dir`. Per-recipe results are
-    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when the settings and the
-    recipe's testbed scale are unchanged). A recipe that raises becomes a `failed_row`; the others still run.
+    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when the settings, the
+    recipe's testbed scale and the base model's directory, which names its config hash, are unchanged). A recipe that raises becomes a `failed_row`; the others still run.
     Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
     from .scaling import recipe_scale
@@ -402,7 +413,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
 
     from ..eval.plots import pareto_plot
     from .base import resolve_base_model
-    from .checks import check_modes, method_check
+    from .checks import CONDITIONED, check_modes, method_check
     from .data import load_testbed_dataset
     from .scaling import recipe_scale
 
@@ -415,18 +426,31 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
                     top_p=settings.eval_top_p, seed=settings.seed)  # fmt: skip
     rows, modes_by_recipe, scales = [], {}, {}
     names = (["base"] if include_base else []) + list(recipes)
+    # the base model is also evaluated under every conditioned recipe's prompts: their checks measure the change
+    base_modes = {}
+    for name in recipes:
+        if name in CONDITIONED:
+            for mode in check_modes(name, recipe_scale(name, settings.max_completion_length, settings.max_steps)):
+                base_modes.setdefault(mode.name, mode)
     for name in names:
         scale = None if name == "base" else recipe_scale(name, settings.max_completion_length, settings.max_steps)
         g = None if scale is None else num_generations_for(scale, settings)
         if scale is not None:
             scales[name] = scale.to_dict()
-        key = {"settings": settings.to_dict(), "testbed_scale": scales.get(name)}
+        # the base model's directory names its config hash: a retrained base (new world rule) invalidates the cache
+        key = {"settings": settings.to_dict(), "testbed_scale": scales.get(name),
+               "base_model_dir": os.path.basename(os.path.normpath(base_path))}  # fmt: skip
+        if name == "base":
+            key["check_modes"] = sorted(base_modes)
         folder = os.path.join(output_dir, name)
         cached = os.path.join(folder, "result.json")
         if os.path.isfile(cached) and not overwrite:
             with open(cached) as f:
                 saved = json.load(f)
-            if saved.get("settings") == key["settings"] and saved.get("testbed_scale") == key["testbed_scale"]:
+            recorded = saved.get("check_modes") or {}
+            if (saved.get("settings") == key["settings"] and saved.get("testbed_scale") == key["testbed_scale"]
+                    and saved.get("base_model_dir") == key["base_model_dir"]
+                    and all(m in recorded for m in key.get("check_modes", ()))):  # fmt: skip
                 rows.append(saved["row"])
                 modes_by_recipe[name] = saved.get("check_modes") or {}
                 logger.info("testbed: reusing %s", cached)
@@ -446,7 +470,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
                             os.remove(os.path.join(folder, f_name))
             with torch.no_grad():
                 summary = evaluate_testbed(model, tokenizer, eval_ds, num_samples=settings.eval_samples, **sampling)
-                modes = check_modes(name, scale) if scale is not None else []
+                modes = check_modes(name, scale) if scale is not None else list(base_modes.values())
                 mode_records = evaluate_modes(model, tokenizer, check_ds, modes, **sampling) if modes else {}
         except Exception as err:  # noqa: BLE001 - one recipe's failure must not lose the others
             logger.exception("testbed: %s failed", name)
@@ -455,21 +479,20 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         row = _row(name, summary, seconds, g)
         rows.append(row)
         modes_by_recipe[name] = mode_records
+        key.pop("check_modes", None)
         with open(cached, "w") as f:
             json.dump({**key, "row": row, "summary": summary, "check_modes": mode_records,
                        "log_history": info.get("log_history")}, f, indent=1)  # fmt: skip
         logger.info("testbed: %s accuracy %.3f mean tokens %.1f redundant share %.3f", name, row["accuracy"],
                     row["mean_tokens"], row["redundant_share"])  # fmt: skip
     reference, reference_name = _reference(rows)
+    base_row = next((r for r in rows if r["recipe"] == "base" and r.get("status", "ok") == "ok"), None)
     for row in rows:
         if row["recipe"] != "base" and row.get("status", "ok") == "ok":
             ref = reference if reference is not row else next((r for r in rows if r["recipe"] == "base"), None)
             ref_name = reference_name if reference is not row else "base"
-            if row["recipe"] in ("dler", "da-dler"):  # fewer truncations than the base model it started from
-                ref, ref_name = next((r for r in rows if r["recipe"] == "base" and r.get("status") == "ok"),
-                                     ref), "base"  # fmt: skip
             row["method_check"] = method_check(row["recipe"], row, modes_by_recipe.get(row["recipe"], {}), ref,
-                                               ref_name)  # fmt: skip
+                                               ref_name, base_row, modes_by_recipe.get("base"))  # fmt: skip
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     with open(files["json"], "w") as f:
