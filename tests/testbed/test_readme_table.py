@@ -8,7 +8,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _updater():
-    path = os.path.join(ROOT, "benchmarks", "testbed", "update_readme.py")
+    path = os.path.join(ROOT, "perf", "testbed", "update_readme.py")
     spec = importlib.util.spec_from_file_location("update_readme", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
