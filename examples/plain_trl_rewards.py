@@ -1,7 +1,7 @@
 """trl-efficient rewards inside a plain TRL GRPOTrainer (no trl-efficient trainer).
 
-    python examples/plain_trl_rewards.py                       # offline: tiny random model, bundled GSM8K, CPU
-    python examples/plain_trl_rewards.py Qwen/Qwen2.5-1.5B-Instruct
+python examples/plain_trl_rewards.py                       # offline: tiny random model, bundled GSM8K, CPU
+python examples/plain_trl_rewards.py Qwen/Qwen2.5-1.5B-Instruct
 """
 
 import sys

@@ -184,8 +184,10 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, {os.cpu_count()} CPUs, load average "
-          f"{' '.join(open('/proc/loadavg').read().split()[:3]) if os.path.exists('/proc/loadavg') else 'n/a'}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, {os.cpu_count()} CPUs, load average "
+        f"{' '.join(open('/proc/loadavg').read().split()[:3]) if os.path.exists('/proc/loadavg') else 'n/a'}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = args.model or build_classifier(os.path.join(tmp, f"{args.arch}-bert-base-multilingual-cased"),
                                                    args.arch)  # fmt: skip

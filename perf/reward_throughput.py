@@ -8,7 +8,8 @@ tokenised with the tiny offline tokenizer, and times one call of each reward on 
 (all `G` completions of each prompt in one call). Every reward registered in `trl_efficient.recipes.REWARD_BUILDERS`
 is built with its default arguments from one `EfficientGRPOConfig`; rewards that need extra dataset columns get
 them (`target_length`/`length_mode` for L1, `budget` for budget rewards, SABER's `saber_*` columns) when the
-column names are known, and are otherwise reported as skipped with the reason. Reports the best of `--repeats` runs (after one warm-up run, so the
+column names are known, and are otherwise reported as skipped with the reason. Reports the best of `--repeats` runs
+(after one warm-up run, so the
 gold-parse cache is warm, as it is from the second training step on).
 
 Not a test: numbers depend on the machine. Run it on an idle machine.
@@ -65,9 +66,15 @@ def main(argv=None) -> int:
     from trl_efficient.trainer import EfficientGRPOConfig
 
     tokenizer = build_tiny_tokenizer()
-    config = EfficientGRPOConfig(output_dir="/tmp/reward_throughput", num_generations=args.group_size,
-                                 per_device_train_batch_size=args.group_size, max_completion_length=args.max_completion_length,
-                                 use_cpu=True, bf16=False, report_to="none")  # fmt: skip
+    config = EfficientGRPOConfig(
+        output_dir="/tmp/reward_throughput",
+        num_generations=args.group_size,
+        per_device_train_batch_size=args.group_size,
+        max_completion_length=args.max_completion_length,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+    )
     import copy
 
     thinking_config = copy.copy(config)
@@ -121,17 +128,28 @@ def main(argv=None) -> int:
                          "warm_completions_per_second": round(n / best_warm, 1)})  # fmt: skip
         except Exception as err:
             rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
-    info = {"num_completions": n, "group_size": args.group_size, "repeats": args.repeats,
-            "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "machine": platform.machine(), "command": "python perf/reward_throughput.py " + " ".join(argv or sys.argv[1:])}  # fmt: skip
+    info = {
+        "num_completions": n,
+        "group_size": args.group_size,
+        "repeats": args.repeats,
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "command": "python perf/reward_throughput.py " + " ".join(argv or sys.argv[1:]),
+    }
     print(f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}:\n")
-    print("| reward | seconds / batch | completions / s | completions / s, answers already checked |\n|---|---|---|---|")
+    print(
+        "| reward | seconds / batch | completions / s | completions / s, answers already checked |\n|---|---|---|---|"
+    )
     for r in rows:
         if "skipped" in r:
             print(f"| {r['reward']} | skipped: {r['skipped']} | - | - |")
         else:
-            print(f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} "
-                  f"| {r['warm_completions_per_second']:,.0f} |")
+            print(
+                f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} "
+                f"| {r['warm_completions_per_second']:,.0f} |"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)

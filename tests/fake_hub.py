@@ -34,7 +34,7 @@ def start_fake_hub(root):
             base = f"http://{self.headers['Host']}"
             if path == "/api/repos/create":
                 req = json.loads(data or b"{}")
-                rid = f'{req.get("organization") or "tester"}/{req["name"]}'
+                rid = f"{req.get('organization') or 'tester'}/{req['name']}"
                 return self.reply({"url": f"{base}/{rid}", "id": rid})
             if path == "/api/validate-yaml":
                 return self.reply({"errors": [], "warnings": []})

@@ -68,8 +68,8 @@ class RecordingMixin(EfficientGRPOTrainer):
         self.records[-1]["completion_mask_sums"] = out["completion_mask"].sum(1).tolist()
         self.records[-1]["num_items_in_batch"] = float(out["num_items_in_batch"])
         self.records[-1]["prompts_decoded"] = [
-            self.processing_class.decode([t for t, m in zip(ids, mask) if m]) for ids, mask in
-            zip(out["prompt_ids"].tolist(), out["prompt_mask"].tolist())
+            self.processing_class.decode([t for t, m in zip(ids, mask) if m])
+            for ids, mask in zip(out["prompt_ids"].tolist(), out["prompt_mask"].tolist())
         ]
         return out
 
@@ -141,8 +141,16 @@ def run_torchrun(script: str, nproc: int, out_dir, *args, timeout: int = 300) ->
 
     os.makedirs(out_dir, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), script,
-           *[str(a) for a in args]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(nproc),
+        script,
+        *[str(a) for a in args],
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     ranks = []
@@ -169,9 +177,14 @@ def group_batch(rewards, lengths, group_size, truncated=None):
     from trl_efficient.trainer import GroupBatch
 
     n = len(rewards)
-    return GroupBatch(rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1), reward_names=["r"],
-                      reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
-                      truncated=torch.tensor(truncated or [False] * n), group_size=group_size)
+    return GroupBatch(
+        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1),
+        reward_names=["r"],
+        reward_weights=torch.ones(1),
+        lengths=torch.tensor(lengths, dtype=torch.float32),
+        truncated=torch.tensor(truncated or [False] * n),
+        group_size=group_size,
+    )
 
 
 def recipe_yaml_settings(name) -> dict:

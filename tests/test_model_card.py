@@ -16,7 +16,9 @@ HUB_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 def test_card_has_method_section_license_and_proposed_defaults(tiny_model_dir, tmp_path):
     trainer = RecordingTrainer(
-        model=tiny_model_dir, reward_funcs=[correctness_reward], args=tiny_config(tmp_path, max_steps=1),
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward],
+        args=tiny_config(tmp_path, max_steps=1),
         train_dataset=make_dataset(8),
     )
     trainer.update_card_info(recipe=get_recipe("kimi"), datasets=["gsm8k"])
@@ -41,7 +43,10 @@ def test_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):
         env.update(HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}", HF_TOKEN="hf_fake")
         script = os.path.join(os.path.dirname(__file__), "push_script.py")
         proc = subprocess.run(
-            [sys.executable, script, tiny_model_dir, str(tmp_path / "out")], env=env, capture_output=True, text=True,
+            [sys.executable, script, tiny_model_dir, str(tmp_path / "out")],
+            env=env,
+            capture_output=True,
+            text=True,
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]

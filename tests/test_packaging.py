@@ -20,7 +20,8 @@ PACKAGE = os.path.join(ROOT, "trl_efficient")
 
 
 def _package_data_files() -> list[str]:
-    """Every non-Python file under `trl_efficient/`, as wheel member names (`trl_efficient/recipes/configs/kimi.yaml`)."""
+    """Every non-Python file under `trl_efficient/`, as wheel member names
+    (`trl_efficient/recipes/configs/kimi.yaml`)."""
     out = []
     for folder, dirs, files in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]

@@ -69,13 +69,24 @@ def test_scale_length_overrides():
         "truncate_to": 32  # no recipe max_completion_length: half of 64
     }
     assert overhead.scale_length_overrides({"advantage_kwargs": {"truncate_to": 10}}, 64) == (
-        {"advantage_kwargs": {"truncate_to": 10}}, []  # fits: unchanged
+        {"advantage_kwargs": {"truncate_to": 10}},
+        [],  # fits: unchanged
     )
 
 
 def test_markdown_table_has_one_row_per_recipe_and_failures_inline():
-    ok = {"recipe": "kimi", "G": 8, "status": "ok", "error": "", "notes": "", "plain_s_per_step": 1.0,
-          "efficient_s_per_step": 1.5, "ratio": 1.5, "plain_tokens_per_step": 100.0, "efficient_tokens_per_step": 100.0}
+    ok = {
+        "recipe": "kimi",
+        "G": 8,
+        "status": "ok",
+        "error": "",
+        "notes": "",
+        "plain_s_per_step": 1.0,
+        "efficient_s_per_step": 1.5,
+        "ratio": 1.5,
+        "plain_tokens_per_step": 100.0,
+        "efficient_tokens_per_step": 100.0,
+    }
     failed = {**ok, "recipe": "x", "status": "failed", "error": "ValueError: a | b", "plain_s_per_step": None,
               "efficient_s_per_step": None, "ratio": None, "plain_tokens_per_step": None,
               "efficient_tokens_per_step": None}  # fmt: skip

@@ -5,7 +5,8 @@ recipe and reward tables generated from the registry).
 `TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below), `DataArguments` and
 `EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then the command line.
 With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline smoke run of the whole
-pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under `accelerate launch -m trl_efficient.cli train ...`.
+pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under `accelerate launch -m
+trl_efficient.cli train ...`.
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ class TrainArguments:
     recipe: str = field(default="grpo", metadata={"help": "Recipe name (see `trl-efficient recipes`)."})
     model_name_or_path: str = field(
         default="tiny:qwen2",
-        metadata={"help": "Hub id or local path of the policy; 'tiny:<arch>[-<hidden>]' builds a random model offline."},
+        metadata={
+            "help": "Hub id or local path of the policy; 'tiny:<arch>[-<hidden>]' builds a random model offline."
+        },
     )
     recipe_kwargs: dict | str | None = field(
         default=None,
-        metadata={"help": "Keyword arguments of the recipe's dataset preparation (e.g. SABER's profile path); a JSON "
-                  "object on the command line."},
+        metadata={
+            "help": "Keyword arguments of the recipe's dataset preparation (e.g. SABER's profile path); a JSON "
+            "object on the command line."
+        },
     )
     eos_logit_bias: float | None = field(
         default=None,
@@ -55,7 +60,9 @@ class TrainArguments:
     eval_max_new_tokens: int | None = field(
         default=None, metadata={"help": "Max new tokens at evaluation (default: max_completion_length)."}
     )
-    smoke_run: bool = field(default=False, metadata={"help": "Print the smoke-run notice (quickstart and smoke configs)."})
+    smoke_run: bool = field(
+        default=False, metadata={"help": "Print the smoke-run notice (quickstart and smoke configs)."}
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.recipe_kwargs, str):
@@ -133,7 +140,11 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     model = AutoModelForCausalLM.from_pretrained(model_path, **(training_args.model_init_kwargs or {}))
     trainer_cls = recipe.load_trainer_cls()
     trainer = trainer_cls(
-        model=model, reward_funcs=reward_funcs, args=training_args, train_dataset=train_dataset, processing_class=tokenizer
+        model=model,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=train_dataset,
+        processing_class=tokenizer,
     )
     trainer.update_card_info(  # model-card inputs (trl_efficient.model_card.ModelCardInfo)
         recipe=recipe,
@@ -269,7 +280,9 @@ def recipes_main(argv: list[str]) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--markdown", action="store_true", help="print the README's recipe and reward tables")
     group.add_argument("--update-readme", metavar="PATH", help="rewrite the generated tables between their markers")
-    group.add_argument("--check-readme", metavar="PATH", help="exit 1 when the README's tables differ from the registry")
+    group.add_argument(
+        "--check-readme", metavar="PATH", help="exit 1 when the README's tables differ from the registry"
+    )
     args = parser.parse_args(argv)
     if not (args.markdown or args.update_readme or args.check_readme):
         list_recipes()
@@ -285,8 +298,11 @@ def recipes_main(argv: list[str]) -> int:
     updated = tables.update_readme(text)
     if args.check_readme:
         if updated != text:
-            print(f"{path}: the recipe/reward tables differ from the registry; run "
-                  f"`trl-efficient recipes --update-readme {path}`", file=sys.stderr)
+            print(
+                f"{path}: the recipe/reward tables differ from the registry; run "
+                f"`trl-efficient recipes --update-readme {path}`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if updated != text:

@@ -86,13 +86,14 @@ def render_method_section(trainer) -> str:
         proposed += list(getattr(func, "proposed_defaults", ()) or ())
     plan = trainer.rollout_plan
     if plan is None:
-        rollout, usage = "none", getattr(recipe, "usage", None) or "Use the same chat template and instruction as in training."
+        rollout, usage = (
+            "none",
+            getattr(recipe, "usage", None) or "Use the same chat template and instruction as in training.",
+        )
     else:
         rollout = f"`{plan.name}`"
         usage = getattr(recipe, "usage", None) or "Add the same budget or target statement as in training."
-    hyper = "\n".join(
-        f"- `{k}`: `{getattr(args, k)}`" for k in HYPERPARAMETERS if getattr(args, k, None) is not None
-    )
+    hyper = "\n".join(f"- `{k}`: `{getattr(args, k)}`" for k in HYPERPARAMETERS if getattr(args, k, None) is not None)
     summary = info.summary or ""
     return _template().substitute(
         recipe=getattr(recipe, "name", "custom"),

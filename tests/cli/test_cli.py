@@ -17,7 +17,9 @@ def test_no_arguments_runs_the_quickstart_config(monkeypatch):
     import trl_efficient.cli as cli
 
     seen = {}
-    monkeypatch.setattr(cli, "run_training", lambda s, d, t: seen.update(model=s.model_name_or_path, data=d.dataset_name))
+    monkeypatch.setattr(
+        cli, "run_training", lambda s, d, t: seen.update(model=s.model_name_or_path, data=d.dataset_name)
+    )
     cli.train_main([])
     assert seen == {"model": "testbed:base", "data": "testbed"}
 
@@ -25,8 +27,22 @@ def test_no_arguments_runs_the_quickstart_config(monkeypatch):
 def test_smoke_config_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     summary = train_main(
-        ["--config", "configs/smoke.yaml", "--output_dir", str(tmp_path), "--max_steps", "3", "--save_steps", "3",
-         "--eval_limit", "4", "--dataset_limit", "32", "--model_name_or_path", "tiny:qwen2-16"]
+        [
+            "--config",
+            "configs/smoke.yaml",
+            "--output_dir",
+            str(tmp_path),
+            "--max_steps",
+            "3",
+            "--save_steps",
+            "3",
+            "--eval_limit",
+            "4",
+            "--dataset_limit",
+            "32",
+            "--model_name_or_path",
+            "tiny:qwen2-16",
+        ]
     )
     out = capsys.readouterr().out
     assert "SMOKE RUN" in out and "mean tokens" in out
@@ -56,8 +72,12 @@ def test_l1_yaml_agrees_with_recipe_defaults(recipe, mode, tmp_path, monkeypatch
     _, _, from_recipe = parse_train_args(["--recipe", recipe, *tiny_cli_args(tmp_path)])
     got = {f: getattr(from_yaml, f) for f in fields}
     assert got == {f: getattr(from_recipe, f) for f in fields}
-    assert got == {"rollout_plan": "target_length", "target_length_range": [100, 4000], "target_length_mode": mode,
-                   "target_length_per": "prompt"}
+    assert got == {
+        "rollout_plan": "target_length",
+        "target_length_range": [100, 4000],
+        "target_length_mode": mode,
+        "target_length_per": "prompt",
+    }
 
 
 @pytest.mark.parametrize(
@@ -80,8 +100,9 @@ def test_config_errors_are_clear(extra, match, tmp_path, monkeypatch, capsys):
 
 
 def test_console_script_lists_recipes():
-    proc = subprocess.run([sys.executable, "-m", "trl_efficient.cli", "recipes"], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "trl_efficient.cli", "recipes"], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and "shorter-better" in proc.stdout
 
 

@@ -23,7 +23,9 @@ def test_eval_writes_json_markdown_plot_and_resumes(tiny_model_dir, tmp_path, mo
         for bench in ("gsm8k", "math500"):
             entry = json.loads((out / "tiny" / mode / f"{bench}.json").read_text())
             r = entry["result"]
-            assert r["num_problems"] == 3 and r["samples_per_problem"] == 2 and set(r["pass_at_k"]) == {"pass@1", "pass@2"}
+            assert (
+                r["num_problems"] == 3 and r["samples_per_problem"] == 2 and set(r["pass_at_k"]) == {"pass@1", "pass@2"}
+            )
             assert entry["settings"]["temperature"] == 0.6 and entry["settings"]["top_p"] == 0.95
             samples = (out / "tiny" / mode / f"{bench}.samples.jsonl").read_text().splitlines()
             assert len(samples) == 6
@@ -56,8 +58,23 @@ def test_eval_writes_json_markdown_plot_and_resumes(tiny_model_dir, tmp_path, mo
 def test_eval_hub_only_offline_is_reported(tiny_model_dir, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRL_EFFICIENT_DATA", str(tmp_path / "nodata"))
-    code = eval_main(["--model", tiny_model_dir, "--benchmarks", "gsm8k", "aime24", "--limit", "2",
-                      "--max-new-tokens", "4", "--output-dir", str(tmp_path / "e"), "--quiet", "--no-plot"])  # fmt: skip
+    code = eval_main(
+        [
+            "--model",
+            tiny_model_dir,
+            "--benchmarks",
+            "gsm8k",
+            "aime24",
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "4",
+            "--output-dir",
+            str(tmp_path / "e"),
+            "--quiet",
+            "--no-plot",
+        ]
+    )
     assert code == 1
     err = capsys.readouterr().err
     assert "[aime24] not evaluated" in err and "trl-efficient data prepare --benchmarks aime24" in err
@@ -92,7 +109,10 @@ def test_plot_degrades_without_matplotlib(monkeypatch, tmp_path, caplog):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    assert pareto_plot([{"model": "m", "mode": "plain", "accuracy": 0.5, "mean_tokens": 3.0}], str(tmp_path / "p.png")) is None
+    assert (
+        pareto_plot([{"model": "m", "mode": "plain", "accuracy": 0.5, "mean_tokens": 3.0}], str(tmp_path / "p.png"))
+        is None
+    )
     assert MATPLOTLIB_MISSING in caplog.text and not (tmp_path / "p.png").exists()
 
 

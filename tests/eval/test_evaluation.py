@@ -35,9 +35,12 @@ def test_percentile_matches_numpy_linear():
 
 def test_evaluate_samples_by_hand():
     s = [
-        ScoredSample(0, 1, 10, 6, False, True), ScoredSample(0, 1, 20, 16, False, True),
-        ScoredSample(1, 3, 30, 30, True, False), ScoredSample(1, 3, 40, 35, False, True),
-        ScoredSample(2, -1, 50, 50, False, None), ScoredSample(2, -1, 60, 60, False, None),
+        ScoredSample(0, 1, 10, 6, False, True),
+        ScoredSample(0, 1, 20, 16, False, True),
+        ScoredSample(1, 3, 30, 30, True, False),
+        ScoredSample(1, 3, 40, 35, False, True),
+        ScoredSample(2, -1, 50, 50, False, None),
+        ScoredSample(2, -1, 60, 60, False, None),
     ]
     r = evaluate_samples(s, ks=(1, 2))
     # scorable samples: 4, correct 3 -> accuracy 0.75; problem 2 is unscorable
@@ -57,10 +60,20 @@ def test_evaluate_samples_by_hand():
 
 def test_parse_modes_families_and_errors():
     names = [m.name for m in parse_modes(["plain", "saber", "l1:100", "l1-max:50", "hbpo:64", "plain"])]
-    assert names == ["plain", "saber:nothink", "saber:fastthink", "saber:corethink", "saber:deepthink", "l1:100",
-                     "l1-max:50", "hbpo:64"]
+    assert names == [
+        "plain",
+        "saber:nothink",
+        "saber:fastthink",
+        "saber:corethink",
+        "saber:deepthink",
+        "l1:100",
+        "l1-max:50",
+        "hbpo:64",
+    ]
     assert [m.value for m in parse_mode("l1")] == [512, 1024, 2048, 3600]
-    assert parse_mode("saber:fastthink")[0].system.startswith("Think step by step, keeping your reasoning strictly under 128")
+    assert parse_mode("saber:fastthink")[0].system.startswith(
+        "Think step by step, keeping your reasoning strictly under 128"
+    )
     for bad in ("hbpo:0", "l1:abc", "saber:turbo", "fancy"):
         with pytest.raises(ValueError):
             parse_mode(bad)
@@ -110,7 +123,12 @@ def test_evaluate_model_with_scripted_backend(tiny_tokenizer):
         "prompt": [[{"role": "user", "content": "6 * 7?"}], [{"role": "user", "content": "2 + 3?"}]],
         "solution": ["42", "5"], "level": [1, 2],
     })  # fmt: skip
-    texts = ["<think> 6 * 7 = 42 </think> \\boxed{42}", "\\boxed{41}", "<think> 2 + 3 </think> \\boxed{5}", "\\boxed{5}"]
+    texts = [
+        "<think> 6 * 7 = 42 </think> \\boxed{42}",
+        "\\boxed{41}",
+        "<think> 2 + 3 </think> \\boxed{5}",
+        "\\boxed{5}",
+    ]
     backend = ScriptedBackend(tiny_tokenizer, texts)
     result, records = evaluate_model(None, tiny_tokenizer, ds, max_new_tokens=32, num_samples=2, ks=(1, 2),
                                      backend=backend, return_records=True)  # fmt: skip

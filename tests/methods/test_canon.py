@@ -64,28 +64,38 @@ class TestAdvantages:
         assert out.tolist() == pytest.approx([0.5, 0.0, -1.0, 0.0])
 
     def test_estimator_edges_and_scaling(self):
-        b = batch([1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0], [4, 3, 2, 1, 1, 2, 3, 4, 1, 2, 3, 4], 4,
-                  truncated=[False] * 8 + [True] * 4)
+        b = batch(
+            [1, 1, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0],
+            [4, 3, 2, 1, 1, 2, 3, 4, 1, 2, 3, 4],
+            4,
+            truncated=[False] * 8 + [True] * 4,
+        )
         est = CANONAdvantage(SimpleNamespace(max_completion_length=8), alpha=0.5, normalize_by_max_length=True)
         # group 0 all equal -> 0 despite alpha (our documented edge rule) ; group 1: lower (1, 2) rewards 0, 1 mean .5,
         # upper (3, 4) 0, 1 mean .5 -> lower r - alpha*.5 = r - .25, upper alpha*r - .5 -> [-.25, .75, -.5, 0] / 8
         # group 2 all truncated: CANON has no truncation rule -> same formula: lower (lengths 1, 2) rewards 1, 0,
         # upper (3, 4) 1, 0 -> lower [1 - .25, 0 - .25], upper [.5 - .5, 0 - .5] -> [.75, -.25, 0, -.5] / 8
         assert est(b).tolist() == pytest.approx(
-            [0] * 4 + [-0.03125, 0.09375, -0.0625, 0.0] + [0.09375, -0.03125, 0.0, -0.0625])
+            [0] * 4 + [-0.03125, 0.09375, -0.0625, 0.0] + [0.09375, -0.03125, 0.0, -0.0625]
+        )
 
     def test_config_errors(self, tmp_path):
         with pytest.raises(ValueError, match="divides by max_completion_length twice"):
-            tiny_config(tmp_path, advantage_estimator="canon", loss_type="dr_grpo",
-                        advantage_kwargs={"normalize_by_max_length": True})
+            tiny_config(
+                tmp_path,
+                advantage_estimator="canon",
+                loss_type="dr_grpo",
+                advantage_kwargs={"normalize_by_max_length": True},
+            )
         with pytest.raises(ValueError, match=r"advantage_kwargs\['mu'\] must be <= 1.0"):
             tiny_config(tmp_path, advantage_estimator="canon", advantage_kwargs={"mu": 2})
 
 
 def test_trainer_advantages(tiny_model_dir, tmp_path):
     args = tiny_config(tmp_path, per_device_train_batch_size=8, advantage_estimator="canon")
-    trainer = CANONRecordingTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
-                                    train_dataset=make_dataset(32))
+    trainer = CANONRecordingTrainer(
+        model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(32)
+    )
     trainer.train()
     for rec in trainer.records:
         total = torch.tensor([r[0] for r in rec["rewards"]])
@@ -102,7 +112,8 @@ def test_canon_yaml(tmp_path):
     assert config["advantage_kwargs"] == {"alpha": 1.0, "mu": 1.0, "beta": 0.0, "normalize_by_max_length": False}
     assert (config["num_generations"], config["epsilon_high"], config["max_completion_length"]) == (16, 0.28, 8192)
     assert (config["learning_rate"], config["beta"], config["loss_type"]) == (1e-6, 0.0, "dapo")
-    train_main(["--config", os.path.join(ROOT, "configs", "canon.yaml"),
-                *tiny_cli_args(tmp_path, max_completion_length=12)])
+    train_main(
+        ["--config", os.path.join(ROOT, "configs", "canon.yaml"), *tiny_cli_args(tmp_path, max_completion_length=12)]
+    )
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
         assert json.load(f)["recipe"] == "canon"

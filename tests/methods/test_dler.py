@@ -32,9 +32,13 @@ NAN = float("nan")
 def batch(rewards, lengths, group_size, truncated=None, **kw):
     n = len(rewards)
     return GroupBatch(
-        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, -1), reward_names=["r"],
-        reward_weights=torch.ones(1), lengths=torch.tensor(lengths, dtype=torch.float32),
-        truncated=torch.tensor(truncated or [False] * n), group_size=group_size, **kw,
+        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, -1),
+        reward_names=["r"],
+        reward_weights=torch.ones(1),
+        lengths=torch.tensor(lengths, dtype=torch.float32),
+        truncated=torch.tensor(truncated or [False] * n),
+        group_size=group_size,
+        **kw,
     )
 
 
@@ -73,8 +77,12 @@ def closed_reward(completions, **kwargs):
 class TestDLERAdvantage:
     def test_signal_free_groups_follow_dapo_std_rule(self):
         # DLER's dapo_ray_trainer.py keeps a group iff np.std(rewards) > 0; truncation plays no part.
-        b = batch([1, 0, 1, 1, 0.1, 0, 0.1, 0.1, NAN, NAN, 2, NAN], [1] * 12, 2,
-                  truncated=[False] * 4 + [True] * 4 + [False] * 4)
+        b = batch(
+            [1, 0, 1, 1, 0.1, 0, 0.1, 0.1, NAN, NAN, 2, NAN],
+            [1] * 12,
+            2,
+            truncated=[False] * 4 + [True] * 4 + [False] * 4,
+        )
         # [1, 0] std .5 kept | [1, 1] std 0 | all truncated [.1, 0]: std .05 > 0, kept | all truncated [.1, .1]: std 0
         # | nothing scorable | one scorable row (std of one value 0)
         assert signal_free_groups(b).tolist() == [False, True, False, True, True, True]
@@ -98,8 +106,9 @@ class TestDLERAdvantage:
         # centred [.5, -.5, .05, -.05]; tokens 3, 3, 5, 5 (N = 16): mean (1.5 - 1.5 + .25 - .25)/16 = 0
         # sum of squares 3*.25*2 + 5*.0025*2 = 1.525 ; var = 1.525/15
         scale = (1.525 / 15 + 1e-8) ** -0.5
-        assert dler_advantages(b).tolist() == pytest.approx([0.5 * scale, -0.5 * scale, 0.05 * scale,
-                                                            -0.05 * scale], abs=1e-5)
+        assert dler_advantages(b).tolist() == pytest.approx(
+            [0.5 * scale, -0.5 * scale, 0.05 * scale, -0.05 * scale], abs=1e-5
+        )
         assert dler_advantages(b)[2] > 0  # the truncated correct answer is pushed up relative to the wrong one
 
     def test_row_weighted_whitening_is_bessel_corrected(self):
@@ -107,7 +116,8 @@ class TestDLERAdvantage:
         # rows (N = 4): centred [.5, -.5, .05, -.05], mean 0, var (2*.25 + 2*.0025)/3 = .505/3 = .168333
         scale = (0.505 / 3 + 1e-8) ** -0.5
         assert dler_advantages(b, token_weighted=False).tolist() == pytest.approx(
-            [0.5 * scale, -0.5 * scale, 0.05 * scale, -0.05 * scale], abs=1e-5)
+            [0.5 * scale, -0.5 * scale, 0.05 * scale, -0.05 * scale], abs=1e-5
+        )
 
     def test_all_flat_gives_zeros_not_nan(self):
         b = batch([1, 1, 0, 0, 0.1, 0.1], [3, 5, 2, 2, 9, 9], 2, truncated=[False] * 4 + [True, True])
@@ -119,9 +129,10 @@ class TestDLERAdvantage:
         assert (est.correct_boost, est.boost_threshold, est.eps) == (0.1, 1.0, 1e-8)
         b = batch([1, 0], [1, 1], 2)
         # centred [.5, -.5], N = 2 rows of 1 token: var = (.25 + .25)/1 = .5 ; A = ±.5/sqrt(.5) = ±.707107, +.1 on row 0
-        assert est(b).tolist() == pytest.approx([0.5 / 0.5 ** 0.5 + 0.1, -(0.5 / 0.5 ** 0.5)], abs=1e-5)
+        assert est(b).tolist() == pytest.approx([0.5 / 0.5**0.5 + 0.1, -(0.5 / 0.5**0.5)], abs=1e-5)
         assert DLERAdvantage(SimpleNamespace(), correct_boost=0.0)(b).tolist() == pytest.approx(
-            [0.707107, -0.707107], abs=1e-5)
+            [0.707107, -0.707107], abs=1e-5
+        )
 
     def test_unscorable_rows_get_zero(self):
         b = batch([1, NAN, 0, 0, 1, 0], [2, 2, 2, 2, 2, 2], 3)
@@ -132,8 +143,11 @@ class TestDLERAdvantage:
 
     @pytest.mark.parametrize(
         "kwargs, match",
-        [({"eps": -1}, r"advantage_kwargs\['eps'\]"), ({"token_weighted": 1}, r"advantage_kwargs\['token_weighted'\]"),
-         ({"correct_boost": "x"}, r"advantage_kwargs\['correct_boost'\]")],
+        [
+            ({"eps": -1}, r"advantage_kwargs\['eps'\]"),
+            ({"token_weighted": 1}, r"advantage_kwargs\['token_weighted'\]"),
+            ({"correct_boost": "x"}, r"advantage_kwargs\['correct_boost'\]"),
+        ],
     )
     def test_config_errors(self, kwargs, match):
         with pytest.raises(ValueError, match=match):
@@ -182,13 +196,14 @@ class TestStopDetection:
 
         reward = get_dler_truncation_reward(max_completion_length=48, eos_token_id=2)  # the old builder's set
         assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 0.1, 0.1]
-        trainer = EfficientGRPOTrainer(model=two_eos_model_dir, reward_funcs=[reward], args=tiny_config(tmp_path),
-                                       train_dataset=make_dataset(8))
+        trainer = EfficientGRPOTrainer(
+            model=two_eos_model_dir, reward_funcs=[reward], args=tiny_config(tmp_path), train_dataset=make_dataset(8)
+        )
         assert sorted(trainer.eos_token_ids) == [0, 2]  # TRL's own union
-        assert completion_eos_token_ids(trainer.model.generation_config, trainer.processing_class) == \
-            trainer.eos_token_ids  # the shared helper is TRL's rule
+        assert (
+            completion_eos_token_ids(trainer.model.generation_config, trainer.processing_class) == trainer.eos_token_ids
+        )  # the shared helper is TRL's rule
         assert reward(completions=self.COMPLETIONS, solution=["3"] * 3, completion_ids=self.IDS) == [1.0, 1.0, 0.1]
-
 
     def test_real_generation_ending_on_the_second_eos_counts_as_stopped(self, two_eos_model_dir, tmp_path):
         # TRL 1.16 (transformers generate) stops on either id and keeps it as the last of completion_ids; the
@@ -204,11 +219,21 @@ class TestStopDetection:
             seen.extend((ids[-1], reward._stopped(ids)) for ids in completion_ids)
             return [0.0] * len(completion_ids)
 
-        args = tiny_config(tmp_path, per_device_train_batch_size=8, max_completion_length=16, max_steps=1,
-                           reward_weights=[1.0, 0.0], generation_kwargs={"sequence_bias": [[[0], 4.0]]})
-        trainer = EfficientGRPOTrainer(model=two_eos_model_dir, reward_funcs=[reward, spy], args=args,
-                                       train_dataset=make_dataset(8),
-                                       group_stages=[lambda batch, _: flags.extend(batch.truncated.tolist())])
+        args = tiny_config(
+            tmp_path,
+            per_device_train_batch_size=8,
+            max_completion_length=16,
+            max_steps=1,
+            reward_weights=[1.0, 0.0],
+            generation_kwargs={"sequence_bias": [[[0], 4.0]]},
+        )
+        trainer = EfficientGRPOTrainer(
+            model=two_eos_model_dir,
+            reward_funcs=[reward, spy],
+            args=args,
+            train_dataset=make_dataset(8),
+            group_stages=[lambda batch, _: flags.extend(batch.truncated.tolist())],
+        )
         trainer.train()
         assert len(seen) == len(flags) == 8
         assert [stopped for _, stopped in seen] == [not t for t in flags]
@@ -242,11 +267,17 @@ class TestDifficultyTruncation:
             calls.append([("</think>" in c[0]["content"], len(ids)) for c, ids in pairs])
             return [0.0] * len(completions)
 
-        args = tiny_config(tmp_path, per_device_train_batch_size=8, advantage_estimator="da_dler",
-                           advantage_kwargs={"truncate_to": 8, "solve_rate_threshold": 0.75},
-                           correctness_reward="closed_reward", reward_weights=[1.0, 0.0])
-        trainer = DLERRecordingTrainer(model=tiny_model_dir, reward_funcs=[closed_reward, spy], args=args,
-                                       train_dataset=make_dataset(16))
+        args = tiny_config(
+            tmp_path,
+            per_device_train_batch_size=8,
+            advantage_estimator="da_dler",
+            advantage_kwargs={"truncate_to": 8, "solve_rate_threshold": 0.75},
+            correctness_reward="closed_reward",
+            reward_weights=[1.0, 0.0],
+        )
+        trainer = DLERRecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[closed_reward, spy], args=args, train_dataset=make_dataset(16)
+        )
         trainer.train()
         assert len(calls) == 4  # each step: a first pass, then a re-scoring pass after the cuts
         for step, rec in enumerate(trainer.records):
@@ -281,8 +312,9 @@ class TestRefillPieces:
 
     def test_assemble_group_batch(self):
         a = batch([1, 2, 3, 4], [10, 20, 30, 40], 2, metadata={"idx": [0, 0, 1, 1]}, correctness_index=0)
-        b = batch([5, 6, 7, 8], [50, 60, 70, 80], 2, truncated=[True, False, False, False],
-                  metadata={"idx": [2, 2, 3, 3]})
+        b = batch(
+            [5, 6, 7, 8], [50, 60, 70, 80], 2, truncated=[True, False, False, False], metadata={"idx": [2, 2, 3, 3]}
+        )
         out = assemble_group_batch([a, b], [(1, 0), (1, 1), (0, 2), (0, 3)], local_size=2, process_index=1)
         assert out.rewards.view(-1).tolist() == [5, 6, 3, 4]
         assert out.lengths.tolist() == [50, 60, 30, 40] and out.truncated.tolist() == [True, False, False, False]
@@ -310,8 +342,10 @@ class TestRefillPieces:
 
     @pytest.mark.parametrize(
         "kwargs, match",
-        [({"max_generation_batches": 0}, r"filter_kwargs\['max_generation_batches'\]"),
-         ({"on_shortfall": "drop"}, r"filter_kwargs\['on_shortfall'\]")],
+        [
+            ({"max_generation_batches": 0}, r"filter_kwargs\['max_generation_batches'\]"),
+            ({"on_shortfall": "drop"}, r"filter_kwargs\['on_shortfall'\]"),
+        ],
     )
     def test_filter_config_errors(self, tmp_path, kwargs, match):
         with pytest.raises(ValueError, match=match):
@@ -319,28 +353,36 @@ class TestRefillPieces:
 
 
 def _refill_trainer(tiny_model_dir, out, rewards=None, trainer_cls=None, **overrides):
-    kwargs = dict(per_device_train_batch_size=8, advantage_estimator="dler", completion_filter="dynamic_sampling",
-                  max_steps=3)
+    kwargs = dict(
+        per_device_train_batch_size=8, advantage_estimator="dler", completion_filter="dynamic_sampling", max_steps=3
+    )
     kwargs.update(overrides)
-    return (trainer_cls or DLERRecordingTrainer)(model=tiny_model_dir, reward_funcs=rewards or [correctness_reward],
-                                args=tiny_config(out, **kwargs), train_dataset=make_dataset(32))
+    return (trainer_cls or DLERRecordingTrainer)(
+        model=tiny_model_dir,
+        reward_funcs=rewards or [correctness_reward],
+        args=tiny_config(out, **kwargs),
+        train_dataset=make_dataset(32),
+    )
 
 
 class TestRefillTrainer:
     def test_refilled_batches_hold_informative_groups_with_dler_advantages(self, tiny_model_dir, tmp_path):
         trainer = _refill_trainer(tiny_model_dir, tmp_path)
         trainer.train()
-        batches = [e["trl_efficient/dynamic_sampling/generation_batches"] for e in trainer.state.log_history
-                   if "trl_efficient/dynamic_sampling/generation_batches" in e]
+        batches = [
+            e["trl_efficient/dynamic_sampling/generation_batches"]
+            for e in trainer.state.log_history
+            if "trl_efficient/dynamic_sampling/generation_batches" in e
+        ]
         assert len(batches) == 3 and max(batches) > 1  # some step needed a refill
         for rec in trainer.records:
             assert len(rec["advantages"]) == 8  # per-process row count unchanged
             rewards = [r[0] for r in rec["rewards"]]
             for g in range(2):
-                group = rewards[4 * g: 4 * g + 4]
+                group = rewards[4 * g : 4 * g + 4]
                 assert max(group) > min(group)  # every group informative (no shortfall here)
-                assert len(set(rec["metadata"]["idx"][4 * g: 4 * g + 4])) == 1  # rows of a group stay together
-                assert len(set(rec["prompts_decoded"][4 * g: 4 * g + 4])) == 1
+                assert len(set(rec["metadata"]["idx"][4 * g : 4 * g + 4])) == 1  # rows of a group stay together
+                assert len(set(rec["prompts_decoded"][4 * g : 4 * g + 4])) == 1
             # the advantages are DLER's on the refilled batch (truncated rows all score 0 here)
             expected = dler_advantages(batch(rewards, rec["lengths"], 4), correct_boost=0.1)  # estimator default
             assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
@@ -352,8 +394,11 @@ class TestRefillTrainer:
         # still matching their rows: a per-row fingerprint, and a right-padded token tensor padded with -7.
         trainer = _refill_trainer(tiny_model_dir, tmp_path, trainer_cls=ExtraKeysDLERTrainer)
         trainer.train()
-        batches = [e["trl_efficient/dynamic_sampling/generation_batches"] for e in trainer.state.log_history
-                   if "trl_efficient/dynamic_sampling/generation_batches" in e]
+        batches = [
+            e["trl_efficient/dynamic_sampling/generation_batches"]
+            for e in trainer.state.log_history
+            if "trl_efficient/dynamic_sampling/generation_batches" in e
+        ]
         assert max(batches) > 1  # some step refilled, so rows were moved and re-padded
         for out in trainer.final_outputs:
             ids, mask = out["completion_ids"], out["completion_mask"]
@@ -364,15 +409,25 @@ class TestRefillTrainer:
         def constant(completions, **kwargs):
             return [1.0] * len(completions)
 
-        trainer = _refill_trainer(tiny_model_dir, tmp_path / "mask", rewards=[constant], max_steps=1,
-                                  filter_kwargs={"max_generation_batches": 2})
+        trainer = _refill_trainer(
+            tiny_model_dir,
+            tmp_path / "mask",
+            rewards=[constant],
+            max_steps=1,
+            filter_kwargs={"max_generation_batches": 2},
+        )
         trainer.train()
         rec = trainer.records[0]
         assert rec["advantages"] == [0.0] * 8 and rec["completion_mask_sums"] == [0] * 8
         assert trainer.state.log_history[0]["trl_efficient/dynamic_sampling/shortfall_groups"] == 2
         assert trainer.refill_sampler.state_dict()["position"] == 2  # one refill batch of 2 prompts was drawn
-        trainer = _refill_trainer(tiny_model_dir, tmp_path / "err", rewards=[constant], max_steps=1,
-                                  filter_kwargs={"max_generation_batches": 2, "on_shortfall": "error"})
+        trainer = _refill_trainer(
+            tiny_model_dir,
+            tmp_path / "err",
+            rewards=[constant],
+            max_steps=1,
+            filter_kwargs={"max_generation_batches": 2, "on_shortfall": "error"},
+        )
         with pytest.raises(RuntimeError, match="found 0 informative groups of the 2 needed"):
             trainer.train()
 

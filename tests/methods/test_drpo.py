@@ -33,15 +33,29 @@ class DRPORecordingTrainer(RecordingMixin, DRPOTrainer, ScriptedGenerationMixin)
 
 class TestAdvantages:
     def test_hand_values(self):
-        out = drpo_advantages(torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([10.0, 20.0, 30.0, 40.0]),
-                              torch.tensor([-1.0, -1.0, -1.0, -2.0]), 4, length_norm=100, lam=0.1, tau=1.0)
+        out = drpo_advantages(
+            torch.tensor([1.0, 1.0, 0.0, 0.0]),
+            torch.tensor([10.0, 20.0, 30.0, 40.0]),
+            torch.tensor([-1.0, -1.0, -1.0, -2.0]),
+            4,
+            length_norm=100,
+            lam=0.1,
+            tau=1.0,
+        )
         # correct: exp((1 - .1)/.1) = e^9, exp(.8/.1) = e^8 -> w = 1/(1 + e^-1) = .731059, .268941 ; x G = 4
         # wrong: softmax(-1/1, -2/1) = .731059, .268941 -> minus, x 4
         assert out.tolist() == pytest.approx([2.924234, 1.075766, -2.924234, -1.075766], abs=1e-5)
 
     def test_large_lambda_and_tau_give_uniform_weights(self):
-        out = drpo_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0]), torch.tensor([1.0, 50, 90, 99]),
-                              torch.tensor([-0.1, -3.0, -0.5, -2.0]), 4, length_norm=100, lam=1e9, tau=1e9)
+        out = drpo_advantages(
+            torch.tensor([1.0, 0.0, 0.0, 1.0]),
+            torch.tensor([1.0, 50, 90, 99]),
+            torch.tensor([-0.1, -3.0, -0.5, -2.0]),
+            4,
+            length_norm=100,
+            lam=1e9,
+            tau=1e9,
+        )
         assert out.tolist() == pytest.approx([2.0, -2.0, -2.0, 2.0], abs=1e-5)  # DisCO limit: 1/|+|, 1/|-|, x G
 
     def test_invalid_groups_and_unknown_rows_get_zero(self):
@@ -54,9 +68,15 @@ class TestAdvantages:
         from trl_efficient.trainer import GroupBatch
 
         est = DRPOAdvantage(SimpleNamespace(max_completion_length=100, loss_type="grpo"))
-        b = GroupBatch(rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0]]), reward_names=["correctness_reward"],
-                       reward_weights=torch.ones(1), lengths=torch.tensor([100.0, 100, 100, 100]),
-                       truncated=torch.ones(4, dtype=torch.bool), group_size=2, correctness_index=0)
+        b = GroupBatch(
+            rewards=torch.tensor([[1.0], [0.0], [1.0], [1.0]]),
+            reward_names=["correctness_reward"],
+            reward_weights=torch.ones(1),
+            lengths=torch.tensor([100.0, 100, 100, 100]),
+            truncated=torch.ones(4, dtype=torch.bool),
+            group_size=2,
+            correctness_index=0,
+        )
         b.extras["drpo_seq_logp"] = torch.tensor([-1.0, -2.0, -1.0, -1.0])
         # DRPO's rule: a group counts iff it has a correct and a wrong answer; truncation plays no part.
         # group 0: one correct (w = 1), one wrong (softmax of one = 1) -> A = G * (1, -1) = (2, -2) ; group 1 all
@@ -109,15 +129,24 @@ class TestAdvantages:
         with pytest.raises(RuntimeError, match="needs the sampling policy's per-completion scores"):
             from trl_efficient.trainer import GroupBatch
 
-            est(GroupBatch(rewards=torch.zeros(2, 1), reward_names=["r"], reward_weights=torch.ones(1),
-                           lengths=torch.ones(2), truncated=torch.zeros(2, dtype=torch.bool), group_size=2))
+            est(
+                GroupBatch(
+                    rewards=torch.zeros(2, 1),
+                    reward_names=["r"],
+                    reward_weights=torch.ones(1),
+                    lengths=torch.ones(2),
+                    truncated=torch.zeros(2, dtype=torch.bool),
+                    group_size=2,
+                )
+            )
 
 
 class TestTrainer:
     def test_scores_and_advantages(self, tiny_model_dir, tmp_path):
         args = tiny_config(tmp_path, per_device_train_batch_size=8, advantage_estimator="drpo", loss_type="grpo")
-        trainer = DRPORecordingTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
-                                       train_dataset=make_dataset(32))
+        trainer = DRPORecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(32)
+        )
         trainer.train()
         for rec in trainer.records:
             scores = torch.tensor(rec["scores"])
@@ -131,8 +160,9 @@ class TestTrainer:
 
     def test_scores_equal_a_direct_forward_pass(self, tiny_model_dir, tmp_path):
         args = tiny_config(tmp_path, advantage_estimator="drpo", loss_type="grpo", max_steps=1)
-        trainer = DRPORecordingTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
-                                       train_dataset=make_dataset(8))
+        trainer = DRPORecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(8)
+        )
         captured = {}
         original = trainer._sequence_scores
 
@@ -149,7 +179,7 @@ class TestTrainer:
 
         model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)  # the step-0 weights the scores were taken with
         with torch.no_grad():
-            logits = model(input_ids=ids, attention_mask=attn).logits[:, -out["completion_ids"].size(1) - 1:-1]
+            logits = model(input_ids=ids, attention_mask=attn).logits[:, -out["completion_ids"].size(1) - 1 : -1]
         logp = torch.log_softmax(logits.float(), -1).gather(-1, out["completion_ids"].unsqueeze(-1)).squeeze(-1)
         m = out["completion_mask"].float()
         expected = (logp * m).sum(1) / m.sum(1)
@@ -159,8 +189,9 @@ class TestTrainer:
         import logging
 
         args = tiny_config(tmp_path, advantage_estimator="drpo", loss_type="grpo")
-        trainer = DRPOTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward], args=args,
-                              train_dataset=make_dataset(4))
+        trainer = DRPOTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(4)
+        )
         # the check itself, on the states use_vllm / vllm_importance_sampling_correction can take (no vLLM on CPU)
         with caplog.at_level(logging.WARNING, logger="trl_efficient.methods.drpo"):
             assert trainer._warn_on_vllm_importance_sampling() is False  # use_vllm False
@@ -193,7 +224,8 @@ def test_drpo_yaml(tmp_path):
     config = recipe_yaml_settings("drpo")
     assert (config["num_generations"], config["temperature"], config["loss_type"]) == (8, 0.6, "grpo")
     assert config["use_vllm"] is True and config["vllm_importance_sampling_correction"] is False
-    train_main(["--config", os.path.join(ROOT, "configs", "drpo.yaml"),
-                *tiny_cli_args(tmp_path, max_completion_length=12)])
+    train_main(
+        ["--config", os.path.join(ROOT, "configs", "drpo.yaml"), *tiny_cli_args(tmp_path, max_completion_length=12)]
+    )
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
         assert json.load(f)["recipe"] == "drpo"

@@ -38,16 +38,20 @@ def gdpo_reference(rewards: torch.Tensor, weights: torch.Tensor, G: int, eps: fl
 class TestReward:
     def test_hand_values(self):
         reward = get_gdpo_length_reward(length_limit=4)
-        out = reward(completions=[r"\boxed{3}", r"\boxed{3}", r"\boxed{2}", r"\boxed{3}"],
-                     solution=["3", "3", "3", ""], completion_ids=[[0] * 4, [0] * 5, [0] * 2, [0] * 2])
+        out = reward(
+            completions=[r"\boxed{3}", r"\boxed{3}", r"\boxed{2}", r"\boxed{3}"],
+            solution=["3", "3", "3", ""],
+            completion_ids=[[0] * 4, [0] * 5, [0] * 2, [0] * 2],
+        )
         # correct and L = 4 <= 4 -> 1 ; correct but 5 > 4 -> 0 ; wrong -> 0 ; gold unparseable -> None
         assert out == [1.0, 0.0, 0.0, None]
         assert pickle.loads(pickle.dumps(reward)).__name__ == "gdpo_length_reward"
 
     def test_options_and_errors(self):
         strict = get_gdpo_length_reward(length_limit=10, require_think_close=True)
-        assert strict(completions=[r"\boxed{3}", r"x</think>\boxed{3}"], solution=["3", "3"],
-                      completion_ids=[[0], [0]]) == [0.0, 1.0]
+        assert strict(
+            completions=[r"\boxed{3}", r"x</think>\boxed{3}"], solution=["3", "3"], completion_ids=[[0], [0]]
+        ) == [0.0, 1.0]
         chars = get_gdpo_length_reward(length_limit=9, length_unit="chars")
         assert chars(completions=[r"\boxed{3}", r" \boxed{3}"], solution=["3", "3"]) == [1.0, 0.0]  # 9 vs 10 chars
         with pytest.raises(ValueError, match="length_limit must be a positive int"):
@@ -55,7 +59,8 @@ class TestReward:
 
     def test_builder_default_limit_is_half_the_cap(self):
         reward = REWARD_BUILDERS.get("gdpo_length")(
-            SimpleNamespace(max_completion_length=8000, length_unit="tokens", length_scope="total"), None)
+            SimpleNamespace(max_completion_length=8000, length_unit="tokens", length_scope="total"), None
+        )
         assert reward.length_limit == 4000  # methods.md §5: 4000 for R1-Distill-1.5B scale (8000 / 2)
 
     def test_reference_on_the_papers_toy_case(self):
@@ -68,12 +73,17 @@ class TestReward:
 
 
 def test_trainer_advantages_are_gdpo(tiny_model_dir, tmp_path):
-    args = tiny_config(tmp_path, per_device_train_batch_size=8, multi_objective_aggregation="normalize_then_sum",
-                       max_completion_length=24)
+    args = tiny_config(
+        tmp_path,
+        per_device_train_batch_size=8,
+        multi_objective_aggregation="normalize_then_sum",
+        max_completion_length=24,
+    )
     length = REWARD_BUILDERS.get("gdpo_length")(args, None)
     assert length.length_limit == 12
-    trainer = GDPORecordingTrainer(model=tiny_model_dir, reward_funcs=[correctness_reward, length], args=args,
-                                   train_dataset=make_dataset(32))
+    trainer = GDPORecordingTrainer(
+        model=tiny_model_dir, reward_funcs=[correctness_reward, length], args=args, train_dataset=make_dataset(32)
+    )
     trainer.train()
     for rec in trainer.records:
         expected = gdpo_reference(torch.tensor(rec["rewards"]), torch.ones(2), 4)
@@ -86,7 +96,8 @@ def test_gdpo_recipe_and_yaml(tmp_path):
     recipe = get_recipe("gdpo")
     assert recipe.config_overrides == {"multi_objective_aggregation": "normalize_then_sum"}
     assert [s.builder for s in recipe.rewards] == ["correctness", "gdpo_length"]
-    train_main(["--config", os.path.join(ROOT, "configs", "gdpo.yaml"),
-                *tiny_cli_args(tmp_path, max_completion_length=12)])
+    train_main(
+        ["--config", os.path.join(ROOT, "configs", "gdpo.yaml"), *tiny_cli_args(tmp_path, max_completion_length=12)]
+    )
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
         assert json.load(f)["recipe"] == "gdpo"

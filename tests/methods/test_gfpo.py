@@ -36,8 +36,6 @@ NAN = float("nan")
 batch = group_batch
 
 
-
-
 ARGS = SimpleNamespace(num_generations=4, advantage_estimator="gfpo")
 
 
@@ -74,29 +72,51 @@ class TestKeepAndAdvantages:
         keep = torch.tensor([True, True, True, False, True, True, False, False])
         # group 0 kept [1, 0, 0]: mean 1/3, sample std sqrt(1/3) = .57735 -> (2/3)/.57745, (-1/3)/.57745 ;
         # dropped row 0 ; group 1 kept [1, 1]: std 0 -> 0
-        s = 3 ** -0.5 + 1e-4
+        s = 3**-0.5 + 1e-4
         assert kept_set_advantages(total, keep, 4).tolist() == pytest.approx(
-            [(2 / 3) / s, (-1 / 3) / s, (-1 / 3) / s, 0, 0, 0, 0, 0], abs=1e-5)
+            [(2 / 3) / s, (-1 / 3) / s, (-1 / 3) / s, 0, 0, 0, 0, 0], abs=1e-5
+        )
 
     def test_estimator_hand_values_and_edges(self):
         est = GFPOAdvantage(ARGS, k=2)
-        b = batch([1, 0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0], [5, 3, 9, 4, 2, 4, 6, 8, 9, 9, 9, 9], 4,
-                  truncated=[False] * 8 + [True] * 4)
+        b = batch(
+            [1, 0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0],
+            [5, 3, 9, 4, 2, 4, 6, 8, 9, 9, 9, 9],
+            4,
+            truncated=[False] * 8 + [True] * 4,
+        )
         adv = est(b)
         # paper: A_i = m_i (R_i - mu_S) / sigma_S over the kept set S (+1e-4, TRL's eps), no truncation rule.
         # group 0: keep lengths 3 (R 0) and 4 (R 1): mean .5, sample std .70711 -> -.5/.70721 = -.70700, +.70700
         # group 1: keep lengths 2 (R 1), 4 (R 0) -> +.70700, -.70700
         # group 2, all truncated: equal lengths, stable ties keep rows 8 (R 1) and 9 (R 0) -> +.70700, -.70700
         assert adv.tolist() == pytest.approx(
-            [0, -0.70700, 0, 0.70700, 0.70700, -0.70700, 0, 0, 0.70700, -0.70700, 0, 0], abs=1e-4)
-        assert b.extras["gfpo_keep"].tolist() == [False, True, False, True, True, True, False, False, True, True, False, False]
+            [0, -0.70700, 0, 0.70700, 0.70700, -0.70700, 0, 0, 0.70700, -0.70700, 0, 0], abs=1e-4
+        )
+        assert b.extras["gfpo_keep"].tolist() == [
+            False,
+            True,
+            False,
+            True,
+            True,
+            True,
+            False,
+            False,
+            True,
+            True,
+            False,
+            False,
+        ]
         equal = batch([1, 1, 1, 1], [1, 2, 3, 4], 4)
         assert est(equal).tolist() == [0.0] * 4
 
     @pytest.mark.parametrize(
         "kwargs, match",
-        [({"k": 1}, r"advantage_kwargs\['k'\] must be an int in \[2, num_generations=4\]"),
-         ({"k": 5}, r"advantage_kwargs\['k'\]"), ({"k": 2, "metric": "longest"}, r"advantage_kwargs\['metric'\]")],
+        [
+            ({"k": 1}, r"advantage_kwargs\['k'\] must be an int in \[2, num_generations=4\]"),
+            ({"k": 5}, r"advantage_kwargs\['k'\]"),
+            ({"k": 2, "metric": "longest"}, r"advantage_kwargs\['metric'\]"),
+        ],
     )
     def test_estimator_config_errors(self, tmp_path, kwargs, match):
         with pytest.raises(ValueError, match=match):
@@ -106,8 +126,13 @@ class TestKeepAndAdvantages:
         with pytest.raises(ValueError, match="completion_filter='gfpo' masks what advantage_estimator"):
             tiny_config(tmp_path, completion_filter="gfpo")
         with pytest.raises(ValueError, match=r"filter_kwargs\['loss_normalizer'\]"):
-            tiny_config(tmp_path, advantage_estimator="gfpo", advantage_kwargs={"k": 2}, completion_filter="gfpo",
-                        filter_kwargs={"loss_normalizer": "some"})
+            tiny_config(
+                tmp_path,
+                advantage_estimator="gfpo",
+                advantage_kwargs={"k": 2},
+                completion_filter="gfpo",
+                filter_kwargs={"loss_normalizer": "some"},
+            )
 
 
 class TestTDigest:
@@ -141,8 +166,9 @@ class TestTDigest:
 
 class TestAdaptive:
     def make(self, **kwargs):
-        return AdaptiveGFPOAdvantage(SimpleNamespace(num_generations=4), k_by_quartile=[4, 3, 2, 2], warmup_k=4,
-                                     **kwargs)
+        return AdaptiveGFPOAdvantage(
+            SimpleNamespace(num_generations=4), k_by_quartile=[4, 3, 2, 2], warmup_k=4, **kwargs
+        )
 
     def test_warmup_then_k_by_quartile(self):
         est = self.make(warmup_steps=1, warmup_prompts=4)
@@ -157,7 +183,7 @@ class TestAdaptive:
         adv = est(b)
         assert b.extras["gfpo_keep"].view(4, 4).sum(1).tolist() == [4, 3, 2, 2]
         # group 1 keeps lengths 1-3 with rewards [1, 0, 0] -> (2/3)/.57745, -(1/3)/.57745 x2, dropped 0
-        s = 3 ** -0.5 + 1e-4
+        s = 3**-0.5 + 1e-4
         assert adv[4:8].tolist() == pytest.approx([(2 / 3) / s, (-1 / 3) / s, (-1 / 3) / s, 0], abs=1e-5)
 
     def test_ready_needs_steps_and_prompts(self):
@@ -179,18 +205,26 @@ class TestAdaptive:
 
     def test_config_errors_name_the_field(self, tmp_path):
         with pytest.raises(ValueError, match=r"advantage_kwargs\['k_by_quartile'\]\[3\]"):
-            tiny_config(tmp_path, advantage_estimator="gfpo_adaptive",
-                        advantage_kwargs={"k_by_quartile": [4, 4, 2, 1], "warmup_k": 4})
+            tiny_config(
+                tmp_path,
+                advantage_estimator="gfpo_adaptive",
+                advantage_kwargs={"k_by_quartile": [4, 4, 2, 1], "warmup_k": 4},
+            )
         with pytest.raises(ValueError, match=r"advantage_kwargs\['warmup_k'\]"):
             tiny_config(tmp_path, advantage_estimator="gfpo_adaptive", advantage_kwargs={"k_by_quartile": [4, 4, 2, 2]})
 
 
 def _gfpo_trainer(tiny_model_dir, out, cls=GFPORecordingTrainer, **overrides):
-    kwargs = dict(per_device_train_batch_size=8, advantage_estimator="gfpo", advantage_kwargs={"k": 2},
-                  completion_filter="gfpo")
+    kwargs = dict(
+        per_device_train_batch_size=8, advantage_estimator="gfpo", advantage_kwargs={"k": 2}, completion_filter="gfpo"
+    )
     kwargs.update(overrides)
-    return cls(model=tiny_model_dir, reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
-               args=tiny_config(out, **kwargs), train_dataset=make_dataset(32))
+    return cls(
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
+        args=tiny_config(out, **kwargs),
+        train_dataset=make_dataset(32),
+    )
 
 
 class TestTrainer:
@@ -210,8 +244,9 @@ class TestTrainer:
         assert "trl_efficient/gfpo/mean_k" in trainer.state.log_history[0]
 
     def test_kept_normaliser_and_plain_trainer(self, tiny_model_dir, tmp_path):
-        trainer = _gfpo_trainer(tiny_model_dir, tmp_path / "kept", filter_kwargs={"loss_normalizer": "kept"},
-                                max_steps=1)
+        trainer = _gfpo_trainer(
+            tiny_model_dir, tmp_path / "kept", filter_kwargs={"loss_normalizer": "kept"}, max_steps=1
+        )
         trainer.train()
         rec = trainer.records[0]
         assert rec["num_items_in_batch"] == sum(rec["completion_mask_sums"])
@@ -222,9 +257,11 @@ class TestTrainer:
         assert rec["num_items_in_batch"] == sum(rec["lengths"]) > sum(rec["completion_mask_sums"])
 
     def test_adaptive_resume_is_exact(self, tiny_model_dir, tmp_path):
-        kwargs = dict(advantage_estimator="gfpo_adaptive", max_steps=4,
-                      advantage_kwargs={"k_by_quartile": [4, 3, 2, 2], "warmup_k": 4, "warmup_steps": 1,
-                                        "warmup_prompts": 2})
+        kwargs = dict(
+            advantage_estimator="gfpo_adaptive",
+            max_steps=4,
+            advantage_kwargs={"k_by_quartile": [4, 3, 2, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 2},
+        )
         full = _gfpo_trainer(tiny_model_dir, tmp_path / "full", save_strategy="steps", save_steps=2, **kwargs)
         full.train()
         ckpt = os.path.join(tmp_path, "full", "checkpoint-2")
@@ -241,8 +278,9 @@ class TestTrainer:
         est_res = resumed.stateful_components["gfpo_adaptive"]
         assert est_full.state_dict() == est_res.state_dict() and est_full.steps == 4
         # the adaptive k was active after the warm-up: some group kept fewer than 4
-        assert any(sum(m > 0 for m in r["completion_mask_sums"][i:i + 4]) < 4 for r in full.records[1:]
-                   for i in (0, 4))
+        assert any(
+            sum(m > 0 for m in r["completion_mask_sums"][i : i + 4]) < 4 for r in full.records[1:] for i in (0, 4)
+        )
 
 
 class TestRecipes:
@@ -255,8 +293,11 @@ class TestRecipes:
         assert config.filter_kwargs == {"loss_normalizer": "all"}
 
     def test_gfpo_adaptive_yaml(self, tmp_path):
-        config = train_yaml("gfpo-adaptive", tmp_path, advantage_kwargs={
-            "k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1})
+        config = train_yaml(
+            "gfpo-adaptive",
+            tmp_path,
+            advantage_kwargs={"k_by_quartile": [4, 4, 3, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1},
+        )
         assert config.advantage_estimator == "gfpo_adaptive"
         raw = recipe_yaml_settings("gfpo-adaptive")
         # methods.md §13 [paper]: k = 8, 8, 6, 4 by reward quartile (mean 6.5), k = 8 until the digest is ready;

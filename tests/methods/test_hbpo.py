@@ -38,8 +38,12 @@ class TestHBPOReward:
 
     def test_paper_piecewise(self):
         reward = get_hbpo_reward(count_prefill=False)
-        out = reward(completions=[OK] * 3, solution=["4"] * 3, completion_ids=[[0] * 300, [0] * 512, [0] * 1000],
-                     budget=[512] * 3)
+        out = reward(
+            completions=[OK] * 3,
+            solution=["4"] * 3,
+            completion_ids=[[0] * 300, [0] * 512, [0] * 1000],
+            budget=[512] * 3,
+        )
         # L <= b -> f2(512) = 4 cos(pi/16) = 3.92314 ; L = 512 -> f2 ; L = 1000 > b -> 4 cos(0.38350) - 488/4096
         assert out == pytest.approx([3.923141, 3.923141, 3.590309], abs=1e-6)
         assert out[2] == pytest.approx(f1(1000, 512))
@@ -76,13 +80,15 @@ class TestHBPOReward:
         n_prefill = len(tiny_tokenizer(statement, add_special_tokens=False)["input_ids"])
         assert n_prefill > 5  # the phrase is several policy tokens
         with_prefill = get_hbpo_reward(tokenizer=tiny_tokenizer)
-        out = with_prefill(completions=[OK], solution=["4"], completion_ids=[[0] * 20], budget=[8],
-                           budget_statement=[statement])
+        out = with_prefill(
+            completions=[OK], solution=["4"], completion_ids=[[0] * 20], budget=[8], budget_statement=[statement]
+        )
         # L = 20 completion tokens + n_prefill prefill tokens > b = 8 -> f1(20 + n_prefill, 8)
         assert out == pytest.approx([f1(20 + n_prefill, 8)])
         without = get_hbpo_reward(count_prefill=False)
-        assert without(completions=[OK], solution=["4"], completion_ids=[[0] * 20], budget=[8],
-                       budget_statement=[statement]) == pytest.approx([f1(20, 8)])
+        assert without(
+            completions=[OK], solution=["4"], completion_ids=[[0] * 20], budget=[8], budget_statement=[statement]
+        ) == pytest.approx([f1(20, 8)])
 
     def test_shorter_budget_earns_more_and_correct_beats_wrong(self):
         reward = get_hbpo_reward(count_prefill=False)
@@ -96,9 +102,16 @@ class TestHBPOReward:
     def test_conversational_pickle_and_extra_kwargs(self, tiny_tokenizer):
         reward = get_hbpo_reward(tokenizer=tiny_tokenizer)
         clone = pickle.loads(pickle.dumps(reward))
-        kw = dict(completions=[[{"role": "assistant", "content": OK}]], solution=["4"], completion_ids=[[0] * 5],
-                  budget=[512], budget_statement=["<think> I will answer the question with 512 tokens"],
-                  trainer_state=None, group_size=[4], unrelated=[1])
+        kw = dict(
+            completions=[[{"role": "assistant", "content": OK}]],
+            solution=["4"],
+            completion_ids=[[0] * 5],
+            budget=[512],
+            budget_statement=["<think> I will answer the question with 512 tokens"],
+            trainer_state=None,
+            group_size=[4],
+            unrelated=[1],
+        )
         assert reward(**kw) == clone(**kw) == pytest.approx([f2(512)])
         assert reward.__name__ == "hbpo_reward"
 
@@ -184,15 +197,24 @@ class HBPORecordingTrainer(RecordingMixin, HBPOTrainer, ScriptedGenerationMixin)
 
 def _hbpo_trainer(model_dir, tmp_path, tokenizer, **overrides):
     args = tiny_config(
-        tmp_path, rollout_plan="budget", budgets=[8, 64], budget_placement="prefill", advantage_estimator="hbpo",
-        advantage_kwargs={"beta": 4.0, "alpha": 1 / 4096, "l_max": 4096}, max_steps=3, reward_weights=[1.0, 0.0],
+        tmp_path,
+        rollout_plan="budget",
+        budgets=[8, 64],
+        budget_placement="prefill",
+        advantage_estimator="hbpo",
+        advantage_kwargs={"beta": 4.0, "alpha": 1 / 4096, "l_max": 4096},
+        max_steps=3,
+        reward_weights=[1.0, 0.0],
         **overrides,
     )
     # as in the recipe: a zero-weight correctness reward gives per-budget accuracy metrics, not reward
     correctness = get_correctness_reward(require_think_close=True)
     return HBPORecordingTrainer(
-        model=model_dir, reward_funcs=[build_hbpo_reward(args, tokenizer), correctness], args=args,
-        train_dataset=make_dataset(), processing_class=tokenizer,
+        model=model_dir,
+        reward_funcs=[build_hbpo_reward(args, tokenizer), correctness],
+        args=args,
+        train_dataset=make_dataset(),
+        processing_class=tokenizer,
     )
 
 
@@ -200,8 +222,14 @@ class TestHBPOTrainer:
     def test_end_to_end_rewards_advantages_and_metrics(self, tiny_model_dir, tmp_path, tiny_tokenizer):
         trainer = _hbpo_trainer(tiny_model_dir, tmp_path, tiny_tokenizer)
         trainer.train()
-        prefill = {b: len(tiny_tokenizer(f"<think> I will answer the question with {b} tokens",
-                                         add_special_tokens=False)["input_ids"]) for b in (8, 64)}
+        prefill = {
+            b: len(
+                tiny_tokenizer(f"<think> I will answer the question with {b} tokens", add_special_tokens=False)[
+                    "input_ids"
+                ]
+            )
+            for b in (8, 64)
+        }
         seen_correct = 0
         for rec in trainer.records:
             budgets = rec["metadata"]["budget"]
@@ -242,14 +270,20 @@ class TestHBPOTrainer:
 # ------------------------------------------------------------------------------------------------- recipe, YAML
 class TestHBPORecipe:
     def test_builder_reads_shared_constants_and_placement(self, tmp_path, tiny_tokenizer):
-        args = tiny_config(tmp_path, rollout_plan="budget", budgets=[8, 16], advantage_estimator="hbpo",
-                           advantage_kwargs={"beta": 2.0, "l_max": 1024, "variant": "released_code"})
+        args = tiny_config(
+            tmp_path,
+            rollout_plan="budget",
+            budgets=[8, 16],
+            advantage_estimator="hbpo",
+            advantage_kwargs={"beta": 2.0, "l_max": 1024, "variant": "released_code"},
+        )
         reward = build_hbpo_reward(args, tiny_tokenizer)
         assert (reward.beta, reward.l_max, reward.variant, reward.count_prefill) == (2.0, 1024, "released_code", True)
         args = tiny_config(tmp_path, rollout_plan="budget", budgets=[8, 16], budget_placement="system")
         assert build_hbpo_reward(args, tiny_tokenizer).count_prefill is False
-        args = tiny_config(tmp_path, rollout_plan="budget", budgets=[8, 16], advantage_estimator="hbpo",
-                           advantage_kwargs={"beta": 2.0})
+        args = tiny_config(
+            tmp_path, rollout_plan="budget", budgets=[8, 16], advantage_estimator="hbpo", advantage_kwargs={"beta": 2.0}
+        )
         with pytest.raises(ValueError, match="disagree with advantage_kwargs"):
             build_hbpo_reward(args, tiny_tokenizer, beta=4.0)
 

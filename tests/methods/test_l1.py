@@ -23,22 +23,27 @@ def _expected(correct: float, length: float, target: int, mode: str) -> float:
 @pytest.mark.parametrize("mode", ["exact", "mixed"])
 def test_each_rollout_is_scored_against_its_own_target(tiny_model_dir, tmp_path, mode):
     args = tiny_config(
-        tmp_path, rollout_plan="target_length", target_length_range=[5, 60], target_length_mode=mode,
-        target_length_per="rollout", reward_weights=[1.0, 0.0], max_steps=3,
+        tmp_path,
+        rollout_plan="target_length",
+        target_length_range=[5, 60],
+        target_length_mode=mode,
+        target_length_per="rollout",
+        reward_weights=[1.0, 0.0],
+        max_steps=3,
     )
     reward = get_l1_reward(mode="max" if mode == "mixed" else "exact")
-    trainer = RecordingTrainer(model=tiny_model_dir, reward_funcs=[reward, correctness_reward], args=args,
-                               train_dataset=make_dataset())
+    trainer = RecordingTrainer(
+        model=tiny_model_dir, reward_funcs=[reward, correctness_reward], args=args, train_dataset=make_dataset()
+    )
     trainer.train()
     modes_seen, checked = set(), 0
     for rec in trainer.records:
         targets, modes = rec["metadata"]["target_length"], rec["metadata"]["length_mode"]
         assert len(set(targets)) > 1  # per-rollout targets: the rollouts of a group are told different lengths
         for prompt, target, row_mode in zip(rec["prompts_decoded"], targets, modes, strict=True):
-            (maximum, n), = TARGET.findall(prompt)
+            ((maximum, n),) = TARGET.findall(prompt)
             assert int(n) == target and (maximum != "") == (row_mode == "max")
-        for (l1, correct), length, target, row_mode in zip(rec["rewards"], rec["lengths"], targets, modes,
-                                                           strict=True):
+        for (l1, correct), length, target, row_mode in zip(rec["rewards"], rec["lengths"], targets, modes, strict=True):
             assert l1 == pytest.approx(_expected(correct, length, target, row_mode), abs=1e-6)
             modes_seen.add(row_mode)
             checked += 1

@@ -47,7 +47,14 @@ class TestTiers:
     def test_assign_tier_boundaries(self):
         # smallest tier >= t_base; a truncated profile is a lower bound, so it needs a tier strictly above it
         assert [assign_tier(t, False) for t in (0, 128, 129, 4096, 4097, 16384, 16385)] == [
-            128, 128, 4096, 4096, 16384, 16384, None]
+            128,
+            128,
+            4096,
+            4096,
+            16384,
+            16384,
+            None,
+        ]
         assert [assign_tier(t, True) for t in (100, 128, 4096, 16384)] == [128, 4096, 16384, None]
         assert assign_tier(300, False, (256, 512)) == 512
 
@@ -62,7 +69,11 @@ class TestTiers:
             no_think_ratio=0,
         )
         assert [(p["saber_mode"], p["saber_budget"], p["saber_penalize"]) for p in planned] == [
-            ("budget", 128, True), ("budget", 4096, True), ("unlimited", -1, False), ("budget", 128, True)]
+            ("budget", 128, True),
+            ("budget", 4096, True),
+            ("unlimited", -1, False),
+            ("budget", 128, True),
+        ]
         assert [p["saber_base_tokens"] for p in planned] == [90, 3000, 20000, 100]
 
     def test_base_wrong_split_is_seeded_per_question_and_about_half(self):
@@ -93,22 +104,30 @@ class TestTiers:
         assert prompts["NoThink"] == "Answer directly without reasoning."
         assert prompts["FastThink"] == (
             "Think step by step, keeping your reasoning strictly under 128 tokens, then give the final answer in "
-            "\\boxed{}.")
+            "\\boxed{}."
+        )
         assert "16384" in prompts["DeepThink"] and "4096" in prompts["CoreThink"]
 
 
 # ----------------------------------------------------------------------------------------------- dataset join
 def _dataset():
-    return Dataset.from_dict({
-        "prompt": [[{"role": "user", "content": f"Question {i}?"}] for i in range(4)]
-        + [[{"role": "system", "content": "Be nice."}, {"role": "user", "content": "Question 4?"}]],
-        "solution": ["1"] * 5,
-        "idx": list(range(5)),
-    })
+    return Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": f"Question {i}?"}] for i in range(4)]
+            + [[{"role": "system", "content": "Be nice."}, {"role": "user", "content": "Question 4?"}]],
+            "solution": ["1"] * 5,
+            "idx": list(range(5)),
+        }
+    )
 
 
-PROFILE = [rec("Question 0?", 90, True), rec("Question 1?", 3000, True), rec("Question 2?", 50000, False),
-           rec("Question 3?", 10, True), rec("Question 4?", 200, True)]
+PROFILE = [
+    rec("Question 0?", 90, True),
+    rec("Question 1?", 3000, True),
+    rec("Question 2?", 50000, False),
+    rec("Question 3?", 10, True),
+    rec("Question 4?", 200, True),
+]
 
 
 class TestApplyProfile:
@@ -118,8 +137,10 @@ class TestApplyProfile:
         assert ds["saber_budget"] == [128, 4096, -1, 128, 4096]
         assert ds["saber_base_tokens"] == [90, 3000, 50000, 10, 200]
         assert ds["saber_penalize"] == [True, True, False, True, True]
-        assert ds["prompt"][0] == [{"role": "system", "content": BUDGET_PROMPT.format(budget=128)},
-                                   {"role": "user", "content": "Question 0?"}]
+        assert ds["prompt"][0] == [
+            {"role": "system", "content": BUDGET_PROMPT.format(budget=128)},
+            {"role": "user", "content": "Question 0?"},
+        ]
         assert ds["prompt"][2][0]["content"] == UNLIMITED_PROMPT
         # an existing system message keeps its text and gets the SABER prompt appended
         assert ds["prompt"][4][0]["content"] == "Be nice.\n" + BUDGET_PROMPT.format(budget=4096)
@@ -133,8 +154,9 @@ class TestApplyProfile:
 
     def test_join_by_idx_and_unmatched_policies(self):
         by_idx = [dict(r, idx=i) for i, r in enumerate(PROFILE)]
-        ds = apply_saber_profile(_dataset(), [dict(r, question="renamed") for r in by_idx], join_on="idx",
-                                 no_think_ratio=0)
+        ds = apply_saber_profile(
+            _dataset(), [dict(r, question="renamed") for r in by_idx], join_on="idx", no_think_ratio=0
+        )
         assert ds["saber_budget"] == [128, 4096, -1, 128, 4096]
         partial = PROFILE[:3]
         with pytest.raises(ValueError, match="2 of 5 training examples have no profile record"):
@@ -176,8 +198,14 @@ class TestApplyProfile:
 # ------------------------------------------------------------------------------------------------------- reward
 def _call(reward, completions, mode="budget", budget=100, base=90, penalize=True, solution="4"):
     n = len(completions)
-    return reward(completions=completions, solution=[solution] * n, saber_mode=[mode] * n, saber_budget=[budget] * n,
-                  saber_base_tokens=[base] * n, saber_penalize=[penalize] * n)
+    return reward(
+        completions=completions,
+        solution=[solution] * n,
+        saber_mode=[mode] * n,
+        saber_budget=[budget] * n,
+        saber_base_tokens=[base] * n,
+        saber_penalize=[penalize] * n,
+    )
 
 
 class TestSaberReward:
@@ -204,7 +232,11 @@ class TestSaberReward:
     def test_nothink(self):
         # NoThink: thinking <= 16 -> c ; longer -> 0.5 c ; no guard
         assert _call(self.reward, [think(8), think(16), think(17), think(40, "5")], mode="nothink", budget=0) == [
-            1.0, 1.0, 0.5, 0.0]
+            1.0,
+            1.0,
+            0.5,
+            0.0,
+        ]
 
     def test_missing_think_close_and_unscorable(self):
         assert _call(self.reward, [r"x \boxed{4}"]) == [0.0]
@@ -216,8 +248,15 @@ class TestSaberReward:
         ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"] + [tiny_tokenizer.eos_token_id]
         t = LengthMeter("tokens", "thinking", tiny_tokenizer)(text, ids)
         assert 3 < t < len(ids) - 3
-        out = reward(completions=[text], solution=["4"], completion_ids=[ids], saber_mode=["budget"],
-                     saber_budget=[t - 2], saber_base_tokens=[t], saber_penalize=[True])
+        out = reward(
+            completions=[text],
+            solution=["4"],
+            completion_ids=[ids],
+            saber_mode=["budget"],
+            saber_budget=[t - 2],
+            saber_base_tokens=[t],
+            saber_penalize=[True],
+        )
         assert out == pytest.approx([1 - 0.5 * 2 / (t - 2)])  # overshoot of 2 tokens over B = t - 2
 
     def test_errors_pickle_and_extra_kwargs(self):
@@ -227,13 +266,24 @@ class TestSaberReward:
             _call(self.reward, [think(10)], mode="fast")
         with pytest.raises(ValueError, match="saber_budget must be a positive int"):
             _call(self.reward, [think(10)], budget=0)
-        for kwargs, match in (({"penalty": 2.0}, "penalty must be <= 1"), ({"no_think_max_tokens": 0}, "positive int"),
-                              ({"guard_ratio": -0.1}, "guard_ratio must be >= 0")):
+        for kwargs, match in (
+            ({"penalty": 2.0}, "penalty must be <= 1"),
+            ({"no_think_max_tokens": 0}, "positive int"),
+            ({"guard_ratio": -0.1}, "guard_ratio must be >= 0"),
+        ):
             with pytest.raises(ValueError, match=match):
                 get_saber_reward(length_unit="chars", **kwargs)
         clone = pickle.loads(pickle.dumps(self.reward))
-        assert clone(completions=[think(150)], solution=["4"], saber_mode=["budget"], saber_budget=[100],
-                     saber_base_tokens=[90], saber_penalize=[True], trainer_state=None, other=[1]) == [0.75]
+        assert clone(
+            completions=[think(150)],
+            solution=["4"],
+            saber_mode=["budget"],
+            saber_budget=[100],
+            saber_base_tokens=[90],
+            saber_penalize=[True],
+            trainer_state=None,
+            other=[1],
+        ) == [0.75]
 
 
 # ------------------------------------------------------------------------------------------------------ profile
@@ -244,8 +294,16 @@ class TestProfile:
         ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"] + [tiny_tokenizer.eos_token_id]
         row = {"prompt": [{"role": "user", "content": " What? "}], "solution": "4", "idx": 7}
         record = _profile_record(row, ids, False, tiny_tokenizer, meter)
-        assert record == {"idx": 7, "question": "What?", "solution": "4", "thinking_tokens": meter.thinking_tokens(ids),
-                          "completion_tokens": len(ids), "think_closed": True, "truncated": False, "correct": True}
+        assert record == {
+            "idx": 7,
+            "question": "What?",
+            "solution": "4",
+            "thinking_tokens": meter.thinking_tokens(ids),
+            "completion_tokens": len(ids),
+            "think_closed": True,
+            "truncated": False,
+            "correct": True,
+        }
         unclosed = _profile_record(row, ids[:3], True, tiny_tokenizer, meter)
         assert unclosed["thinking_tokens"] == 3 and not unclosed["correct"] and not unclosed["think_closed"]
 
@@ -271,14 +329,40 @@ class TestProfile:
 
         monkeypatch.chdir(ROOT)
         path = str(tmp_path / "profile.jsonl")
-        assert main(["profile", "--model_name_or_path", "tiny:qwen2-16", "--dataset_name", "gsm8k",
-                     "--dataset_limit", "16", "--output", path, "--max_new_tokens", "16", "--batch_size", "8",
-                     "--eos_logit_bias", "3.0"]) == 0
+        assert (
+            main(
+                [
+                    "profile",
+                    "--model_name_or_path",
+                    "tiny:qwen2-16",
+                    "--dataset_name",
+                    "gsm8k",
+                    "--dataset_limit",
+                    "16",
+                    "--output",
+                    path,
+                    "--max_new_tokens",
+                    "16",
+                    "--batch_size",
+                    "8",
+                    "--eos_logit_bias",
+                    "3.0",
+                ]
+            )
+            == 0
+        )
         records = load_profile(path)
         assert len(records) == 16 and all(r["model"] == "tiny:qwen2-16" for r in records)
         monkeypatch.delenv(SABER_PROFILE_ENV, raising=False)
-        train_main(["--config", "configs/saber.yaml", *tiny_cli_args(tmp_path / "run", dataset_name="gsm8k"),
-                    "--recipe_kwargs", json.dumps({"profile": path, "no_think_ratio": 0.1})])
+        train_main(
+            [
+                "--config",
+                "configs/saber.yaml",
+                *tiny_cli_args(tmp_path / "run", dataset_name="gsm8k"),
+                "--recipe_kwargs",
+                json.dumps({"profile": path, "no_think_ratio": 0.1}),
+            ]
+        )
         with open(os.path.join(tmp_path, "run", "trl_efficient_summary.json")) as f:
             assert json.load(f)["recipe"] == "saber"
         card = ModelCard.load(os.path.join(tmp_path, "run", "README.md")).text
@@ -305,14 +389,20 @@ def test_prepared_rows_reach_the_rewards_with_their_prompts(tiny_model_dir, tmp_
     ds = prepare_dataset(ds, args, profile=profile, no_think_ratio=0.25)
     spy = _ColumnSpy()
     trainer = RecordingTrainer(
-        model=tiny_model_dir, reward_funcs=[build_saber_reward(args, tiny_tokenizer), correctness_reward, spy],
-        args=args, train_dataset=ds, processing_class=tiny_tokenizer,
+        model=tiny_model_dir,
+        reward_funcs=[build_saber_reward(args, tiny_tokenizer), correctness_reward, spy],
+        args=args,
+        train_dataset=ds,
+        processing_class=tiny_tokenizer,
     )
     trainer.train()
     assert len(spy.seen) == 8
     for prompt, mode, budget in spy.seen:
-        expected = {"budget": BUDGET_PROMPT.format(budget=budget), "unlimited": UNLIMITED_PROMPT,
-                    "nothink": NO_THINK_PROMPT}[mode]
+        expected = {
+            "budget": BUDGET_PROMPT.format(budget=budget),
+            "unlimited": UNLIMITED_PROMPT,
+            "nothink": NO_THINK_PROMPT,
+        }[mode]
         assert prompt[0] == {"role": "system", "content": expected}
     for record in trainer.records:
         assert all(r[0] == r[0] for r in record["rewards"])  # the SABER reward scored every row

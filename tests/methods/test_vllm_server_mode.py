@@ -58,15 +58,25 @@ class _Spy:
 
 def _train(trainer_cls, model_dir, tmp_path, tokenizer, server, **overrides):
     options = dict(
-        use_vllm=True, vllm_mode="server", vllm_server_base_url=server.base_url, vllm_server_timeout=10,
-        rollout_plan="budget", budgets=BUDGETS, budget_placement="prefill", advantage_estimator="hbpo",
-        per_device_train_batch_size=8, num_generations=4, max_steps=2, reward_weights=[1.0, 0.0, 0.0],
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_server_base_url=server.base_url,
+        vllm_server_timeout=10,
+        rollout_plan="budget",
+        budgets=BUDGETS,
+        budget_placement="prefill",
+        advantage_estimator="hbpo",
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_steps=2,
+        reward_weights=[1.0, 0.0, 0.0],
     )
     args = tiny_config(tmp_path, **{**options, **overrides})
     spy = _Spy()
     rewards = [build_hbpo_reward(args, tokenizer), get_correctness_reward(require_think_close=True), spy]
-    trainer = trainer_cls(model=model_dir, reward_funcs=rewards, args=args, train_dataset=make_dataset(),
-                          processing_class=tokenizer)
+    trainer = trainer_cls(
+        model=model_dir, reward_funcs=rewards, args=args, train_dataset=make_dataset(), processing_class=tokenizer
+    )
     trainer.train()
     return trainer, spy
 
@@ -99,8 +109,9 @@ class _NoDedupFix(HBPOTrainer):
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         from trl import GRPOTrainer
 
-        return GRPOTrainer._generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations,
-                                                 has_tool_images)
+        return GRPOTrainer._generate_single_turn(
+            self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
 
 
 def test_without_the_fix_every_rollout_gets_the_first_subgroups_prompt(
@@ -137,11 +148,23 @@ def test_l1_per_rollout_targets_use_n_1(patched_vllm, tiny_model_dir, tmp_path, 
     spy = _TargetSpy()
     with FakeVLLMServer(respond) as server:
         args = tiny_config(
-            tmp_path, use_vllm=True, vllm_mode="server", vllm_server_base_url=server.base_url, vllm_server_timeout=10,
-            rollout_plan="target_length", target_length_range=[100, 4000], target_length_per="rollout", max_steps=1,
+            tmp_path,
+            use_vllm=True,
+            vllm_mode="server",
+            vllm_server_base_url=server.base_url,
+            vllm_server_timeout=10,
+            rollout_plan="target_length",
+            target_length_range=[100, 4000],
+            target_length_per="rollout",
+            max_steps=1,
         )
-        EfficientGRPOTrainer(model=tiny_model_dir, reward_funcs=[spy], args=args, train_dataset=make_dataset(),
-                             processing_class=tiny_tokenizer).train()
+        EfficientGRPOTrainer(
+            model=tiny_model_dir,
+            reward_funcs=[spy],
+            args=args,
+            train_dataset=make_dataset(),
+            processing_class=tiny_tokenizer,
+        ).train()
     assert [(r["n"], len(r["prompts"])) for r in server.requests] == [(1, 4)]
     assert len(spy.seen) == 4 and len({t for t, _ in spy.seen}) > 1
     for target, completion in spy.seen:  # conversational data (no prefill): message-list completions
@@ -178,9 +201,26 @@ def real_vllm_server(vllm_model_dir):
     pytest.importorskip("vllm")
     port = _free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", vllm_model_dir, "--host",
-           "127.0.0.1", "--port", str(port), "--max-model-len", "512", "--enforce-eager", "--weight-transfer-config",
-           '{"backend":"nccl"}', "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        vllm_model_dir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "512",
+        "--enforce-eager",
+        "--weight-transfer-config",
+        '{"backend":"nccl"}',
+        "--logprobs-mode",
+        "processed_logprobs",
+        "--max-logprobs",
+        "-1",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -221,13 +261,26 @@ def test_real_vllm_server_gets_each_subgroups_prompt(real_vllm_server, vllm_mode
 
     monkeypatch.setattr(vllm_client.VLLMClient, "generate", spy_generate)
     args = tiny_config(
-        tmp_path, use_vllm=True, vllm_mode="server", vllm_server_base_url=real_vllm_server, vllm_server_timeout=30,
-        rollout_plan="budget", budgets=BUDGETS, budget_placement="prefill", advantage_estimator="hbpo",
-        per_device_train_batch_size=8, num_generations=4, max_steps=2, max_completion_length=32,
+        tmp_path,
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_server_base_url=real_vllm_server,
+        vllm_server_timeout=30,
+        rollout_plan="budget",
+        budgets=BUDGETS,
+        budget_placement="prefill",
+        advantage_estimator="hbpo",
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_steps=2,
+        max_completion_length=32,
         reward_weights=[1.0, 0.0],
     )
     trainer = HBPOTrainer(
-        model=vllm_model_dir, args=args, train_dataset=make_dataset(), processing_class=tokenizer,
+        model=vllm_model_dir,
+        args=args,
+        train_dataset=make_dataset(),
+        processing_class=tokenizer,
         reward_funcs=[build_hbpo_reward(args, tokenizer), get_correctness_reward(require_think_close=True)],
     )
     trainer.train()
@@ -251,9 +304,28 @@ def test_profile_command_with_the_vllm_backend(vllm_model_dir, tmp_path):
 
     path = str(tmp_path / "profile.jsonl")
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    cmd = [sys.executable, "-m", "trl_efficient.cli", "profile", "--backend", "vllm", "--model_name_or_path",
-           vllm_model_dir, "--dataset_name", "gsm8k", "--dataset_limit", "4", "--max_new_tokens", "16",
-           "--vllm_max_model_len", "512", "--vllm_enforce_eager", "true", "--output", path]
+    cmd = [
+        sys.executable,
+        "-m",
+        "trl_efficient.cli",
+        "profile",
+        "--backend",
+        "vllm",
+        "--model_name_or_path",
+        vllm_model_dir,
+        "--dataset_name",
+        "gsm8k",
+        "--dataset_limit",
+        "4",
+        "--max_new_tokens",
+        "16",
+        "--vllm_max_model_len",
+        "512",
+        "--vllm_enforce_eager",
+        "true",
+        "--output",
+        path,
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     records = load_profile(path)

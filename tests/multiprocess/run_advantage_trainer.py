@@ -44,17 +44,43 @@ KIMI = get_kimi_length_reward(warmup_ratio=0.0)
 GFPO = dict(completion_filter="gfpo")
 # method -> (trainer class, reward functions, config overrides)
 METHODS = {
-    "gfpo": (GFPOTrainer, [correctness_reward, KIMI], {**GFPO, "advantage_estimator": "gfpo",
-                                                      "advantage_kwargs": {"k": 2}}),
-    "gfpo_adaptive": (GFPOTrainer, [correctness_reward, KIMI], {
-        **GFPO, "advantage_estimator": "gfpo_adaptive", "max_steps": 3,
-        "advantage_kwargs": {"k_by_quartile": [4, 3, 2, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1}}),
-    "dler_refill": (DLERTrainer, [correctness_reward], {
-        "advantage_estimator": "dler", "advantage_kwargs": {"correct_boost": 0.1}, "max_steps": 3,
-        "completion_filter": "dynamic_sampling", "filter_kwargs": {"max_generation_batches": 4}}),
-    "da_dler": (DLERTrainer, [closed_reward], {
-        "advantage_estimator": "da_dler", "advantage_kwargs": {"truncate_to": 8}, "correctness_reward": "closed_reward",
-        "completion_filter": "dynamic_sampling", "filter_kwargs": {"max_generation_batches": 3}}),
+    "gfpo": (
+        GFPOTrainer,
+        [correctness_reward, KIMI],
+        {**GFPO, "advantage_estimator": "gfpo", "advantage_kwargs": {"k": 2}},
+    ),
+    "gfpo_adaptive": (
+        GFPOTrainer,
+        [correctness_reward, KIMI],
+        {
+            **GFPO,
+            "advantage_estimator": "gfpo_adaptive",
+            "max_steps": 3,
+            "advantage_kwargs": {"k_by_quartile": [4, 3, 2, 2], "warmup_k": 4, "warmup_steps": 1, "warmup_prompts": 1},
+        },
+    ),
+    "dler_refill": (
+        DLERTrainer,
+        [correctness_reward],
+        {
+            "advantage_estimator": "dler",
+            "advantage_kwargs": {"correct_boost": 0.1},
+            "max_steps": 3,
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {"max_generation_batches": 4},
+        },
+    ),
+    "da_dler": (
+        DLERTrainer,
+        [closed_reward],
+        {
+            "advantage_estimator": "da_dler",
+            "advantage_kwargs": {"truncate_to": 8},
+            "correctness_reward": "closed_reward",
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {"max_generation_batches": 3},
+        },
+    ),
     "drpo": (DRPOTrainer, [correctness_reward], {"advantage_estimator": "drpo", "loss_type": "grpo"}),
     "grpo_lead": (EfficientGRPOTrainer, [get_lead_reward()], {"advantage_estimator": "grpo_lead"}),
     "canon": (EfficientGRPOTrainer, [correctness_reward], {"advantage_estimator": "canon"}),
@@ -66,8 +92,13 @@ KEYS = ("rewards", "lengths", "metadata", "advantages", "completion_mask_sums", 
 def run(method: str, model_dir: str, out_dir: str, world: int) -> dict:
     cls, rewards, overrides = METHODS[method]
     kwargs = {"max_steps": 2, **overrides}
-    args = tiny_config(os.path.join(out_dir, method), per_device_train_batch_size=12 // world, num_generations=4,
-                       ddp_find_unused_parameters=False, **kwargs)
+    args = tiny_config(
+        os.path.join(out_dir, method),
+        per_device_train_batch_size=12 // world,
+        num_generations=4,
+        ddp_find_unused_parameters=False,
+        **kwargs,
+    )
     if rewards is None:  # GDPO: correctness + the gated length reward (L_limit = max_completion_length // 2 = 24)
         rewards = [correctness_reward, build_gdpo_length_reward(args, None)]
     trainer = recording(cls)(model=model_dir, reward_funcs=rewards, args=args, train_dataset=make_dataset(48))

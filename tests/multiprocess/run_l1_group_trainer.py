@@ -37,9 +37,7 @@ def main(model_dir: str, out_dir: str) -> None:
             {
                 "world": world,
                 "target_length_per": args.target_length_per,
-                "records": [
-                    {k: r[k] for k in ("rewards", "metadata", "prompts_decoded")} for r in trainer.records
-                ],
+                "records": [{k: r[k] for k in ("rewards", "metadata", "prompts_decoded")} for r in trainer.records],
             },
             f,
         )

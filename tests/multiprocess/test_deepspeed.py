@@ -24,8 +24,17 @@ def test_zero_matches_single_process(tiny_model_dir, tmp_path, stage):
     os.makedirs(out)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     config = os.path.join(HERE, "..", "configs", f"zero{stage}_cpu.yaml")
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config,
-           os.path.join(HERE, "run_group_trainer.py"), tiny_model_dir, str(out), "group_center_batch_whiten"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        config,
+        os.path.join(HERE, "run_group_trainer.py"),
+        tiny_model_dir,
+        str(out),
+        "group_center_batch_whiten",
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     ranks = [json.load(open(out / f"rank{r}.json")) for r in range(2)]

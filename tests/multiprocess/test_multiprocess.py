@@ -54,7 +54,7 @@ def test_l1_per_prompt_target_is_shared_by_a_group_that_straddles_ranks(tiny_mod
         r0, r1 = ranks[0]["records"][step], ranks[1]["records"][step]
         targets = rec["metadata"]["target_length"]
         assert r0["metadata"] == r1["metadata"] == rec["metadata"]
-        groups = [targets[g * 4:(g + 1) * 4] for g in range(3)]
+        groups = [targets[g * 4 : (g + 1) * 4] for g in range(3)]
         assert all(len(set(g)) == 1 for g in groups)  # one target per group of G = 4
         assert len({g[0] for g in groups}) == 3  # three examples, three draws (seed 0)
         # the straddling group: rank 0's last two prompts and rank 1's first two carry the same instruction

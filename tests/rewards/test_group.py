@@ -107,8 +107,11 @@ class TestKimiLengthReward:
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),
-        [({"num_generations": 0}, "num_generations"), ({"warmup_ratio": 1.5}, "warmup_ratio"),
-         ({"length_scope": "answer"}, "tokenizer=")],  # fmt: skip
+        [
+            ({"num_generations": 0}, "num_generations"),
+            ({"warmup_ratio": 1.5}, "warmup_ratio"),
+            ({"length_scope": "answer"}, "tokenizer="),
+        ],  # fmt: skip
     )
     def test_bad_args(self, kwargs, match):
         with pytest.raises(ValueError, match=match):

@@ -18,13 +18,22 @@ RIGHT, WRONG = r"\boxed{1}", r"\boxed{2}"
 # computation on the local slice would see half a group (and rank 0's slice would mix two prompts).
 BATCH = {
     "num_generations": 4,
-    "completions": [RIGHT, WRONG, RIGHT, WRONG,
-                    WRONG, RIGHT, [{"role": "assistant", "content": RIGHT}], WRONG,
-                    WRONG, WRONG, WRONG, RIGHT],  # fmt: skip
+    "completions": [
+        RIGHT,
+        WRONG,
+        RIGHT,
+        WRONG,
+        WRONG,
+        RIGHT,
+        [{"role": "assistant", "content": RIGHT}],
+        WRONG,
+        WRONG,
+        WRONG,
+        WRONG,
+        RIGHT,
+    ],  # fmt: skip
     "solution": ["1"] * 5 + [""] + ["1"] * 6,  # row 5 (rank 0) has an unparseable gold -> None
-    "lengths": [10, 20, 30, 50,
-                12, 40, 28, 36,
-                5, 15, 25, 35],  # fmt: skip
+    "lengths": [10, 20, 30, 50, 12, 40, 28, 36, 5, 15, 25, 35],  # fmt: skip
 }
 
 

@@ -136,7 +136,8 @@ class TestCosineLengthReward:
         args = dict(solution=["1", "1"], completion_ids=[ids(20), ids(40)])
         plain = reward(completions=[r"\boxed{1}", r"\boxed{3}"], **args)
         assert reward(completions=[conv(r"\boxed{1}"), conv(r"\boxed{3}")], **args) == plain
-        # correct, L=20 (20 + 16 < 100): 1 + 0.5 (2 - 1)(1 + cos(0.2 pi)) ; wrong, L=40: 0 + 0.5 (-10 - 0)(1 + cos(0.4 pi))
+        # correct, L=20 (20 + 16 < 100): 1 + 0.5 (2 - 1)(1 + cos(0.2 pi)) ; wrong, L=40: 0 + 0.5 (-10 - 0)(1 + cos(0.4
+        # pi))
         assert plain == pytest.approx([1 + 0.5 * (1 + math.cos(0.2 * math.pi)), -5 * (1 + math.cos(0.4 * math.pi))])
 
     def test_none_path(self):

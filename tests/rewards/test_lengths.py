@@ -9,7 +9,9 @@ def brute_force(tokenizer, ids, tag="</think>"):
     total = tokenizer.decode(ids, skip_special_tokens=False).count(tag)
     if total == 0:
         return len(ids)
-    return next(k for k in range(1, len(ids) + 1) if tokenizer.decode(ids[:k], skip_special_tokens=False).count(tag) >= total)
+    return next(
+        k for k in range(1, len(ids) + 1) if tokenizer.decode(ids[:k], skip_special_tokens=False).count(tag) >= total
+    )
 
 
 def test_thinking_tokens_equals_brute_force(tiny_tokenizer):

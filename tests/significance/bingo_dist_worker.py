@@ -42,9 +42,16 @@ def run(model_dir: str, rank: int, world: int) -> dict:
     rewards = {
         "group": get_bingo_length_reward(WordScorer(), reference="group", **common),
         "model": get_bingo_length_reward(
-            WordScorer(), reference="model", reference_model=model_dir, tokenizer=tok, reference_samples=2,
-            max_new_tokens=6, reference_batch_size=1, device="cpu",
-            generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 3.0]]}, **common,
+            WordScorer(),
+            reference="model",
+            reference_model=model_dir,
+            tokenizer=tok,
+            reference_samples=2,
+            max_new_tokens=6,
+            reference_batch_size=1,
+            device="cpu",
+            generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 3.0]]},
+            **common,
         ),
     }
     out = {name: [] for name in rewards}
@@ -54,8 +61,13 @@ def run(model_dir: str, rank: int, world: int) -> dict:
         prompts, completions, solutions = batch(step)
         for name, reward in rewards.items():
             out[name].append(
-                reward(prompts=prompts[rows], completions=completions[rows], solution=solutions[rows],
-                       group_size=[4] * n, trainer_state=SimpleNamespace(global_step=step))  # fmt: skip
+                reward(
+                    prompts=prompts[rows],
+                    completions=completions[rows],
+                    solution=solutions[rows],
+                    group_size=[4] * n,
+                    trainer_state=SimpleNamespace(global_step=step),
+                )  # fmt: skip
             )
     return {"rewards": out, "states": {name: r.state_dict() for name, r in rewards.items()}}
 

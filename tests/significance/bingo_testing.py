@@ -51,9 +51,27 @@ def start_server(model_dir: str, tmp_path, *extra: str, timeout: float = 90.0):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env.pop("TRL_EFFICIENT_SCORER_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trl_efficient.cli", "serve-scorer", "--model", model_dir, "--device", "cpu",
-         "--port", "0", "--port-file", port_file, "--log-level", "WARNING", *extra],  # fmt: skip
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "trl_efficient.cli",
+            "serve-scorer",
+            "--model",
+            model_dir,
+            "--device",
+            "cpu",
+            "--port",
+            "0",
+            "--port-file",
+            port_file,
+            "--log-level",
+            "WARNING",
+            *extra,
+        ],  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + timeout
     while not os.path.exists(port_file):

@@ -225,8 +225,12 @@ class TestSchedule:
         reward = get_bingo_length_reward(WordScorer(), reference="group", schedule_start=1, schedule_window=2)
         batch = GroupBatch(
             rewards=torch.tensor([[1.0, 2.0], [0.0, -1.0], [1.0, 0.5], [float("nan"), float("nan")]]),
-            reward_names=["correctness_reward", "bingo_length_reward"], reward_weights=torch.ones(2),
-            lengths=torch.ones(4), truncated=torch.zeros(4, dtype=torch.bool), group_size=2, correctness_index=0,
+            reward_names=["correctness_reward", "bingo_length_reward"],
+            reward_weights=torch.ones(2),
+            lengths=torch.ones(4),
+            truncated=torch.zeros(4, dtype=torch.bool),
+            group_size=2,
+            correctness_index=0,
         )
         reward.update(batch)
         assert reward.schedule.history == [(1, pytest.approx(2 / 3))]  # 2 correct of 3 scorable

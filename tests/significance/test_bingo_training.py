@@ -110,7 +110,10 @@ def test_server_dies_and_training_falls_back(tiny_model_dir, tiny_classifier_dir
         server.server_close()
 
     reward = get_bingo_length_reward(
-        server.url, reference="group", on_scorer_error="fallback", fallback_scorer=tiny_classifier_dir,
+        server.url,
+        reference="group",
+        on_scorer_error="fallback",
+        fallback_scorer=tiny_classifier_dir,
         scorer_kwargs={"retries": 0, "timeout": 5, "cache_size": 0, "device": "cpu"},
     )
     trainer = _trainer(tiny_model_dir, tmp_path, reward, 2, dataset_size=8)

@@ -16,7 +16,11 @@ def test_example_script_smoke_mode(tmp_path):
     env.pop("TRL_EFFICIENT_BINGO_SCORER", None)
     proc = subprocess.run(
         ["bash", "examples/bingo_with_scorer_server.sh", "--output_dir", str(tmp_path / "out")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "scorer ready at http://127.0.0.1:" in proc.stdout

@@ -159,8 +159,16 @@ class TestLLMLingua2Scorer:
             LLMLingua2Scorer(tiny_classifier_dir, device="cpu", word_merge="bpe")
         from transformers import BertConfig, BertForTokenClassification
 
-        three = BertForTokenClassification(BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1,
-                                                      num_attention_heads=1, intermediate_size=8, num_labels=3))
+        three = BertForTokenClassification(
+            BertConfig(
+                vocab_size=10,
+                hidden_size=8,
+                num_hidden_layers=1,
+                num_attention_heads=1,
+                intermediate_size=8,
+                num_labels=3,
+            )
+        )
         with pytest.raises(ValueError, match="num_labels=3"):
             LLMLingua2Scorer(three, tokenizer=object(), device="cpu")
 

@@ -30,8 +30,16 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def server(tiny_classifier_dir, tmp_path_factory):
     proc, url = start_server(
-        tiny_classifier_dir, tmp_path_factory.mktemp("srv"), "--token", TOKEN, "--max-request-bytes", "200000",
-        "--max-inputs", "64", "--max-input-chars", "20000",
+        tiny_classifier_dir,
+        tmp_path_factory.mktemp("srv"),
+        "--token",
+        TOKEN,
+        "--max-request-bytes",
+        "200000",
+        "--max-inputs",
+        "64",
+        "--max-input-chars",
+        "20000",
     )
     yield proc, url
     stop_server(proc)

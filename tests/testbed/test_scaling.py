@@ -10,8 +10,9 @@ import pytest
 import trl_efficient  # noqa: F401  (registers every recipe)
 from trl_efficient.recipes import RECIPES, get_recipe
 from trl_efficient.testbed.checks import check_modes, method_check, pearson, rank, spearman
-from trl_efficient.testbed.runner import TestbedSettings as Settings, build_config, failed_row, scaled_recipe
-from trl_efficient.testbed.scaling import SCALING_RULES, resolve_placeholders, recipe_scale
+from trl_efficient.testbed.runner import TestbedSettings as Settings
+from trl_efficient.testbed.runner import build_config, failed_row, scaled_recipe
+from trl_efficient.testbed.scaling import SCALING_RULES, recipe_scale, resolve_placeholders
 
 CAP = 192
 
@@ -91,7 +92,9 @@ def test_paper_constants_are_scaled_by_cap_over_paper_cap():
     assert recipe_scale("da-dler", CAP).config["advantage_kwargs"]["truncate_to"] == 96  # 2000 x 192/4000
     assert recipe_scale("da-dler", CAP).config["max_completion_length"] == CAP
     assert recipe_scale("laser", CAP).reward_kwargs["laser"]["target_length"] == 24  # 2048 x 192/16384
-    assert recipe_scale("shorter-better", CAP).reward_kwargs["shorter_better"]["beta"] == pytest.approx(0.001 * 4096 / 192)
+    assert recipe_scale("shorter-better", CAP).reward_kwargs["shorter_better"]["beta"] == pytest.approx(
+        0.001 * 4096 / 192
+    )
     assert recipe_scale("saber", CAP).recipe_kwargs["tiers"] == [16, 48, 192]  # 128 -> 1.5 -> floor 16; 4096 -> 48
     bingo = recipe_scale("bingo", CAP, max_steps=40)
     assert (bingo.recipe_kwargs["schedule_start"], bingo.recipe_kwargs["schedule_window"]) == (10, 5)
@@ -197,7 +200,13 @@ def test_check_modes_follow_the_scaled_constants():
     hbpo = check_modes("hbpo", recipe_scale("hbpo", CAP))
     assert [m.value for m in hbpo] == [24, 48, 96, 120] and hbpo[0].prefill.endswith("with 24 tokens")
     l1 = check_modes("l1-exact", recipe_scale("l1-exact", CAP))
-    assert [m.value for m in l1] == [23, 60, 96, 133, 170]  # 5 + 183 * (0.1, 0.3, 0.5, 0.7, 0.9) = 23.3, 59.9, 96.5, 133.1, 169.7
+    assert [m.value for m in l1] == [
+        23,
+        60,
+        96,
+        133,
+        170,
+    ]  # 5 + 183 * (0.1, 0.3, 0.5, 0.7, 0.9) = 23.3, 59.9, 96.5, 133.1, 169.7
     assert l1[0].user_suffix == " Think for 23 tokens."
     assert [m.value for m in check_modes("saber", recipe_scale("saber", CAP))] == [16, 192]
     assert check_modes("kimi", recipe_scale("kimi", CAP)) == []
@@ -227,7 +236,12 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     def fake_train(name, settings, folder, **kwargs):
         if name == "saber":
             raise RuntimeError("boom |\n second line")
-        return {"seconds": 0.0, "log_history": [], "testbed_scale": {}, "model": AutoModelForCausalLM.from_pretrained(base)}
+        return {
+            "seconds": 0.0,
+            "log_history": [],
+            "testbed_scale": {},
+            "model": AutoModelForCausalLM.from_pretrained(base),
+        }
 
     monkeypatch.setattr(runner, "train_recipe", fake_train)
     out_dir = tmp_path / "cmp"

@@ -123,10 +123,33 @@ def test_quickstart_config_runs_through_train(small_base, tmp_path, monkeypatch)
     from trl_efficient.cli import main
 
     monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    code = main(["train", "--config", "configs/quickstart.yaml", "--model_name_or_path", "testbed:small", "--max_steps", "1", "--dataset_limit", "16",
-                 "--eval_limit", "2", "--eval_max_new_tokens", "8", "--max_completion_length", "24",
-                 "--per_device_train_batch_size", "8", "--num_generations", "4", "--output_dir", str(tmp_path / "qs"),
-                 "--save_strategy", "no"])  # fmt: skip
+    code = main(
+        [
+            "train",
+            "--config",
+            "configs/quickstart.yaml",
+            "--model_name_or_path",
+            "testbed:small",
+            "--max_steps",
+            "1",
+            "--dataset_limit",
+            "16",
+            "--eval_limit",
+            "2",
+            "--eval_max_new_tokens",
+            "8",
+            "--max_completion_length",
+            "24",
+            "--per_device_train_batch_size",
+            "8",
+            "--num_generations",
+            "4",
+            "--output_dir",
+            str(tmp_path / "qs"),
+            "--save_strategy",
+            "no",
+        ]
+    )
     assert code == 0
     summary = json.load(open(tmp_path / "qs" / "trl_efficient_summary.json"))
     assert summary["model"] == "testbed:small" and summary["before"]["num_samples"] == 2

@@ -89,7 +89,11 @@ def test_classify_repeats_and_wrong_operations_are_redundant():
 def test_token_spans_cover_text(tok):
     ids = tok("<think> a: 1 + 2 = 3. </think> \\boxed{3}", add_special_tokens=False)["input_ids"]
     text, spans = token_char_spans(tok, ids)
-    assert spans[0][0] == 0 and spans[-1][1] == len(text) and all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert (
+        spans[0][0] == 0
+        and spans[-1][1] == len(text)
+        and all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    )
 
 
 def test_teacher_data_overthinks(tok):
@@ -119,4 +123,6 @@ def test_dataset_rows_roundtrip():
         task = task_from_row(row)
         assert str(task.answer) == row["solution"] and task.difficulty == row["level"] and 2 <= row["level"] <= 4
         assert row["prompt"][0]["content"].startswith(task.question)
-    assert list(load_testbed_dataset("test", n=4)["expression"]) != list(load_testbed_dataset("train", n=4)["expression"])
+    assert list(load_testbed_dataset("test", n=4)["expression"]) != list(
+        load_testbed_dataset("train", n=4)["expression"]
+    )

@@ -12,8 +12,14 @@ from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
 
 def _make(tiny_model_dir, out, tok, max_steps):
     args = tiny_config(
-        out, max_steps=max_steps, save_strategy="steps", save_steps=2, track_prompt_history=True,
-        rollout_plan="target_length", target_length_range=[5, 40], learning_rate=1e-2,
+        out,
+        max_steps=max_steps,
+        save_strategy="steps",
+        save_steps=2,
+        track_prompt_history=True,
+        rollout_plan="target_length",
+        target_length_range=[5, 40],
+        learning_rate=1e-2,
         generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 3.0]]},
     )
     return RealRecordingTrainer(
@@ -41,9 +47,10 @@ def test_resume_matches_uninterrupted_run(tiny_model_dir, tiny_tokenizer, tmp_pa
         assert a["metadata"] == b["metadata"]  # same target lengths (a pure function of seed and example)
         torch.testing.assert_close(torch.tensor(a["rewards"]), torch.tensor(b["rewards"]), equal_nan=True)
         torch.testing.assert_close(torch.tensor(a["advantages"]), torch.tensor(b["advantages"]))
-    assert full.stateful_components["prompt_history"].state_dict() == resumed.stateful_components[
-        "prompt_history"
-    ].state_dict()
+    assert (
+        full.stateful_components["prompt_history"].state_dict()
+        == resumed.stateful_components["prompt_history"].state_dict()
+    )
 
 
 def test_resume_without_state_file_warns_and_starts_fresh(tiny_model_dir, tiny_tokenizer, tmp_path, caplog):

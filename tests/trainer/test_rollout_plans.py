@@ -28,8 +28,14 @@ def _target(plan, row, pos=0, group=0, step=0, group_size=8):
 
 
 def test_config_default_is_one_target_per_prompt(tmp_path):
-    cfg = EfficientGRPOConfig(output_dir=str(tmp_path), rollout_plan="target_length", num_generations=4,
-                              per_device_train_batch_size=4, use_cpu=True, report_to="none")
+    cfg = EfficientGRPOConfig(
+        output_dir=str(tmp_path),
+        rollout_plan="target_length",
+        num_generations=4,
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        report_to="none",
+    )
     assert cfg.target_length_per == "prompt"
     plan = build_rollout_plan(cfg)
     assert plan.per == "prompt" and plan.num_prompt_subgroups(16) == 1  # vLLM server asked for n = G
@@ -42,7 +48,7 @@ def test_per_prompt_target_is_shared_by_the_group_and_kept_across_steps():
         row = _row(i)
         seen = {_target(plan, row, pos, group, step) for pos in range(8) for group in (0, 3) for step in (0, 1, 700)}
         assert len(seen) == 1  # same target, mode and text for every rollout, group slot and step
-        (n, mode, text), = seen
+        ((n, mode, text),) = seen
         assert mode == "exact" and text == f" Think for {n} tokens."
 
 
@@ -79,7 +85,7 @@ def test_mixed_mode_is_half_max_and_shared_by_the_group():
     for i in range(2000):
         seen = {_target(plan, _row(i), pos) for pos in range(4)}
         assert len(seen) == 1
-        (n, mode, text), = seen
+        ((n, mode, text),) = seen
         maximum, number = TARGET.match(text).groups()
         assert int(number) == n and (maximum is not None) == (mode == "max")
         modes.append(mode)
@@ -98,8 +104,10 @@ def test_per_rollout_targets_differ_within_a_group_and_are_redrawn_each_step():
     assert step0 == [_target(plan, row, pos, step=0)[0] for pos in range(8)]
 
 
-@pytest.mark.parametrize("kwargs, match", [({"per": "example"}, "target_length_per"), ({"low": 0}, "0 < low"),
-                                           ({"mode": "short"}, "target_length_mode")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"per": "example"}, "target_length_per"), ({"low": 0}, "0 < low"), ({"mode": "short"}, "target_length_mode")],
+)
 def test_bad_arguments_name_the_field(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TargetLengthRolloutPlan(**{"low": 100, "high": 4000, **kwargs})

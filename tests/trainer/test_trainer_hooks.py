@@ -99,16 +99,20 @@ class TestRolloutPlan:
             return [0.0] * len(completions)
 
         trainer = _trainer(
-            tiny_model_dir, tmp_path, rewards=[spy_reward], rollout_plan="target_length",
-            target_length_range=[10, 20], max_steps=2,
+            tiny_model_dir,
+            tmp_path,
+            rewards=[spy_reward],
+            rollout_plan="target_length",
+            target_length_range=[10, 20],
+            max_steps=2,
         )
         trainer.train()
         # default target_length_per="prompt" (L1, methods.md §6): the 4 rollouts of the step's one group share a
         # target, which is in each of their prompts and in each reward column row
         assert len(seen) == 8
         for step, rec in enumerate(trainer.records):
-            rows = seen[4 * step:4 * step + 4]
-            (target, mode), = set(rows)
+            rows = seen[4 * step : 4 * step + 4]
+            ((target, mode),) = set(rows)
             assert 10 <= target <= 20 and mode == "exact"
             assert rec["metadata"]["target_length"] == [target] * 4
             for prompt in rec["prompts_decoded"]:
@@ -151,9 +155,7 @@ class TestFilterAndEstimators:
 
 class TestStatefulComponents:
     def test_prompt_history_saved_in_checkpoint(self, tiny_model_dir, tmp_path):
-        trainer = _trainer(
-            tiny_model_dir, tmp_path, track_prompt_history=True, save_strategy="steps", save_steps=2
-        )
+        trainer = _trainer(tiny_model_dir, tmp_path, track_prompt_history=True, save_strategy="steps", save_steps=2)
         trainer.train()
         path = os.path.join(tmp_path, "checkpoint-2", "trl_efficient_state.json")
         with open(path) as f:
@@ -170,8 +172,12 @@ class TestStatefulComponents:
             return [0.0] * len(completions)
 
         trainer = _trainer(
-            tiny_model_dir, tmp_path, rewards=[correctness_reward, spy_reward], track_prompt_history=True,
-            max_steps=6, dataset_size=2,
+            tiny_model_dir,
+            tmp_path,
+            rewards=[correctness_reward, spy_reward],
+            track_prompt_history=True,
+            max_steps=6,
+            dataset_size=2,
         )
         trainer.train()
         assert len(seen) == len(trainer.records) == 6
@@ -191,7 +197,8 @@ class TestStatefulComponents:
     def test_missing_idx_column_is_a_clear_error(self, tiny_model_dir, tmp_path):
         with pytest.raises(ValueError, match="stable `idx` column"):
             RecordingTrainer(
-                model=tiny_model_dir, reward_funcs=[correctness_reward],
+                model=tiny_model_dir,
+                reward_funcs=[correctness_reward],
                 args=tiny_config(tmp_path, track_prompt_history=True),
                 train_dataset=make_dataset().remove_columns("idx"),
             )
@@ -201,16 +208,22 @@ class TestBadInputs:
     def test_missing_solution_column_fails_at_construction(self, tiny_model_dir, tmp_path):
         with pytest.raises(ValueError, match="needs a 'solution' column"):
             RecordingTrainer(
-                model=tiny_model_dir, reward_funcs=[correctness_reward], args=tiny_config(tmp_path),
+                model=tiny_model_dir,
+                reward_funcs=[correctness_reward],
+                args=tiny_config(tmp_path),
                 train_dataset=make_dataset().remove_columns("solution"),
             )
 
     def test_bad_completions_and_golds_never_kill_training(self, tiny_model_dir, tmp_path):
         # garbage golds: unparseable, empty, None-like; completions are scripted (some never close </think>)
-        dataset = make_dataset(8).map(lambda row, i: {"solution": ["x^^2)", "", "#### ", "42"][i % 4]}, with_indices=True)
+        dataset = make_dataset(8).map(
+            lambda row, i: {"solution": ["x^^2)", "", "#### ", "42"][i % 4]}, with_indices=True
+        )
         trainer = RecordingTrainer(
-            model=tiny_model_dir, reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
-            args=tiny_config(tmp_path, advantage_estimator="group_center_batch_whiten"), train_dataset=dataset,
+            model=tiny_model_dir,
+            reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
+            args=tiny_config(tmp_path, advantage_estimator="group_center_batch_whiten"),
+            train_dataset=dataset,
         )
         trainer.train()
         for rec in trainer.records:
@@ -250,9 +263,18 @@ class TestRewardsInPlainTRL:
         from trl import GRPOConfig
 
         args = GRPOConfig(
-            output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, max_completion_length=16,
-            max_steps=1, report_to="none", use_cpu=True, bf16=False, gradient_checkpointing=False,
-            save_strategy="no", seed=0, generation_kwargs={"sequence_bias": [[[tiny_tokenizer.eos_token_id], 4.0]]},
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=16,
+            max_steps=1,
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            gradient_checkpointing=False,
+            save_strategy="no",
+            seed=0,
+            generation_kwargs={"sequence_bias": [[[tiny_tokenizer.eos_token_id], 4.0]]},
         )
         kimi = get_kimi_length_reward(num_generations=4, warmup_ratio=0.0)
         calls = []
@@ -264,13 +286,16 @@ class TestRewardsInPlainTRL:
             return out
 
         trainer = GRPOTrainer(
-            model=tiny_model_dir, reward_funcs=[correctness_reward, kimi_spy], args=args, train_dataset=make_dataset(),
+            model=tiny_model_dir,
+            reward_funcs=[correctness_reward, kimi_spy],
+            args=args,
+            train_dataset=make_dataset(),
         )
         trainer.train()
         assert trainer.state.log_history[-1]["train_loss"] is not None
         # Kimi k1.5 (arXiv 2501.12599 §2.3.3) per group of 4: lambda = 0.5 - (L - min L) / (max L - min L), 0 when
         # all lengths are equal; correct -> lambda, wrong -> min(0, lambda). Recomputed from the lengths seen.
-        (lengths, correct, out), = calls
+        ((lengths, correct, out),) = calls
         assert len(lengths) == 4
         lo, hi = min(lengths), max(lengths)
         lam = [0.5 - (n - lo) / (hi - lo) if hi > lo else 0.0 for n in lengths]

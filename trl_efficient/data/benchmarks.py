@@ -510,9 +510,10 @@ def check_answer(completion, gold, answer_type: str = "", benchmark: str | None 
     (True, None)
     """
     gold = gold_to_text(gold)
-    if answer_type and answer_type.strip().lower() in ("bool", "option", "integer", "float") or (
-        answer_type.strip().lower().startswith("list")
+    if (
+        answer_type
+        and answer_type.strip().lower() in ("bool", "option", "integer", "float")
+        or (answer_type.strip().lower().startswith("list"))
     ):
         return _check_theoremqa(completion, gold, answer_type)
     return is_correct(completion, gold)
-

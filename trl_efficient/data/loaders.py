@@ -73,6 +73,7 @@ _HENDRYCKS_MATH_SUBJECTS = (
 # Gold-answer extraction
 # ---------------------------------------------------------------------------------------------------------------
 
+
 def extract_gsm8k_answer(text: str | None) -> str | None:
     r"""
     The GSM8K gold answer: the text after the last `####`, with thousands separators removed.
@@ -410,8 +411,10 @@ class DataArguments:
 
     dataset_name: str = field(
         default="gsm8k",
-        metadata={"help": "Training dataset: gsm8k, math, math500, or testbed (the synthetic CPU world).",
-                  "choices": [*DATASET_NAMES, "testbed"]},
+        metadata={
+            "help": "Training dataset: gsm8k, math, math500, or testbed (the synthetic CPU world).",
+            "choices": [*DATASET_NAMES, "testbed"],
+        },
     )
     dataset_split: str = field(default="train", metadata={"help": "Training split (MATH-500 only has 'test')."})
     dataset_source: str | None = field(

@@ -53,8 +53,12 @@ def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
     p.add_argument("--benchmarks", nargs="+", default=["math500"],
                    help="Benchmarks (trl-efficient data list): gsm8k math500 aime24 aime25 theoremqa olympiadbench "
                         "math_train testbed.")  # fmt: skip
-    p.add_argument("--modes", nargs="+", default=["plain"],
-                   help="Inference modes: plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>].")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        default=["plain"],
+        help="Inference modes: plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>].",
+    )
     p.add_argument("--n", type=int, default=1, help="Samples per problem (pass@1 is averaged over them).")
     p.add_argument("--k", type=int, nargs="+", default=None, help="pass@k values to report (default: 1 and n).")
     p.add_argument("--max-new-tokens", type=int, default=2048, help="Generation limit per sample (tokens).")
@@ -67,10 +71,19 @@ def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
     p.add_argument("--vllm-kwargs", type=json.loads, default=None, help="JSON object of vllm.LLM keyword arguments.")
     p.add_argument("--device", default="auto", help="transformers backend: auto, cpu, cuda, cuda:1, ...")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    p.add_argument("--eos-logit-bias", type=float, default=None,
-                   help="Add this bias to the EOS logit (tiny random models only; transformers backend).")
-    p.add_argument("--source", action="append", default=[], metavar="BENCH=SOURCE",
-                   help="Override a benchmark's data: a local file/dir or a Hub id 'repo[:config]'. Repeatable.")
+    p.add_argument(
+        "--eos-logit-bias",
+        type=float,
+        default=None,
+        help="Add this bias to the EOS logit (tiny random models only; transformers backend).",
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="BENCH=SOURCE",
+        help="Override a benchmark's data: a local file/dir or a Hub id 'repo[:config]'. Repeatable.",
+    )
     p.add_argument("--data-dir", default=None, help="Where `trl-efficient data prepare` wrote the benchmarks.")
     p.add_argument("--instruction", default=None, help="Instruction appended to each question (default: boxed).")
     p.add_argument("--system-prompt", default=None)

@@ -260,7 +260,9 @@ class VLLMBackend:
         self.tokenizer = tokenizer
         self.llm = LLM(model=model_path, seed=seed, **llm_kwargs)
 
-    def generate(self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate") -> list[list[GeneratedSample]]:
+    def generate(
+        self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate"
+    ) -> list[list[GeneratedSample]]:
         from vllm import SamplingParams
 
         params = SamplingParams(

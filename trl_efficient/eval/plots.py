@@ -33,9 +33,7 @@ def pareto_front(points: Sequence[dict], x: str = "mean_tokens", y: str = "accur
     """
     front = []
     for p in points:
-        dominated = any(
-            q is not p and q[x] <= p[x] and q[y] >= p[y] and (q[x] < p[x] or q[y] > p[y]) for q in points
-        )
+        dominated = any(q is not p and q[x] <= p[x] and q[y] >= p[y] and (q[x] < p[x] or q[y] > p[y]) for q in points)
         if not dominated:
             front.append(p)
     return sorted(front, key=lambda p: p[x])

@@ -29,8 +29,9 @@ from .dler import signal_free_groups
 __all__ = ["CANONAdvantage", "canon_advantages"]
 
 
-def canon_advantages(total: torch.Tensor, lengths: torch.Tensor, group_size: int, alpha: float = 1.0,
-                     mu: float = 1.0, beta: float = 0.0) -> torch.Tensor:
+def canon_advantages(
+    total: torch.Tensor, lengths: torch.Tensor, group_size: int, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0
+) -> torch.Tensor:
     """`(B,)` CANON advantages (before any `/max_len`). Unscorable (NaN) rows are left out of the halves and get 0;
     a group with fewer than two scorable rows gets 0.
 
@@ -62,8 +63,9 @@ class CANONAdvantage:
     `beta` (0.0), `normalize_by_max_length` (False; True divides by `max_completion_length`, as the repository's
     `/max_len` with a sum-style loss)."""
 
-    def __init__(self, args, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0,
-                 normalize_by_max_length: bool = False) -> None:
+    def __init__(
+        self, args, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0, normalize_by_max_length: bool = False
+    ) -> None:
         _check_number("advantage_kwargs['alpha']", alpha)
         _check_number("advantage_kwargs['mu']", mu, 0.0, 1.0)
         _check_number("advantage_kwargs['beta']", beta)

@@ -123,8 +123,15 @@ class DLERAdvantage:
     script `dler_slurm.sh`, `correct_sample_advantage_boost_value=0.1`; 0.0 is the paper-described variant),
     `boost_threshold` (1.0), `tol` (1e-6, spread below which a group is signal-free)."""
 
-    def __init__(self, args, eps: float = 1e-8, token_weighted: bool = True, correct_boost: float = 0.1,
-                 boost_threshold: float = 1.0, tol: float = 1e-6) -> None:
+    def __init__(
+        self,
+        args,
+        eps: float = 1e-8,
+        token_weighted: bool = True,
+        correct_boost: float = 0.1,
+        boost_threshold: float = 1.0,
+        tol: float = 1e-6,
+    ) -> None:
         _check_number("advantage_kwargs['eps']", eps, 0.0)
         _check_number("advantage_kwargs['correct_boost']", correct_boost)
         _check_number("advantage_kwargs['boost_threshold']", boost_threshold)
@@ -367,7 +374,8 @@ def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[
     """`{key: (layout, pad value)}` for every key of a `_generate_and_score_completions` output the refill moves,
     with layout `"row"`, `"left"` (prompt-width, padded on the left) or `"right"` (completion-width, padded on the
     right), detected from shapes; `num_items_in_batch` is left out (recomputed). Keys in `per_row` are moved as one
-    value per row whatever their shape (TRL's sequence-level `importance_sampling_ratio`, shape (rows, 1)). A pad value of `"pad"` means the
+    value per row whatever their shape (TRL's sequence-level `importance_sampling_ratio`, shape (rows, 1)). A pad
+    value of `"pad"` means the
     tokenizer's pad id. A width equal to both the prompt's and the completion's is resolved by the name (`prompt_*`
     is left-padded). Raises `NotImplementedError`, naming the key, for what cannot be moved row by row (a
     non-tensor, a tensor whose first dimension is not the batch's rows, 3-D tensors such as multimodal inputs).
@@ -388,8 +396,10 @@ def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[
         if key in _RECOMPUTED:
             continue
         if not isinstance(value, torch.Tensor):
-            raise NotImplementedError(f"dynamic sampling cannot move the output key {key!r} between generation batches: "
-                                      f"expected a tensor, got {type(value).__name__}.")  # fmt: skip
+            raise NotImplementedError(
+                f"dynamic sampling cannot move the output key {key!r} between generation batches: "
+                f"expected a tensor, got {type(value).__name__}."
+            )
         if value.dim() == 0 or value.shape[0] != rows or value.dim() > 2:
             raise NotImplementedError(
                 f"dynamic sampling cannot move the output key {key!r} (shape {tuple(value.shape)}) between generation "

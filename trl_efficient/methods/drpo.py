@@ -171,7 +171,10 @@ class DRPOTrainer(EfficientGRPOTrainer):
             batch_size = self.args.per_device_train_batch_size if training else self.args.per_device_eval_batch_size
             with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
                 logps, _, _ = self._get_per_token_logps_and_entropies(
-                    self.model, prompt_completion_ids, attention_mask, output["completion_ids"].size(1),
+                    self.model,
+                    prompt_completion_ids,
+                    attention_mask,
+                    output["completion_ids"].size(1),
                     batch_size=batch_size,
                 )
         mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]

@@ -219,8 +219,13 @@ class TDigest:
         return means[-1]  # pragma: no cover - unreachable
 
     def state_dict(self) -> dict:
-        return {"compression": self.compression, "buffer_size": self.buffer_size, "means": list(self.means),
-                "weights": list(self.weights), "buffer": list(self.buffer)}
+        return {
+            "compression": self.compression,
+            "buffer_size": self.buffer_size,
+            "means": list(self.means),
+            "weights": list(self.weights),
+            "buffer": list(self.buffer),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.compression = float(state["compression"])
@@ -247,8 +252,17 @@ class AdaptiveGFPOAdvantage(GFPOAdvantage):
 
     state_key = "gfpo_adaptive"
 
-    def __init__(self, args, k_by_quartile=(8, 8, 6, 4), warmup_k: int = 8, warmup_steps: int = 5,
-                 warmup_prompts: int = 64, compression: float = 100.0, metric: str = "shortest", eps: float = 1e-4) -> None:
+    def __init__(
+        self,
+        args,
+        k_by_quartile=(8, 8, 6, 4),
+        warmup_k: int = 8,
+        warmup_steps: int = 5,
+        warmup_prompts: int = 64,
+        compression: float = 100.0,
+        metric: str = "shortest",
+        eps: float = 1e-4,
+    ) -> None:
         G = args.num_generations
         if not isinstance(k_by_quartile, (list, tuple)) or len(k_by_quartile) != 4:
             raise ValueError(

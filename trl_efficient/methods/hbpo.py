@@ -178,7 +178,13 @@ class HBPOAdvantage:
             )
         budgets = torch.tensor([float("nan") if b is None else float(b) for b in budgets])
         return hbpo_advantages(
-            batch.total_reward(), budgets, batch.group_size, self.beta, self.l_max, self.variant, self.eps,
+            batch.total_reward(),
+            budgets,
+            batch.group_size,
+            self.beta,
+            self.l_max,
+            self.variant,
+            self.eps,
             self.zero_equal_groups,
         )
 

@@ -21,8 +21,9 @@ from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
 __all__ = ["LEADAdvantage", "lead_advantages", "logistic_weight"]
 
 
-def logistic_weight(x: torch.Tensor, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75,
-                    slope: float = 10.0) -> torch.Tensor:
+def logistic_weight(
+    x: torch.Tensor, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75, slope: float = 10.0
+) -> torch.Tensor:
     """`w(x) = w_min + (w_max - w_min) / (1 + exp(slope (x - center)))` (`logistic_reweight`).
 
     >>> logistic_weight(torch.tensor([0.0, 0.5, 0.75, 1.0]))
@@ -31,8 +32,15 @@ def logistic_weight(x: torch.Tensor, w_min: float = 0.4, w_max: float = 1.5, cen
     return w_min + (w_max - w_min) / (1 + torch.exp(slope * (x - center)))
 
 
-def lead_advantages(total: torch.Tensor, group_size: int, eps: float = 1e-6, w_min: float = 0.4, w_max: float = 1.5,
-                    center: float = 0.75, slope: float = 10.0) -> torch.Tensor:
+def lead_advantages(
+    total: torch.Tensor,
+    group_size: int,
+    eps: float = 1e-6,
+    w_min: float = 0.4,
+    w_max: float = 1.5,
+    center: float = 0.75,
+    slope: float = 10.0,
+) -> torch.Tensor:
     """`(B,)` GRPO-LEAD advantages from the `(B,)` total rewards. NaN rows are left out and get 0; so does a group
     with fewer than two scorable rows (the repository gives a lone sample `R / 1`; that only happens in evaluation).
 
@@ -46,8 +54,11 @@ def lead_advantages(total: torch.Tensor, group_size: int, eps: float = 1e-6, w_m
     std = (torch.nansum((r - mean) ** 2, dim=1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()
     a_hat = (r - mean) / (std + eps)
     rho = ((r > 0) & valid).sum(dim=1, keepdim=True) / count.clamp(min=1)
-    weight = torch.where(a_hat > 0, logistic_weight(rho, w_min, w_max, center, slope),
-                         logistic_weight(1 - rho, w_min, w_max, center, slope))
+    weight = torch.where(
+        a_hat > 0,
+        logistic_weight(rho, w_min, w_max, center, slope),
+        logistic_weight(1 - rho, w_min, w_max, center, slope),
+    )
     adv = a_hat * weight
     return torch.where(valid & (count > 1), adv, torch.zeros_like(adv)).view(-1)
 
@@ -58,17 +69,18 @@ class LEADAdvantage:
     (1.5), `center` (0.75), `slope` (10), all repository values. No truncation rule (the paper and
     `compute_grpo_outcome_advantage` have none); a group whose rewards are all equal gets 0 from the formula."""
 
-    def __init__(self, args, eps: float = 1e-6, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75,
-                 slope: float = 10.0) -> None:
+    def __init__(
+        self, args, eps: float = 1e-6, w_min: float = 0.4, w_max: float = 1.5, center: float = 0.75, slope: float = 10.0
+    ) -> None:
         for name, value in (("eps", eps), ("w_min", w_min), ("w_max", w_max), ("center", center), ("slope", slope)):
             _check_number(f"advantage_kwargs['{name}']", value)
         if eps < 0 or w_min < 0 or w_max < w_min:
             raise ValueError(
                 f"advantage_kwargs needs eps >= 0 and 0 <= w_min <= w_max, got eps={eps}, w_min={w_min}, w_max={w_max}."
             )
-        self.kwargs = dict(eps=float(eps), w_min=float(w_min), w_max=float(w_max), center=float(center),
-                           slope=float(slope))
+        self.kwargs = dict(
+            eps=float(eps), w_min=float(w_min), w_max=float(w_max), center=float(center), slope=float(slope)
+        )
 
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
         return lead_advantages(batch.total_reward(), batch.group_size, **self.kwargs)
-

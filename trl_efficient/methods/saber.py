@@ -249,8 +249,10 @@ def apply_saber_profile(
         keep = sorted(set(range(len(keys))) - set(missing))
         dataset, keys, questions = dataset.select(keep), [keys[i] for i in keep], [questions[i] for i in keep]
     # the seeded draws are keyed by the dataset's question text, whatever the join key
-    joined = [{**index.get(k, {"thinking_tokens": -1, "correct": False}), "question": q}
-              for k, q in zip(keys, questions, strict=True)]
+    joined = [
+        {**index.get(k, {"thinking_tokens": -1, "correct": False}), "question": q}
+        for k, q in zip(keys, questions, strict=True)
+    ]
     planned = plan_saber_rows(joined, tiers, base_wrong_unlimited, no_think_ratio, seed)
     prompts = dict(budget_prompt=budget_prompt, unlimited_prompt=unlimited_prompt, no_think_prompt=no_think_prompt)
 
@@ -309,7 +311,8 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
         logger.warning(
             "SABER: the smallest tier (%d tokens) is not below max_completion_length (%d), so no budget can be "
             "overshot and the length penalty never applies. Lower the tiers or raise max_completion_length.",
-            tiers[0], cap,
+            tiers[0],
+            cap,
         )
     seed = kwargs.pop("seed", getattr(args, "seed", 0))
     return apply_saber_profile(dataset, profile, tiers=tiers, no_think_ratio=float(ratio), seed=seed, **kwargs)
@@ -422,8 +425,10 @@ class ProfileArguments:
     seed: int = field(default=0, metadata={"help": "Seed of the sampler and of the dataset_limit subset."})
     backend: str = field(
         default="transformers",
-        metadata={"help": "'transformers', 'vllm', or 'auto' (vLLM when importable).",
-                  "choices": ["transformers", "vllm", "auto"]},
+        metadata={
+            "help": "'transformers', 'vllm', or 'auto' (vLLM when importable).",
+            "choices": ["transformers", "vllm", "auto"],
+        },
     )
     dtype: str = field(default="auto", metadata={"help": "Model dtype for transformers ('auto', 'bfloat16', ...)."})
     eos_logit_bias: float | None = field(
@@ -470,7 +475,13 @@ def profile_main(argv: list[str] | None = None) -> int:
         if args.vllm_enforce_eager:
             llm_kwargs["enforce_eager"] = True
         records = profile_dataset_vllm(
-            model_path, tokenizer, dataset, args.max_new_tokens, args.temperature, args.top_p, args.seed,
+            model_path,
+            tokenizer,
+            dataset,
+            args.max_new_tokens,
+            args.temperature,
+            args.top_p,
+            args.seed,
             llm_kwargs=llm_kwargs,
         )
     else:
@@ -481,7 +492,14 @@ def profile_main(argv: list[str] | None = None) -> int:
             model = model.to("cuda")
         gen_kwargs = eos_bias_generation_kwargs(tokenizer, args.eos_logit_bias) if args.eos_logit_bias else {}
         records = profile_dataset(
-            model, tokenizer, dataset, args.max_new_tokens, args.batch_size, args.temperature, args.top_p, args.seed,
+            model,
+            tokenizer,
+            dataset,
+            args.max_new_tokens,
+            args.batch_size,
+            args.temperature,
+            args.top_p,
+            args.seed,
             generation_kwargs=gen_kwargs,
         )
     for rec in records:
@@ -497,6 +515,6 @@ def profile_main(argv: list[str] | None = None) -> int:
         f"  accuracy {accuracy:.3f}, mean thinking tokens {mean_thinking:.1f}, "
         f"default tiers {counts} (None = no limit)\n"
         f"  written to {args.output}; train with: trl-efficient train --config configs/saber.yaml "
-        f"--recipe_kwargs '{{\"profile\": \"{args.output}\"}}'"
+        f'--recipe_kwargs \'{{"profile": "{args.output}"}}\''
     )
     return 0

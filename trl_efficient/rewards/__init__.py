@@ -13,7 +13,8 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
 - `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
-- `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`, `extract_answer_region`, `normalize_answer`,
+- `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`,
+`extract_answer_region`, `normalize_answer`,
   `answers_match_as_strings`).
 """
 

@@ -104,7 +104,12 @@ def significance_ratios(n_low: float, n_high: float, ref_low: float, ref_high: f
 
 
 def bingo_shaping(
-    correct: bool, r_low: float, r_high: float, w: float, lambda_c: float = 5.0, lambda_wn: float = 2.0,
+    correct: bool,
+    r_low: float,
+    r_high: float,
+    w: float,
+    lambda_c: float = 5.0,
+    lambda_wn: float = 2.0,
     lambda_we: float = 5.0,
 ) -> float:
     r"""
@@ -517,8 +522,19 @@ def get_bingo_length_reward(
     generator = None
     if reference == "model":
         generator = FrozenReferenceGenerator(
-            reference_model, tokenizer, reference_samples, max_new_tokens, temperature, top_p, top_k,
-            generation_kwargs, chat_template_kwargs, reference_model_kwargs, seed, device, reference_batch_size,
+            reference_model,
+            tokenizer,
+            reference_samples,
+            max_new_tokens,
+            temperature,
+            top_p,
+            top_k,
+            generation_kwargs,
+            chat_template_kwargs,
+            reference_model_kwargs,
+            seed,
+            device,
+            reference_batch_size,
         )
     return _BingoLengthReward(
         scorer=scorer,

@@ -211,7 +211,9 @@ class _HBPOReward:
             return min(overshoot, ceiling)
         return overshoot if length > budget else ceiling
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         budgets = _column(kwargs, "budget", n) or [None] * n
         statements = _column(kwargs, "budget_statement", n) or [None] * n
@@ -329,7 +331,9 @@ class _SaberReward:
             reward = min(reward, self.guard_cap)
         return reward
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         modes = _column(kwargs, "saber_mode", n)
         if modes is None:

@@ -60,7 +60,9 @@ class _GDPOLengthReward:
         self.meter = meter
         self.require_think_close = require_think_close
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         ids_list = [None] * len(completions) if completion_ids is None else completion_ids
         rewards: list[float | None] = []
         for completion, gold, ids in zip(completions, solution, ids_list, strict=True):

@@ -124,7 +124,9 @@ class _GroupLengthReward(ABC):
     def _post_process(self, rewards: list[float | None], kwargs: dict) -> list[float | None]:
         return rewards
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         group_size = resolve_group_size(self.num_generations, kwargs, self._factory)
         if completion_ids is None:

@@ -112,18 +112,29 @@ def get_lead_reward(
     >>> [round(x, 4) for x in out]  # correct lengths 10, 30: mean 20, std 14.142 -> z = -/+0.7071
     [1.036, 0.9653, -1.0, -1.0]
     """
-    if num_generations is not None and (isinstance(num_generations, bool) or not isinstance(num_generations, int)
-                                        or num_generations < 1):
+    if num_generations is not None and (
+        isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1
+    ):
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
     _check_number("alpha", alpha, 0.0)
-    for name, value in (("wrong_reward", wrong_reward), ("format_failure_reward", format_failure_reward),
-                        ("degenerate_reward", degenerate_reward)):
+    for name, value in (
+        ("wrong_reward", wrong_reward),
+        ("format_failure_reward", format_failure_reward),
+        ("degenerate_reward", degenerate_reward),
+    ):
         _check_number(name, value)
     if length_gate is not None:
         _check_number("length_gate", length_gate, 0)
     meter = LengthMeter(length_unit, length_scope, tokenizer)
-    return _LeadReward(num_generations, float(alpha), float(wrong_reward), float(format_failure_reward),
-                       float(degenerate_reward), length_gate, meter)
+    return _LeadReward(
+        num_generations,
+        float(alpha),
+        float(wrong_reward),
+        float(format_failure_reward),
+        float(degenerate_reward),
+        length_gate,
+        meter,
+    )
 
 
 class _LeadReward:
@@ -131,8 +142,9 @@ class _LeadReward:
     __name__ = "lead_reward"
     proposed_defaults = ("GRPO-LEAD format failure -> -1 (repository: 0)", "GRPO-LEAD 4000-token shaping gate off")
 
-    def __init__(self, num_generations, alpha, wrong_reward, format_failure_reward, degenerate_reward, length_gate,
-                 meter) -> None:
+    def __init__(
+        self, num_generations, alpha, wrong_reward, format_failure_reward, degenerate_reward, length_gate, meter
+    ) -> None:
         self.num_generations = num_generations
         self.alpha = alpha
         self.values = {"wrong": wrong_reward, "format": format_failure_reward, "degenerate": degenerate_reward}
@@ -160,7 +172,9 @@ class _LeadReward:
                 rewards.append(self.values[outcome])
         return rewards
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         group_size = resolve_group_size(self.num_generations, kwargs, "get_lead_reward()")
         ids_list = [None] * n if completion_ids is None else completion_ids

@@ -128,7 +128,9 @@ class _CosineLengthReward:
             max_value_correct=max_value_correct,
         )
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         ids_list = _ids_or_none(completion_ids, len(completions))
         rewards: list[float | None] = [None] * len(completions)
         pending: list[tuple[int, bool, int]] = []
@@ -191,8 +193,10 @@ def get_soft_overlong_reward(
     [0.0, -0.5, -1.0]
     """
     _check_positive_int("max_completion_len", max_completion_len)
-    if isinstance(soft_punish_cache, bool) or not isinstance(soft_punish_cache, int) or not (
-        0 <= soft_punish_cache <= max_completion_len
+    if (
+        isinstance(soft_punish_cache, bool)
+        or not isinstance(soft_punish_cache, int)
+        or not (0 <= soft_punish_cache <= max_completion_len)
     ):
         raise ValueError(
             f"soft_punish_cache must be an int in [0, max_completion_len={max_completion_len}], "
@@ -292,7 +296,9 @@ class _L1Reward:
         self.delta = delta
         self.meter = meter
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         targets = _column(kwargs, "target_length", n)
         if targets is None:
@@ -398,7 +404,9 @@ class _LaserReward:
         self.format_reward = format_reward
         self.meter = meter
 
-    def __call__(self, completions: list, solution: list, completion_ids: list | None = None, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
+    ) -> list[float | None]:
         n = len(completions)
         targets = _column(kwargs, "target_length", n) or [None] * n
         ids_list = _ids_or_none(completion_ids, n)
@@ -494,9 +502,7 @@ def get_dler_truncation_reward(
         raise ValueError(f"stop_factor must be in [0, 1], got {stop_factor!r}.")
     _check_bool("require_think_close", require_think_close)
     _check_bool("require_boxed", require_boxed)
-    return _DlerTruncationReward(
-        max_completion_length, eos_ids, float(stop_factor), require_think_close, require_boxed
-    )
+    return _DlerTruncationReward(max_completion_length, eos_ids, float(stop_factor), require_think_close, require_boxed)
 
 
 def _saved_generation_config(tokenizer):

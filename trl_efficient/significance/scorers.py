@@ -60,8 +60,18 @@ NORMALIZATIONS = ("chunk_minmax", "none")
 WORD_MERGES = ("auto", "wordpiece", "sentencepiece", "word_ids", "none")
 DEFAULT_CHUNK_END = (".", "\n")
 CLIENT_ONLY_KWARGS = ("token", "timeout", "retries", "backoff", "max_inputs_per_request")
-MODEL_ONLY_KWARGS = ("device", "dtype", "batch_size", "window", "max_batch_tokens", "word_merge", "chunk_end_tokens",
-                     "backend", "transform", "keep_units")
+MODEL_ONLY_KWARGS = (
+    "device",
+    "dtype",
+    "batch_size",
+    "window",
+    "max_batch_tokens",
+    "word_merge",
+    "chunk_end_tokens",
+    "backend",
+    "transform",
+    "keep_units",
+)
 
 
 @dataclass(frozen=True)

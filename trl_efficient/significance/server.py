@@ -134,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
         elif self.path.rstrip("/") == "/score":
-            self._error(405, "use POST /score with a JSON body {\"inputs\": [...]}")
+            self._error(405, 'use POST /score with a JSON body {"inputs": [...]}')
         else:
             self._error(404, f"unknown path {self.path!r}; endpoints: GET /health, POST /score")
 
@@ -207,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise _BadRequest(400, f"request body is not valid UTF-8 JSON: {err}") from None
         if not isinstance(data, dict):
-            raise _BadRequest(400, "request body must be a JSON object like {\"inputs\": [\"text\", ...]}")
+            raise _BadRequest(400, 'request body must be a JSON object like {"inputs": ["text", ...]}')
         unknown = set(data) - {"inputs", "texts", "return_units"}
         if unknown:
             raise _BadRequest(400, f"unknown field(s) {sorted(unknown)}; allowed: inputs (or texts), return_units")
@@ -260,7 +260,9 @@ def make_server(
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         logger.warning(
             "scorer server binds %s without a token: anyone who can reach this port can use the model. "
-            "Pass --token or set %s.", host, TOKEN_ENV,
+            "Pass --token or set %s.",
+            host,
+            TOKEN_ENV,
         )
     return ScorerHTTPServer((host, port), scorer, token, max_request_bytes, max_inputs, max_input_chars)
 
@@ -275,8 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="Checkpoint directory or Hub name (LLMLingua-2 classifier, or a causal LM with "
                              "--kind self-information).")  # fmt: skip
     parser.add_argument("--kind", choices=["llmlingua2", "self-information"], default="llmlingua2")
-    parser.add_argument("--backend", choices=["transformers", "llmlingua"], default="transformers",
-                        help="llmlingua2 only: load through the llmlingua package (optional extra).")
+    parser.add_argument(
+        "--backend",
+        choices=["transformers", "llmlingua"],
+        default="transformers",
+        help="llmlingua2 only: load through the llmlingua package (optional extra).",
+    )
     parser.add_argument("--device", default=None, help="e.g. cuda:7 or cpu (default: cuda:0 when available).")
     parser.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16.")
     parser.add_argument("--batch-size", type=int, default=32, help="Chunks per forward pass.")

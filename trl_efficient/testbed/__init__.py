@@ -10,8 +10,10 @@ CPU testbed for efficient reasoning: a synthetic world where over-thinking is me
 - `cli`: `trl-efficient testbed {base,eval,compare,quickstart}`.
 
 What the testbed plugs in when it is imported (`import trl_efficient` does): the `testbed:<size>` model-name scheme of
-`trl_efficient.core.models.resolve_model_name` and the `testbed` evaluation benchmark of `trl_efficient.data.benchmarks`.
-For `trl-efficient train` (see `docs/testbed.md`), `load_datasets` builds the testbed datasets when `dataset_name == "testbed"` (and defers to `trl_efficient.data.load_datasets` otherwise).
+`trl_efficient.core.models.resolve_model_name` and the `testbed` evaluation benchmark of
+`trl_efficient.data.benchmarks`.
+For `trl-efficient train` (see `docs/testbed.md`), `load_datasets` builds the testbed datasets when `dataset_name ==
+"testbed"` (and defers to `trl_efficient.data.load_datasets` otherwise).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def is_testbed_model(name: str) -> bool:
     return isinstance(name, str) and name.startswith("testbed:")
 
 
-def load_datasets(data_args, seed: int = 0):
+def load_datasets(data_args, seed: int = 0) -> tuple:
     """Train and eval datasets for `trl-efficient train`: testbed tasks when `data_args.dataset_name` is
     `"testbed"` (`dataset_limit` tasks, default 1024; eval `eval_limit`, default 128), else
     `trl_efficient.data.load_datasets`. Testbed prompts have their own instruction; `instruction`,
@@ -75,6 +77,10 @@ def _testbed_analyzer(row, completion_ids, text, tokenizer):
 
 MODEL_SCHEMES.register("testbed", _resolve_testbed_model)
 register_benchmark(
-    Benchmark("testbed", "The CPU testbed's synthetic digit chains (levels = operations)", loader=_testbed_loader,
-              sample_analyzer=_testbed_analyzer)  # fmt: skip
+    Benchmark(
+        "testbed",
+        "The CPU testbed's synthetic digit chains (levels = operations)",
+        loader=_testbed_loader,
+        sample_analyzer=_testbed_analyzer,
+    )  # fmt: skip
 )

@@ -165,10 +165,12 @@ FOLLOW_LEVELS = 4  # candidate traces of verbosity 0..3 (the usual range; 0 = th
 def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, style: TraceStyle, measure) -> str:
     """The world's rule for a base model that follows the method prompt formats loosely (`testbed:formats`).
 
-    Candidates are `make_trace` draws of the same task at each verbosity 0..3 (two each, the usual range, no merged steps, so none is
+    Candidates are `make_trace` draws of the same task at each verbosity 0..3 (two each, the usual range, no merged
+    steps, so none is
     shorter than the shortest correct trace, which is the verbosity-0 draw); `measure(text, thinking_only)` counts
     tokens. "exact" (L1-Exact): the candidate whose length is closest to `value`; "max" (L1-Max, HBPO): `trace` (the
-    usual draw) if it fits in `value` and is not shorter than the shortest correct trace, else the longest candidate that fits, else the shortest correct trace;
+    usual draw) if it fits in `value` and is not shorter than the shortest correct trace, else the longest candidate
+    that fits, else the shortest correct trace;
     "thinking-max" (SABER's tiers): the same on the thinking part. A value below the shortest correct trace therefore
     gets the shortest correct trace, never a shorter (wrong-prone) one.
 
@@ -225,12 +227,12 @@ def _encode_examples(tokenizer, config: BaseModelConfig):
                     if thinking_only:
                         text = text[: text.rindex(THINK_CLOSE) + len(THINK_CLOSE)]
                     if prefill and text.startswith(THINK_OPEN):
-                        text = text[len(THINK_OPEN):]
+                        text = text[len(THINK_OPEN) :]
                     return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + (not thinking_only)  # + EOS
 
                 trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure)
             if mode.prefill:
-                trace = trace[len(THINK_OPEN):] if trace.startswith(THINK_OPEN) else trace
+                trace = trace[len(THINK_OPEN) :] if trace.startswith(THINK_OPEN) else trace
         else:
             prompt = tokenizer.apply_chat_template(task_prompt(task), tokenize=False, add_generation_prompt=True)
         p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
@@ -345,10 +347,10 @@ def _is_trained(path: str) -> bool:
 def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
     """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats` or `small`), trained on first use.
 
-    >>> resolve_base_model("testbed:huge")
+    >>> resolve_base_model("testbed:huge")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: Unknown testbed model 'testbed:huge'; choose one of ['testbed:base', 'testbed:formats', 'testbed:small'].
+    ValueError: Unknown testbed model 'testbed:huge'; choose one of ['testbed:base', 'testbed:formats', ...].
     """
     size = name.split(":", 1)[1] if name.startswith("testbed:") else name
     size = size or "base"

@@ -41,8 +41,19 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["ACCURACY_TOLERANCE", "CONDITIONED", "TIGHT_CAP_FRACTION", "check_modes", "fraction_noise", "mean_noise",
-           "method_check", "paired_gain", "pearson", "rank", "spearman"]
+__all__ = [
+    "ACCURACY_TOLERANCE",
+    "CONDITIONED",
+    "TIGHT_CAP_FRACTION",
+    "check_modes",
+    "fraction_noise",
+    "mean_noise",
+    "method_check",
+    "paired_gain",
+    "pearson",
+    "rank",
+    "spearman",
+]
 
 ACCURACY_TOLERANCE = 0.04  # about the noise of 256 eval samples (two per task on 128 tasks)
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
@@ -138,7 +149,9 @@ def _fmt(x, digits=1) -> str:
 
 
 def _cells(by_difficulty: dict, levels) -> list[dict]:
-    return [by_difficulty.get(d, by_difficulty.get(int(d))) for d in levels if d in by_difficulty or int(d) in by_difficulty]
+    return [
+        by_difficulty.get(d, by_difficulty.get(int(d))) for d in levels if d in by_difficulty or int(d) in by_difficulty
+    ]
 
 
 def _mean_over(by_difficulty: dict, levels) -> float | None:
@@ -202,8 +215,10 @@ def _l1_check(recipe: str, mode_records: dict, base_records: dict | None) -> dic
 
 
 def _hbpo_check(row: dict, mode_records: dict, base: dict | None, base_records: dict | None) -> dict:
-    claim = ("vs the base model under the same budget prefills: the budget spread (length at the largest budget minus "
-             "the smallest) grows beyond noise, and easy tasks (1-2 ops) get shorter than the base's beyond noise")  # fmt: skip
+    claim = (
+        "vs the base model under the same budget prefills: the budget spread (length at the largest budget minus "
+        "the smallest) grows beyond noise, and easy tasks (1-2 ops) get shorter than the base's beyond noise"
+    )
     by = row["by_difficulty"]
     easy, hard = _mean_over(by, EASY_OPS), _mean_over(by, HARD_OPS)
     per, rho = _budget_summary(mode_records)
@@ -222,8 +237,9 @@ def _hbpo_check(row: dict, mode_records: dict, base: dict | None, base_records: 
     b_hard = _mean_over(base["by_difficulty"], HARD_OPS)
     measured = (f"budget spread {sum(b_spread) / len(b_spread):.1f} (base) -> {sum(spread) / len(spread):.1f} "
                 f"(gain {s_gain:.1f}, noise +-{s_noise:.1f}); easy tokens {_fmt(b_easy['mean_tokens'])} (base) -> "
-                f"{_fmt(easy)} (noise +-{e_noise:.1f}); hard-easy gap {_fmt((b_hard or 0) - (b_easy['mean_tokens'] or 0))}"
-                f" -> {_fmt((hard or 0) - (easy or 0))}; by budget: base {b_per} (rho {_fmt(b_rho, 2)}); trained {per} "
+                f"{_fmt(easy)} (noise +-{e_noise:.1f}); hard-easy gap "
+                f"{_fmt((b_hard or 0) - (b_easy['mean_tokens'] or 0))} -> {_fmt((hard or 0) - (easy or 0))}; "
+                f"by budget: base {b_per} (rho {_fmt(b_rho, 2)}); trained {per} "
                 f"(rho {_fmt(rho, 2)})")  # fmt: skip
     v1, v2 = _verdict(s_gain, s_noise), _verdict(e_gain, e_noise)
     held = False if False in (v1, v2) else (True if (v1, v2) == (True, True) else None)
@@ -243,11 +259,13 @@ def _saber_check(mode_records: dict, base_records: dict | None) -> dict:
                 "held": None}  # fmt: skip
     b_vals = _by_value({k: base_records[k] for k in mode_records}, "thinking")
     b_lo, b_hi = b_vals[0][1], b_vals[-1][1]
-    gap = [h - l for l, h in zip(lo, hi, strict=True)]
-    b_gap = [h - l for l, h in zip(b_lo, b_hi, strict=True)]
+    gap = [h - low for low, h in zip(lo, hi, strict=True)]
+    b_gap = [h - low for low, h in zip(b_lo, b_hi, strict=True)]
     gain, noise = paired_gain(gap, b_gap)
-    measured = (f"thinking tokens at tier {lo_v} / {hi_v}: base {m(b_lo):.1f} / {m(b_hi):.1f} (gap {m(b_gap):.1f}) -> "
-                f"trained {m(lo):.1f} / {m(hi):.1f} (gap {m(gap):.1f}); gain {gain:.1f}, noise +-{noise:.1f}")  # fmt: skip
+    measured = (
+        f"thinking tokens at tier {lo_v} / {hi_v}: base {m(b_lo):.1f} / {m(b_hi):.1f} (gap {m(b_gap):.1f}) -> "
+        f"trained {m(lo):.1f} / {m(hi):.1f} (gap {m(gap):.1f}); gain {gain:.1f}, noise +-{noise:.1f}"
+    )
     return {"claim": claim, "measured": measured, "held": _verdict(gain, noise)}
 
 
@@ -301,8 +319,15 @@ def _shorter_at_similar_accuracy(row, ref, ref_name) -> dict:
             "measured": measured, "held": held}  # fmt: skip
 
 
-def method_check(recipe: str, row: dict, mode_records: dict, reference: dict | None, reference_name: str,
-                 base: dict | None = None, base_records: dict | None = None) -> dict:
+def method_check(
+    recipe: str,
+    row: dict,
+    mode_records: dict,
+    reference: dict | None,
+    reference_name: str,
+    base: dict | None = None,
+    base_records: dict | None = None,
+) -> dict:
     """The check of one recipe: `{"claim", "measured", "held"}` (`held` is `None` when inconclusive or untestable).
 
     `row` is the recipe's comparison row, `mode_records[mode_name] = {"value": int, "lengths": [...],

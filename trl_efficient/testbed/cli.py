@@ -17,7 +17,6 @@ others still run, and the command exits with status 1 at the end when any recipe
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import sys
@@ -70,16 +69,28 @@ def main(argv: list[str] | None = None) -> int:
         description="Train recipes from the same base with the same budget and compare them. A recipe that fails is "
         "reported in the table with its error, the others still run, and the exit status is 1 when any failed.",
     )
-    p_cmp.add_argument("--recipes", nargs="+", default=["grpo", "kimi", "shorter-better"],
-                       help="recipe names, or 'all' for every registered recipe")
-    p_cmp.add_argument("--base-model", default="testbed:formats",
-                       help="base model every recipe starts from (default testbed:formats: testbed:base that has also "
-                       "seen the methods' prompt formats and follows them loosely)")
+    p_cmp.add_argument(
+        "--recipes",
+        nargs="+",
+        default=["grpo", "kimi", "shorter-better"],
+        help="recipe names, or 'all' for every registered recipe",
+    )
+    p_cmp.add_argument(
+        "--base-model",
+        default="testbed:formats",
+        help="base model every recipe starts from (default testbed:formats: testbed:base that has also "
+        "seen the methods' prompt formats and follows them loosely)",
+    )
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
     p_cmp.add_argument("--seed", type=int, default=None)
-    p_cmp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="TestbedSettings field or EfficientGRPOConfig field for every recipe (JSON values).")
+    p_cmp.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="TestbedSettings field or EfficientGRPOConfig field for every recipe (JSON values).",
+    )
     p_cmp.add_argument("--output-dir", default="outputs/testbed")
     p_cmp.add_argument("--overwrite", action="store_true")
     p_cmp.add_argument("--keep-models", action="store_true", help="keep the trained weights")

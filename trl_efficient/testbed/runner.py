@@ -22,11 +22,22 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..recipes.registry import Recipe
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["TestbedSettings", "compare", "evaluate_modes", "evaluate_testbed", "failed_row", "scaled_recipe",
-           "train_recipe"]
+__all__ = [
+    "TestbedSettings",
+    "compare",
+    "evaluate_modes",
+    "evaluate_testbed",
+    "failed_row",
+    "scaled_recipe",
+    "train_recipe",
+]
 
 
 @dataclass
@@ -86,7 +97,7 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     and `pass@1`-style `accuracy` (mean over samples), and `tight_truncated_fraction`: the share of completions that
     have not ended (EOS) within `tight_cap` = `TIGHT_CAP_FRACTION` x `max_new_tokens` tokens, i.e. those a generation
     capped there would truncate (sampling is token by token, so the first `tight_cap` tokens are the same)."""
-    from ..eval.evaluate import TransformersBackend, build_prompt_text, EvalMode
+    from ..eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
     from .analysis import analyze_completion, summarize
     from .data import task_from_row
 
@@ -117,8 +128,8 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
     """One sample per task under each `EvalMode` (a budget prefill, a target in the prompt, a system prompt):
     `{mode.name: {"value", "lengths", "thinking", "accuracy"}}` with per-sample generated tokens and thinking tokens
     (up to the last `</think>`). Feeds `checks.method_check`."""
-    from ..eval.evaluate import TransformersBackend, build_prompt_text
     from ..core.lengths import LengthMeter
+    from ..eval.evaluate import TransformersBackend, build_prompt_text
     from ..rewards import is_correct
 
     backend = TransformersBackend(model, tokenizer, batch_size=batch_size, show_progress=False)
@@ -144,7 +155,7 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def scaled_recipe(recipe, scale):
+def scaled_recipe(recipe: Recipe, scale) -> Recipe:
     """`recipe` with the testbed scale's reward kwargs merged into its `RewardSpec`s (by builder name)."""
     unknown = set(scale.reward_kwargs) - {spec.builder for spec in recipe.rewards}
     if unknown:
@@ -220,7 +231,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     from ..recipes import get_recipe
     from .base import resolve_base_model
     from .data import load_testbed_dataset
-    from .scaling import resolve_placeholders, recipe_scale
+    from .scaling import recipe_scale, resolve_placeholders
 
     scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
     recipe = scaled_recipe(get_recipe(recipe_name), scale)
@@ -313,10 +324,11 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             lines.append(f"| {r['recipe']} | {g} | **failed**: {error} |" + " |" * (len(head) - 3))
             continue
         check = r.get("method_check") or {}
+        verdict = _held(check["held"]) if check.get("claim") not in (None, "baseline") else "-"
         lines.append(
             f"| {r['recipe']} | {g} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['mean_floor_tokens']:.1f} | "
             f"{r['excess_over_floor']:.1f} | {r['redundant_share']:.3f} | {r['skips_per_completion']:.2f} | "
-            f"{r['truncated_fraction']:.3f} | {_held(check['held']) if check.get('claim') not in (None, 'baseline') else '-'} | "
+            f"{r['truncated_fraction']:.3f} | {verdict} | "
             f"{_secs(r['train_seconds'])} |"
         )
     checked = [r for r in ok_rows if r.get("method_check")]
@@ -363,7 +375,8 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     """Train each recipe from the same base with the same budget of steps, evaluate all on the same held-out
     tasks, and write `compare.json`, `compare.md` and `pareto.png` under `output_dir`. Per-recipe results are
     cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when the settings, the
-    recipe's testbed scale and the base model's directory, which names its config hash, are unchanged). A recipe that raises becomes a `failed_row`; the others still run.
+    recipe's testbed scale and the base model's directory, which names its config hash, are unchanged). A recipe that
+    raises becomes a `failed_row`; the others still run.
     Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
     from .scaling import recipe_scale
@@ -501,9 +514,18 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         f.write(compare_markdown(rows, settings.to_dict(), scales))
     ok_rows = [r for r in rows if r.get("status", "ok") == "ok"]
     floor = ok_rows[0]["mean_floor_tokens"] if ok_rows else None
-    plot = pareto_plot(ok_rows, os.path.join(output_dir, "pareto.png"), group_key="recipe", label_key=None,
-                       title=f"Testbed: accuracy vs tokens after {settings.max_steps} GRPO steps",
-                       reference_x={"floor (shortest correct traces)": floor} if floor else None) if ok_rows else None
+    plot = (
+        pareto_plot(
+            ok_rows,
+            os.path.join(output_dir, "pareto.png"),
+            group_key="recipe",
+            label_key=None,
+            title=f"Testbed: accuracy vs tokens after {settings.max_steps} GRPO steps",
+            reference_x={"floor (shortest correct traces)": floor} if floor else None,
+        )
+        if ok_rows
+        else None
+    )
     if plot:
         files["plot"] = plot
     return {"rows": rows, "files": files, "failed": failed}

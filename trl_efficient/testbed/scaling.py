@@ -29,8 +29,9 @@ paper scale on the testbed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 __all__ = [
     "BASE_MODEL_PLACEHOLDER",

@@ -258,8 +258,11 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
         step = _STEP.match(text)
         skip = _SKIP.match(text)
         # a step continues from the previous step's result (whatever its arithmetic); a repeat does not
-        if step and pending < task.difficulty and (step.group(2), int(step.group(3))) == task.ops[pending] and (
-            last is None or int(step.group(1)) == last
+        if (
+            step
+            and pending < task.difficulty
+            and (step.group(2), int(step.group(3))) == task.ops[pending]
+            and (last is None or int(step.group(1)) == last)
         ):
             kind, pending, last = "step", pending + 1, int(step.group(4))
         elif skip and (last is None or int(skip.group(1)) == last):

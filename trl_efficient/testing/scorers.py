@@ -36,9 +36,15 @@ def save_tiny_token_classifier(
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(dict.fromkeys(vocab))}, do_lower_case=False)
     torch.manual_seed(seed)
     model = BertForTokenClassification(
-        BertConfig(vocab_size=len(tok), hidden_size=hidden_size, num_hidden_layers=num_layers,
-                   num_attention_heads=num_heads, intermediate_size=intermediate_size, max_position_embeddings=512,
-                   num_labels=2)  # fmt: skip
+        BertConfig(
+            vocab_size=len(tok),
+            hidden_size=hidden_size,
+            num_hidden_layers=num_layers,
+            num_attention_heads=num_heads,
+            intermediate_size=intermediate_size,
+            max_position_embeddings=512,
+            num_labels=2,
+        )  # fmt: skip
     )
     model.save_pretrained(path)
     tok.save_pretrained(path)  # vocab passed as a dict: BertTokenizerFast(vocab_file=...) is ignored in transformers 5

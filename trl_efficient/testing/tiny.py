@@ -6,7 +6,8 @@ Tiny random models and tokenizers built in-process, so tests and the offline qui
 - `build_tiny_model(tokenizer)`: a randomly initialised Qwen2 (or Llama) `...ForCausalLM`, seeded.
 - `save_tiny_model(dir)`: both, saved so that `AutoModelForCausalLM.from_pretrained(dir)` works offline (needed for
   `beta > 0`, vLLM and the CLI, which reload the model from its path).
-- `resolve_tiny_model(name)` (the `tiny:` scheme of `trl_efficient.core.models.resolve_model_name`): turns `"tiny:<arch>[-<hidden>]"` or `TINY_MODEL_NAME` into a cached local directory
+- `resolve_tiny_model(name)` (the `tiny:` scheme of `trl_efficient.core.models.resolve_model_name`): turns
+`"tiny:<arch>[-<hidden>]"` or `TINY_MODEL_NAME` into a cached local directory
   and passes every other name (Hub id, local path) through unchanged.
 - `eos_bias_generation_kwargs(tokenizer)`: the EOS logit bias a random model needs to ever stop
   (offline-testing.md §4).

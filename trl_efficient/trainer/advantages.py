@@ -25,8 +25,10 @@ EPS = 1e-4  # TRL's epsilon in (r - mean) / (std + eps)
 def _nanstd(x: torch.Tensor, dim=None, keepdim=False) -> torch.Tensor:
     """Sample std ignoring NaN (Bessel-corrected, as torch.std and TRL's nanstd)."""
     mean = torch.nanmean(x, dim=dim, keepdim=True)
-    count = (~torch.isnan(x)).sum(dim=dim, keepdim=True).clamp(min=2) if dim is not None else max(
-        (~torch.isnan(x)).sum().item(), 2
+    count = (
+        (~torch.isnan(x)).sum(dim=dim, keepdim=True).clamp(min=2)
+        if dim is not None
+        else max((~torch.isnan(x)).sum().item(), 2)
     )
     var = torch.nansum((x - mean) ** 2, dim=dim, keepdim=True) / (count - 1)
     std = var.sqrt()

@@ -91,7 +91,7 @@ class EfficientGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
     )
     filter_kwargs: dict | str | None = field(
-        default=None, metadata={"help": "Keyword arguments for the completion filter, e.g. {\"k\": 8} for shortest_k."}
+        default=None, metadata={"help": 'Keyword arguments for the completion filter, e.g. {"k": 8} for shortest_k.'}
     )
     correctness_reward: str | None = field(
         default=None, metadata={"help": "Reward function name used as correctness in metrics and group stats."}
@@ -118,7 +118,8 @@ class EfficientGRPOConfig(GRPOConfig):
             )
         if self.completion_filter is not None and self.completion_filter not in COMPLETION_FILTERS:
             raise ValueError(
-                f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, got {self.completion_filter!r}."
+                f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, "
+                f"got {self.completion_filter!r}."
             )
         if self.length_unit not in LENGTH_UNITS:
             raise ValueError(f"length_unit must be one of {list(LENGTH_UNITS)}, got {self.length_unit!r}.")
@@ -143,7 +144,9 @@ class EfficientGRPOConfig(GRPOConfig):
                 ADVANTAGE_ESTIMATORS.get(self.advantage_estimator), self, self.advantage_kwargs, "advantage_kwargs"
             )
         if self.completion_filter is not None:
-            build_group_component(COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs")
+            build_group_component(
+                COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"
+            )
 
 
 def build_rollout_plan(args) -> RolloutPlan | None:

@@ -189,7 +189,9 @@ class TargetLengthRolloutPlan(RolloutPlan):
     MODES = ("exact", "max", "mixed")
     PER = ("prompt", "rollout")
 
-    def __init__(self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "prompt", seed: int = 0) -> None:
+    def __init__(
+        self, low: int = 100, high: int = 4000, mode: str = "exact", per: str = "prompt", seed: int = 0
+    ) -> None:
         if not 0 < int(low) <= int(high):
             raise ValueError(f"target_length_range must satisfy 0 < low <= high, got [{low}, {high}].")
         if mode not in self.MODES:

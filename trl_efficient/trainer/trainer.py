@@ -110,7 +110,9 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
     provides_columns = ("group_size",)
 
-    def __init__(self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs) -> None:
+    def __init__(
+        self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
@@ -121,7 +123,9 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.advantage_estimator = None  # None: TRL's own advantages, untouched
         if estimator != TRL_DEFAULT:
             entry = ADVANTAGE_ESTIMATORS.get(estimator)
-            self.advantage_estimator = build_group_component(entry, self.args, self.args.advantage_kwargs, "advantage_kwargs")
+            self.advantage_estimator = build_group_component(
+                entry, self.args, self.args.advantage_kwargs, "advantage_kwargs"
+            )
         name = getattr(self.args, "completion_filter", None)
         self.completion_filter = None
         if name is not None:
@@ -133,9 +137,9 @@ class EfficientGRPOTrainer(GRPOTrainer):
             self.rollout_plan.validate(self.num_generations, self.args.max_completion_length)
             if self.tools or self.environment_factories is not None or self.rollout_func is not None:
                 raise NotImplementedError(
-                    "A rollout plan rewrites prompts and caps rows inside `_generate_single_turn`, which TRL also calls "
-                    "on subsets of rows in the tool loop; tools, environment_factory and rollout_func are not supported "
-                    "together with rollout_plan."
+                    "A rollout plan rewrites prompts and caps rows inside `_generate_single_turn`, which TRL also "
+                    "calls on subsets of rows in the tool loop; tools, environment_factory and rollout_func are not "
+                    "supported together with rollout_plan."
                 )
         components = list(stateful_components or [])
         if getattr(self.args, "track_prompt_history", False):
@@ -404,7 +408,9 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:  # always written (possibly `{}`), so every checkpoint says what state it holds
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            folder = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
             save_components(self.stateful_components, folder)
 
     # Wraps GRPOTrainer._load_optimizer_and_scheduler (TRL 1.16.0), which runs on resume on every rank.
@@ -431,5 +437,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             self.model_card_error = exc
             logger.error(
                 "trl-efficient: writing the model card %s failed (%s: %s); the model and checkpoints are not affected.",
-                os.path.join(self.args.output_dir, "README.md"), type(exc).__name__, exc,
+                os.path.join(self.args.output_dir, "README.md"),
+                type(exc).__name__,
+                exc,
             )
