@@ -1,42 +1,7 @@
 """Evaluation that reports accuracy *and* tokens: inference-time modes, generation backends, metrics (`evaluate`),
 the Pareto plot (`plots`) and `trl-efficient eval` (`cli`)."""
 
-from .evaluate import (
-    DEFAULT_TEMPERATURE,
-    DEFAULT_TOP_P,
-    HBPO_BUDGETS,
-    HBPO_MINIMAL_PROMPT,
-    L1_TARGETS,
-    SABER_MODES,
-    EvalMode,
-    EvalResult,
-    GeneratedSample,
-    TransformersBackend,
-    VLLMBackend,
-    evaluate_model,
-    evaluate_samples,
-    parse_mode,
-    parse_modes,
-    pass_at_k,
-    percentile,
-)
+from . import evaluate
+from .evaluate import *  # noqa: F403  (the public names of `evaluate`, listed once, in its `__all__`)
 
-__all__ = [
-    "DEFAULT_TEMPERATURE",
-    "DEFAULT_TOP_P",
-    "EvalMode",
-    "EvalResult",
-    "GeneratedSample",
-    "HBPO_BUDGETS",
-    "HBPO_MINIMAL_PROMPT",
-    "L1_TARGETS",
-    "SABER_MODES",
-    "TransformersBackend",
-    "VLLMBackend",
-    "evaluate_model",
-    "evaluate_samples",
-    "parse_mode",
-    "parse_modes",
-    "pass_at_k",
-    "percentile",
-]
+__all__ = list(evaluate.__all__)
