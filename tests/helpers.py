@@ -202,6 +202,17 @@ def recipe_yaml_settings(name) -> dict:
     return {**get_recipe(raw.get("recipe", name)).config_overrides, **raw}
 
 
+def profile_with_cli(path, max_new_tokens: int = 16) -> str:
+    """Run `trl-efficient profile` (SABER's base-model profile) on 16 GSM8K rows with the tiny model; returns `path`."""
+    from trl_efficient.cli import main
+
+    argv = ["profile", "--model_name_or_path", "tiny:qwen2-16", "--dataset_name", "gsm8k", "--dataset_limit", "16",
+            "--output", str(path), "--max_new_tokens", str(max_new_tokens), "--batch_size", "8",
+            "--eos_logit_bias", "3.0"]  # fmt: skip
+    assert main(argv) == 0
+    return str(path)
+
+
 def train_yaml(name, tmp_path, **cli):
     """Train 2 steps from configs/<name>.yaml on the tiny offline model; dict overrides go as JSON on the CLI.
     Returns the parsed config."""

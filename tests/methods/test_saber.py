@@ -7,7 +7,7 @@ import random
 
 import pytest
 from datasets import Dataset
-from helpers import RecordingTrainer, make_dataset, tiny_cli_args, tiny_config
+from helpers import RecordingTrainer, make_dataset, profile_with_cli, tiny_cli_args, tiny_config
 
 from trl_efficient.core.lengths import LengthMeter
 from trl_efficient.methods.saber import (
@@ -325,32 +325,10 @@ class TestProfile:
     def test_profile_command_then_saber_trains_from_yaml(self, tmp_path, monkeypatch):
         from huggingface_hub import ModelCard
 
-        from trl_efficient.cli import main, train_main
+        from trl_efficient.cli import train_main
 
         monkeypatch.chdir(ROOT)
-        path = str(tmp_path / "profile.jsonl")
-        assert (
-            main(
-                [
-                    "profile",
-                    "--model_name_or_path",
-                    "tiny:qwen2-16",
-                    "--dataset_name",
-                    "gsm8k",
-                    "--dataset_limit",
-                    "16",
-                    "--output",
-                    path,
-                    "--max_new_tokens",
-                    "16",
-                    "--batch_size",
-                    "8",
-                    "--eos_logit_bias",
-                    "3.0",
-                ]
-            )
-            == 0
-        )
+        path = profile_with_cli(tmp_path / "profile.jsonl")
         records = load_profile(path)
         assert len(records) == 16 and all(r["model"] == "tiny:qwen2-16" for r in records)
         monkeypatch.delenv(SABER_PROFILE_ENV, raising=False)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 import yaml
-from helpers import tiny_cli_args
+from helpers import profile_with_cli, tiny_cli_args
 
 from trl_efficient.cli import main, parse_train_args, train_main
 from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
@@ -103,29 +103,7 @@ def _saber_extras(tmp_path, monkeypatch):
     # SABER needs a base-model profile: made by the `profile` command, as in tests/methods/test_saber.py
     from trl_efficient.methods.saber import SABER_PROFILE_ENV
 
-    path = str(tmp_path / "profile.jsonl")
-    assert (
-        main(
-            [
-                "profile",
-                "--model_name_or_path",
-                "tiny:qwen2-16",
-                "--dataset_name",
-                "gsm8k",
-                "--dataset_limit",
-                "16",
-                "--output",
-                path,
-                "--max_new_tokens",
-                "8",
-                "--batch_size",
-                "8",
-                "--eos_logit_bias",
-                "3.0",
-            ]
-        )
-        == 0
-    )
+    path = profile_with_cli(tmp_path / "profile.jsonl", max_new_tokens=8)
     monkeypatch.delenv(SABER_PROFILE_ENV, raising=False)
     return ["--dataset_name", "gsm8k", "--recipe_kwargs", json.dumps({"profile": path, "no_think_ratio": 0.1})]
 
