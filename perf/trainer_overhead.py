@@ -18,11 +18,11 @@ on both sides (SABER: a profile of the benchmark prompts made once with the same
 LLMLingua-2-format token classifier as scorer, `save_tiny_token_classifier`).
 
 Config precedence (`config_kwargs`): the benchmark's defaults (`learning_rate`, `beta`, `temperature`) < the
-recipe's `config_overrides` (token lengths that cannot fit scaled to `--max-completion-length` by
-`scale_length_overrides`) < the measurement settings that must be the same for every row (`BENCH_FIXED`: batch,
+recipe's `config_overrides`, its length constants fitted to `--max-completion-length` by the recipe's testbed scaling
+rule (`scaled_overrides`) < the measurement settings that must be the same for every row (`BENCH_FIXED`: batch,
 `num_generations`, `max_completion_length`, steps, seed, CPU, logging/saving). A recipe override replaced by a
-measurement setting or scaled is listed in the row's notes (e.g. DA-DLER's `max_completion_length: 4000` and
-`truncate_to: 2000`).
+measurement setting or scaled is listed in the row's notes (e.g. DA-DLER's `max_completion_length` and
+`advantage_kwargs`).
 
 To cancel machine noise the two alternate: `--rounds` rounds of (plain: `--steps` steps, efficient: `--steps`
 steps), each from a fresh copy of the model; the first step of every run is a warm-up and is not timed. Reported per
@@ -110,27 +110,15 @@ def config_kwargs(recipe_overrides: dict, fixed: dict, defaults: dict | None = N
     return merged, replaced
 
 
-def scale_length_overrides(recipe_overrides: dict, max_len: int) -> tuple[dict, list[str]]:
-    """Recipe overrides whose token lengths cannot fit the benchmark's `max_len`, scaled to it.
+def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, list[str]]:
+    """The recipe's `config_overrides` with its length constants fitted to the benchmark's `max_len` by the recipe's
+    testbed scaling rule (`trl_efficient.testbed.scaling`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of
+    4000 -> 32 of 64), and the names of the fields the rule set."""
+    from trl_efficient.recipes import get_recipe
+    from trl_efficient.testbed.scaling import apply_scale, recipe_scale
 
-    DA-DLER truncates easy groups to `advantage_kwargs["truncate_to"]` tokens, which must stay below
-    `max_completion_length`: a `truncate_to` at or above `max_len` keeps its fraction of the recipe's own
-    `max_completion_length` (2000 of 4000 -> 32 of 64), or half of `max_len` when the recipe sets none. Returns the
-    overrides (a copy) and the names of what was scaled.
-
-    >>> scale_length_overrides({"advantage_kwargs": {"truncate_to": 2000, "x": 1}, "max_completion_length": 4000}, 64)
-    ({'advantage_kwargs': {'truncate_to': 32, 'x': 1}, 'max_completion_length': 4000}, ['advantage_kwargs.truncate_to'])
-    """
-    out = dict(recipe_overrides)
-    advantage_kwargs = dict(out.get("advantage_kwargs") or {})
-    truncate_to = advantage_kwargs.get("truncate_to")
-    if truncate_to is None or truncate_to < max_len:
-        return out, []
-    cap = out.get("max_completion_length")
-    scaled = round(truncate_to * max_len / cap) if cap else max_len // 2
-    advantage_kwargs["truncate_to"] = max(1, min(max_len - 1, scaled))
-    out["advantage_kwargs"] = advantage_kwargs
-    return out, ["advantage_kwargs.truncate_to"]
+    scale = recipe_scale(recipe_name, max_len, steps)
+    return apply_scale(get_recipe(recipe_name).config_overrides, scale), sorted(scale.config)
 
 
 def _generation_counter(trainer) -> list[int]:
@@ -213,7 +201,7 @@ def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, s
         "use_cpu": True, "use_vllm": False, "bf16": False, "seed": seed,
         "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], eos_bias]]}, "disable_tqdm": True,
     }  # fmt: skip
-    overrides, scaled = scale_length_overrides(dict(recipe.config_overrides), max_len)
+    overrides, scaled = scaled_overrides(recipe_name, max_len, steps)
     kwargs, replaced = config_kwargs(overrides, fixed)
     replaced = replaced + scaled
     args = EfficientGRPOConfig(**kwargs)

@@ -45,7 +45,7 @@ class TestConfigKwargs:
         recipe = get_recipe(name)
         fixed = {"output_dir": str(tmp_path), "max_steps": 3, "per_device_train_batch_size": 16,
                  "num_generations": 8, "max_completion_length": 64, "use_cpu": True, "report_to": "none"}  # fmt: skip
-        overrides, scaled = overhead.scale_length_overrides(dict(recipe.config_overrides), 64)
+        overrides, scaled = overhead.scaled_overrides(name, 64, 3)
         kwargs, replaced = overhead.config_kwargs(overrides, fixed)
         args = EfficientGRPOConfig(**kwargs)  # the recipe's own validation passes at the benchmark's lengths
         for key, value in overrides.items():
@@ -57,21 +57,13 @@ class TestConfigKwargs:
         assert args.max_completion_length == 64 and args.num_generations == 8
 
 
-def test_scale_length_overrides():
-    # DA-DLER: truncate_to 2000 of max_completion_length 4000 is half: 32 of 64
-    overrides = {"advantage_kwargs": {"truncate_to": 2000, "solve_rate_threshold": 0.75}, "max_completion_length": 4000}
-    scaled, names = overhead.scale_length_overrides(overrides, 64)
-    assert scaled["advantage_kwargs"] == {"truncate_to": 32, "solve_rate_threshold": 0.75} and names == [
-        "advantage_kwargs.truncate_to"
-    ]
-    assert overrides["advantage_kwargs"]["truncate_to"] == 2000  # the recipe's dict is not mutated
-    assert overhead.scale_length_overrides({"advantage_kwargs": {"truncate_to": 100}}, 64)[0]["advantage_kwargs"] == {
-        "truncate_to": 32  # no recipe max_completion_length: half of 64
-    }
-    assert overhead.scale_length_overrides({"advantage_kwargs": {"truncate_to": 10}}, 64) == (
-        {"advantage_kwargs": {"truncate_to": 10}},
-        [],  # fits: unchanged
-    )
+def test_scaled_overrides_fit_the_cap_and_keep_the_recipe_settings():
+    # DA-DLER: truncate_to 2000 of max_completion_length 4000 is half: 32 of 64; the released +0.1 correct-sample
+    # boost and the solve-rate threshold stay as the recipe has them (methods.md §4)
+    overrides, names = overhead.scaled_overrides("da-dler", 64, 3)
+    assert overrides["advantage_kwargs"] == {"solve_rate_threshold": 0.75, "truncate_to": 32, "correct_boost": 0.1}
+    assert overrides["max_completion_length"] == 64 and "advantage_kwargs" in names
+    assert get_recipe("da-dler").config_overrides["advantage_kwargs"]["truncate_to"] == 2000  # not mutated
 
 
 def test_markdown_table_has_one_row_per_recipe_and_failures_inline():

@@ -177,13 +177,12 @@ def build_config(recipe, settings: TestbedSettings, output_dir: str, overrides: 
     `settings.extra` < `overrides`. Every recipe trains on the same number of prompts per step
     (`per_device_train_batch_size / num_generations` of the settings); a recipe with its own G samples more."""
     from ..trainer import EfficientGRPOConfig
-    from .scaling import recipe_scale
+    from .scaling import apply_scale, recipe_scale
 
     scale = scale or recipe_scale(recipe.name, settings.max_completion_length, settings.max_steps)
     g = num_generations_for(scale, settings)
     prompts_per_step = max(1, settings.per_device_train_batch_size // settings.num_generations)
-    kwargs = dict(recipe.config_overrides)
-    kwargs.update(scale.config)
+    kwargs = apply_scale(recipe.config_overrides, scale)
     kwargs.update(
         output_dir=output_dir,
         max_steps=settings.max_steps,

@@ -165,8 +165,7 @@ def _da_dler(cap: int, steps: int) -> RecipeScale:
     return RecipeScale(
         "da-dler",
         f"lengths x cap/{paper}: max_completion_length {paper} -> {cap}, truncate_to 2000 -> {cut}",
-        config={"max_completion_length": cap,
-                "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": cut, "correct_boost": 0.0}},
+        config={"max_completion_length": cap, "advantage_kwargs": {"truncate_to": cut}},
     )  # fmt: skip
 
 
@@ -237,6 +236,22 @@ def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40) -> RecipeScal
     if recipe not in SCALING_RULES:
         raise ValueError(f"recipe {recipe!r} has no testbed scaling rule; add one to trl_efficient/testbed/scaling.py.")
     return SCALING_RULES[recipe].build(int(cap), int(max_steps))
+
+
+def apply_scale(overrides: dict, scale: RecipeScale) -> dict:
+    """The recipe's `config_overrides` with the scale's `config` on top. Dict-valued fields (`advantage_kwargs`,
+    `filter_kwargs`) merge key by key, so a rule states only the constants it scales and the recipe's other method
+    settings (DA-DLER's correct-sample boost, say) stay as the recipe has them.
+
+    >>> s = RecipeScale("x", "rule", config={"max_completion_length": 192, "advantage_kwargs": {"truncate_to": 96}})
+    >>> apply_scale({"advantage_kwargs": {"truncate_to": 2000, "correct_boost": 0.1}, "loss_type": "dapo"}, s)
+    {'advantage_kwargs': {'truncate_to': 96, 'correct_boost': 0.1}, 'loss_type': 'dapo', 'max_completion_length': 192}
+    """
+    out = dict(overrides)
+    for key, value in scale.config.items():
+        base = out.get(key)
+        out[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    return out
 
 
 def resolve_placeholders(value: Any, base_model: str) -> Any:
