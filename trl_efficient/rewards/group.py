@@ -26,14 +26,14 @@ run of `G` consecutive items is one prompt's group, and `num_generations=G`:
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from typing import Any
 
 from ..core.answers import is_correct
 from ..core.checks import check_number as _check_number
 from ..core.lengths import LengthMeter, completion_text
 
-__all__ = ["gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
+__all__ = ["GroupLengthReward", "gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
 
 
 def gather_rows(values: list) -> tuple[list, int]:
@@ -107,7 +107,7 @@ def _check_num_generations(num_generations: Any) -> None:
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
 
 
-class _GroupLengthReward(ABC):
+class GroupLengthReward(ABC):
     # A class rather than a closure so it pickles for TRL's async rollout worker. Subclasses set __name__,
     # _factory and _score_group.
     __name__ = "group_length_reward"
@@ -117,9 +117,24 @@ class _GroupLengthReward(ABC):
         self.num_generations = num_generations
         self.meter = meter
 
-    @abstractmethod
     def _score_group(self, rows: list[tuple[bool | None, int]]) -> list[float | None]:
-        """Rewards of one whole group from its `(correct, length)` rows."""
+        """Rewards of one whole group from its `(correct, length)` rows (subclasses that override `_score_batch`
+        need not implement it)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither _score_group nor _score_batch")
+
+    def _row_extra(self, completion: Any, ids: list[int] | None, kwargs: dict, i: int) -> Any:
+        """A picklable per-row value gathered with the row's `(correct, length)` (e.g. a per-row column, a
+        repetition flag); `None` by default. `i` is the row's index in this process's call."""
+        return None
+
+    def _score_batch(self, rows: list[tuple[bool | None, int]], extras: list, group_size: int) -> list[float | None]:
+        """Rewards of the whole gathered batch (all processes, global row order) from its `(correct, length)` rows
+        and their `_row_extra` values. The default scores each group of `group_size` consecutive rows on its own
+        with `_score_group`; batch-level rewards (a ranking across groups) override this."""
+        rewards: list[float | None] = []
+        for start in range(0, len(rows), group_size):
+            rewards.extend(self._score_group(rows[start : start + group_size]))
+        return rewards
 
     def _post_process(self, rewards: list[float | None], kwargs: dict) -> list[float | None]:
         return rewards
@@ -132,18 +147,19 @@ class _GroupLengthReward(ABC):
         if completion_ids is None:
             completion_ids = [None] * n
         local = []
-        for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
-            local.append((is_correct(completion, gold), self.meter(completion_text(completion), ids)))
-        rows, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
+        for i, (completion, gold, ids) in enumerate(zip(completions, solution, completion_ids, strict=True)):
+            row = (is_correct(completion, gold), self.meter(completion_text(completion), ids))
+            local.append((row, self._row_extra(completion, ids, kwargs, i)))
+        gathered, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
+        rows = [row for row, _ in gathered]
+        extras = [extra for _, extra in gathered]
         if len(rows) % group_size != 0:
             raise ValueError(
                 f"{self.__name__} got {len(rows)} rows in total (all processes), which is not a multiple of the group "
                 f"size {group_size}: it needs every rollout of each prompt, with the {group_size} rollouts of a "
                 "prompt consecutive. Pass whole groups (or fix num_generations / the group_size column)."
             )
-        rewards: list[float | None] = []
-        for start in range(0, len(rows), group_size):
-            rewards.extend(self._score_group(rows[start : start + group_size]))
+        rewards = self._score_batch(rows, extras, group_size)
         return self._post_process(rewards[offset : offset + n], kwargs)
 
 
@@ -191,7 +207,7 @@ def get_kimi_length_reward(
     return _KimiLengthReward(num_generations, LengthMeter(length_unit, length_scope, tokenizer), float(warmup_ratio))
 
 
-class _KimiLengthReward(_GroupLengthReward):
+class _KimiLengthReward(GroupLengthReward):
     __name__ = "kimi_length_reward"
     _factory = "get_kimi_length_reward()"
 
@@ -267,7 +283,7 @@ def get_shorter_better_reward(
     return _ShorterBetterReward(num_generations, meter, float(alpha), float(beta))
 
 
-class _ShorterBetterReward(_GroupLengthReward):
+class _ShorterBetterReward(GroupLengthReward):
     __name__ = "shorter_better_reward"
     _factory = "get_shorter_better_reward()"
 
