@@ -31,6 +31,7 @@ class EfficientGRPOConfig(GRPOConfig):
         target_length_mode (`str`): `"exact"`, `"max"` or `"mixed"`.
         target_length_per (`str`): `"prompt"` (default, L1's choice): one target per example, shared by its G
             rollouts and kept in every step and epoch; `"rollout"`: one per rollout, redrawn each step.
+        rollout_plan_kwargs (`dict`): settings of a plan that has no dedicated field (read by its `from_config`).
     Group stage:
         advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
         completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
@@ -85,10 +86,14 @@ class EfficientGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
     )
     # JSON objects on the command line: parsed in __post_init__ through GRPOConfig's _VALID_DICT_FIELDS.
-    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["advantage_kwargs", "filter_kwargs"]
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["advantage_kwargs", "filter_kwargs", "rollout_plan_kwargs"]
 
     advantage_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
+    )
+    rollout_plan_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": "Settings of a rollout plan without dedicated fields (a JSON object on the CLI)."},
     )
     filter_kwargs: dict | str | None = field(
         default=None, metadata={"help": 'Keyword arguments for the completion filter, e.g. {"k": 8} for shortest_k.'}
