@@ -13,6 +13,7 @@ from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
 from .filters import COMPLETION_FILTERS
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
+from .sampling import PROMPT_SAMPLERS
 
 
 @dataclass
@@ -40,6 +41,10 @@ class EfficientGRPOConfig(GRPOConfig):
         correctness_reward (`str` or `None`): name of the reward used as correctness for metrics and group stats;
             `None` picks the first of `correctness_reward`, `accuracy_reward`, `reasoning_accuracy_reward`.
         track_prompt_history (`bool`): keep per-prompt history (needs an `idx` column) and feed it to the rewards.
+    Prompt sampling:
+        prompt_sampler (`str` or `None`): a sampler registered in `PROMPT_SAMPLERS` (`"lspo"`, `"frugal"`) that
+            chooses the prompts of each generation batch in TRL's `RepeatSampler` layout; `None` keeps TRL's sampler.
+        sampler_kwargs (`dict`): keyword arguments of the sampler (e.g. `{"low": 0.3, "high": 0.7}` for `lspo`).
     Lengths:
         length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
         length_scope (`str`): `"total"`, `"thinking"` or `"answer"`.
@@ -86,7 +91,12 @@ class EfficientGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
     )
     # JSON objects on the command line: parsed in __post_init__ through GRPOConfig's _VALID_DICT_FIELDS.
-    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + ["advantage_kwargs", "filter_kwargs", "rollout_plan_kwargs"]
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + [
+        "advantage_kwargs",
+        "filter_kwargs",
+        "rollout_plan_kwargs",
+        "sampler_kwargs",
+    ]
 
     advantage_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
@@ -97,6 +107,13 @@ class EfficientGRPOConfig(GRPOConfig):
     )
     filter_kwargs: dict | str | None = field(
         default=None, metadata={"help": 'Keyword arguments for the completion filter, e.g. {"k": 8} for shortest_k.'}
+    )
+    prompt_sampler: str | None = field(
+        default=None,
+        metadata={"help": "Registered prompt sampler ('lspo', 'frugal') choosing each batch's prompts; None = TRL's."},
+    )
+    sampler_kwargs: dict | str | None = field(
+        default=None, metadata={"help": "Keyword arguments for the prompt sampler (a JSON object on the CLI)."}
     )
     correctness_reward: str | None = field(
         default=None, metadata={"help": "Reward function name used as correctness in metrics and group stats."}
@@ -126,6 +143,10 @@ class EfficientGRPOConfig(GRPOConfig):
                 f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, "
                 f"got {self.completion_filter!r}."
             )
+        if self.prompt_sampler is not None and self.prompt_sampler not in PROMPT_SAMPLERS:
+            raise ValueError(
+                f"prompt_sampler must be one of {PROMPT_SAMPLERS.names()} or None, got {self.prompt_sampler!r}."
+            )
         if self.length_unit not in LENGTH_UNITS:
             raise ValueError(f"length_unit must be one of {list(LENGTH_UNITS)}, got {self.length_unit!r}.")
         if self.length_scope not in LENGTH_SCOPES:
@@ -148,6 +169,14 @@ class EfficientGRPOConfig(GRPOConfig):
             build_group_component(
                 ADVANTAGE_ESTIMATORS.get(self.advantage_estimator), self, self.advantage_kwargs, "advantage_kwargs"
             )
+        if self.prompt_sampler is not None:
+            sampler = PROMPT_SAMPLERS.get(self.prompt_sampler)
+            try:
+                sampler.check(self, **dict(self.sampler_kwargs or {}))
+            except TypeError as err:
+                raise ValueError(
+                    f"sampler_kwargs={self.sampler_kwargs} does not fit {sampler.__name__}: {err}"
+                ) from err
         if self.completion_filter is not None:
             build_group_component(
                 COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"

@@ -31,6 +31,7 @@ from .config import build_group_component, build_rollout_plan
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import apply_assignment
+from .sampling import build_prompt_sampler
 from .state import (
     PromptHistory,
     is_stateful,
@@ -79,6 +80,10 @@ class EfficientGRPOTrainer(GRPOTrainer):
             automatically.
         card_info (`ModelCardInfo`, *optional*): recipe, datasets, base model and summary for the model card; also
             settable later with `update_card_info`.
+
+    Prompt sampler: with `args.prompt_sampler` set, `_get_train_sampler` returns `self.prompt_sampler` (built once in
+    `__init__`, `trainer/sampling.py`) instead of TRL's `RepeatSampler`, with the same layout; it is a stateful
+    component (checkpointed, `update(batch)` with the gathered batch), so every rank draws the same prompts.
 
     The group-stage pipeline. `group_stage(batch, output)` runs once per gathered generation batch (train and eval),
     inside `_generate_and_score_completions`, after TRL has scored the rows and computed its own advantages. It calls,
@@ -149,6 +154,18 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     "`dataset.map(lambda _, i: {'idx': i}, with_indices=True)`."
                 )
             components.append(PromptHistory())
+        # TRL's RepeatSampler layout (GRPOTrainer._get_train_sampler, TRL 1.16.0), a registered sampler's choice
+        self.prompt_sampler = build_prompt_sampler(
+            self.args,
+            self.train_dataset,
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            shuffle=self.shuffle_dataset,
+            seed=self.args.seed,
+        )
+        if self.prompt_sampler is not None:
+            components.append(self.prompt_sampler)
         components += [f for f in self.reward_funcs if is_stateful(f)]
         for obj in (self.rollout_plan, self.advantage_estimator, self.completion_filter):
             if is_stateful(obj):
@@ -401,6 +418,17 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 for label, value in batch.subgroup_means(key, correct).items():
                     if value == value:
                         metrics[f"trl_efficient/{key}_{label}/accuracy"].append(value)
+
+    # Wraps GRPOTrainer._get_train_sampler (TRL 1.16.0): TRL's RepeatSampler unless a prompt sampler is configured.
+    def _get_train_sampler(self, dataset=None):
+        if self.prompt_sampler is None:
+            return super()._get_train_sampler(dataset)
+        if dataset is not None and len(dataset) != self.prompt_sampler.num_samples:
+            raise ValueError(
+                f"prompt_sampler was built over {self.prompt_sampler.num_samples} prompts, the dataloader has "
+                f"{len(dataset)}; build the trainer with the dataset it trains on."
+            )
+        return self.prompt_sampler
 
     # ------------------------------------------------------------------------------------------------------------
     # Wraps GRPOTrainer._save_checkpoint (TRL 1.16.0): also writes every stateful component, mirroring TRL's own
