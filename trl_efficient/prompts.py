@@ -22,6 +22,7 @@ on is the text it is evaluated and prompted with.
 from __future__ import annotations
 
 __all__ = [
+    "ASRR_NO_THINK_PREFIX",
     "BUDGET_PROMPT",
     "HBPO_BUDGETS",
     "HBPO_MINIMAL_PROMPT",
@@ -37,6 +38,11 @@ __all__ = [
     "saber_system_prompt",
     "validate_tiers",
 ]
+
+# --------------------------------------------------------------------------------------------------------- ASRR
+# ASRR's no-think prefix (arXiv 2505.15400, methods.md §24): the assistant turn starts with a closed think block, as
+# in the paper's figure (the text says "Okay, I have finished thinking."); used as training prefill and eval mode.
+ASRR_NO_THINK_PREFIX = "<think> Okay, I think I have finished thinking. </think>"
 
 # --------------------------------------------------------------------------------------------------------- HBPO
 HBPO_TEMPLATE = "<think> I will answer the question with {budget} tokens"

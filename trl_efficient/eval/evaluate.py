@@ -36,7 +36,15 @@ import torch
 from tqdm.auto import tqdm
 
 from ..core.lengths import LengthMeter, completion_text
-from ..prompts import HBPO_BUDGETS, HBPO_MINIMAL_PROMPT, HBPO_TEMPLATE, L1_TARGETS, l1_instruction, saber_mode_prompts
+from ..prompts import (
+    ASRR_NO_THINK_PREFIX,
+    HBPO_BUDGETS,
+    HBPO_MINIMAL_PROMPT,
+    HBPO_TEMPLATE,
+    L1_TARGETS,
+    l1_instruction,
+    saber_mode_prompts,
+)
 from ..trainer.rollout import RolloutAssignment, apply_assignment
 
 logger = logging.getLogger(__name__)
@@ -96,7 +104,7 @@ def parse_mode(spec: str) -> list[EvalMode]:
 
     `plain`; `hbpo` (budgets 512/1024/2048/2560 and `minimal`), `hbpo:<budget>`, `hbpo:minimal`; `l1` (targets
     512/1024/2048/3600), `l1:<N>` (" Think for N tokens."), `l1-max:<N>` (" Think for maximum N tokens."); `saber`
-    (all four), `saber:nothink|fastthink|corethink|deepthink`.
+    (all four), `saber:nothink|fastthink|corethink|deepthink`; `asrr` (ASRR's no-think prefix as prefill).
 
     >>> [m.name for m in parse_mode("hbpo")]
     ['hbpo:512', 'hbpo:1024', 'hbpo:2048', 'hbpo:2560', 'hbpo:minimal']
@@ -108,6 +116,8 @@ def parse_mode(spec: str) -> list[EvalMode]:
     family = family.lower()
     if family == "plain" and not arg:
         return [EvalMode("plain")]
+    if family == "asrr" and not arg:  # ASRR's no-think prefix as assistant prefill (methods.md §24)
+        return [EvalMode("asrr", prefill=ASRR_NO_THINK_PREFIX)]
     if family == "hbpo":
         if not arg:
             return [m for b in HBPO_BUDGETS for m in parse_mode(f"hbpo:{b}")] + parse_mode("hbpo:minimal")
@@ -133,7 +143,7 @@ def parse_mode(spec: str) -> list[EvalMode]:
             out.append(EvalMode(f"saber:{name}", system=system, prefill=prefill))
         return out
     raise ValueError(
-        f"Unknown mode {spec!r}: use plain, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>] or saber[:<mode>]."
+        f"Unknown mode {spec!r}: use plain, asrr, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>] or saber[:<mode>]."
     )
 
 

@@ -12,6 +12,8 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
   `get_shorter_better_reward`, plus the helpers `gather_rows` and `resolve_group_size`.
 - `budget` (per completion, budget/tier columns): `get_hbpo_reward`, `get_saber_reward`.
 - `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
+- `solve_rate` (group solve rate / batch ranking gates the length term): `get_alp_reward`,
+  `get_grpo_lambda_reward`, `get_asrr_reward`.
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
 - `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`,
 `extract_answer_region`, `normalize_answer`,
@@ -32,8 +34,12 @@ from .length import (
     get_laser_reward,
     get_soft_overlong_reward,
 )
+from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
 
 __all__ = [
+    "get_alp_reward",
+    "get_asrr_reward",
+    "get_grpo_lambda_reward",
     "BingoSchedule",
     "get_bingo_length_reward",
     "LEAD_OUTCOMES",
