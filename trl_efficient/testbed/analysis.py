@@ -20,7 +20,15 @@ from collections import defaultdict
 from ..rewards import is_correct
 from .world import THINK_CLOSE, THINK_OPEN, Task, classify_sentences, minimal_trace
 
-__all__ = ["analyze_completion", "floor_tokens", "summarize", "token_char_spans"]
+__all__ = [
+    "accuracy_by_difficulty",
+    "analyze_completion",
+    "floor_ratio_by_difficulty",
+    "floor_tokens",
+    "summarize",
+    "token_char_spans",
+    "worst_ratio_at_kept_accuracy",
+]
 
 
 def token_char_spans(tokenizer, ids: list[int]) -> tuple[str, list[tuple[int, int]]]:
@@ -127,3 +135,70 @@ def summarize(records: list[dict]) -> dict:
         by[r["difficulty"]].append(r)
     out["by_difficulty"] = {str(d): agg(by[d]) for d in sorted(by)}
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per difficulty: tokens-to-floor ratio and the worst ratio at kept accuracy
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def floor_ratio_by_difficulty(by_difficulty: dict) -> dict[str, float | None]:
+    """Tokens-to-floor ratio per difficulty: mean tokens of the completions at k / mean floor tokens at k (the floor
+    of a task = `floor_tokens`: `world.minimal_trace` tokenised with the testbed tokenizer, plus EOS). 1.0 is a model
+    that writes exactly the shortest correct trace; `None` where the floor is missing or 0.
+
+    >>> floor_ratio_by_difficulty({"1": {"mean_tokens": 30.0, "mean_floor_tokens": 20.0}, "2": {"mean_tokens": 5}})
+    {'1': 1.5, '2': None}
+    """
+    out = {}
+    for k, cell in by_difficulty.items():
+        tokens, floor = cell.get("mean_tokens"), cell.get("mean_floor_tokens")
+        out[k] = float(tokens) / float(floor) if tokens is not None and floor else None
+    return out
+
+
+def accuracy_by_difficulty(by_difficulty: dict) -> dict[str, float | None]:
+    """Accuracy per difficulty (`{k: accuracy}`), from `summarize(...)["by_difficulty"]`."""
+    return {k: cell.get("accuracy") for k, cell in by_difficulty.items()}
+
+
+def worst_ratio_at_kept_accuracy(row: dict, reference: dict | None = None) -> tuple[float, str] | None:
+    """The largest tokens-to-floor ratio over the difficulties k where `row` keeps the reference's accuracy, as
+    `(ratio, k)`; `None` when no k qualifies or the row lacks the per-difficulty fields (rows written before they
+    existed).
+
+    "Keeps accuracy" at k: `row`'s accuracy at k is not below `reference`'s by more than the tolerance at k,
+    `max(checks.ACCURACY_TOLERANCE, two standard errors of the difference at k)` (`checks.fraction_noise` with the
+    sample counts of `by_difficulty[k]["n"]`; about 32 samples per k on the default evaluation, so the noise term
+    dominates). `reference=None` (the reference row itself) takes every k. A small worst ratio means the recipe
+    spends tokens only where they buy accuracy; a large one names the difficulty where it still over-thinks.
+
+    >>> row = {"accuracy_by_difficulty": {"1": 0.9, "2": 0.5}, "floor_ratio_by_difficulty": {"1": 1.4, "2": 2.0}}
+    >>> ref = {"accuracy_by_difficulty": {"1": 0.9, "2": 0.9}, "floor_ratio_by_difficulty": {"1": 1.5, "2": 1.6}}
+    >>> worst_ratio_at_kept_accuracy(row, ref)  # k=2 lost 0.4 > 0.04 (no counts: tolerance 0.04), so only k=1
+    (1.4, '1')
+    """
+    from .checks import ACCURACY_TOLERANCE, fraction_noise
+
+    accuracy, ratios = row.get("accuracy_by_difficulty"), row.get("floor_ratio_by_difficulty")
+    if not accuracy or not ratios:
+        return None
+    ref_accuracy = (reference or {}).get("accuracy_by_difficulty") if reference is not None else None
+    if reference is not None and not ref_accuracy:
+        return None
+    counts = {k: c.get("n") for k, c in (row.get("by_difficulty") or {}).items()}
+    ref_counts = {k: c.get("n") for k, c in ((reference or {}).get("by_difficulty") or {}).items()}
+    worst = None
+    for k, ratio in ratios.items():
+        if ratio is None or accuracy.get(k) is None:
+            continue
+        if reference is not None:
+            ref_acc = ref_accuracy.get(k)
+            if ref_acc is None:
+                continue
+            tolerance = max(ACCURACY_TOLERANCE, fraction_noise(accuracy[k], counts.get(k), ref_acc, ref_counts.get(k)))
+            if accuracy[k] < ref_acc - tolerance:
+                continue
+        if worst is None or ratio > worst[0]:
+            worst = (float(ratio), k)
+    return worst

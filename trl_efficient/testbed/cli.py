@@ -4,6 +4,10 @@
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
     trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--output-dir DIR]
                                   [--set key=value ...] [--overwrite]
+    trl-efficient testbed sweep --recipe laser --set reward.laser.target_length=24,48,96 [--set key2=...]
+                                [--setting key=value ...] [--max-steps 40] [--output-dir DIR] [--overwrite]
+    trl-efficient testbed frontier DIR/sweep_laser.json DIR/sweep_kimi.json ... --out frontier.png
+    trl-efficient testbed plots perf/testbed/results/compare.json      per_difficulty.png next to it
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
@@ -12,6 +16,12 @@ its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the t
 `compare.md` (G, accuracy, mean tokens, floor, excess over floor, redundant share, truncation, each recipe's method
 check, tokens by difficulty, the scaling rules) and `pareto.png`. A recipe that fails is a row with its error; the
 others still run, and the command exits with status 1 at the end when any recipe failed.
+
+`sweep` trains one recipe at every point of a grid over `--set` (an `EfficientGRPOConfig` field, `field.entry` of a
+dict field, or `reward.<builder>.<kwarg>`; values `x<m>` = m times the value at testbed scale) and writes
+`sweep_<recipe>.{json,md,png}` (the frontier: accuracy vs tokens, Pareto-optimal points ringed, base and grpo
+shown); `frontier` draws several sweeps on one plot (`testbed/sweep.py`). `plots` redraws a comparison's
+`per_difficulty.png` from its `compare.json`.
 """
 
 from __future__ import annotations
@@ -37,6 +47,26 @@ def _parse_sets(items: list[str]) -> dict:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
+
+
+def _settings(args, items: list[str]):
+    """`TestbedSettings` from `--base-model`, `--set`/`--setting` items (a `TestbedSettings` field, else an
+    `EfficientGRPOConfig` field for every recipe: `extra`) and `--max-steps`, `--num-eval`, `--seed`."""
+    import dataclasses
+
+    from .runner import TestbedSettings
+
+    settings = TestbedSettings(base_model=args.base_model)
+    fields = {f.name for f in dataclasses.fields(TestbedSettings)}
+    for key, value in _parse_sets(items).items():
+        if key in fields:
+            setattr(settings, key, value)
+        else:
+            settings.extra[key] = value
+    for key in ("max_steps", "num_eval", "seed"):
+        if getattr(args, key) is not None:
+            setattr(settings, key, getattr(args, key))
+    return settings
 
 
 def _print_summary(name: str, s: dict) -> None:
@@ -94,6 +124,43 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument("--output-dir", default="outputs/testbed")
     p_cmp.add_argument("--overwrite", action="store_true")
     p_cmp.add_argument("--keep-models", action="store_true", help="keep the trained weights")
+    p_sweep = sub.add_parser(
+        "sweep",
+        help="train one recipe at every point of a grid over its settings and draw its frontier",
+        description="Train one recipe at every point of a grid over --set (first key varies slowest), on top of its "
+        "testbed scale, evaluate each point, write sweep_<recipe>.{json,md,png}. Exit status 1 if a point failed.",
+    )
+    p_sweep.add_argument("--recipe", required=True)
+    p_sweep.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        required=True,
+        metavar="KEY=V1,V2,...",
+        help="a sweep axis: an EfficientGRPOConfig field, field.entry of a dict field, or reward.<builder>.<kwarg> "
+        "(reward.<builder>.weight: the reward's weight); values are JSON, or x<m> = m times the value at testbed scale",
+    )
+    p_sweep.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="TestbedSettings or EfficientGRPOConfig field for every point and the references (as compare's --set)",
+    )
+    p_sweep.add_argument("--base-model", default="testbed:formats")
+    p_sweep.add_argument("--max-steps", type=int, default=None)
+    p_sweep.add_argument("--num-eval", type=int, default=None)
+    p_sweep.add_argument("--seed", type=int, default=None)
+    p_sweep.add_argument("--references", nargs="*", default=["base", "grpo"], help="reference rows (default base grpo)")
+    p_sweep.add_argument("--output-dir", default="outputs/testbed")
+    p_sweep.add_argument("--overwrite", action="store_true")
+    p_sweep.add_argument("--keep-models", action="store_true")
+    p_front = sub.add_parser("frontier", help="draw several sweep_<recipe>.json on one frontier plot")
+    p_front.add_argument("sweeps", nargs="+", help="sweep_<recipe>.json files (same settings)")
+    p_front.add_argument("--out", default="frontier.png", help="the PNG; .json and .md are written next to it")
+    p_plots = sub.add_parser("plots", help="redraw per_difficulty.png from a compare.json")
+    p_plots.add_argument("compare_json")
+    p_plots.add_argument("--out", default=None, help="default: per_difficulty.png next to the JSON")
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "base":
@@ -126,21 +193,47 @@ def main(argv: list[str] | None = None) -> int:
                                        temperature=args.temperature, seed=args.seed, show_progress=True)  # fmt: skip
         _print_summary(args.model, summary)
         return 0
+    if args.command == "plots":
+        import os
+
+        from .plots import per_difficulty_plot
+
+        with open(args.compare_json) as f:
+            data = json.load(f)
+        rows = [r for r in data["rows"] if r.get("status", "ok") == "ok"]
+        out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.compare_json)), "per_difficulty.png")
+        steps = (data.get("settings") or {}).get("max_steps")
+        print(per_difficulty_plot(rows, out, f"Testbed after {steps} GRPO steps"))
+        return 0
+    if args.command == "frontier":
+        from .sweep import write_frontier
+
+        sweeps = []
+        for path in args.sweeps:
+            with open(path) as f:
+                sweeps.append(json.load(f))
+        for name, path in write_frontier(sweeps, args.out).items():
+            print(f"{name:9s}: {path}")
+        return 0
+    if args.command == "sweep":
+        from .sweep import parse_sweep_set, run_sweep
+
+        settings = _settings(args, args.setting)
+        sets = dict(parse_sweep_set(item) for item in args.set)
+        out = run_sweep(args.recipe, sets, settings, args.output_dir, overwrite=args.overwrite,
+                        references=args.references, keep_models=args.keep_models)  # fmt: skip
+        with open(out["files"]["markdown"]) as f:
+            print(f.read())
+        for name, path in out["files"].items():
+            print(f"{name:9s}: {path}")
+        if out["failed"]:
+            print(f"failed points: {'; '.join(out['failed'])}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "compare":
-        import dataclasses
+        from .runner import compare
 
-        from .runner import TestbedSettings, compare
-
-        settings = TestbedSettings(base_model=args.base_model)
-        fields = {f.name for f in dataclasses.fields(TestbedSettings)}
-        for key, value in _parse_sets(args.set).items():
-            if key in fields:
-                setattr(settings, key, value)
-            else:
-                settings.extra[key] = value
-        for key in ("max_steps", "num_eval", "seed"):
-            if getattr(args, key) is not None:
-                setattr(settings, key, getattr(args, key))
+        settings = _settings(args, args.set)
         recipes = args.recipes
         if "all" in recipes:
             from ..recipes import RECIPES

@@ -37,6 +37,8 @@ __all__ = [
     "failed_row",
     "scaled_recipe",
     "train_recipe",
+    "with_reward_overrides",
+    "worst_ratio_cell",
 ]
 
 
@@ -168,6 +170,27 @@ def scaled_recipe(recipe: Recipe, scale) -> Recipe:
     return dataclasses.replace(recipe, rewards=rewards)
 
 
+def with_reward_overrides(recipe: Recipe, overrides: dict) -> Recipe:
+    """`recipe` with `{builder: {kwarg: value}}` merged into its `RewardSpec`s; the kwarg `"weight"` sets the spec's
+    weight (Kimi's length reward has no coefficient but its weight). A builder the recipe does not use is an error.
+
+    >>> from trl_efficient.recipes import get_recipe
+    >>> r = with_reward_overrides(get_recipe("kimi"), {"kimi_length": {"weight": 0.8}})
+    >>> [(s.builder, s.weight) for s in r.rewards]
+    [('correctness', 1.0), ('kimi_length', 0.8)]
+    """
+    unknown = set(overrides) - {spec.builder for spec in recipe.rewards}
+    if unknown:
+        raise ValueError(f"recipe {recipe.name!r} has no reward {sorted(unknown)}; its rewards are "
+                         f"{[spec.builder for spec in recipe.rewards]}.")  # fmt: skip
+    rewards = []
+    for spec in recipe.rewards:
+        kwargs = dict(overrides.get(spec.builder, {}))
+        weight = kwargs.pop("weight", spec.weight)
+        rewards.append(dataclasses.replace(spec, weight=weight, kwargs={**spec.kwargs, **kwargs}))
+    return dataclasses.replace(recipe, rewards=tuple(rewards))
+
+
 def num_generations_for(scale, settings: TestbedSettings) -> int:
     return scale.num_generations or settings.num_generations
 
@@ -221,9 +244,11 @@ def _saber_profile(base_path: str, tokenizer, train_dataset, settings: TestbedSe
 
 
 def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, train_dataset=None,
-                 overrides: dict | None = None) -> dict:  # fmt: skip
+                 overrides: dict | None = None, reward_overrides: dict | None = None) -> dict:  # fmt: skip
     """Train `recipe_name` at its testbed scale (`testbed.scaling`) from the base model for `settings.max_steps`
-    GRPO steps; save the model to `output_dir`. Returns `{"seconds", "log_history", "recipe_scale", "model"}`."""
+    GRPO steps; save the model to `output_dir`. `overrides`: `EfficientGRPOConfig` fields on top of everything;
+    `reward_overrides`: `{builder: {kwarg: value}}` merged into the recipe's scaled `RewardSpec`s (`"weight"` sets the
+    spec's weight; `with_reward_overrides`). Returns `{"seconds", "log_history", "recipe_scale", "model"}`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -233,7 +258,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     from .scaling import recipe_scale, resolve_placeholders
 
     scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
-    recipe = scaled_recipe(get_recipe(recipe_name), scale)
+    recipe = with_reward_overrides(scaled_recipe(get_recipe(recipe_name), scale), reward_overrides or {})
     base = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base)
     args = build_config(recipe, settings, output_dir, overrides, scale)
@@ -268,6 +293,11 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
 
 
 def _row(name: str, summary: dict, seconds: float | None = None, num_generations: int | None = None) -> dict:
+    """One table row from `evaluate_testbed`'s summary; per difficulty k also the accuracy and the tokens-to-floor
+    ratio (`analysis.floor_ratio_by_difficulty`), from which the worst-ratio column and the per-difficulty plot are
+    drawn."""
+    from .analysis import accuracy_by_difficulty, floor_ratio_by_difficulty
+
     return {
         "recipe": name,
         "status": "ok",
@@ -285,6 +315,8 @@ def _row(name: str, summary: dict, seconds: float | None = None, num_generations
         "tight_truncated_fraction": summary.get("tight_truncated_fraction"),
         "train_seconds": seconds,
         "by_difficulty": summary["by_difficulty"],
+        "accuracy_by_difficulty": accuracy_by_difficulty(summary["by_difficulty"]),
+        "floor_ratio_by_difficulty": floor_ratio_by_difficulty(summary["by_difficulty"]),
     }
 
 
@@ -301,6 +333,32 @@ def failed_row(name: str, error: BaseException, num_generations: int | None = No
             "error": f"{type(error).__name__}: {message}" if message else type(error).__name__}  # fmt: skip
 
 
+MISSING = "—"  # a value the row does not have (rows written before the field existed)
+
+
+def row_reference(row: dict, rows: list[dict]) -> dict | None:
+    """The row `row` is compared with (as the method checks do): `grpo` when the rows have it, else the base model;
+    the base model for `grpo` itself; `None` for the reference itself (the base model)."""
+    reference, _ = _reference(rows)
+    if reference is row or row["recipe"] == "base":
+        reference = None if row["recipe"] == "base" else next(
+            (r for r in rows if r["recipe"] == "base" and r.get("status", "ok") == "ok"), None
+        )  # fmt: skip
+    return reference
+
+
+def worst_ratio_cell(row: dict, rows: list[dict]) -> str:
+    """`"1.32 (k=7)"`: `analysis.worst_ratio_at_kept_accuracy` of `row` against `row_reference`; `—` when no k keeps
+    the reference's accuracy or the row (or its reference) predates the per-difficulty fields."""
+    from .analysis import worst_ratio_at_kept_accuracy
+
+    reference = row_reference(row, rows)
+    if reference is not None and not reference.get("accuracy_by_difficulty"):
+        return MISSING
+    worst = worst_ratio_at_kept_accuracy(row, reference)
+    return MISSING if worst is None else f"{worst[0]:.2f} (k={worst[1]})"
+
+
 def _secs(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
@@ -312,8 +370,8 @@ def _held(value) -> str:
 def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None) -> str:
     """The comparison table (failed recipes as rows with their error), the method checks, tokens by difficulty
     (mean tokens / accuracy per number of operations) and the testbed scaling rule of every recipe."""
-    head = ["recipe", "G", "accuracy", "mean tokens", "floor", "excess over floor", "redundant share",
-            "skips/compl.", "truncated", "method check", "train s"]  # fmt: skip
+    head = ["recipe", "G", "accuracy", "mean tokens", "floor", "excess over floor", "worst tokens/floor (k)",
+            "redundant share", "skips/compl.", "truncated", "method check", "train s"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     ok_rows = [r for r in rows if r.get("status", "ok") == "ok"]
     for r in rows:
@@ -326,7 +384,8 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
         verdict = _held(check["held"]) if check.get("claim") not in (None, "baseline") else "-"
         lines.append(
             f"| {r['recipe']} | {g} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['mean_floor_tokens']:.1f} | "
-            f"{r['excess_over_floor']:.1f} | {r['redundant_share']:.3f} | {r['skips_per_completion']:.2f} | "
+            f"{r['excess_over_floor']:.1f} | {worst_ratio_cell(r, rows)} | {r['redundant_share']:.3f} | "
+            f"{r['skips_per_completion']:.2f} | "
             f"{r['truncated_fraction']:.3f} | {verdict} | "
             f"{_secs(r['train_seconds'])} |"
         )
@@ -358,6 +417,11 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
                 if d in r["by_difficulty"] else "-" for d in levels
             ]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
+    if any(worst_ratio_cell(r, rows) != MISSING for r in ok_rows):
+        lines += ["", "worst tokens/floor (k): the largest ratio of mean tokens to the floor over the difficulties k "
+                  f"where the recipe keeps the accuracy of {_reference(rows)[1]} (base for grpo; the base model over "
+                  "all k) within max(0.04, two standard errors), and that k: how much it still over-thinks where "
+                  "thinking less would cost it nothing (plot: per_difficulty.png)."]  # fmt: skip
     if scales:
         cap = (settings or {}).get("max_completion_length", "the cap")
         lines += ["", f"Testbed scaling rules (trl_efficient/testbed/scaling.py; cap = {cap} tokens):", ""]
@@ -527,6 +591,12 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     )
     if plot:
         files["plot"] = plot
+    per_k = [r for r in ok_rows if r.get("floor_ratio_by_difficulty")]
+    if per_k:
+        from .plots import per_difficulty_plot
+
+        title = f"Testbed after {settings.max_steps} GRPO steps"
+        files["per_difficulty"] = per_difficulty_plot(per_k, os.path.join(output_dir, "per_difficulty.png"), title)
     return {"rows": rows, "files": files, "failed": failed}
 
 
