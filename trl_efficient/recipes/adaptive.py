@@ -1,0 +1,94 @@
+"""Recipes of adaptive length penalties: HAPO (per-prompt history, methods.md §12) and A-DLP (accuracy-driven
+penalty coefficient, methods.md §18), with their reward builders `hapo_length` and `adlp_length`.
+
+Both recipes pair the length term with the plain correctness reward (weight 1), so the trainer's correctness column
+is exact and the totals are the papers': HAPO `1[correct] + w_lr * r_len`, A-DLP `c - lambda_t * L`. Builder kwargs
+come from the recipe's `RewardSpec` kwargs, then `args.reward_kwargs[<builder>]` when the config has that field
+(e.g. `{"hapo_length": {"variant": "linear"}}`).
+
+Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..rewards.controller import get_adlp_reward
+from ..rewards.history import get_hapo_length_reward
+from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+
+
+def _length_kwargs(args, tokenizer) -> dict:
+    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+
+
+def _config_kwargs(args, name: str) -> dict:
+    config = getattr(args, "reward_kwargs", None) or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"reward_kwargs must be a dict of builder name -> kwargs, got {config!r}.")
+    return dict(config.get(name) or {})
+
+
+def build_hapo_length_reward(args, tokenizer, **kwargs) -> Callable:
+    """`hapo_length` builder: HAPO's `w_lr * r_len` read from the trainer's prompt history (needs
+    `track_prompt_history=True`, which the `hapo` recipe sets; lengths in tokens over the whole completion)."""
+    options = {**kwargs, **_config_kwargs(args, "hapo_length")}
+    return get_hapo_length_reward(**_length_kwargs(args, tokenizer), **options)
+
+
+def build_adlp_length_reward(args, tokenizer, **kwargs) -> Callable:
+    """`adlp_length` builder: A-DLP's `-lambda_t * L`, with `lambda_max = 1 / max_completion_length` unless given
+    (methods.md §18, proposed default: a correct answer never scores below 0)."""
+    options = {**kwargs, **_config_kwargs(args, "adlp_length")}
+    options.setdefault("lambda_max", 1.0 / args.max_completion_length)
+    return get_adlp_reward(**_length_kwargs(args, tokenizer), **options)
+
+
+register_reward_builder(
+    "hapo_length",
+    build_hapo_length_reward,
+    RewardInfo(
+        "get_hapo_length_reward",
+        "HAPO, arXiv:2505.11225 (cosine/linear term vs the prompt's shortest correct length so far)",
+        needs=("solution", "idx"),
+    ),
+)
+register_reward_builder(
+    "adlp_length",
+    build_adlp_length_reward,
+    RewardInfo("get_adlp_reward", "A-DLP, arXiv:2505.18298 (-lambda_t L, lambda driven by batch accuracy)", needs=()),
+)
+
+register_recipe(
+    Recipe(
+        name="hapo",
+        method="HAPO (history-aware length reward)",
+        description="Correctness plus a cosine length term against each prompt's shortest correct length so far, "
+        "kept across steps and epochs by the trainer (§12).",
+        rewards=(RewardSpec("correctness"), RewardSpec("hapo_length", kwargs={"variant": "cosine", "w_lr": 1.0})),
+        papers=("2505.11225",),
+        config_overrides={"track_prompt_history": True},
+        proposed_defaults=(
+            "HAPO history kept by the trainer (PromptHistory), updated from the gathered batch in training only",
+            "HAPO length term 0 in evaluation (evaluation prompts have no training history)",
+            "HAPO lengths in policy tokens including the EOS (the paper re-tokenises the text without it)",
+        ),
+    )
+)
+register_recipe(
+    Recipe(
+        name="a-dlp",
+        method="A-DLP (adaptive direct length penalty)",
+        description="r = 1[correct] - lambda_t L, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - 0.62)) from the "
+        "gathered batch accuracy, capped at 1 / max_completion_length (§18).",
+        rewards=(
+            RewardSpec("correctness"),
+            RewardSpec("adlp_length", kwargs={"lambda_init": 1e-3, "eta": 1e-3, "acc_ref": 0.62}),
+        ),
+        papers=("2505.18298",),
+        proposed_defaults=(
+            "A-DLP lambda capped at 1 / max_completion_length (lambda_0 clipped to it too)",
+            "A-DLP update skipped for a batch with no scorable row",
+        ),
+    )
+)
