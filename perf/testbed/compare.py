@@ -5,9 +5,11 @@
 Same as `trl-efficient testbed compare --recipes all --output-dir perf/testbed/results`: trains the
 over-thinking base model on first use (about 3 minutes on two CPU cores, cached under ~/.cache/trl_efficient/testbed),
 then every registered recipe at its testbed scale (trl_efficient/testbed/scaling.py) for the same number of GRPO
-steps from it, and writes compare.md, compare.json and pareto.png. Everything is seeded: a rerun prints the same
-table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a row of the table, with its
-error). Then `python perf/testbed/update_readme.py` pastes the table into the README.
+steps from it, and writes compare.md, compare.json, pareto.png and per_difficulty.png (tokens-to-floor ratio and
+accuracy per difficulty; `trl-efficient testbed plots perf/testbed/results/compare.json` redraws it from the JSON).
+Everything is seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed
+(it is still a row of the table, with its error). Then `python perf/testbed/update_readme.py` pastes the table into
+the README, and `python perf/testbed/frontier.py` sweeps the length-penalty recipes (reusing base and grpo).
 """
 
 import os

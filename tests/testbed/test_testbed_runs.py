@@ -84,7 +84,7 @@ def test_compare_two_recipes_one_step(small_base, tmp_path):
                                max_ops=3)  # fmt: skip
     out = compare(["grpo", "kimi"], settings, str(tmp_path / "cmp"))
     assert [r["recipe"] for r in out["rows"]] == ["base", "grpo", "kimi"]
-    for name in ("json", "markdown", "plot"):
+    for name in ("json", "markdown", "plot", "per_difficulty"):
         assert os.path.isfile(out["files"][name])
     md = open(out["files"]["markdown"]).read()
     assert "| kimi |" in md and "floor" in md
