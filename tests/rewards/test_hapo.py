@@ -68,10 +68,11 @@ def test_weight_unscorable_rows_and_whole_batch():
     out = reward(completions=[r"\boxed{1}", r"\boxed{1}", "no answer"], solution=["1", "unparseable ???", "1"],
                  completion_ids=[[0] * 5, [0] * 5, [0] * 30], history_best_length=[10, 10, 10])  # fmt: skip
     # 0.5 * cos(pi/4) ; gold does not parse -> None ; wrong, x = 3 -> 0.5 * -1
-    assert out[0] == pytest.approx(0.5 * S2) and out[2] == pytest.approx(-0.5)
-    assert out[1] is None or out[1] == pytest.approx(0.5 * S2)  # depends on whether the gold parses as a string
-    # any correct answer outscores any wrong one: 1 + w * (-0.7) > 0 + w * 0 for w in [0, 1]
-    assert 1 + 1.0 * -0.7 > 0
+    assert out[0] == pytest.approx(0.5 * S2) and out[1] is None and out[2] == pytest.approx(-0.5)
+    # w_lr = 1: the worst correct answer (1 - 0.7 = 0.3) still beats the best wrong one (0)
+    worst_correct = 1 + _call(get_hapo_length_reward(), [True], [100], [10])[0]
+    best_wrong = 0 + _call(get_hapo_length_reward(), [False], [1], [10])[0]
+    assert worst_correct == pytest.approx(0.3) and best_wrong == 0.0
 
 
 @pytest.mark.parametrize(
