@@ -5,7 +5,7 @@ Train recipes on the testbed and measure them: `evaluate_testbed`, `train_recipe
 the same data, seed and number of GRPO steps (recipes come from `trl_efficient.recipes`, built exactly as
 `trl-efficient train` builds them: the recipe's config overrides, its reward functions and weights, its trainer
 class and dataset preparation), evaluates the base model and every trained model on the same held-out tasks, and
-writes `compare.json`, `compare.md` and `pareto.png`.
+writes `compare.json`, `compare.md`, `pareto.png` and `per_difficulty.png`.
 
 Testbed scale: completions are 20-190 tokens, so every recipe runs with its rule of `testbed.scaling` (lengths scaled
 to the cap, per-token coefficients by the inverse, its own G where the method defines it; printed with the table).
@@ -436,10 +436,10 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
 def compare(recipes: list[str], settings: TestbedSettings | None = None, output_dir: str = "outputs/testbed",
             overwrite: bool = False, keep_models: bool = False, include_base: bool = True) -> dict:  # fmt: skip
     """Train each recipe from the same base with the same budget of steps, evaluate all on the same held-out
-    tasks, and write `compare.json`, `compare.md` and `pareto.png` under `output_dir`. Per-recipe results are
-    cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when the settings, the
-    recipe's testbed scale and the base model's directory, which names its config hash, are unchanged). A recipe that
-    raises becomes a `failed_row`; the others still run.
+    tasks, and write `compare.json`, `compare.md`, `pareto.png` and `per_difficulty.png` under `output_dir`.
+    Per-recipe results are cached in `<output_dir>/<recipe>/result.json` (reused unless `overwrite`, and only when
+    the settings, the recipe's testbed scale and the base model's directory, which names its config hash, are
+    unchanged). A recipe that raises becomes a `failed_row`; the others still run.
     Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
     from .scaling import recipe_scale
