@@ -61,6 +61,15 @@ def l1_instruction(target: int, mode: str = "exact") -> str:
         raise ValueError(f"L1 mode must be one of {list(L1_MODES)}, got {mode!r}.")
     return f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
 
+# --------------------------------------------------------------------------------------------------------- LAPO
+# LAPO stage-2 prefill (arXiv 2507.15758, methods.md §28; ZJU-REAL/LAPO README prompt "Assistant: <think> I will
+# answer the question with {length} tokens."): the recorded per-prompt length opens the assistant's thinking.
+LAPO_TEMPLATE = "<think> I will answer the question with {length} tokens."
+
+# --------------------------------------------------------------------------------------------------- Curriculum
+# "Train Long, Think Short" (arXiv 2508.08940, methods.md §22): the current budget B(t) stated in the prompt.
+CURRICULUM_BUDGET_INSTRUCTION = " IMPORTANT: You should use exactly {budget} tokens in your response."
+
 
 # -------------------------------------------------------------------------------------------------------- SABER
 # Proposed defaults (methods.md §3); the paper publishes none of these.
