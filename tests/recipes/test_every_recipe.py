@@ -108,7 +108,12 @@ def _saber_extras(tmp_path, monkeypatch):
     return ["--dataset_name", "gsm8k", "--recipe_kwargs", json.dumps({"profile": path, "no_think_ratio": 0.1})]
 
 
-EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras}  # recipes that need more than their YAML
+def _frugal_extras(tmp_path, monkeypatch):
+    # Frugal-Thinking needs the base model's pass rates: estimated at the start (2 rollouts a problem, the tiny cap)
+    return ["--recipe_kwargs", json.dumps({"estimate": True, "n": 2, "output": str(tmp_path / "rates.jsonl")})]
+
+
+EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras, "frugal": _frugal_extras}  # need more than their YAML
 
 
 @pytest.mark.parametrize("name", RECIPES.names())

@@ -1,0 +1,66 @@
+"""Recipes of the data-sampling family: LSPO (length-aware prompt selection) and Frugal-Thinking (pass-rate-curated
+data mix). Both plug in through the prompt-sampler hook (`EfficientGRPOConfig.prompt_sampler`, `trainer/sampling.py`)
+and keep the plain binary correctness reward (methods.md §20, §30).
+
+Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
+"""
+
+from __future__ import annotations
+
+from ..trainer.sampling import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
+from .registry import Recipe, RewardSpec, register_recipe
+
+register_recipe(
+    Recipe(
+        name="lspo",
+        method="LSPO (length-aware sampling for policy optimization)",
+        description=(
+            "DAPO-style training whose prompt sampler skips prompts with mid-range mean response length (between the "
+            "0.3 and 0.7 quantiles) or near the cap (> 0.95 cap); zero-variance groups masked (§20). Targets accuracy."
+        ),
+        rewards=(RewardSpec("correctness"),),
+        papers=("2510.01459",),
+        config_overrides={
+            "prompt_sampler": "lspo",
+            "sampler_kwargs": {"low": LSPO_LOW, "high": LSPO_HIGH, "l_max_ratio": LSPO_MAX_RATIO},
+            "completion_filter": "zero_std",  # LSPO drops zero-variance groups (DAPO dynamic sampling), masked here
+            "loss_type": "dapo",  # LSPO runs over DAPO (token-mean loss, clip-higher)
+            "epsilon_high": 0.28,
+            "beta": 0.0,
+        },
+        proposed_defaults=(
+            f"LSPO quantiles L_low = {LSPO_LOW}, L_high = {LSPO_HIGH} of the known per-prompt mean lengths",
+            f"LSPO L_max = {LSPO_MAX_RATIO} x max_completion_length",
+            "LSPO as a prompt sampler: the latest group mean length per prompt; unseen prompts always eligible; a "
+            "chunk short of eligible prompts is filled with skipped ones in order",
+            "LSPO zero-variance groups masked (completion_filter zero_std), not resampled",
+        ),
+    )
+)
+
+register_recipe(
+    Recipe(
+        name="frugal",
+        method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
+        description=(
+            "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample prompts "
+            "with weight 1 + p; binary correctness, no length term, tight cap (§30)."
+        ),
+        rewards=(RewardSpec("correctness"),),
+        papers=("2511.01937",),
+        config_overrides={
+            "prompt_sampler": "frugal",
+            "sampler_kwargs": {"alpha": FRUGAL_ALPHA},
+            "loss_type": "dapo",  # token-mean [code]
+            "epsilon_high": 0.28,  # clip 0.2 / 0.28 [code]
+            "temperature": 1.0,  # [code]
+            "beta": 0.0,
+        },
+        proposed_defaults=(
+            f"Frugal sampling weight w(p) = 1 + {FRUGAL_ALPHA} p for p < 1 (the paper samples its easy-skewed set "
+            "uniformly: sampler_kwargs alpha = 0)",
+            "Frugal pass-rate estimate at the training cap and temperature, top_p 1.0, correct = answer after </think>",
+        ),
+        prepare_dataset="trl_efficient.methods.frugal:prepare_dataset",
+    )
+)
