@@ -19,6 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Method values that cannot bind at the tiny run's size (G = 4, 24 tokens), as the per-method tests shrink them
 TINY = {
     "da-dler": {"advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 6, "correct_boost": 0.1}},
+    "dot": {"filter_kwargs": {"alpha": 1.0, "margin": 4}},  # G = 4: max z-score 1.5 < alpha 3 (methods.md §21)
     "gfpo": {"advantage_kwargs": {"k": 2, "metric": "shortest"}},
     "gfpo-adaptive": {
         "advantage_kwargs": {

@@ -434,8 +434,8 @@ class DLERTrainer(EfficientGRPOTrainer):
     Refill (training only), in `_generate_and_score_completions`:
     1. generate and score the dataloader's batch as usual (`super()`), holding back the group stage (`group_stage`);
     2. while it has fewer informative groups than the batch holds, generate and score another batch of prompts from
-       `RefillSampler` (same size and layout: `n` rows per process, groups of `G` consecutive global rows that may
-       straddle processes), at most `max_generation_batches` batches in all;
+       `RefillSampler` (same layout: groups of `G` consecutive global rows that may straddle processes; a whole batch
+       of prompts unless `refill_prompt_count` says otherwise), at most `max_generation_batches` batches in all;
     3. choose the groups (`select_groups`), move their rows so that every process again holds exactly `n` rows in
        TRL's process-major order (rows whose new position is on another process travel with `gather_object`; the
        tensors are re-padded to a common width), and recompute `num_items_in_batch`;
@@ -505,7 +505,8 @@ class DLERTrainer(EfficientGRPOTrainer):
             rows = inputs
             for attempt in range(self.dynamic_sampling.max_generation_batches):
                 if attempt > 0:
-                    rows = self._refill_rows(n)
+                    found = sum(int(p[2].sum()) for p in parts)
+                    rows = self._refill_rows(self.refill_prompt_count(attempt, need, found))
                 output = super()._generate_and_score_completions(rows)
                 if not self._deferred:
                     raise RuntimeError("dynamic sampling found no gathered batch: no reward functions were called.")
@@ -515,6 +516,7 @@ class DLERTrainer(EfficientGRPOTrainer):
                     break
         finally:
             self._deferred = None
+        self.refill_finished([p[2] for p in parts])
         found = sum(int(p[2].sum()) for p in parts)
         if found < need and self.dynamic_sampling.on_shortfall == "error":
             raise RuntimeError(
@@ -530,10 +532,21 @@ class DLERTrainer(EfficientGRPOTrainer):
         metrics["trl_efficient/dynamic_sampling/shortfall_groups"].append(float(max(need - found, 0)))
         return output
 
-    def _refill_rows(self, n: int) -> list[dict]:
+    def refill_prompt_count(self, attempt: int, need: int, found: int) -> int:
+        """How many prompts refill pass `attempt` (1, 2, ...) draws, given `need` groups per batch and `found`
+        informative so far: a whole batch (`need`). Subclasses may draw more or fewer (`DOTTrainer`: its predicted
+        oversampling); the count must make `count * G` a multiple of the number of processes."""
+        return need
+
+    def refill_finished(self, informative: list[torch.Tensor]) -> None:
+        """Called once per refilled training batch (same on every rank) with each generation batch's `(groups,)`
+        informative mask, before the groups are chosen. No-op here; `DOTTrainer` records its pass rate."""
+
+    def _refill_rows(self, prompts: int) -> list[dict]:
         G, world, rank = self.num_generations, self.accelerator.num_processes, self.accelerator.process_index
-        prompts = self.refill_sampler.next_prompts(n * world // G)
-        global_rows = [i for i in prompts for _ in range(G)]  # RepeatSampler layout: G consecutive copies
+        n = prompts * G // world  # rows per process
+        chosen = self.refill_sampler.next_prompts(prompts)
+        global_rows = [i for i in chosen for _ in range(G)]  # RepeatSampler layout: G consecutive copies
         return [dict(self._refill_dataset[i]) for i in global_rows[rank * n : (rank + 1) * n]]
 
     # Overrides the pipeline entry `EfficientGRPOTrainer.group_stage` (documented as the hook for *when* the pipeline
@@ -555,18 +568,20 @@ class DLERTrainer(EfficientGRPOTrainer):
         sources = [(k, g * G + j) for k, g in selection for j in range(G)]  # target global row -> (batch, row)
         batch = assemble_group_batch([p[0] for p in parts], sources, n, rank)
         kinds = [self._row_kinds(p[1]) for p in parts]
+        sizes = [p[0].local_size for p in parts]  # rows per process of each generation batch (refills may differ)
         received: dict = {}
         if world > 1:
             send = {
-                (k, r): self._row_payload(parts[k][1], r - rank * n, kinds[k], to_cpu=True)
+                (k, r): self._row_payload(parts[k][1], r - rank * sizes[k], kinds[k], to_cpu=True)
                 for t, (k, r) in enumerate(sources)
-                if r // n == rank and t // n != rank
+                if r // sizes[k] == rank and t // n != rank
             }
             for part in gather_object([send]):
                 received.update(part)
         rows = []
         for k, r in sources[rank * n : (rank + 1) * n]:
-            rows.append(self._row_payload(parts[k][1], r - rank * n, kinds[k]) if r // n == rank else received[(k, r)])
+            mine = r // sizes[k] == rank
+            rows.append(self._row_payload(parts[k][1], r - rank * sizes[k], kinds[k]) if mine else received[(k, r)])
         output = self._stack_rows(rows, kinds[0], parts[0][1])
         loss_mask = output["completion_mask"]
         if "tool_mask" in output:
@@ -607,13 +622,11 @@ class DLERTrainer(EfficientGRPOTrainer):
     # --------------------------------------------------------------------------------------------- truncation
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        if self.difficulty_truncation is None or not self.model.training:
+        if not self.model.training:
             return rewards
         batch = self._group_batch
-        threshold, truncate_to = self.difficulty_truncation
-        cuts = difficulty_cut_lengths(batch.correct, batch.lengths, batch.group_size, threshold, truncate_to)
-        self._metrics["train"]["trl_efficient/da_dler/cut_fraction"].append(float((cuts > 0).float().mean()))
-        if not bool((cuts > 0).any()):  # same decision on every rank: `cuts` comes from gathered data
+        cuts = self.cut_lengths(batch)
+        if cuts is None or not bool((cuts > 0).any()):  # same decision on every rank: `cuts` comes from gathered data
             return rewards
         local = cuts[batch.local_slice].tolist()
         new_ids = [list(ids[:c]) if c else ids for ids, c in zip(completion_ids_list, local, strict=True)]
@@ -625,6 +638,17 @@ class DLERTrainer(EfficientGRPOTrainer):
                 new_completions[i] = [{"role": "assistant", "content": text}] if conversational else text
         self._cuts = local
         return super()._calculate_rewards(inputs, prompts, new_completions, new_ids)
+
+    def cut_lengths(self, batch: GroupBatch) -> torch.Tensor | None:
+        """`(B,)` cut length of every gathered row (0 = keep) for this training batch, or None for no truncation;
+        read from gathered data only, so every rank decides alike. DA-DLER's `difficulty_cut_lengths` here;
+        `DOTTrainer` overrides it with DOT's outlier cut-off."""
+        if self.difficulty_truncation is None:
+            return None
+        threshold, truncate_to = self.difficulty_truncation
+        cuts = difficulty_cut_lengths(batch.correct, batch.lengths, batch.group_size, threshold, truncate_to)
+        self._metrics["train"]["trl_efficient/da_dler/cut_fraction"].append(float((cuts > 0).float().mean()))
+        return cuts
 
     def _apply_cuts(self, output: dict, cuts: list[int]) -> None:
         mask = output["completion_mask"]
