@@ -154,6 +154,13 @@ def test_sweep_keys_resolve_and_fail_fast():
                          ({"loss_type": "x2"}, "has no number there")]:  # fmt: skip
         with pytest.raises(ValueError, match=match):
             resolve_point("laser", point, settings)
+    from trl_efficient.testbed.scaling import recipe_scale
+    from trl_efficient.testbed.sweep import _is_default
+
+    scale = recipe_scale("laser", 192, 40)
+    assert _is_default("laser", {"reward.laser.target_length": 24}, settings, scale)  # the scaled L_T itself
+    assert not _is_default("laser", {"reward.laser.target_length": 48}, settings, scale)
+    assert not _is_default("laser", {"loss_type": "grpo"}, settings, scale)  # no number to compare: trained
     key, values = parse_sweep_set("reward.laser.target_length=24,48")
     assert len(sweep_grid({key: values, "learning_rate": [1e-4, 2e-4]})) == 4
     with pytest.raises(ValueError, match="key=v1,v2"):
@@ -181,8 +188,19 @@ TINY = ["--base-model", "testbed:small", "--setting", "max_steps=1", "--setting"
 
 def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     from trl_efficient.testbed.cli import main
+    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient.testbed.scaling import recipe_scale
 
     out = tmp_path / "sw"
+    # compare's cached row of laser in the same directory: the sweep point equal to the recipe (x1) reuses it
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
+                               max_ops=3)  # fmt: skip
+    from_compare = {**_rows()[2], "recipe": "laser", "mean_tokens": 11.5}
+    (out / "laser").mkdir(parents=True)
+    (out / "laser" / "result.json").write_text(json.dumps({
+        "settings": settings.to_dict(), "testbed_scale": recipe_scale("laser", 24, 1).to_dict(),
+        "base_model_dir": os.path.basename(small_base), "row": from_compare}))  # fmt: skip
     argv = ["sweep", "--recipe", "laser", "--set", "reward.laser.target_length=x1,x2", *TINY, "--references",
             "base", "--output-dir", str(out)]  # fmt: skip
     assert main(argv) == 0
@@ -191,12 +209,13 @@ def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     assert [p["label"] for p in sweep["points"]] == ["target_length=3", "target_length=6"]
     assert [p["point"] for p in sweep["points"]] == [{"reward.laser.target_length": v} for v in (3, 6)]
     assert all(p["status"] == "ok" and "pareto" in p and p["accuracy_by_difficulty"] for p in sweep["points"])
+    assert sweep["points"][0]["mean_tokens"] == 11.5 and sweep["points"][1]["mean_tokens"] != 11.5
     assert [r["recipe"] for r in sweep["references"]] == ["base"] and sweep["settings"]["max_steps"] == 1
     assert (out / "sweep_laser.png").read_bytes()[:8] == PNG_MAGIC
     md = (out / "sweep_laser.md").read_text()
     assert "| target_length=6 |" in md and "| base |" in md
-    point_dirs = sorted(os.listdir(out / "sweep-laser"))
-    assert len(point_dirs) == 2 and not any(f.endswith(".safetensors") for f in os.listdir(out / "sweep-laser" /
+    point_dirs = sorted(os.listdir(out / "sweep-laser"))  # only x2 trained
+    assert len(point_dirs) == 1 and not any(f.endswith(".safetensors") for f in os.listdir(out / "sweep-laser" /
                                                                                             point_dirs[0]))  # fmt: skip
     stamp = os.path.getmtime(out / "sweep-laser" / point_dirs[0] / "result.json")
     assert main(argv) == 0  # cached: nothing retrained

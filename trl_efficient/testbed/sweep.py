@@ -17,7 +17,9 @@ A value `x<m>` (`x0.5`) is `m` times the value the recipe has at its testbed sca
 default): per-token coefficients and lengths already scaled to the cap are swept around the scaled value without
 restating it. The base and grpo rows (the references) are cached in `<output_dir>/<name>/result.json` exactly as
 `compare` caches them, so a sweep in a comparison's output directory reuses its base and grpo; each point is cached
-in `<output_dir>/sweep-<recipe>/<point>/result.json` (reused when the settings, the scale and the point match).
+in `<output_dir>/sweep-<recipe>/<point>/result.json` (reused when the settings, the scale and the point match); the
+point where every key has the recipe's own value (at testbed scale) reuses `compare`'s row of the recipe from
+`<output_dir>/<recipe>/result.json` when there is one (same settings, scale and base model).
 """
 
 from __future__ import annotations
@@ -220,7 +222,7 @@ def _load_cached(path: str, key: dict) -> dict | None:
         return None
     with open(path) as f:
         saved = json.load(f)
-    if all(saved.get(k) == v for k, v in key.items()):
+    if all(saved.get(k) == json.loads(json.dumps(v)) for k, v in key.items()):
         return saved
     return None
 
@@ -264,6 +266,24 @@ def _evaluate(name: str, settings: TestbedSettings, folder: str, overrides: dict
                                    temperature=settings.eval_temperature, top_p=settings.eval_top_p,
                                    seed=settings.seed)  # fmt: skip
     return _row(name, summary, seconds, g), summary, info
+
+
+def _is_default(recipe: str, resolved: dict, settings: TestbedSettings, scale) -> bool:
+    """Whether the point is the recipe as `compare` trains it (every key at its value at testbed scale)."""
+    try:
+        defaults = resolve_point(recipe, dict.fromkeys(resolved, "x1"), settings, scale)[2]
+    except ValueError:  # a key without a numeric value at testbed scale
+        return False
+    return all(defaults[k] == v for k, v in resolved.items())
+
+
+def _compare_row(name: str, settings: TestbedSettings, output_dir: str, scale, base_dir: str) -> dict | None:
+    """`name`'s row from `compare`'s cache in `output_dir` when it matches the settings, the scale and the base."""
+    key = {"settings": settings.to_dict(), "testbed_scale": scale.to_dict(), "base_model_dir": base_dir}
+    cached = _load_cached(os.path.join(output_dir, name, "result.json"), key)
+    if cached is not None and "accuracy_by_difficulty" in cached["row"]:
+        return cached["row"]
+    return None
 
 
 def _reference_row(name: str, settings: TestbedSettings, output_dir: str, overwrite: bool) -> dict:
@@ -324,8 +344,12 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
                    "reward_overrides": reward_overrides}  # fmt: skip
             key = json.loads(json.dumps(key))  # as the cache file holds it (tuples -> lists)
             cached = None if overwrite else _load_cached(os.path.join(folder, "result.json"), key)
+            if cached is None and not overwrite and _is_default(recipe, resolved, settings, scale):
+                # the recipe as compare trains it: reuse compare's row from the same directory when it has one
+                row = _compare_row(recipe, settings, output_dir, scale, base_dir)
+                cached = None if row is None else {"row": row}
             if cached is not None:
-                logger.info("testbed sweep: reusing %s", folder)
+                logger.info("testbed sweep: reusing the result of %s at %s", recipe, label)
                 row = cached["row"]
             else:
                 try:
