@@ -33,7 +33,7 @@ FRONTIER_SWEEPS: dict[str, tuple[str, list]] = {
     "shorter-better": ("reward.shorter_better.beta", ["x0.5", "x1", "x2"]),  # per-token beta at testbed scale
     "hapo": ("reward.hapo_length.w_lr", [0.25, 0.5, 1.0]),  # length-reward weight, kept in [0, 1]
     "alp": ("reward.alp.beta", [0.25, 0.5, 1.0]),  # beta / N with N = the cap (proposed default 0.5)
-    "a-dlp": ("reward.adlp_length.lambda_init", ["x0.5", "x1", "x2"]),  # lambda_0 at testbed scale
+    "a-dlp": ("reward.adlp_length.acc_ref", [0.35, 0.45, 0.55]),  # lambda_0 starts at its cap 1/L: acc_ref steers it
 }
 
 

@@ -28,6 +28,9 @@ same prompts, so differences are paired by task and their noise is two standard 
   a 96-token generation would give);
 - Bingo: redundant share below the reference's at similar accuracy;
 - DAPO overlong: truncated fraction not above the reference's;
+- ASRR: under the no-think prefix (the `asrr` evaluation mode), accuracy above the base model's under the same prefix
+  beyond noise (it learns to reason after the prefix where needed) and fewer tokens than the reference;
+- LSPO (which targets accuracy, not length): accuracy above the reference's beyond noise;
 - the other length methods: shorter than the reference by more than two standard errors, at similar accuracy
   (within `ACCURACY_TOLERANCE`).
 
@@ -57,11 +60,13 @@ __all__ = [
 
 ACCURACY_TOLERANCE = 0.04  # about the noise of 256 eval samples (two per task on 128 tasks)
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
-CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber")  # recipes checked under their prompts, against the base's
+CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber", "asrr")  # checked under their prompts, against the base
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (96 of 192 tokens)
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
-            "gfpo-adaptive"}  # fmt: skip
+            "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
+            "frugal"}  # fmt: skip
+_NOT_LESS_ACCURATE = {"lspo"}  # LSPO targets final accuracy, not length (methods.md §20)
 
 
 def pearson(xs, ys) -> float | None:
@@ -117,6 +122,8 @@ def check_modes(recipe: str, scale) -> list:
 
         tiers = scale.recipe_kwargs["tiers"]
         return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in (tiers[0], tiers[-1])]
+    if recipe == "asrr":
+        return parse_mode("asrr")
     return []
 
 
@@ -306,6 +313,34 @@ def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> floa
     return 2 * math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
 
 
+def _asrr_check(row: dict, mode_records: dict, reference: dict | None, reference_name: str,
+                base_records: dict | None) -> dict:  # fmt: skip
+    """ASRR (methods.md §24): under the no-think prefix the trained model recovers accuracy over the base model under
+    the same prefix (it learns to reason in the answer where needed) beyond noise, and stays shorter than the
+    reference's plain evaluation."""
+    claim = (f"under the no-think prefix: accuracy above the base's under the same prefix (beyond noise) and fewer "
+             f"tokens than {reference_name}")  # fmt: skip
+    mine, base = mode_records.get("asrr"), (base_records or {}).get("asrr")
+    if not mine or not base or reference is None or mine.get("accuracy") is None or base.get("accuracy") is None:
+        return {"claim": claim, "measured": "no asrr-mode records", "held": None}
+    n1, n2 = len(mine["lengths"]), len(base["lengths"])
+    gain, noise = mine["accuracy"] - base["accuracy"], fraction_noise(mine["accuracy"], n1, base["accuracy"], n2)
+    tokens = sum(mine["lengths"]) / max(1, n1)
+    shorter = tokens < reference["mean_tokens"]
+    measured = (f"prefix accuracy {mine['accuracy']:.3f} vs base {base['accuracy']:.3f} (noise +-{noise:.3f}); "
+                f"prefix tokens {tokens:.1f} vs {reference_name} {reference['mean_tokens']:.1f}")  # fmt: skip
+    return {"claim": claim, "measured": measured, "held": _verdict(gain, noise, shorter)}
+
+
+def _not_less_accurate(row, ref, ref_name) -> dict:
+    noise = fraction_noise(row["accuracy"], row.get("num_samples"), ref["accuracy"], ref.get("num_samples"))
+    gain = row["accuracy"] - ref["accuracy"]
+    measured = f"accuracy {row['accuracy']:.3f} vs {ref['accuracy']:.3f} (noise +-{noise:.3f})"
+    held = True if gain > noise else (None if gain >= -noise else False)
+    return {"claim": f"more accurate than {ref_name} (LSPO targets accuracy, not length)", "measured": measured,
+            "held": held}  # fmt: skip
+
+
 def _shorter_at_similar_accuracy(row, ref, ref_name) -> dict:
     noise = mean_noise(row, ref)
     gap = ref["mean_tokens"] - row["mean_tokens"]
@@ -347,8 +382,12 @@ def method_check(
         if base is None:
             return {"claim": "-", "measured": "no base row", "held": None}
         return _dler_check(row, base, "base")
+    if recipe == "asrr":
+        return _asrr_check(row, mode_records, reference, reference_name, base_records)
     if reference is None:
         return {"claim": "-", "measured": "no reference row", "held": None}
+    if recipe in _NOT_LESS_ACCURATE:
+        return _not_less_accurate(row, reference, reference_name)
     if recipe == "bingo":
         lower = row["redundant_share"] < reference["redundant_share"]
         similar = row["accuracy"] >= reference["accuracy"] - ACCURACY_TOLERANCE

@@ -243,6 +243,19 @@ def _saber_profile(base_path: str, tokenizer, train_dataset, settings: TestbedSe
                            seed=settings.seed, show_progress=False)  # fmt: skip
 
 
+def _frugal_pass_rates(base_path: str, tokenizer, train_dataset, settings: TestbedSettings, n: int = 4) -> list[dict]:
+    """Frugal-Thinking's curation step on the testbed: the base model's pass rate on each training task from `n`
+    samples at the cap, at the training temperature (methods.md §30: 16 samples at 16k; 4 on tiny setups)."""
+    from transformers import AutoModelForCausalLM
+
+    from ..methods.frugal import estimate_pass_rate
+
+    model = AutoModelForCausalLM.from_pretrained(base_path)
+    return estimate_pass_rate(model, tokenizer, train_dataset, n=n, max_new_tokens=settings.max_completion_length,
+                              batch_size=64, temperature=settings.temperature, seed=settings.seed,
+                              show_progress=False)  # fmt: skip
+
+
 def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, train_dataset=None,
                  overrides: dict | None = None, reward_overrides: dict | None = None) -> dict:  # fmt: skip
     """Train `recipe_name` at its testbed scale (`testbed.scaling`) from the base model for `settings.max_steps`
@@ -266,9 +279,13 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
         train_dataset = load_testbed_dataset(
             "train", settings.num_train, settings.seed, settings.min_ops, settings.max_ops
         )
+    if scale.num_train is not None and scale.num_train < len(train_dataset):
+        train_dataset = train_dataset.select(range(scale.num_train))  # the recipe's own task count (its rule)
     recipe_kwargs = resolve_placeholders(dict(scale.recipe_kwargs), base)
     if "saber_profile" in scale.needs:
         recipe_kwargs["profile"] = _saber_profile(base, tokenizer, train_dataset, settings)
+    if "frugal_pass_rates" in scale.needs:
+        recipe_kwargs["pass_rates"] = _frugal_pass_rates(base, tokenizer, train_dataset, settings)
     train_dataset = recipe.apply_prepare_dataset(train_dataset, args, tokenizer, **recipe_kwargs)
     reward_funcs, weights = recipe.build_reward_funcs(args, tokenizer)
     if args.reward_weights is None:

@@ -72,8 +72,10 @@ class RecipeScale:
 
     `config`: `EfficientGRPOConfig` fields; `reward_kwargs`: builder name -> extra kwargs of that `RewardSpec`;
     `recipe_kwargs`: keyword arguments of the recipe's `prepare_dataset` (strings may hold `BASE_MODEL_PLACEHOLDER`);
-    `num_generations`: the recipe's own G, `None` for the comparison's common G; `needs`: testbed steps to run
-    first (`"saber_profile"`: profile the base model on the training set); `rule`: the one-line rule.
+    `num_generations`: the recipe's own G, `None` for the comparison's common G; `num_train`: the recipe's own number
+    of training tasks, `None` for the comparison's (methods with per-prompt state need revisits); `needs`: testbed
+    steps to run first (`"saber_profile"`: profile the base model on the training set; `"frugal_pass_rates"`: the
+    base model's pass rate per training task); `rule`: the one-line rule.
     """
 
     recipe: str
@@ -83,11 +85,12 @@ class RecipeScale:
     recipe_kwargs: dict = field(default_factory=dict)
     num_generations: int | None = None
     needs: tuple[str, ...] = ()
+    num_train: int | None = None
 
     def to_dict(self) -> dict:
         return {"rule": self.rule, "config": self.config, "reward_kwargs": self.reward_kwargs,
                 "recipe_kwargs": self.recipe_kwargs, "num_generations": self.num_generations,
-                "needs": list(self.needs)}  # fmt: skip
+                "needs": list(self.needs), "num_train": self.num_train}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,110 @@ def _gfpo(name: str, extra: str = ""):
     return ScalingRule(build)
 
 
+def _adlp(cap: int, steps: int) -> RecipeScale:
+    paper, lam, eta = 8192, 1e-3, 1e-3  # methods.md §18: max response 8192, script lambda_0 and eta
+    acc_ref = 0.45
+    return RecipeScale(
+        "a-dlp",
+        f"per-token x {paper}/cap: lambda_0 {lam:g} -> {scale_per_token(lam, cap, paper):.4f}, eta {eta:g} -> "
+        f"{scale_per_token(eta, cap, paper):.4f}; cap lambda <= 1/{cap} (= 1/max_completion_length, so lambda_0 "
+        f"starts at the cap); acc_ref 0.62 -> {acc_ref} (the testbed policy's training accuracy at temperature 1, "
+        "~0.45 in the quickstart's logs, against the paper's base near 0.62: with 0.62 lambda would fall to 0 in one "
+        "step and A-DLP would be plain GRPO)",
+        reward_kwargs={"adlp_length": {"lambda_init": scale_per_token(lam, cap, paper),
+                                       "eta": scale_per_token(eta, cap, paper), "acc_ref": acc_ref}},
+    )  # fmt: skip
+
+
+def _asrr(cap: int, steps: int) -> RecipeScale:
+    paper, window = 24576, 2048  # methods.md §24: App. A.2 max length 24k, L_window 2048
+    return RecipeScale("asrr", f"lengths x cap/{paper}: L_window {window} -> {scale_length(window, cap, paper)}; "
+                       "beta, tau kept; the no-think prefix as in the paper",
+                       reward_kwargs={"asrr": {"window": scale_length(window, cap, paper)}})  # fmt: skip
+
+
+def _dot(cap: int, steps: int) -> RecipeScale:
+    paper, margin, window = 4096, 32, 20  # methods.md §21: DOT-4K, m = 32 tokens, 20-step pass-rate window
+    alpha = 1.5
+    return RecipeScale(
+        "dot",
+        f"lengths x cap/{paper}: m {margin} -> {scale_length(margin, cap, paper)}; window {window} -> "
+        f"{max(2, steps // 4)} steps (1/4 of the run); alpha 3 -> {alpha} (with G = 8 no sample's z-score can exceed "
+        "(G-1)/sqrt(G) = 2.47, so alpha = 3 never cuts; 1.5 is the paper's alpha / max z at G = 32, 3/5.48, x 2.47)",
+        config={"filter_kwargs": {"margin": scale_length(margin, cap, paper), "alpha": alpha,
+                                  "history_window": max(2, steps // 4)}},
+    )  # fmt: skip
+
+
+def _laser_d(name: str):
+    def build(cap: int, steps: int) -> RecipeScale:
+        paper, lower, step = 16384, 2048, 1024  # methods.md §7: context 16384, grid lb 2048, step 1024
+        interval = max(1, steps // 8)
+        kwargs = {
+            "grid_lower": scale_length(lower, cap, paper),
+            "grid_step": scale_length(step, cap, paper),
+            "monitor_interval": interval,
+            "monitor_prompts": 32,
+        }
+        return RecipeScale(
+            name,
+            f"lengths x cap/{paper} (context): grid {lower}, {lower + step}, ... -> {kwargs['grid_lower']}, "
+            f"{kwargs['grid_lower'] + kwargs['grid_step']}, ... up to the cap; monitor every 20 steps -> every "
+            f"{interval} (1/8 of the run), 500 prompts x 8 -> 32 x 8",
+            reward_kwargs={name.replace("-", "_"): kwargs},
+        )  # fmt: skip
+
+    return ScalingRule(build)
+
+
+def _revisits(name: str, why: str):
+    # Methods whose state is per prompt only act on prompts they have seen: at the testbed's 4 prompts per step and
+    # 40 steps, 1024 training tasks are never revisited, so these recipes train on `steps` tasks (4 visits each).
+    def build(cap: int, steps: int) -> RecipeScale:
+        return RecipeScale(name, f"scale-free ({why}); trains on {steps} tasks so that each is visited about 4 times "
+                           "in the run (the paper trains for several epochs)", num_train=steps)  # fmt: skip
+
+    return ScalingRule(build)
+
+
+def _frugal(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # the run draws 4 prompts x 40 steps; 256 tasks keep the base model's profiling pass short
+    return RecipeScale("frugal", f"pass rates from the base model on {tasks} training tasks, n = 4 samples at the cap "
+                       "(paper: 16 at 16k; methods.md proposes 4 on tiny setups); keep p < 1, weights 1 + p",
+                       needs=("frugal_pass_rates",), num_train=tasks)  # fmt: skip
+
+
+def _curriculum(cap: int, steps: int) -> RecipeScale:
+    # methods.md §22 states no cap: its start budget 256 is about its base model's GSM8K length (258.4 tokens); the
+    # testbed base answers in ~84 tokens, about cap / 2, so lengths scale by cap / 512.
+    paper, start, final = 512, 256, 87
+    budgets = {"initial_budget": scale_length(start, cap, paper), "final_budget": scale_length(final, cap, paper)}
+    return RecipeScale(
+        "curriculum",
+        f"lengths x cap/{paper} (start budget 256 ~ the paper's base length, the testbed base's ~ cap/2): budgets "
+        f"{start} -> {final} become {budgets['initial_budget']} -> {budgets['final_budget']}; n = 3 decay points "
+        "over the run (as in the paper)",
+        config={"rollout_plan_kwargs": budgets},
+    )
+
+
+def _lapo(cap: int, steps: int) -> RecipeScale:
+    paper = 4096  # methods.md §28: max generation 4096
+    kwargs = {
+        "unknown_length": cap,
+        "band_margin": scale_length(100, cap, paper),
+        "sigma": scale_length(120, cap, paper),
+    }
+    return RecipeScale(
+        "lapo",
+        f"lengths x cap/{paper}: unknown target {paper} -> {cap}, band fall-off 100 -> {kwargs['band_margin']}, "
+        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {steps} tasks so that each prompt's stage-1 record is "
+        "used in stage 2 (about 2 visits per stage)",
+        config={"rollout_plan_kwargs": kwargs},
+        num_train=steps,
+    )
+
+
 SCALING_RULES: dict[str, ScalingRule] = {
     "grpo": _scale_free("grpo", "no length constant"),
     "kimi": _scale_free("kimi", "group min/max lengths"),
@@ -222,6 +329,18 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "bingo": ScalingRule(_bingo),
     "gfpo": _gfpo("gfpo", ", Shortest 8/16"),
     "gfpo-adaptive": _gfpo("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
+    "hapo": _revisits("hapo", "the length term depends on L / h only"),
+    "a-dlp": ScalingRule(_adlp),
+    "alp": _scale_free("alp", "per-token price beta / N with N = max_completion_length (= the cap)"),
+    "grpo-lambda": _scale_free("grpo-lambda", "lengths z-scored among the group's correct answers"),
+    "asrr": ScalingRule(_asrr),
+    "dot": ScalingRule(_dot),
+    "laser-d": _laser_d("laser-d"),
+    "laser-de": _laser_d("laser-de"),
+    "lspo": _revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
+    "frugal": ScalingRule(_frugal),
+    "curriculum": ScalingRule(_curriculum),
+    "lapo": ScalingRule(_lapo),
 }
 
 
