@@ -14,6 +14,7 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `lead` (group: GRPO-LEAD length-shaped accuracy) / `gdpo` (`1[correct and L <= L_limit]`).
 - `solve_rate` (group solve rate / batch ranking gates the length term): `get_alp_reward`,
   `get_grpo_lambda_reward`, `get_asrr_reward`.
+- `lapo` (group: LAPO's two stages) / `curriculum` (budget schedule B(t), triangular length reward).
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
 - `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`,
 `extract_answer_region`, `normalize_answer`,
@@ -24,8 +25,10 @@ from ..core.answers import answers_match_as_strings, extract_answer_region, is_c
 from .bingo import BingoSchedule, get_bingo_length_reward
 from .budget import get_hbpo_reward, get_saber_reward, hbpo_budget_ceiling
 from .correctness import correctness_reward, get_correctness_reward, think_format_reward
+from .curriculum import CurriculumSchedule, get_curriculum_reward
 from .gdpo import get_gdpo_length_reward
 from .group import gather_rows, get_kimi_length_reward, get_shorter_better_reward, resolve_group_size
+from .lapo import get_lapo_reward
 from .lead import LEAD_OUTCOMES, get_lead_reward, is_degenerate, lead_outcome
 from .length import (
     get_cosine_length_reward,
@@ -37,6 +40,9 @@ from .length import (
 from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
 
 __all__ = [
+    "CurriculumSchedule",
+    "get_curriculum_reward",
+    "get_lapo_reward",
     "get_alp_reward",
     "get_asrr_reward",
     "get_grpo_lambda_reward",
