@@ -26,6 +26,11 @@ Running stage 2 alone (as the paper does): train with `rollout_plan_kwargs={"sta
 "memory_from": "<stage-1 run>/checkpoint-N"}`; the memory is read from that checkpoint's `trl_efficient_state.json`.
 Resuming a one-run LAPO training from a checkpoint restores the memory and the global step, hence the stage.
 
+In-training evaluation (`eval_strategy`) runs through the same plan and memory: an evaluation row is prompted with
+the record of the *training* row that has the same `idx` (as `PromptHistory` feeds its history), and evaluation never
+updates the memory. Evaluate a LAPO model with `trl-efficient eval` (the prompt as in training, optionally with the
+prefill of a chosen length) rather than with `eval_strategy`.
+
 Settings (`rollout_plan_kwargs`, the one home shared by plan, memory and reward): `stage1_fraction`,
 `unknown_length`, `memory_from`, and the reward's `band_weight`, `band_margin`, `target_weight`, `sigma`,
 `point_band` (see `get_lapo_reward`).
