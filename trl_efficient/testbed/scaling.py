@@ -261,12 +261,24 @@ def _laser_d(name: str):
     return ScalingRule(build)
 
 
+def revisit_tasks(steps: int) -> int:
+    """Training tasks for a recipe with per-prompt state: the run draws 4 prompts per step (the testbed's 32
+    completions at G = 8), so `steps` tasks are each visited about 4 times; at least 16, so that a short run still
+    fills its 4-prompt batches from several tasks.
+
+    >>> revisit_tasks(40), revisit_tasks(2)
+    (40, 16)
+    """
+    return max(int(steps), 16)
+
+
 def _revisits(name: str, why: str):
     # Methods whose state is per prompt only act on prompts they have seen: at the testbed's 4 prompts per step and
     # 40 steps, 1024 training tasks are never revisited, so these recipes train on `steps` tasks (4 visits each).
     def build(cap: int, steps: int) -> RecipeScale:
-        return RecipeScale(name, f"scale-free ({why}); trains on {steps} tasks so that each is visited about 4 times "
-                           "in the run (the paper trains for several epochs)", num_train=steps)  # fmt: skip
+        tasks = revisit_tasks(steps)
+        return RecipeScale(name, f"scale-free ({why}); trains on {tasks} tasks so that each is visited about 4 times "
+                           "in the run (the paper trains for several epochs)", num_train=tasks)  # fmt: skip
 
     return ScalingRule(build)
 
@@ -302,10 +314,10 @@ def _lapo(cap: int, steps: int) -> RecipeScale:
     return RecipeScale(
         "lapo",
         f"lengths x cap/{paper}: unknown target {paper} -> {cap}, band fall-off 100 -> {kwargs['band_margin']}, "
-        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {steps} tasks so that each prompt's stage-1 record is "
+        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {revisit_tasks(steps)} tasks so that each prompt's stage-1 record is "
         "used in stage 2 (about 2 visits per stage)",
         config={"rollout_plan_kwargs": kwargs},
-        num_train=steps,
+        num_train=revisit_tasks(steps),
     )
 
 
