@@ -61,6 +61,7 @@ def l1_instruction(target: int, mode: str = "exact") -> str:
         raise ValueError(f"L1 mode must be one of {list(L1_MODES)}, got {mode!r}.")
     return f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
 
+
 # --------------------------------------------------------------------------------------------------------- LAPO
 # LAPO stage-2 prefill (arXiv 2507.15758, methods.md §28; ZJU-REAL/LAPO README prompt "Assistant: <think> I will
 # answer the question with {length} tokens."): the recorded per-prompt length opens the assistant's thinking.

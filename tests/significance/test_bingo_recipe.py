@@ -43,8 +43,10 @@ def test_precedence_recipe_config_environment(monkeypatch):
     monkeypatch.setenv("TRL_EFFICIENT_BINGO_REFERENCE", "group")
     monkeypatch.setenv("TRL_EFFICIENT_BINGO_KWARGS", '{"lambda_c": 3.0, "threshold": 0.4}')
     monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", "/models/llmlingua")
-    args = _args(reward_kwargs={"bingo_length": {"lambda_c": 1.0, "lambda_we": 4.0}})
-    reward = build_bingo_length_reward(args, SimpleNamespace(name_or_path="x"), lambda_wn=1.5)
+    # recipe spec kwargs < the config's reward_kwargs (merged by Recipe.reward_kwargs) < the environment
+    args = _args(reward_kwargs={"bingo_length": {"lambda_c": 1.0, "lambda_we": 4.0, "lambda_wn": 1.5}})
+    (_, kwargs) = get_recipe("bingo").reward_kwargs(args)
+    reward = build_bingo_length_reward(args, SimpleNamespace(name_or_path="x"), **kwargs)
     assert reward.reference == "group" and reward.generator is None and reward.scorer_spec == "/models/llmlingua"
     assert (reward.lambda_c, reward.lambda_wn, reward.lambda_we, reward.threshold) == (3.0, 1.5, 4.0, 0.4)
 

@@ -3,8 +3,8 @@ penalty coefficient, methods.md §18), with their reward builders `hapo_length` 
 
 Both recipes pair the length term with the plain correctness reward (weight 1), so the trainer's correctness column
 is exact and the totals are the papers': HAPO `1[correct] + w_lr * r_len`, A-DLP `c - lambda_t * L`. Builder kwargs
-come from the recipe's `RewardSpec` kwargs, then `args.reward_kwargs[<builder>]` when the config has that field
-(e.g. `{"hapo_length": {"variant": "linear"}}`).
+come from the recipe's `RewardSpec` kwargs, then the config's `reward_kwargs` (e.g.
+`reward_kwargs: {hapo_length: {variant: linear}}` in a YAML).
 
 Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
 """
@@ -22,26 +22,17 @@ def _length_kwargs(args, tokenizer) -> dict:
     return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
 
 
-def _config_kwargs(args, name: str) -> dict:
-    config = getattr(args, "reward_kwargs", None) or {}
-    if not isinstance(config, dict):
-        raise ValueError(f"reward_kwargs must be a dict of builder name -> kwargs, got {config!r}.")
-    return dict(config.get(name) or {})
-
-
 def build_hapo_length_reward(args, tokenizer, **kwargs) -> Callable:
     """`hapo_length` builder: HAPO's `w_lr * r_len` read from the trainer's prompt history (needs
     `track_prompt_history=True`, which the `hapo` recipe sets; lengths in tokens over the whole completion)."""
-    options = {**kwargs, **_config_kwargs(args, "hapo_length")}
-    return get_hapo_length_reward(**_length_kwargs(args, tokenizer), **options)
+    return get_hapo_length_reward(**_length_kwargs(args, tokenizer), **kwargs)
 
 
 def build_adlp_length_reward(args, tokenizer, **kwargs) -> Callable:
     """`adlp_length` builder: A-DLP's `-lambda_t * L`, with `lambda_max = 1 / max_completion_length` unless given
     (methods.md §18, proposed default: a correct answer never scores below 0)."""
-    options = {**kwargs, **_config_kwargs(args, "adlp_length")}
-    options.setdefault("lambda_max", 1.0 / args.max_completion_length)
-    return get_adlp_reward(**_length_kwargs(args, tokenizer), **options)
+    kwargs.setdefault("lambda_max", 1.0 / args.max_completion_length)
+    return get_adlp_reward(**_length_kwargs(args, tokenizer), **kwargs)
 
 
 register_reward_builder(

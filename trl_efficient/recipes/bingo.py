@@ -1,9 +1,9 @@
 """Bingo recipe: correctness + Bingo's significance-aware, dynamic length shaping (`methods.md` §1).
 
 Reward builder `bingo_length` -> `trl_efficient.rewards.bingo.get_bingo_length_reward`. Its values come from, in
-increasing precedence: the recipe's `RewardSpec` kwargs, `args.reward_kwargs["bingo_length"]` (if the config has
-that field), the recipe's `recipe_kwargs` (YAML `recipe_kwargs: {...}` or `--recipe_kwargs '{...}'`, handed over by
-`prepare_bingo`), and the environment (so a launch script can point any config at a scorer server):
+increasing precedence: the recipe's `RewardSpec` kwargs with the config's `reward_kwargs["bingo_length"]` on top
+(`Recipe.reward_kwargs`), the recipe's `recipe_kwargs` (YAML `recipe_kwargs: {...}` or `--recipe_kwargs '{...}'`,
+handed over by `prepare_bingo`), and the environment (so a launch script can point any config at a scorer server):
 
 - `TRL_EFFICIENT_BINGO_SCORER`: the scorer spec: an LLMLingua-2 checkpoint directory or Hub name (default
   `microsoft/llmlingua-2-xlm-roberta-large-meetingbank`, in-process), `self-information:<causal LM>`, or the URL of a
@@ -37,12 +37,9 @@ LOAD_KEYS = ("dtype", "torch_dtype", "revision", "trust_remote_code", "attn_impl
 
 
 def bingo_overrides(args) -> dict:
-    """The `bingo_length` kwargs set outside the recipe: `args.reward_kwargs["bingo_length"]`, then the environment."""
+    """The `bingo_length` kwargs set outside the recipe's reward spec and `reward_kwargs`: `recipe_kwargs`, then the
+    environment."""
     out: dict = {}
-    config = getattr(args, "reward_kwargs", None) or {}
-    if not isinstance(config, dict):
-        raise ValueError(f"reward_kwargs must be a dict of builder name -> kwargs, got {config!r}.")
-    out.update(config.get("bingo_length") or {})
     recipe = getattr(args, "recipe_kwargs", None) or {}  # a flat per-recipe dict, if the config has that field
     if not isinstance(recipe, dict):
         raise ValueError(f"recipe_kwargs must be a dict, got {recipe!r}.")

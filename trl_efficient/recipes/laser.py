@@ -4,7 +4,9 @@ targets from a periodic monitoring pass (`trl_efficient.methods.laser`).
 Reward builders `laser_d` / `laser_de` build the reward together with its `LaserMonitor` (the monitor is owned by
 the reward, which forwards the stateful-component contract to it: checkpointed state, the `laser_target_<bucket>`
 columns, `attach` registering the monitor as a callback). The monitor's settings are the builders' keyword
-arguments (`RewardSpec.kwargs`), so they live in the recipe; the grid cap defaults to `max_completion_length`.
+arguments (`RewardSpec.kwargs`), so they live in the recipe, and a run changes them with the config's
+`reward_kwargs` (e.g. `--reward_kwargs '{"laser_d": {"monitor_interval": 10}}'`); the grid cap defaults to
+`max_completion_length`.
 """
 
 from __future__ import annotations

@@ -79,9 +79,23 @@ class Recipe:
             return dataset
         return _import_target(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
 
+    def reward_kwargs(self, args) -> list[dict]:
+        """Each `RewardSpec`'s keyword arguments with `args.reward_kwargs[builder]` on top (the YAML or command line
+        sets a recipe's reward arguments there); a builder the recipe does not use is an error."""
+        extra = getattr(args, "reward_kwargs", None) or {}
+        if not isinstance(extra, dict) or not all(isinstance(v, dict) for v in extra.values()):
+            raise ValueError(f"reward_kwargs must map builder names to dicts of arguments, got {extra!r}.")
+        builders = [spec.builder for spec in self.rewards]
+        unknown = sorted(set(extra) - set(builders))
+        if unknown:
+            raise ValueError(f"reward_kwargs names {unknown}, but recipe {self.name!r} builds only {builders}.")
+        return [{**spec.kwargs, **extra.get(spec.builder, {})} for spec in self.rewards]
+
     def build_reward_funcs(self, args, tokenizer) -> tuple[list, list[float]]:
-        """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`)."""
-        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs) for spec in self.rewards]
+        """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`): recipe kwargs <
+        `args.reward_kwargs`."""
+        kwargs = self.reward_kwargs(args)
+        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **kw) for spec, kw in zip(self.rewards, kwargs)]
         return funcs, [spec.weight for spec in self.rewards]
 
 

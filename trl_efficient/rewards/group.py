@@ -26,14 +26,19 @@ run of `G` consecutive items is one prompt's group, and `num_generations=G`:
 
 from __future__ import annotations
 
-from abc import ABC
 from typing import Any
 
 from ..core.answers import is_correct
 from ..core.checks import check_number as _check_number
 from ..core.lengths import LengthMeter, completion_text
 
-__all__ = ["GroupLengthReward", "gather_rows", "get_kimi_length_reward", "get_shorter_better_reward", "resolve_group_size"]
+__all__ = [
+    "GroupLengthReward",
+    "gather_rows",
+    "get_kimi_length_reward",
+    "get_shorter_better_reward",
+    "resolve_group_size",
+]
 
 
 def gather_rows(values: list) -> tuple[list, int]:
@@ -107,9 +112,9 @@ def _check_num_generations(num_generations: Any) -> None:
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
 
 
-class GroupLengthReward(ABC):
+class GroupLengthReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker. Subclasses set __name__,
-    # _factory and _score_group.
+    # _factory and _score_group (or _score_batch).
     __name__ = "group_length_reward"
     _factory = "get_...()"
 

@@ -314,8 +314,8 @@ def _lapo(cap: int, steps: int) -> RecipeScale:
     return RecipeScale(
         "lapo",
         f"lengths x cap/{paper}: unknown target {paper} -> {cap}, band fall-off 100 -> {kwargs['band_margin']}, "
-        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {revisit_tasks(steps)} tasks so that each prompt's stage-1 record is "
-        "used in stage 2 (about 2 visits per stage)",
+        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {revisit_tasks(steps)} tasks so that each prompt's "
+        "stage-1 record is used in stage 2 (about 2 visits per stage)",
         config={"rollout_plan_kwargs": kwargs},
         num_train=revisit_tasks(steps),
     )

@@ -33,6 +33,9 @@ class EfficientGRPOConfig(GRPOConfig):
         target_length_per (`str`): `"prompt"` (default, L1's choice): one target per example, shared by its G
             rollouts and kept in every step and epoch; `"rollout"`: one per rollout, redrawn each step.
         rollout_plan_kwargs (`dict`): settings of a plan that has no dedicated field (read by its `from_config`).
+    Rewards:
+        reward_kwargs (`dict`): `{builder name: {keyword: value}}` over a recipe's reward arguments (e.g.
+            `{"laser_d": {"monitor_interval": 10}}`); applied by `Recipe.build_reward_funcs`.
     Group stage:
         advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
         completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
@@ -96,6 +99,7 @@ class EfficientGRPOConfig(GRPOConfig):
         "filter_kwargs",
         "rollout_plan_kwargs",
         "sampler_kwargs",
+        "reward_kwargs",
     ]
 
     advantage_kwargs: dict | str | None = field(
@@ -104,6 +108,10 @@ class EfficientGRPOConfig(GRPOConfig):
     rollout_plan_kwargs: dict | str | None = field(
         default=None,
         metadata={"help": "Settings of a rollout plan without dedicated fields (a JSON object on the CLI)."},
+    )
+    reward_kwargs: dict | str | None = field(
+        default=None,
+        metadata={"help": 'Recipe reward arguments by builder name, e.g. {"laser_d": {"monitor_interval": 10}}.'},
     )
     filter_kwargs: dict | str | None = field(
         default=None, metadata={"help": 'Keyword arguments for the completion filter, e.g. {"k": 8} for shortest_k.'}
@@ -155,6 +163,8 @@ class EfficientGRPOConfig(GRPOConfig):
             raise ValueError("rollout_plan='budget' needs `budgets`, e.g. budgets: [512, 1024, 2048, 2560].")
         if self.budgets is not None and any(int(b) <= 0 for b in self.budgets):
             raise ValueError(f"budgets must be positive token counts, got {self.budgets}.")
+        if self.reward_kwargs is not None and not isinstance(self.reward_kwargs, (dict, str)):
+            raise ValueError(f"reward_kwargs must be a mapping of builder name -> kwargs, got {self.reward_kwargs!r}.")
         if len(self.target_length_range) != 2:
             raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
         super().__post_init__()
