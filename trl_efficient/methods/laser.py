@@ -37,12 +37,13 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..core.answers import extract_answer_region, has_boxed, is_correct
+from ..core.answers import is_correct
 from ..core.checks import check_bool as _check_bool
 from ..core.checks import check_number as _check_number
 from ..core.checks import check_positive_int as _check_positive_int
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.lengths import LengthMeter, completion_text
 from ..rewards.group import GroupLengthReward, _check_num_generations
+from ..rewards.length import laser_formatted, laser_step
 
 logger = logging.getLogger(__name__)
 
@@ -535,7 +536,7 @@ class _LaserDReward(GroupLengthReward):
 
     def _row_extra(self, completion, ids, kwargs, i):
         text = completion_text(completion)
-        formatted = THINK_CLOSE in text and has_boxed(extract_answer_region(text))
+        formatted = laser_formatted(text)
         targets = {}
         for bucket, column in zip(BUCKETS, TARGET_COLUMNS, strict=True):
             values = kwargs.get(column)
@@ -561,14 +562,12 @@ class _LaserDReward(GroupLengthReward):
             for (correct, length), extra, good in zip(group, info, ok, strict=True):
                 if correct is None:
                     rewards.append(None)
-                elif not extra["formatted"]:
-                    rewards.append(self.format_reward)
-                elif good:
-                    rewards.append(self.correct_reward + (self.alpha if length <= limit else 0.0))
-                elif self.exploration and length > limit and not extra["repetitive"]:
-                    rewards.append(self.wrong_reward + self.alpha)
-                else:
-                    rewards.append(self.wrong_reward)
+                    continue
+                reward = laser_step(good, extra["formatted"], length, limit, self.alpha, self.correct_reward,
+                                    self.wrong_reward, self.format_reward)  # fmt: skip
+                if extra["formatted"] and not good and self.exploration and length > limit and not extra["repetitive"]:
+                    reward += self.alpha  # LASER-DE: long, non-repetitive wrong answers keep exploring
+                rewards.append(reward)
         return rewards
 
 

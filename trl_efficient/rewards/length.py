@@ -392,6 +392,31 @@ def get_laser_reward(
     )
 
 
+def laser_formatted(text: str) -> bool:
+    r"""LASER's format rule (hkust-nlp/Laser `length_penalty.py`): a `</think>` with a `\boxed{}` after it; a
+    truncated output fails it.
+
+    >>> laser_formatted(r"a</think>\boxed{3}"), laser_formatted(r"\boxed{3}")
+    (True, False)
+    """
+    return THINK_CLOSE in text and has_boxed(extract_answer_region(text))
+
+
+def laser_step(correct: bool, formatted: bool, length: float, limit: float, alpha: float, correct_reward: float,
+               wrong_reward: float, format_reward: float) -> float:  # fmt: skip
+    """LASER's step reward of one scorable row (the equation of `get_laser_reward`); LASER-D passes its bucket's
+    $L_k$ as `limit`.
+
+    >>> laser_step(True, True, 4, 4, 0.5, 1.0, -0.5, -1.0), laser_step(False, True, 4, 4, 0.5, 1.0, -0.5, -1.0)
+    (1.5, -0.5)
+    """
+    if not formatted:
+        return format_reward
+    if correct:
+        return correct_reward + (alpha if length <= limit else 0.0)
+    return wrong_reward
+
+
 class _LaserReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "laser_reward"
@@ -417,14 +442,9 @@ class _LaserReward:
                 rewards.append(None)
                 continue
             text = completion_text(completion)
-            if THINK_CLOSE not in text or not has_boxed(extract_answer_region(text)):
-                rewards.append(self.format_reward)
-            elif correct:
-                limit = self.target_length if target is None else target
-                bonus = self.alpha if self.meter(text, ids) <= limit else 0.0
-                rewards.append(self.correct_reward + bonus)
-            else:
-                rewards.append(self.wrong_reward)
+            limit = self.target_length if target is None else target
+            rewards.append(laser_step(bool(correct), laser_formatted(text), self.meter(text, ids), limit, self.alpha,
+                                      self.correct_reward, self.wrong_reward, self.format_reward))  # fmt: skip
         return rewards
 
 
