@@ -8,8 +8,9 @@ then every registered recipe at its testbed scale (trl_efficient/testbed/scaling
 steps from it, and writes compare.md, compare.json, pareto.png and per_difficulty.png (tokens-to-floor ratio and
 accuracy per difficulty; `trl-efficient testbed plots perf/testbed/results/compare.json` redraws it from the JSON).
 Everything is seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed
-(it is still a row of the table, with its error). Then `python perf/testbed/update_readme.py` pastes the table into
-the README, and `python perf/testbed/frontier.py` sweeps the length-penalty recipes (reusing base and grpo).
+(it is still a row of the table, with its error). Run with the default recipes and output directory, it then pastes
+the table into the README (`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates
+both; `python perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo).
 """
 
 import os
@@ -25,11 +26,19 @@ def main(argv=None) -> int:
     from trl_efficient.testbed.cli import main as testbed_main
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--recipes" not in argv:
+    every_recipe = "--recipes" not in argv
+    if every_recipe:
         argv = ["--recipes", *DEFAULT_RECIPES, *argv]
-    if "--output-dir" not in argv:
+    committed = "--output-dir" not in argv
+    if committed:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]
-    return testbed_main(["compare", *argv])
+    status = testbed_main(["compare", *argv])
+    if every_recipe and committed:  # the full comparison in results/: paste it into the README in the same run
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from update_readme import main as update_readme
+
+        update_readme([])
+    return status
 
 
 if __name__ == "__main__":
