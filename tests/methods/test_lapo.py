@@ -210,7 +210,7 @@ def _trainer(tiny_model_dir, out, dataset=None, **overrides):
         rollout_plan="lapo",
         rollout_plan_kwargs={"stage1_fraction": 0.5, "unknown_length": 4096, "sigma": 120},
         reward_weights=[1.0, 0.0],
-        shuffle_dataset=False,  # a resumed run's sampler restarts its shuffling; the same order keeps runs comparable
+        shuffle_dataset=False,  # the same order every step (the resume test shuffles, with prompt_sampler="repeat")
     )
     settings.update(overrides)
     args = tiny_config(out, **settings)
@@ -232,7 +232,10 @@ class TestTrainer:
             _trainer(tiny_model_dir, tmp_path, rollout_plan=None, rollout_plan_kwargs=None)
 
     def test_resume_restores_memory_and_stage(self, tiny_model_dir, tmp_path):
-        full = _trainer(tiny_model_dir, tmp_path / "full", save_strategy="steps", save_steps=2)
+        # 2 prompts a step = 1 epoch a step: checkpoint-2 is an epoch boundary; shuffled, the "repeat" sampler
+        # (the recipe's) resumes the uninterrupted order (TRL's own sampler would replay epoch 0's permutation)
+        order = dict(shuffle_dataset=True, prompt_sampler="repeat")
+        full = _trainer(tiny_model_dir, tmp_path / "full", save_strategy="steps", save_steps=2, **order)
         full.train()
         stages = [r["metadata"]["lapo_stage"] for r in full.records]
         assert stages == [[1] * 8, [1] * 8, [2] * 8, [2] * 8]  # 0.5 * 4 steps of stage 1
@@ -245,7 +248,7 @@ class TestTrainer:
             saved = json.load(f)["lapo_memory"]
         assert saved["targets"]  # stage 1 recorded medians
 
-        resumed = _trainer(tiny_model_dir, tmp_path / "resumed")
+        resumed = _trainer(tiny_model_dir, tmp_path / "resumed", **order)
         resumed.train(resume_from_checkpoint=ckpt)
         assert len(resumed.records) == 2
         for a, b in zip(full.records[2:], resumed.records, strict=True):

@@ -104,7 +104,7 @@ def test_missing_history_column_is_a_clear_error():
 
 def test_recipe_total_is_the_papers():
     recipe = get_recipe("hapo")
-    assert recipe.config_overrides == {"track_prompt_history": True}
+    assert recipe.config_overrides == {"track_prompt_history": True, "prompt_sampler": "repeat"}
     assert [(s.builder, s.weight) for s in recipe.rewards] == [("correctness", 1.0), ("hapo_length", 1.0)]
     args = tiny_config("/tmp/unused", length_unit="chars")
     with pytest.raises(ValueError, match="length_unit='tokens'"):

@@ -58,9 +58,12 @@ register_recipe(
         "kept across steps and epochs by the trainer (§12).",
         rewards=(RewardSpec("correctness"), RewardSpec("hapo_length", kwargs={"variant": "cosine", "w_lr": 1.0})),
         papers=("2505.11225",),
-        config_overrides={"track_prompt_history": True},
+        # the "repeat" sampler is TRL's prompt order, resumed exactly across epochs (the history is per prompt)
+        config_overrides={"track_prompt_history": True, "prompt_sampler": "repeat"},
         proposed_defaults=(
             "HAPO history kept by the trainer (PromptHistory), updated from the gathered batch in training only",
+            "HAPO: prompt_sampler 'repeat' (TRL's order, resumed exactly across epochs; TRL's own sampler replays "
+            "epoch 0's order after a resume)",
             "HAPO length term 0 in evaluation (evaluation prompts have no training history)",
             "HAPO lengths in policy tokens including the EOS (the paper re-tokenises the text without it)",
         ),

@@ -56,6 +56,7 @@ register_recipe(
         rewards=(RewardSpec("lapo"), RewardSpec("correctness", weight=0.0)),
         papers=("2507.15758",),
         config_overrides={
+            "prompt_sampler": "repeat",  # TRL's prompt order, resumed exactly across epochs (per-prompt memory)
             "rollout_plan": "lapo",
             "rollout_plan_kwargs": {
                 "stage1_fraction": 0.5,  # proposed default (the paper: two separate runs)
@@ -72,6 +73,8 @@ register_recipe(
             "P30 == P70 gives no length bonus (released code; point_band=True for a point band)",
             "LAPO: a group without a correct answer leaves the prompt's recorded length unchanged",
             "LAPO: the recorded median is floored to whole tokens; the prefill is not counted in the length",
+            "LAPO: prompt_sampler 'repeat' (TRL's order, resumed exactly across epochs; TRL's own sampler replays "
+            "epoch 0's order after a resume)",
         ),
         usage=(
             "Prompt as in training. For a chosen budget L, start the assistant turn with "

@@ -47,6 +47,8 @@ class EfficientGRPOConfig(GRPOConfig):
     Prompt sampling:
         prompt_sampler (`str` or `None`): a sampler registered in `PROMPT_SAMPLERS` (`"lspo"`, `"frugal"`) that
             chooses the prompts of each generation batch in TRL's `RepeatSampler` layout; `None` keeps TRL's sampler.
+            `"repeat"` is TRL's sequence with exact resume across epochs (TRL's sampler, rebuilt on resume, replays
+            epoch 0's permutation).
         sampler_kwargs (`dict`): keyword arguments of the sampler (e.g. `{"low": 0.3, "high": 0.7}` for `lspo`).
     Lengths:
         length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
@@ -118,7 +120,9 @@ class EfficientGRPOConfig(GRPOConfig):
     )
     prompt_sampler: str | None = field(
         default=None,
-        metadata={"help": "Registered prompt sampler ('lspo', 'frugal') choosing each batch's prompts; None = TRL's."},
+        metadata={
+            "help": "Registered prompt sampler ('repeat', 'lspo', 'frugal') for each batch's prompts; None = TRL's."
+        },
     )
     sampler_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the prompt sampler (a JSON object on the CLI)."}
