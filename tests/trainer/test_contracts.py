@@ -182,6 +182,7 @@ def test_every_registered_rollout_plan_builds_from_the_config(name, tmp_path):
         output_dir=str(tmp_path),
         rollout_plan=name,
         budgets=[8, 16],
+        max_steps=10,  # step schedules (curriculum, LAPO's stage switch) spread over max_steps
         num_generations=4,
         per_device_train_batch_size=4,
         use_cpu=True,
