@@ -65,7 +65,7 @@ TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "frugal"}  # fmt: skip
+            "frugal", "step-pruner", "grsp"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo"}  # LSPO targets final accuracy, not length (methods.md §20)
 
 
@@ -372,6 +372,8 @@ def method_check(
     """
     if recipe == "grpo":
         return {"claim": "baseline", "measured": "-", "held": None}
+    if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method
+        return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
     if recipe == "hbpo":
         return _hbpo_check(row, mode_records, base, base_records)
     if recipe in ("l1-exact", "l1-max"):

@@ -326,8 +326,39 @@ def _lapo(cap: int, steps: int) -> RecipeScale:
     )
 
 
+def _step_pruner(cap: int, steps: int) -> RecipeScale:
+    # methods.md §19 states no cap (DEFAULT_PAPER_CAP) and no run length: the stop rule's batch counts are scaled from
+    # the recipe YAML's 500 steps. The testbed's traces are one line of sentences, so steps are sentences there.
+    limit = scale_length(512, cap, DEFAULT_PAPER_CAP)
+    window, every = max(2, round(50 * steps / 500)), max(2, round(10 * steps / 500))
+    kwargs = {"segmenter": "sentences", "max_step_length": limit, "stop_window": window, "stop_check_every": every}
+    return RecipeScale(
+        "step-pruner",
+        f"steps = sentences (the testbed's traces have no blank lines); step limit 512 -> {limit} tokens (x cap/"
+        f"{DEFAULT_PAPER_CAP}); stop rule's 50-batch window / 10-batch checks x max_steps/500 -> {window} / {every} "
+        "(at least 2), patience 3 checks; kappa 0.5 scale-free",
+        reward_kwargs={"step_pruner": kwargs},
+    )
+
+
+def _grsp(cap: int, steps: int) -> RecipeScale:
+    # methods.md §27 states no cap (DEFAULT_PAPER_CAP); the testbed's segments (~8 tokens on average, ~200 in the
+    # paper's 5k-token answers of ~27 segments) are about cap/4096 of the paper's, as the bucket edges become.
+    bounds = [scale_length(32, cap, DEFAULT_PAPER_CAP, minimum=2), scale_length(128, cap, DEFAULT_PAPER_CAP, minimum=2)]
+    return RecipeScale(
+        "grsp",
+        f"segments = sentences (no line-initial keywords on the testbed's one-line traces); bucket edges 32 / 128 -> "
+        f"{bounds[0]} / {bounds[1]} tokens (x cap/{DEFAULT_PAPER_CAP}, at least 2); weights, coefficient and "
+        "z-scores scale-free",
+        reward_kwargs={"grsp": {"segmenter": "sentences", "bucket_bounds": bounds}},
+    )
+
+
 SCALING_RULES: dict[str, ScalingRule] = {
     "grpo": _scale_free("grpo", "no length constant"),
+    "dr-grpo": _scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
+    "step-pruner": ScalingRule(_step_pruner),
+    "grsp": ScalingRule(_grsp),
     "kimi": _scale_free("kimi", "group min/max lengths"),
     "cosine": _scale_free("cosine", "cosine over max_completion_length (= the cap)"),
     "dler": _scale_free("dler", "truncation at max_completion_length (= the cap)"),
