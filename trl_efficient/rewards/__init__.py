@@ -37,12 +37,14 @@ from .length import (
     get_laser_reward,
     get_soft_overlong_reward,
 )
+from .pear import get_pear_reward
 from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
 
 __all__ = [
     "CurriculumSchedule",
     "get_curriculum_reward",
     "get_lapo_reward",
+    "get_pear_reward",
     "get_alp_reward",
     "get_asrr_reward",
     "get_grpo_lambda_reward",

@@ -366,6 +366,8 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "drpo": _scale_free("drpo", "length normaliser C = max_completion_length"),
     "grpo-lead": _scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
     "canon": _scale_free("canon", "length halves of the group"),
+    "canon-entropy": _scale_free("canon-entropy", "mean-token-entropy halves of the group"),
+    "pear": _scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
     "gdpo": _scale_free("gdpo", "length limit = max_completion_length / 2"),
     "hbpo": ScalingRule(_hbpo),
     "l1-exact": _l1("exact"),
