@@ -197,3 +197,33 @@ class TestGRSP:
                           ({"coefficient": -1}, "coefficient"), ({"segment_unit": "x"}, "segment_unit")]:  # fmt: skip
             with pytest.raises(ValueError, match=match):
                 grsp(**kw)
+
+
+def test_stop_rule_state_is_checkpointed_and_restored(tiny_model_dir, tmp_path):
+    import json
+    import os
+
+    from helpers import RecordingTrainer, make_dataset, tiny_config
+
+    from trl_efficient.rewards import correctness_reward
+
+    def make(out, max_steps):
+        args = tiny_config(out, max_steps=max_steps, save_strategy="steps", save_steps=2)
+        reward = get_step_pruner_reward(segment_unit="words", stop_window=3, stop_check_every=1, stop_patience=None)
+        trainer = RecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward, reward], args=args, train_dataset=make_dataset(8)
+        )
+        return trainer, reward
+
+    full, full_reward = make(tmp_path / "full", 3)
+    full.train()
+    with open(os.path.join(tmp_path, "full", "checkpoint-2", "trl_efficient_state.json")) as f:
+        saved = json.load(f)["step_pruner_reward"]
+    means = [sum(r["lengths"]) / len(r["lengths"]) for r in full.records]
+    assert saved["batches"] == 2 and saved["recent_lengths"] == pytest.approx(means[:2])
+    resumed, resumed_reward = make(tmp_path / "resumed", 3)
+    resumed.train(resume_from_checkpoint=os.path.join(tmp_path, "full", "checkpoint-2"))
+    assert resumed_reward.state_dict() == full_reward.state_dict()  # restored at step 2, then one more batch
+    # window 3, a check after every batch: the lowest of m0, (m0 + m1) / 2, (m0 + m1 + m2) / 3
+    best = min(means[0], sum(means[:2]) / 2, sum(means) / 3)
+    assert full_reward.batches == 3 and full_reward.best_average == pytest.approx(best)
