@@ -137,3 +137,12 @@ def saber_mode_prompts(tiers=SABER_TIERS) -> dict[str, str]:
     prompts = {"NoThink": NO_THINK_PROMPT}
     prompts.update({name: saber_system_prompt("budget", t) for name, t in zip(names, tiers)})
     return prompts
+
+
+# s1 budget forcing (arXiv 2501.19393, §3.1; methods.md "inference control"): `force:B` closes the thinking at B
+# generated tokens with the end-of-thinking delimiter plus this answer prefix (s1 appends "Final Answer:"; we open a
+# `\boxed{` so the checker finds the forced answer), `wait:N` replaces an early end of thinking by "Wait" (s1's
+# `ignore_str`, appended without a space as in the s1 README).
+BUDGET_FORCING_END_THINK = "</think>"
+BUDGET_FORCING_ANSWER_PREFIX = "\n\nThe final answer is \\boxed{"
+BUDGET_FORCING_WAIT = "Wait"
