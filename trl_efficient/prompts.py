@@ -146,3 +146,14 @@ def saber_mode_prompts(tiers=SABER_TIERS) -> dict[str, str]:
 BUDGET_FORCING_END_THINK = "</think>"
 BUDGET_FORCING_ANSWER_PREFIX = "\n\nThe final answer is \\boxed{"
 BUDGET_FORCING_WAIT = "Wait"
+
+# ------------------------------------------------------------------------------------------------ BudgetThinker
+# BudgetThinker (arXiv 2508.17196, methods.md §23): the 7 control tokens (added to the vocabulary) that split the
+# thinking into 8 parts, in the order they are forced ("7/8 of the budget remains" first), and the prompt suffix
+# stating the budget B, explaining the tokens and the target format `</think>\n**Final Answer**\boxed{...}`.
+BUDGETTHINKER_CONTROL_TOKENS = tuple(f"<remaining>{k}/8" for k in range(7, 0, -1))
+BUDGETTHINKER_INSTRUCTION = (
+    " You have a thinking budget of {budget} tokens. The special tokens <remaining>7/8, ..., <remaining>1/8 will "
+    "appear in your thinking to tell you how much of the budget remains; they split it into 8 parts. End your "
+    "thinking with </think>, then write **Final Answer**\\boxed{{your answer}}."
+)

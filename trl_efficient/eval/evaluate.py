@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from ..core.lengths import LengthMeter, completion_text
 from ..prompts import (
     ASRR_NO_THINK_PREFIX,
+    BUDGETTHINKER_INSTRUCTION,
     HBPO_BUDGETS,
     HBPO_MINIMAL_PROMPT,
     HBPO_TEMPLATE,
@@ -45,6 +46,7 @@ from ..prompts import (
     l1_instruction,
     saber_mode_prompts,
 )
+from ..rewards.budgetthinker import BudgetControlProcessor, control_token_ids
 from ..trainer.budget_forcing import BudgetForcing, budget_force
 from ..trainer.rollout import RolloutAssignment, apply_assignment
 
@@ -92,6 +94,8 @@ class EvalMode:
     prefill: str | None = None
     value: int | None = None
     forcing: str | None = None  # s1 budget forcing at decoding time: "force:<B>" or "wait:<N>" (budget_forcing.py)
+    # BudgetThinker (§23): control tokens forced every floor(B/8)+1 generated tokens (transformers backend)
+    control_budget: int | None = field(default=None, repr=False)
 
     def assignment(self) -> RolloutAssignment:
         return RolloutAssignment(system=self.system, user_suffix=self.user_suffix, prefill=self.prefill)
@@ -138,6 +142,10 @@ def parse_mode(spec: str) -> list[EvalMode]:
         if family == "l1-max":
             return [EvalMode(f"l1-max:{n}", user_suffix=l1_instruction(n, "max"), value=n)]
         return [EvalMode(f"l1:{n}", user_suffix=l1_instruction(n, "exact"), value=n)]
+    if family == "budgetthinker":  # BudgetThinker (§23): budget in the prompt + forced control tokens
+        budget = _positive_int(arg, spec)
+        text = BUDGETTHINKER_INSTRUCTION.format(budget=budget)
+        return [EvalMode(f"budgetthinker:{budget}", user_suffix=text, value=budget, control_budget=budget)]
     if family in ("force", "wait"):
         value = _positive_int(arg, spec)
         return [EvalMode(f"{family}:{value}", value=value, forcing=f"{family}:{value}")]
@@ -153,7 +161,7 @@ def parse_mode(spec: str) -> list[EvalMode]:
         return out
     raise ValueError(
         f"Unknown mode {spec!r}: use plain, asrr, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>], saber[:<mode>], "
-        "force:<B> or wait:<N>."
+        "force:<B>, wait:<N> or budgetthinker:<B>."
     )
 
 
@@ -386,6 +394,23 @@ def _vllm_thinking_budget_field(sampling_params_cls) -> str | None:
     return None
 
 
+def budget_control_backend(backend, budget: int, tokenizer) -> TransformersBackend:
+    """A copy of a `TransformersBackend` whose `generate` forces BudgetThinker's control tokens for budget `budget`
+    (`trl_efficient.rewards.budgetthinker.BudgetControlProcessor`; the tokenizer must hold the control tokens).
+    vLLM is not supported in this version."""
+    import copy
+
+    from transformers import LogitsProcessorList
+
+    if not isinstance(backend, TransformersBackend):
+        raise ValueError("budgetthinker:<B> forces control tokens with a transformers LogitsProcessor: use the "
+                         "transformers backend (vLLM is not supported in this version).")  # fmt: skip
+    processor = BudgetControlProcessor(budget, control_token_ids(tokenizer))
+    out = copy.copy(backend)
+    out.generation_kwargs = {**backend.generation_kwargs, "logits_processor": LogitsProcessorList([processor])}
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Metrics
 # ---------------------------------------------------------------------------------------------------------------
@@ -602,6 +627,8 @@ def evaluate_model(
     backend = backend or TransformersBackend(model, tokenizer, batch_size, generation_kwargs, show_progress)
     rows = list(dataset)
     prompts = [build_prompt_text(r["prompt"], mode, tokenizer, chat_template_kwargs) for r in rows]
+    if mode.control_budget is not None:
+        backend = budget_control_backend(backend, mode.control_budget, tokenizer)
     if mode.forcing:  # s1 budget forcing: only backends that implement it take the keyword
         forcing = BudgetForcing.parse(mode.forcing)
         generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description,

@@ -309,6 +309,19 @@ def _curriculum(cap: int, steps: int) -> RecipeScale:
     )
 
 
+def _budgetthinker(cap: int, steps: int) -> RecipeScale:
+    paper = 10000  # methods.md §23: max response 10000 (budgets up to 6000)
+    by_epoch = [scale_length(b, cap, paper) for b in (6000, 4000, 3500, 3000, 2500, 2000)]
+    choices = [scale_length(b, cap, paper) for b in (2000, 4000, 6000)]
+    return RecipeScale(
+        "budgetthinker",
+        f"budgets x cap/{paper} ({by_epoch}, then one of {choices}; per epoch, so a run shorter than an epoch keeps "
+        f"the first), the 1500-token threshold -> {scale_length(1500, cap, paper)}",
+        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices}},
+        reward_kwargs={"budgetthinker": {"long_budget": scale_length(1500, cap, paper)}},
+    )
+
+
 def _lapo(cap: int, steps: int) -> RecipeScale:
     paper = 4096  # methods.md §28: max generation 4096
     kwargs = {
@@ -391,6 +404,7 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "frugal": ScalingRule(_frugal),
     "curriculum": ScalingRule(_curriculum),
     "lapo": ScalingRule(_lapo),
+    "budgetthinker": ScalingRule(_budgetthinker),
 }
 
 
