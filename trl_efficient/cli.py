@@ -271,6 +271,8 @@ COMMANDS = {
     "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
     "serve-scorer": ("serve a token-significance scorer over HTTP (Bingo)", "trl_efficient.significance.server:main"),
     "profile": ("profile a base model over a dataset (SABER tiers)", "trl_efficient.methods.saber:profile_main"),
+    "push": ("upload a trained output directory (model, tokenizer, card, evaluation) to the Hub", "trl_efficient.hub.push:main"),
+    "merge": ("merge models: base/trained averaging, layer-wise, DLER update-selective, LoRA into base", "trl_efficient.hub.merge:main"),
 }
 
 
