@@ -25,7 +25,7 @@ from accelerate.utils import gather, gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
-from ..model_card import ModelCardInfo
+from ..hub.card import ModelCardInfo
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
 from .config import build_group_component, build_rollout_plan
 from .filters import COMPLETION_FILTERS
@@ -458,7 +458,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
             if not self.is_world_process_zero():
                 return
-            from ..model_card import finalize_model_card
+            from ..hub.card import finalize_model_card
 
             finalize_model_card(self, os.path.join(self.args.output_dir, "README.md"), **kwargs)
         except Exception as exc:  # an extra: never let it cost the trained model

@@ -1,0 +1,230 @@
+"""Model cards (`trl_efficient.hub.card`): metadata parsed back with huggingface_hub, each field checked, for a Hub
+base model and for local ones; recipe-specific hyperparameters and prompting modes; model-index from an eval table."""
+
+import json
+import os
+import re
+from types import SimpleNamespace
+
+import pytest
+import torch
+from helpers import RecordingTrainer, make_dataset, tiny_config
+from huggingface_hub import ModelCard
+from huggingface_hub.repocard import metadata_load
+
+from trl_efficient.hub.card import (
+    CARD_DATA_FILE,
+    SECTION_MARKER,
+    CardData,
+    ModelCardInfo,
+    finalize_model_card,
+    render_card,
+)
+from trl_efficient.prompts import (
+    HBPO_BUDGETS,
+    HBPO_MINIMAL_PROMPT,
+    HBPO_TEMPLATE,
+    L1_TARGETS,
+    l1_instruction,
+    saber_mode_prompts,
+)
+from trl_efficient.recipes import get_recipe
+from trl_efficient.rewards import correctness_reward
+from trl_efficient.trainer.config import build_rollout_plan
+
+BASE = "Qwen/Qwen2.5-0.5B-Instruct"
+BUDGET_FIELDS = ("budgets", "budget_placement", "budget_template", "budget_hard_cap")
+TARGET_FIELDS = ("target_length_range", "target_length_mode", "target_length_per")
+
+
+def _trainer(recipe_name, tmp_path, tokenizer, base_model_id=None, model_path="/nonexistent/x", dataset=None, **cfg):
+    """Just what `finalize_model_card` reads from an `EfficientGRPOTrainer`, built from the recipe as the CLI does."""
+    recipe = get_recipe(recipe_name)
+    args = tiny_config(tmp_path, **{**recipe.config_overrides, **cfg})
+    funcs, weights = recipe.build_reward_funcs(args, tokenizer)
+    return SimpleNamespace(
+        args=args,
+        card_info=ModelCardInfo(recipe=recipe, datasets=["gsm8k", "gsm8k"], base_model_id=base_model_id),
+        rollout_plan=build_rollout_plan(args),
+        reward_funcs=funcs,
+        reward_func_names=[getattr(f, "__name__", type(f).__name__) for f in funcs],
+        reward_weights=torch.tensor(weights),
+        model=SimpleNamespace(config=SimpleNamespace(_name_or_path=model_path)),
+        train_dataset=dataset,
+    )
+
+
+def _write_card(trainer, tmp_path, **kwargs):
+    path = os.path.join(tmp_path, "README.md")
+    ModelCard("---\nlicence: license\n---\n# TRL's card\n").save(path)  # TRL writes a card first
+    finalize_model_card(trainer, path, **kwargs)
+    return path, ModelCard.load(path)
+
+
+def _hyper_section(text):
+    return text.split("### Hyperparameters used by this recipe")[1].split("###")[0]
+
+
+def _urls(text):
+    return set(re.findall(r"https?://[^\s)\]}>'\"]+", text))
+
+
+def test_hub_base_card_metadata_fields(tmp_path, tiny_tokenizer):
+    path, card = _write_card(_trainer("kimi", tmp_path, tiny_tokenizer, base_model_id=BASE), tmp_path)
+    meta = metadata_load(path)
+    assert meta["base_model"] == BASE and card.data.base_model == BASE
+    assert meta["license"] == "apache-2.0" and "licence" not in meta
+    assert meta["datasets"] == ["openai/gsm8k"]  # the Hub id of the training data, once
+    assert meta["library_name"] == "transformers" and meta["pipeline_tag"] == "text-generation"
+    assert {"trl", "grpo", "trl-efficient", "efficient-reasoning"} <= set(meta["tags"])
+    assert "model-index" not in meta  # no evaluation results: none invented
+    text = card.text
+    assert text.count(SECTION_MARKER) == 1 and "TRL's card" not in text
+    assert f"fine-tuned version of [{BASE}](https://huggingface.co/{BASE})" in text
+    assert "None" not in card.content and "time machine" not in text and "DeepSeekMath" not in text
+    # the recipe, its paper with one BibTeX entry, TRL's citation; only URLs that exist
+    assert "`kimi`" in text and "Kimi k1.5 length penalty" in text
+    assert "[arXiv:2501.12599](https://arxiv.org/abs/2501.12599)" in text
+    bib = re.findall(r"```bibtex\n(.*?)```", text, flags=re.DOTALL)
+    assert len(bib) == 2 and "eprint        = {2501.12599}" in bib[0] and "vonwerra2020trl" in bib[1]
+    assert _urls(card.content) == {
+        f"https://huggingface.co/{BASE}",
+        "https://arxiv.org/abs/2501.12599",
+        "https://github.com/huggingface/trl",
+    }
+    # the datasets appear once; kimi uses no budget, no target length
+    assert "| Datasets | gsm8k |" in text
+    hyper = _hyper_section(text)
+    assert "`learning_rate`: `0.001`" in hyper and "`num_generations`: `4`" in hyper
+    assert not any(f"`{f}`" in text for f in (*BUDGET_FIELDS, *TARGET_FIELDS, "advantage_kwargs"))
+    assert "kimi length weight 0.4" in text  # a proposed default, labelled as such
+    assert "`kimi_length_reward` (0.4)" in text
+    # the quick start prompts with the math instruction of training
+    assert "Please reason step by step, and put your final answer within \\\\boxed{}." in text
+    # the card data is saved for `trl-efficient push`, and round-trips
+    data = CardData.load(os.path.join(tmp_path, CARD_DATA_FILE))
+    assert data.recipe == "kimi" and data.base_model == BASE and data.papers == ["2501.12599"]
+
+
+def test_local_base_with_its_own_card_and_without(tmp_path, tiny_tokenizer):
+    local = tmp_path / "my-sft-model"
+    local.mkdir()
+    ModelCard("---\nbase_model: Qwen/Qwen3-0.6B\nlicense: apache-2.0\n---\n# sft\n").save(local / "README.md")
+    out = tmp_path / "out1"
+    path, card = _write_card(_trainer("grpo", out, tiny_tokenizer, model_path=str(local)), out)
+    assert metadata_load(path)["base_model"] == "Qwen/Qwen3-0.6B"
+    assert "through the local model `my-sft-model`" in card.text
+
+    bare = tmp_path / "bare-model"
+    bare.mkdir()
+    out = tmp_path / "out2"
+    path, card = _write_card(_trainer("grpo", out, tiny_tokenizer, model_path=str(bare)), out)
+    meta = metadata_load(path)
+    assert "base_model" not in meta and "None" not in card.content
+    assert "a local model (`bare-model`) that is not on the Hugging Face Hub" in card.text
+    assert _urls(card.content) == {"https://arxiv.org/abs/2402.03300", "https://github.com/huggingface/trl"}
+
+
+def test_model_index_from_eval_table(tmp_path, tiny_tokenizer):
+    def entry(model, path, mode, bench, acc, tokens):
+        result = {"accuracy": acc, "mean_tokens": tokens, "truncated_fraction": 0.25, "num_problems": 8,
+                  "samples_per_problem": 2}  # fmt: skip
+        return {"model": model, "model_name_or_path": path, "mode": mode, "benchmark": bench, "result": result}
+
+    out = tmp_path / "run"
+    os.makedirs(out / "eval")
+    results = [
+        entry("base", BASE, "plain", "gsm8k", 0.5, 300.0),
+        entry("run", str(out), "plain", "gsm8k", 0.625, 120.5),
+        entry("run", str(out), "plain", "math500", 0.25, 410.0),
+    ]
+    (out / "eval" / "results.json").write_text(json.dumps({"results": results}))
+    path, card = _write_card(_trainer("kimi", out, tiny_tokenizer, base_model_id=BASE), out)
+    got = {(r.dataset_name, r.dataset_type, r.metric_type): r.metric_value for r in card.data.eval_results}
+    assert got == {
+        ("gsm8k", "openai/gsm8k", "accuracy"): 0.625,
+        ("gsm8k", "openai/gsm8k", "mean_tokens"): 120.5,
+        ("math500", "HuggingFaceH4/MATH-500", "accuracy"): 0.25,
+        ("math500", "HuggingFaceH4/MATH-500", "mean_tokens"): 410.0,
+    }  # only this model's rows; the base's row is in the table below, not in model-index
+    meta = metadata_load(path)
+    assert meta["model-index"][0]["name"] == "run" and len(meta["model-index"][0]["results"]) == 2
+    assert "| base | plain | gsm8k | 8x2 | 0.500 | 300.0 | 0.250 |" in card.text
+    assert "| run | plain | gsm8k | 8x2 | 0.625 | 120.5 | 0.250 |" in card.text
+
+
+def test_hbpo_card_prompts_each_budget_and_quickstart_runs(tmp_path, tiny_tokenizer, tiny_model_dir):
+    trainer = _trainer("hbpo", tmp_path, tiny_tokenizer, base_model_id=BASE)
+    path, card = _write_card(trainer, tmp_path)
+    text = card.text
+    for budget in HBPO_BUDGETS:
+        assert repr({"prefill": HBPO_TEMPLATE.format(budget=budget)}) in text
+    assert repr({"prefill": HBPO_MINIMAL_PROMPT}) in text
+    hyper = _hyper_section(text)
+    assert "`budgets`: `[512, 1024, 2048, 2560]`" in hyper and '`budget_placement`: `"prefill"`' in hyper
+    assert '"variant": "paper"' in hyper and "`loss_type`: `\"dapo\"`" in hyper
+    assert not any(f"`{f}`" in hyper for f in TARGET_FIELDS)
+    assert "arXiv:2507.15844" in text and "eprint        = {2507.15844}" in text
+    # the quick start is runnable: point it at a tiny local model and execute it (prefill mode, 4 new tokens)
+    data = CardData.load(os.path.join(tmp_path, CARD_DATA_FILE))
+    data.model_id, data.max_new_tokens = tiny_model_dir, 4
+    code = re.search(r"```python\n(.*?)```", render_card(data).text, flags=re.DOTALL).group(1)
+    scope = {}
+    exec(compile(code, "quickstart", "exec"), scope)  # noqa: S102 (our own generated code)
+    prompt = scope["build_prompt"]("2 + 2?", mode="budget 1024")
+    assert prompt.endswith(HBPO_TEMPLATE.format(budget=1024)) and "2 + 2?" in prompt
+
+
+def test_l1_max_card_lists_target_lengths_with_exact_text(tmp_path, tiny_tokenizer):
+    _, card = _write_card(_trainer("l1-max", tmp_path, tiny_tokenizer, base_model_id=BASE), tmp_path)
+    text = card.text
+    for target in L1_TARGETS:  # mixed mode: Exact and Max instructions
+        assert repr({"user_suffix": l1_instruction(target, "exact")}) in text
+        assert repr({"user_suffix": l1_instruction(target, "max")}) in text
+    hyper = _hyper_section(text)
+    assert '`target_length_mode`: `"mixed"`' in hyper and "`target_length_range`: `[100, 4000]`" in hyper
+    assert not any(f"`{f}`" in hyper for f in BUDGET_FIELDS)
+
+
+def test_saber_card_lists_mode_system_prompts(tmp_path, tiny_tokenizer):
+    _, card = _write_card(
+        _trainer("saber", tmp_path, tiny_tokenizer, base_model_id=BASE, length_scope="thinking"), tmp_path
+    )
+    text = card.text
+    for name, prompt in saber_mode_prompts().items():
+        assert f"{name!r}: {({'system': prompt})!r}" in text
+    hyper = _hyper_section(text)
+    assert '`length_scope`: `"thinking"`' in hyper
+    assert not any(f"`{f}`" in hyper for f in (*BUDGET_FIELDS, *TARGET_FIELDS))
+
+
+@pytest.mark.parametrize("recipe", ["grpo", "dler"])
+def test_only_the_recipes_hyperparameters(recipe, tmp_path, tiny_tokenizer):
+    _, card = _write_card(_trainer(recipe, tmp_path, tiny_tokenizer, base_model_id=BASE), tmp_path)
+    hyper = _hyper_section(card.text)
+    assert not any(f"`{f}`" in hyper for f in (*BUDGET_FIELDS, *TARGET_FIELDS, "length_scope", "length_unit"))
+    overrides = get_recipe(recipe).config_overrides
+    assert all(f"`{k}`" in hyper for k in overrides)  # every override the recipe sets is shown
+    assert ("`advantage_kwargs`" in hyper) == (recipe == "dler")
+
+
+def test_card_written_by_training_is_idempotent(tiny_model_dir, tmp_path):
+    """Moved from tests/test_model_card.py: the trainer writes the card, twice, with the section once."""
+    trainer = RecordingTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward],
+        args=tiny_config(tmp_path, max_steps=1),
+        train_dataset=make_dataset(8),
+    )
+    trainer.update_card_info(recipe=get_recipe("kimi"), datasets=["gsm8k"])
+    trainer.train()
+    trainer.create_model_card(model_name="m")
+    trainer.create_model_card(model_name="m")  # idempotent: the section is rebuilt, not appended twice
+    assert trainer.model_card_error is None
+    card = ModelCard.load(os.path.join(tmp_path, "README.md"))
+    assert card.data.license == "apache-2.0" and "licence" not in card.data.to_dict()
+    assert "trl-efficient" in card.data.tags
+    assert card.text.count(SECTION_MARKER) == 1
+    assert "kimi length weight 0.4" in card.text  # a proposed default, labelled as such
+    assert "arXiv:2501.12599" in card.text and "huggingface.co/None" not in card.text
+    assert "None" not in card.content and "base_model" not in card.data.to_dict()  # a local tiny model

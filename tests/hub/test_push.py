@@ -1,0 +1,140 @@
+"""`trl-efficient push` and the trainer's own `push_to_hub`, against the suite's local Hub server on loopback
+(tests/fake_hub.py): the files and metadata that arrive, and no token in a card, a log or the training arguments."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from fake_hub import start_fake_hub
+from helpers import RecordingTrainer, make_dataset, tiny_config
+from huggingface_hub import ModelCard
+from huggingface_hub.repocard import metadata_load
+
+from trl_efficient.hub.push import main as push_main
+from trl_efficient.recipes import get_recipe
+from trl_efficient.rewards import correctness_reward
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# huggingface_hub (constants.py) is offline when HF_HUB_OFFLINE *or* TRANSFORMERS_OFFLINE is true, and offline mode
+# blocks every HTTP call, the push to the local fake Hub included: the subprocess clears both, whatever was set.
+HUB_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+TRAIN_TOKEN = "hf_TrainArgsSecretToken0123456789"
+PUSH_TOKEN = "hf_PushSecretToken9876543210abcd"
+BASE = "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def _hub_env(server, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in HUB_OFFLINE_VARS}
+    env.update(
+        HF_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}",
+        HF_TOKEN=PUSH_TOKEN,
+        HF_HOME=str(tmp_path / "hf_home"),  # no stored login of the machine
+        PYTHONPATH=os.pathsep.join([ROOT, env.get("PYTHONPATH", "")]),
+    )
+    return env
+
+
+def _all_bytes(folder):
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                yield os.path.relpath(path, folder), f.read()
+
+
+@pytest.fixture(scope="module")
+def trained_run(tiny_model_dir, tmp_path_factory):
+    """A one-step kimi run saved as `trl-efficient train` leaves it, with a token in its training arguments."""
+    out = tmp_path_factory.mktemp("run") / "tiny-kimi"
+    args = tiny_config(out, max_steps=1, hub_token=TRAIN_TOKEN)
+    trainer = RecordingTrainer(
+        model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(8)
+    )
+    trainer.update_card_info(recipe=get_recipe("kimi"), datasets=["gsm8k", "gsm8k"], base_model_id=BASE)
+    trainer.train()
+    trainer.save_model(str(out))
+    trainer.create_model_card(model_name="tiny-kimi")
+    assert trainer.model_card_error is None
+    (out / "trl_efficient_summary.json").write_text(json.dumps({"recipe": "kimi", "model": BASE, "before": None,
+                                                                "after": None}))  # fmt: skip
+    result = {"accuracy": 0.75, "mean_tokens": 40.5, "truncated_fraction": 0.0, "num_problems": 4,
+              "samples_per_problem": 1}  # fmt: skip
+    entry = {"model": "tiny-kimi", "model_name_or_path": str(out), "mode": "plain", "benchmark": "gsm8k",
+             "result": result}  # fmt: skip
+    os.makedirs(out / "eval")
+    (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+    # the token really is in the local training arguments (transformers pickles the whole config)
+    assert torch.load(out / "training_args.bin", weights_only=False).hub_token == TRAIN_TOKEN
+    return out
+
+
+def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
+    root = tmp_path / "hub"
+    server = start_fake_hub(str(root))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "trl_efficient.cli", "push", str(trained_run), "--repo-id", "tester/tiny-push"],
+            env=_hub_env(server, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repo = root / "tester" / "tiny-push"
+    arrived = dict(_all_bytes(repo))
+    for name in ("model.safetensors", "config.json", "tokenizer_config.json", "README.md", "training_args.bin",
+                 "trl_efficient_summary.json", "trl_efficient_card.json", "eval/results.json"):  # fmt: skip
+        assert name in arrived, sorted(arrived)
+    assert not any(name.startswith(("checkpoint-", "runs/")) for name in arrived)
+    assert arrived["model.safetensors"] == (trained_run / "model.safetensors").read_bytes()
+    # the card's metadata, parsed by huggingface_hub
+    meta = metadata_load(repo / "README.md")
+    assert meta["base_model"] == BASE and meta["license"] == "apache-2.0" and meta["datasets"] == ["openai/gsm8k"]
+    card = ModelCard.load(repo / "README.md")
+    (result,) = [r for r in card.data.eval_results if r.metric_type == "accuracy"]
+    assert (result.dataset_name, result.dataset_type, result.metric_value) == ("gsm8k", "openai/gsm8k", 0.75)
+    assert card.data.model_name == "tiny-push" and "model_id = 'tester/tiny-push'" in card.text
+    assert "None" not in card.content
+    # no token anywhere: any uploaded file, the command's output, the uploaded training arguments
+    for secret in (TRAIN_TOKEN, PUSH_TOKEN):
+        assert not [name for name, data in arrived.items() if secret.encode() in data]
+        assert secret not in proc.stdout and secret not in proc.stderr
+    uploaded_args = torch.load(repo / "training_args.bin", weights_only=False)
+    assert uploaded_args.hub_token is None and uploaded_args.learning_rate == 1e-3
+
+
+def test_push_refuses_a_folder_without_model(tmp_path, capsys):
+    (tmp_path / "trl_efficient_summary.json").write_text("{}")
+    assert push_main([str(tmp_path), "--repo-id", "tester/x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("trl-efficient push: error:") and "config.json" in err[0]
+
+
+def test_trainer_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):
+    """Moved from tests/test_model_card.py: TRL's push path (trainer.push_to_hub) with our card."""
+    root = tmp_path / "hub"
+    server = start_fake_hub(str(root))
+    try:
+        script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "push_script.py")
+        proc = subprocess.run(
+            [sys.executable, script, tiny_model_dir, str(tmp_path / "out")],
+            env=_hub_env(server, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        server.shutdown()
+    repo = root / "tester" / "tiny-kimi"
+    assert (repo / "model.safetensors").exists()
+    card = ModelCard.load(repo / "README.md")
+    assert card.data.license == "mit"
+    assert card.data.base_model == BASE
+    assert "## Efficient reasoning with trl-efficient" in card.text and "kimi_length_reward" in card.text
+    assert "model_id = 'tester/tiny-kimi'" in card.text and PUSH_TOKEN not in card.content

@@ -1,0 +1,669 @@
+"""Model cards a reader can use: what the model is, how it was trained, how to prompt it, how it scored.
+
+Two callers render the same card from the same plain data (`CardData`):
+
+- the trainer: `EfficientGRPOTrainer.create_model_card` calls `finalize_model_card(trainer, path)` after TRL has
+  written `README.md` (every checkpoint, the end of `trl-efficient train`, `push_to_hub`). TRL's text is replaced
+  by ours, so re-rendering is idempotent. `card_data_from_trainer` reads the trainer and the `Recipe` in its
+  `card_info` by attribute only (this layer imports no recipe, method or trainer module) and the result is saved
+  next to the card as `trl_efficient_card.json`;
+- `trl-efficient push` (`hub.push`): re-reads that JSON, the run's summary and the evaluation results, and renders
+  the card again for the target repository.
+
+What the card says and where each part comes from:
+
+- base model: `card_info.base_model_id` (a Hub id), else the model's `name_or_path`: a Hub id; a local Hub-cache
+  snapshot (`models--org--name/snapshots/...`, the id is in the path); a local directory with its own card (its
+  `base_model`); otherwise a local model that is not on the Hub (no `base_model` metadata, never "None");
+- recipe, method and papers (`hub.papers`: one BibTeX entry per arXiv id, plus TRL's citation read from TRL);
+- hyperparameters the recipe uses: `CORE_HYPERPARAMETERS` (every GRPO run), the recipe's `config_overrides`, the
+  config fields its rollout plan reads (recorded while the plan is rebuilt from the config) and any of our own
+  config fields set away from their default. A field the run never reads (the budgets of a recipe without budget
+  plan) is left out;
+- quick start: the math prompt (`trl_efficient.data.format_prompt` with the training instruction) and every
+  prompting mode with its exact text: each budget of a budget plan (from the plan's own assignments), the L1
+  instructions for `L1_TARGETS` (`prompts.l1_instruction`), SABER's system prompts (`prompts.saber_mode_prompts`);
+- evaluation: the before/after table of `trl-efficient train`, and the results of `trl-efficient eval` (a
+  `results.json`, found in `OUTPUT_DIR/eval/` or given to `push --eval`) as a table and as `model-index`
+  metadata (`huggingface_hub.EvalResult`).
+
+Templates: `trl_efficient/hub_cards/model_card.md` (the page) and `method_section.md` (everything after the title),
+package data shipped in the wheel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from string import Template
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from ..data.loaders import DEFAULT_INSTRUCTION, format_prompt
+from ..prompts import (
+    HBPO_MINIMAL_PROMPT,
+    HBPO_TEMPLATE,
+    L1_TARGETS,
+    SABER_TIERS,
+    UNLIMITED_PROMPT,
+    l1_instruction,
+    saber_mode_prompts,
+)
+from .papers import arxiv_url, bibtex, trl_bibtex
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "CARD_DATA_FILE",
+    "CORE_HYPERPARAMETERS",
+    "EVAL_RESULTS_PATH",
+    "QUICKSTART_QUESTION",
+    "SECTION_MARKER",
+    "CardData",
+    "ModelCardInfo",
+    "PromptMode",
+    "card_data_from_trainer",
+    "eval_results_metadata",
+    "finalize_model_card",
+    "load_eval_results",
+    "render_card",
+    "render_method_section",
+    "resolve_base_model",
+]
+
+SECTION_MARKER = "## Efficient reasoning with trl-efficient"
+CARD_DATA_FILE = "trl_efficient_card.json"
+SUMMARY_FILE = "trl_efficient_summary.json"  # written by `trl-efficient train` (cli.run_training)
+EVAL_RESULTS_PATH = os.path.join("eval", "results.json")  # `trl-efficient eval --output-dir OUTPUT_DIR/eval`
+# Every GRPO run reads these; a recipe's own fields come from its overrides and parts (`used_hyperparameters`).
+CORE_HYPERPARAMETERS = (
+    "learning_rate",
+    "num_generations",
+    "max_completion_length",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_steps",
+    "num_train_epochs",
+    "beta",
+    "epsilon",
+    "epsilon_high",
+    "loss_type",
+    "temperature",
+)
+SECRET_FIELDS = ("hub_token", "push_to_hub_token", "token")  # never rendered, whatever a recipe overrides
+QUICKSTART_QUESTION = "What is the sum of the first 10 positive integers?"
+_HUB_CACHE_SNAPSHOT = re.compile(r"models--([^/\\]+)--([^/\\]+)[/\\]snapshots[/\\]")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class ModelCardInfo:
+    """What the model card says beyond the trainer's own config: everything `card_data_from_trainer` reads from a
+    trainer besides `args`, reward functions and rollout plan.
+
+    Held by `EfficientGRPOTrainer` as `trainer.card_info` (constructor kwarg `card_info=`, or
+    `trainer.update_card_info(**fields)`); `trl-efficient train` fills it in.
+
+    Attributes:
+        recipe: the `Recipe` trained (read by attribute: `name`, `method`, `description`, `papers`, `rewards`,
+            `config_overrides`, `proposed_defaults`, `usage`), or `None` ("custom").
+        datasets (`tuple[str, ...]`): dataset names (short names such as `gsm8k`, or Hub ids); duplicates dropped.
+        base_model_id (`str` or `None`): Hub id written as the card's `base_model` (else found from the model path).
+        summary (`str` or `None`): Markdown of the evaluation before/after training.
+        instruction (`str` or `None`): the instruction the training prompts carried (the data loaders' default).
+        system_prompt (`str` or `None`): the training prompts' system message, if any.
+
+    >>> ModelCardInfo(datasets=("gsm8k", "gsm8k")).datasets
+    ('gsm8k',)
+    """
+
+    recipe: object | None = None
+    datasets: tuple[str, ...] = ()
+    base_model_id: str | None = None
+    summary: str | None = None
+    instruction: str | None = DEFAULT_INSTRUCTION
+    system_prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "datasets", tuple(dict.fromkeys(d for d in (self.datasets or ()) if d)))
+
+
+@dataclass
+class PromptMode:
+    """One way to prompt the trained model: text added to the system message, to the user message, or as the start
+    of the assistant turn (as the trainer's rollout plans place it, `trainer.rollout.apply_assignment`)."""
+
+    name: str
+    system: str | None = None
+    user_suffix: str | None = None
+    prefill: str | None = None
+
+    def placement(self) -> str:
+        parts = [("system prompt", self.system), ("appended to the question", self.user_suffix)]
+        parts.append(("start of the assistant turn", self.prefill))
+        return "; ".join(f"{where} {text!r}" for where, text in parts if text) or "no extra text"
+
+
+@dataclass
+class CardData:
+    """Everything a card shows, as plain JSON-able data (saved as `trl_efficient_card.json`, re-read by `push`)."""
+
+    model_name: str = "model"
+    recipe: str = "custom"
+    method: str = "custom"
+    description: str = ""
+    papers: list[str] = field(default_factory=list)
+    rewards: list[dict[str, Any]] = field(default_factory=list)  # {"name", "weight", "kwargs"}
+    rollout_plan: str | None = None
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    proposed_defaults: list[str] = field(default_factory=list)
+    usage: str = ""
+    instruction: str | None = DEFAULT_INSTRUCTION
+    system_prompt: str | None = None
+    prompt_modes: list[PromptMode] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    base_model: str | None = None
+    base_model_text: str = "It was fine-tuned from a model that is not on the Hugging Face Hub."
+    license: str = "apache-2.0"
+    summary: str | None = None
+    model_id: str = "path/to/this/model"
+    max_new_tokens: int = 1024
+    tags: list[str] = field(default_factory=list)
+    evaluation: str = ""  # Markdown of the evaluation results, filled by `render_card`
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CardData:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            logger.warning("card data: ignoring unknown fields %s", unknown)
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["prompt_modes"] = [PromptMode(**m) for m in kwargs.get("prompt_modes") or []]
+        return cls(**kwargs)
+
+    @classmethod
+    def load(cls, path: str) -> CardData:
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# From a trainer to CardData
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _ReadRecorder:
+    """Wraps a config and records the attribute names read from it (to learn which fields a part reads)."""
+
+    def __init__(self, obj) -> None:
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "names", [])
+
+    def __getattr__(self, name):
+        self.names.append(name)
+        return getattr(self._obj, name)
+
+
+def _jsonable(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return getattr(value, "value", None) if hasattr(value, "value") else str(value)  # enums -> their value
+
+
+def _plan_reads(plan, args) -> list[str]:
+    """The config fields `type(plan).from_config` reads (plans are pure; nothing else runs)."""
+    if plan is None or not callable(getattr(type(plan), "from_config", None)):
+        return []
+    recorder = _ReadRecorder(args)
+    try:
+        type(plan).from_config(recorder)
+    except Exception:  # a plan that cannot be rebuilt from this config: show its overrides only
+        return []
+    return list(dict.fromkeys(recorder.names))
+
+
+def _own_changed_fields(args) -> list[str]:
+    """Fields our config adds to TRL's `GRPOConfig` whose value differs from the default (options in use)."""
+    if not dataclasses.is_dataclass(args):
+        return []
+    try:
+        from trl import GRPOConfig
+
+        trl_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    except ImportError:  # pragma: no cover - trl is a dependency
+        return []
+    out = []
+    for f in dataclasses.fields(args):
+        if f.name in trl_fields or f.name.startswith("_"):
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        if getattr(args, f.name, default) != default:
+            out.append(f.name)
+    return out
+
+
+def used_hyperparameters(args, recipe=None, plan=None) -> dict[str, Any]:
+    """The hyperparameters this run used, in order: `CORE_HYPERPARAMETERS`, the recipe's `config_overrides`, the
+    fields its rollout plan reads, our fields set away from their default. Never a token (`SECRET_FIELDS`).
+
+    `max_steps` is shown when positive, else `num_train_epochs` (TRL trains by one or the other).
+    """
+    names = list(CORE_HYPERPARAMETERS)
+    names += list(getattr(recipe, "config_overrides", None) or {})
+    names += _plan_reads(plan, args)
+    names += _own_changed_fields(args)
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(names):
+        if name in SECRET_FIELDS or not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        if value is None:
+            continue
+        out[name] = _jsonable(value)
+    if isinstance(out.get("max_steps"), int) and out["max_steps"] > 0:
+        out.pop("num_train_epochs", None)
+    else:
+        out.pop("max_steps", None)
+    return out
+
+
+def _reward_rows(trainer, recipe, args) -> list[dict[str, Any]]:
+    names = list(getattr(trainer, "reward_func_names", None) or [])
+    weights = getattr(trainer, "reward_weights", None)
+    weights = weights.tolist() if hasattr(weights, "tolist") else list(weights or [1.0] * len(names))
+    kwargs = [{} for _ in names]
+    specs = list(getattr(recipe, "rewards", None) or ())
+    if specs and len(specs) == len(names) and callable(getattr(recipe, "reward_kwargs", None)):
+        try:
+            kwargs = [_jsonable(kw) for kw in recipe.reward_kwargs(args)]
+        except Exception:  # the recipe does not accept this config's reward_kwargs: show names and weights only
+            kwargs = [_jsonable(getattr(s, "kwargs", {}) or {}) for s in specs]
+    return [{"name": n, "weight": float(w), "kwargs": kw} for n, w, kw in zip(names, weights, kwargs)]
+
+
+def _plan_modes(plan, args, question_row: dict) -> list[PromptMode]:
+    """Each prompting mode of a rollout plan with its exact text: L1 targets for a target-length plan, otherwise
+    the distinct assignments the plan gives the G rollouts of one prompt (each budget of a budget plan)."""
+    if plan is None:
+        return []
+    if "target_length" in tuple(getattr(plan, "metadata_keys", ())) and hasattr(plan, "mode"):
+        kinds = ("exact", "max") if plan.mode == "mixed" else (plan.mode,)
+        return [
+            PromptMode(f"{t} tokens ({kind})", user_suffix=l1_instruction(t, kind)) for kind in kinds for t in L1_TARGETS
+        ]
+    group = int(getattr(args, "num_generations", 0) or 0)
+    modes: dict[tuple, PromptMode] = {}
+    try:
+        for pos in range(group):
+            a = plan.assign(question_row, pos, group, 0, 0)
+            key = (a.system, a.user_suffix, a.prefill)
+            if key in modes or not any(key):
+                continue
+            meta = getattr(a, "metadata", {}) or {}
+            name = f"budget {meta['budget']}" if "budget" in meta else f"{getattr(plan, 'name', 'plan')} {len(modes)}"
+            modes[key] = PromptMode(name, a.system, a.user_suffix, a.prefill)
+    except Exception as exc:  # a plan that needs training state to assign: the recipe's usage text stays
+        logger.info("model card: rollout plan %s gives no static prompting modes (%s)", type(plan).__name__, exc)
+        return []
+    out = list(modes.values())
+    if getattr(plan, "template", None) == HBPO_TEMPLATE and getattr(plan, "uses_prefill", False):
+        # HBPO's "efficiency prompting" (arXiv 2507.15844) and no statement at all: the model picks its budget
+        out += [PromptMode("minimal", prefill=HBPO_MINIMAL_PROMPT), PromptMode("own budget")]
+    return out
+
+
+def _saber_modes(trainer, recipe) -> list[PromptMode]:
+    """SABER's inference modes (system prompts, `prompts.saber_mode_prompts`) for a run that trained with them: a
+    `saber` reward in the recipe or a `saber_mode` column in the data. Tiers: the budgets in the data when they
+    are not the default tiers."""
+    builders = {getattr(s, "builder", None) for s in getattr(recipe, "rewards", None) or ()}
+    dataset = getattr(trainer, "train_dataset", None)
+    columns = set(getattr(dataset, "column_names", None) or ())
+    if "saber" not in builders and "saber_mode" not in columns:
+        return []
+    tiers = SABER_TIERS
+    trained: dict[tuple, str] = {}  # (saber_mode, budget) -> the system message the data carried
+    if {"saber_mode", "saber_budget", "prompt"} <= columns:
+        for mode, budget, prompt in zip(dataset["saber_mode"], dataset["saber_budget"], dataset["prompt"]):
+            first = prompt[0] if isinstance(prompt, list) and prompt else {}
+            if first.get("role") == "system" and first.get("content"):  # saber_budget: -1 unlimited, 0 NoThink
+                trained.setdefault((mode, int(budget) if mode == "budget" else None), first["content"])
+        seen = sorted({b for m, b in trained if m == "budget" and b})
+        if seen and not set(seen) <= set(SABER_TIERS):
+            tiers = tuple(seen)
+    modes = []
+    for (name, text), tier in zip(saber_mode_prompts(tiers).items(), (None, *tiers)):
+        key = ("nothink", None) if tier is None else ("budget", tier)
+        modes.append(PromptMode(name, system=trained.get(key, text)))
+    return modes + [PromptMode("Unlimited", system=trained.get(("unlimited", None), UNLIMITED_PROMPT))]
+
+
+def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> tuple[str | None, str]:
+    """`(hub id or None, sentence)` for the card's base model. See the module docstring for the rules.
+
+    >>> resolve_base_model("Qwen/Qwen2.5-0.5B", None)[0]
+    'Qwen/Qwen2.5-0.5B'
+    >>> resolve_base_model(None, "/cache/models--Qwen--Qwen3-0.6B/snapshots/abc")[0]
+    'Qwen/Qwen3-0.6B'
+    >>> resolve_base_model(None, "tiny:qwen2")
+    (None, 'It was trained from an offline test model (`tiny:qwen2`), not a model on the Hugging Face Hub.')
+    """
+
+    def hub(repo_id: str, how: str = "") -> tuple[str, str]:
+        return repo_id, f"It is a fine-tuned version of [{repo_id}](https://huggingface.co/{repo_id}){how}."
+
+    if base_model_id:
+        return hub(base_model_id)
+    path = str(name_or_path or "")
+    if not path or path == "None":
+        return None, "It was fine-tuned from a model that is not on the Hugging Face Hub."
+    found = _HUB_CACHE_SNAPSHOT.search(path.replace("\\", "/"))
+    if found:
+        return hub(f"{found.group(1)}/{found.group(2)}")
+    if os.path.isdir(path):
+        name = os.path.basename(os.path.normpath(path))
+        readme = os.path.join(path, "README.md")
+        if os.path.isfile(readme):
+            try:
+                base = ModelCard.load(readme).data.get("base_model")
+            except Exception:  # an unreadable local card: treat the model as local only
+                base = None
+            base = base[0] if isinstance(base, list) and base else base
+            if isinstance(base, str) and _HUB_ID.match(base):
+                return hub(base, f", through the local model `{name}` (whose own card names it as its base model)")
+        return None, f"It was fine-tuned from a local model (`{name}`) that is not on the Hugging Face Hub."
+    if path.startswith(("tiny:", "testbed:")):
+        return None, f"It was trained from an offline test model (`{path}`), not a model on the Hugging Face Hub."
+    if _HUB_ID.match(path):
+        return hub(path)
+    return None, f"It was fine-tuned from `{path}`, which is not a Hugging Face Hub id."
+
+
+def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> CardData:
+    """The `CardData` of a trainer (an `EfficientGRPOTrainer` or anything with its attributes)."""
+    args = getattr(trainer, "args", None)
+    info = getattr(trainer, "card_info", None) or ModelCardInfo()
+    recipe = info.recipe
+    plan = getattr(trainer, "rollout_plan", None)
+    model = getattr(trainer, "model", None)
+    config = getattr(model, "config", None)
+    name_or_path = getattr(config, "_name_or_path", None) or getattr(config, "name_or_path", None)
+    base_model, base_text = resolve_base_model(info.base_model_id, name_or_path)
+    output_dir = getattr(args, "output_dir", None)
+    hub_id = getattr(args, "hub_model_id", None) if getattr(args, "push_to_hub", False) else None
+    question = format_prompt(QUICKSTART_QUESTION, info.instruction, info.system_prompt)
+    proposed = list(getattr(recipe, "proposed_defaults", ()) or ())
+    for func in getattr(trainer, "reward_funcs", None) or ():
+        proposed += list(getattr(func, "proposed_defaults", ()) or ())
+    usage = getattr(recipe, "usage", None) or ""
+    return CardData(
+        model_name=os.path.basename(os.path.normpath(hub_id or output_dir or "model")),
+        recipe=getattr(recipe, "name", "custom"),
+        method=getattr(recipe, "method", "custom"),
+        description=getattr(recipe, "description", "") or "",
+        papers=list(getattr(recipe, "papers", ()) or ()),
+        rewards=_reward_rows(trainer, recipe, args),
+        rollout_plan=getattr(plan, "name", None) if plan is not None else None,
+        hyperparameters=used_hyperparameters(args, recipe, plan),
+        proposed_defaults=list(dict.fromkeys(proposed)),
+        usage=usage,
+        instruction=info.instruction,
+        system_prompt=info.system_prompt,
+        prompt_modes=_plan_modes(plan, args, {"prompt": question, "idx": 0}) + _saber_modes(trainer, recipe),
+        datasets=list(info.datasets),
+        base_model=base_model,
+        base_model_text=base_text,
+        license=license,
+        summary=info.summary,
+        model_id=hub_id or (os.path.abspath(output_dir) if output_dir else "path/to/this/model"),
+        max_new_tokens=int(getattr(args, "max_completion_length", None) or 1024),
+        tags=[str(t) for t in ([tags] if isinstance(tags, str) else (tags or []))],
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation results (`trl-efficient eval`)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def load_eval_results(path: str) -> list[dict]:
+    """Entries of `trl-efficient eval`: `path` is its `results.json`, a folder holding one, or one per-benchmark
+    `<benchmark>.json`. A missing or malformed file is a `ValueError` naming it."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "results.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"evaluation results {path}: cannot read a trl-efficient eval results.json ({err})") from err
+    entries = data.get("results") if isinstance(data, dict) and "results" in data else [data]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "result" in e for e in entries):
+        raise ValueError(f"evaluation results {path}: expected trl-efficient eval entries with a 'result' field.")
+    return entries
+
+
+def _benchmark_hub_id(name: str) -> str | None:
+    """Hub dataset id of a benchmark or training dataset name (`gsm8k` -> `openai/gsm8k`); `None` if it has none."""
+    from ..data.benchmarks import get_benchmark
+
+    name = str(name)
+    if _HUB_ID.match(name) and not os.path.exists(name):
+        return name
+    key = {"math": "math_train"}.get(name.lower(), name)
+    try:
+        return get_benchmark(key).hub_id
+    except ValueError:
+        return None
+
+
+def _own_entries(entries: list[dict], model_refs: tuple[str, ...]) -> list[dict]:
+    """The entries of this model: its path or repo id is the entry's model; all of them when only one model ran."""
+    refs = {r for r in model_refs if r}
+    refs |= {os.path.realpath(r) for r in refs if os.path.exists(r)}
+
+    def mine(e):
+        path = str(e.get("model_name_or_path") or "")
+        return path in refs or (os.path.exists(path) and os.path.realpath(path) in refs) or e.get("model") in refs
+
+    own = [e for e in entries if mine(e)]
+    if not own and len({e.get("model_name_or_path") or e.get("model") for e in entries}) == 1:
+        own = list(entries)
+    return own
+
+
+def eval_results_metadata(entries: list[dict]) -> list[EvalResult]:
+    """`model-index` results: accuracy and mean tokens per benchmark and inference mode."""
+    out = []
+    for e in entries:
+        r = e["result"]
+        bench = str(e.get("benchmark", "benchmark"))
+        mode = str(e.get("mode", "plain"))
+        common = dict(
+            task_type="text-generation",
+            task_name="Mathematical reasoning",
+            dataset_type=_benchmark_hub_id(bench) or bench,
+            dataset_name=bench,
+            dataset_args={"mode": mode},
+        )
+        metrics = [("accuracy", f"accuracy ({mode})", r.get("accuracy"))]
+        metrics.append(("mean_tokens", f"mean tokens ({mode})", r.get("mean_tokens")))
+        for metric_type, metric_name, value in metrics:
+            if value is not None:
+                out.append(EvalResult(metric_type=metric_type, metric_name=metric_name, metric_value=value, **common))
+    return out
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
+
+
+def _eval_table(entries: list[dict]) -> str:
+    lines = ["| model | mode | benchmark | problems x samples | accuracy | mean tokens | truncated |", "|" + "---|" * 7]
+    for e in entries:
+        r = e["result"]
+        size = f"{r.get('num_problems', '-')}x{r.get('samples_per_problem', '-')}"
+        cells = [e.get("model", "-"), e.get("mode", "plain"), e.get("benchmark", "-"), size]
+        cells += [_fmt(r.get("accuracy")), _fmt(r.get("mean_tokens"), 1), _fmt(r.get("truncated_fraction"))]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _template(name: str = "method_section.md") -> Template:
+    path = resources.files("trl_efficient").joinpath("hub_cards", name)
+    return Template(path.read_text(encoding="utf-8"))
+
+
+def _bullets(items) -> str:
+    items = list(items)
+    return "\n".join(f"- {x}" for x in items) if items else "- none"
+
+
+def _quickstart(data: CardData) -> str:
+    modes = {"plain": {}}
+    for m in data.prompt_modes:
+        modes[m.name] = {k: v for k, v in (("system", m.system), ("user_suffix", m.user_suffix)) if v}
+        if m.prefill:
+            modes[m.name]["prefill"] = m.prefill
+    mode_lines = "\n".join(f"    {name!r}: {spec!r}," for name, spec in modes.items())
+    prompt_note = "the question, then the instruction on its own line" if data.instruction else "the question alone"
+    if data.system_prompt:
+        prompt_note += ", after a system message"
+    example = next((m.name for m in data.prompt_modes if m.system or m.user_suffix or m.prefill), "plain")
+    code = f'''```python
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+model_id = {data.model_id!r}
+tokenizer = AutoTokenizer.from_pretrained(model_id)
+model = AutoModelForCausalLM.from_pretrained(model_id)
+
+# The prompt of training: {prompt_note}.
+INSTRUCTION = {data.instruction or ""!r}
+SYSTEM_PROMPT = {data.system_prompt or ""!r}
+# Prompting modes: exact text added to the system message, the question, or the start of the answer.
+MODES = {{
+{mode_lines}
+}}
+
+
+def build_prompt(question, mode="plain"):
+    extra = MODES[mode]
+    user = f"{{question}}\\n{{INSTRUCTION}}" if INSTRUCTION else question
+    system = "\\n".join(s for s in (SYSTEM_PROMPT, extra.get("system")) if s)
+    messages = ([{{"role": "system", "content": system}}] if system else []) + [
+        {{"role": "user", "content": user + extra.get("user_suffix", "")}}
+    ]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return text + extra.get("prefill", "")
+
+
+text = build_prompt({QUICKSTART_QUESTION!r}, mode={example!r})
+inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(model.device)
+output = model.generate(**inputs, max_new_tokens={data.max_new_tokens})
+print(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
+```'''
+    listing = ""
+    if data.prompt_modes:
+        listing = "\n\nModes, each with the exact text it was trained with:\n\n" + _bullets(
+            f"`{m.name}`: {m.placement()}" for m in data.prompt_modes
+        )
+    note = f"\n\n{data.usage}" if data.usage else ""
+    return code + listing + note
+
+
+def render_method_section(source) -> str:
+    """The card's body after the title (from `hub_cards/method_section.md`) for a `CardData`, or for a trainer
+    (read through `card_data_from_trainer`)."""
+    data = source if isinstance(source, CardData) else card_data_from_trainer(source)
+    rewards = ", ".join(
+        f"`{r['name']}` ({r['weight']:g})" + (f" `{json.dumps(r['kwargs'])}`" if r.get("kwargs") else "")
+        for r in data.rewards
+    )
+    hyper = "\n".join(f"- `{k}`: `{json.dumps(v)}`" for k, v in data.hyperparameters.items())
+    papers = ", ".join(f"[arXiv:{p}]({arxiv_url(p)})" for p in data.papers) or "-"
+    cites = [bibtex(p) for p in data.papers] + [c for c in (trl_bibtex(),) if c]
+    return _template().substitute(
+        recipe=data.recipe,
+        method=data.method,
+        description=data.description,
+        papers=papers,
+        rewards=rewards or "-",
+        rollout=f"`{data.rollout_plan}`" if data.rollout_plan else "none",
+        datasets=", ".join(data.datasets) or "-",
+        hyperparameters=hyper or "- none",
+        proposed_defaults=_bullets(data.proposed_defaults),
+        quickstart=_quickstart(data),
+        summary=data.summary or "",
+        evaluation=data.evaluation,
+        citations="\n\n".join(f"```bibtex\n{c}\n```" for c in cites),
+    )
+
+
+def render_card(data: CardData, eval_entries: list[dict] | None = None, model_refs: tuple[str, ...] = ()) -> ModelCard:
+    """The whole card: metadata (`huggingface_hub.ModelCardData`) and text. `eval_entries`: `trl-efficient eval`
+    results; those of this model (`model_refs`: its paths and repo id) also become `model-index` metadata."""
+    entries = list(eval_entries or [])
+    own = _own_entries(entries, (data.model_id, *model_refs))
+    eval_results = eval_results_metadata(own) or None
+    datasets = [d for d in dict.fromkeys(_benchmark_hub_id(n) for n in data.datasets) if d]
+    tags = list(dict.fromkeys(["trl", "grpo", "trl-efficient", "efficient-reasoning", *data.tags]))
+    meta = ModelCardData(
+        base_model=data.base_model,
+        datasets=datasets or None,
+        library_name="transformers",
+        license=data.license,
+        model_name=data.model_name,
+        pipeline_tag="text-generation",
+        tags=tags,
+        eval_results=eval_results,
+    )
+    evaluation = ""
+    if entries:
+        evaluation = "Results of `trl-efficient eval`:\n\n" + _eval_table(entries)
+    if not evaluation and not data.summary:
+        evaluation = "No evaluation was run with this model (see `trl-efficient eval`)."
+    section = render_method_section(dataclasses.replace(data, evaluation=evaluation))
+    text = _template("model_card.md").substitute(
+        model_name=data.model_name, base_model_text=data.base_model_text, section=section
+    )
+    return ModelCard(f"---\n{meta.to_yaml()}\n---\n\n{text.strip()}\n")
+
+
+def finalize_model_card(trainer, path: str, license: str = "apache-2.0", **kwargs) -> ModelCard | None:
+    """Replace the card TRL wrote at `path` by ours, and save its data next to it (`trl_efficient_card.json`).
+
+    Evaluation results in `<card folder>/eval/results.json` are included when present. Extra keyword arguments
+    of TRL's `push_to_hub` card call are ignored, except `tags`."""
+    if not os.path.exists(path):
+        return None
+    data = card_data_from_trainer(trainer, license=license, tags=kwargs.get("tags"))
+    folder = os.path.dirname(os.path.abspath(path))
+    with open(os.path.join(folder, CARD_DATA_FILE), "w", encoding="utf-8") as f:
+        f.write(data.to_json())
+    results = os.path.join(folder, EVAL_RESULTS_PATH)
+    entries = load_eval_results(results) if os.path.isfile(results) else None
+    card = render_card(data, entries, model_refs=(folder,))
+    card.save(path)
+    return card

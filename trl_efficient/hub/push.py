@@ -1,0 +1,224 @@
+"""`trl-efficient push OUTPUT_DIR --repo-id ORG/NAME`: upload a trained output directory to the Hugging Face Hub.
+
+One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) with:
+
+- the model and tokenizer files at the top of `OUTPUT_DIR` (checkpoints, logs and other folders stay local);
+- `README.md`: the card rendered again (`hub.card.render_card`) from what the run saved: `trl_efficient_card.json`
+  (written with the card by the trainer), `trl_efficient_summary.json` (`trl-efficient train`) and the evaluation
+  results of `trl-efficient eval` (`--eval`, default `OUTPUT_DIR/eval/results.json`), uploaded as
+  `eval/results.json` (and `results.md`). The quick start then loads the model by its repo id;
+- `training_args.bin` with `hub_token` cleared: transformers pickles the whole config, token included
+  (`Trainer.save_model` -> `torch.save(self.args)`), so the original file is never uploaded.
+
+Tokens: the token comes from `--token`, else `HF_TOKEN` / the stored login (huggingface_hub's own lookup). It is
+never printed or logged, and before anything is uploaded every file of the commit is searched for it and for the
+run's `hub_token`: a file that contains one stops the push with an error naming the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import logging
+import os
+import sys
+
+from .card import CARD_DATA_FILE, EVAL_RESULTS_PATH, SUMMARY_FILE, CardData, load_eval_results, render_card
+from .card import resolve_base_model as _resolve_base_model
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PushError", "build_parser", "collect_files", "main", "push", "sanitized_training_args"]
+
+TRAINING_ARGS_FILE = "training_args.bin"
+TOKEN_FIELDS = ("hub_token", "push_to_hub_token")
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+_SCAN_LIMIT = 64 * 1024 * 1024  # weights are larger and hold no text; every other file is searched for tokens
+
+
+class PushError(RuntimeError):
+    """A push that cannot go ahead; the message names what to change."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trl-efficient push", description=__doc__.split("\n\n")[0])
+    p.add_argument("output_dir", help="output directory of `trl-efficient train` (model, tokenizer, card data)")
+    p.add_argument("--repo-id", required=True, help="target model repository, e.g. my-org/qwen-0.5b-hbpo")
+    p.add_argument("--eval", default=None, help=f"`trl-efficient eval` results.json or its folder (default: "
+                   f"OUTPUT_DIR/{EVAL_RESULTS_PATH} when present)")  # fmt: skip
+    p.add_argument("--license", default=None, help="card license (default: the one the card was written with)")
+    p.add_argument("--private", action="store_true", help="create the repository as private")
+    p.add_argument("--revision", default=None, help="branch to commit to (default: main)")
+    p.add_argument("--commit-message", default=None)
+    p.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the stored login); never printed")
+    return p
+
+
+def _has_weights(folder: str) -> bool:
+    names = os.listdir(folder)
+    return any(n.endswith((".safetensors", ".safetensors.index.json")) or n.startswith("pytorch_model") for n in names)
+
+
+def _summary_markdown(summary: dict) -> str | None:
+    """The before/after table of `trl_efficient_summary.json` (as `trl-efficient train` prints it)."""
+    before, after = summary.get("before"), summary.get("after")
+    if not before or not after:
+        return None
+    rows = [("before", before), ("after", after)]
+    lines = ["### Evaluation before and after training", "", "| | accuracy | mean tokens | truncated |", "|---|---|---|---|"]
+    for tag, r in rows:
+        lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def load_card_data(output_dir: str) -> CardData:
+    """The card data the trainer saved, completed from `trl_efficient_summary.json`; a run without either is an
+    error (it was not written by trl-efficient)."""
+    card_path = os.path.join(output_dir, CARD_DATA_FILE)
+    summary_path = os.path.join(output_dir, SUMMARY_FILE)
+    summary = None
+    if os.path.isfile(summary_path):
+        with open(summary_path, encoding="utf-8") as f:
+            summary = json.load(f)
+    if os.path.isfile(card_path):
+        data = CardData.load(card_path)
+    elif summary is not None:
+        base, text = _resolve_base_model(None, summary.get("model"))
+        data = CardData(recipe=summary.get("recipe", "custom"), base_model=base, base_model_text=text)
+    else:
+        raise PushError(
+            f"{output_dir} has neither {CARD_DATA_FILE} nor {SUMMARY_FILE}: push the output directory of "
+            "`trl-efficient train` (or of an EfficientGRPOTrainer that wrote its model card)."
+        )
+    if summary is not None and not data.summary:
+        data.summary = _summary_markdown(summary)
+    return data
+
+
+def sanitized_training_args(path: str) -> tuple[bytes | None, list[str]]:
+    """`(training_args.bin without tokens, the token values removed)`; `(None, [])` when the file cannot be read
+    back (it is then not uploaded)."""
+    import torch
+
+    try:
+        args = torch.load(path, weights_only=False)
+    except Exception as exc:  # another library's or version's pickle: do not upload what we cannot check
+        logger.warning("%s: cannot be read back (%s); it is not uploaded.", path, type(exc).__name__)
+        return None, []
+    removed = []
+    for name in TOKEN_FIELDS:
+        value = getattr(args, name, None)
+        if value:
+            removed.append(str(value))
+            setattr(args, name, None)
+    buffer = io.BytesIO()
+    torch.save(args, buffer)
+    return buffer.getvalue(), removed
+
+
+def collect_files(output_dir: str, eval_path: str | None) -> tuple[dict[str, str | bytes], list[str]]:
+    """`({path in repo: local path or bytes}, secrets)`: the top-level files of `output_dir` (not README.md, not
+    the raw training_args.bin), the sanitized training arguments, and the evaluation summary files."""
+    files: dict[str, str | bytes] = {}
+    secrets: list[str] = []
+    for name in sorted(os.listdir(output_dir)):
+        path = os.path.join(output_dir, name)
+        if not os.path.isfile(path) or name.startswith(".") or name.endswith(".tmp") or name == "README.md":
+            continue
+        if name == TRAINING_ARGS_FILE:
+            content, removed = sanitized_training_args(path)
+            secrets += removed
+            if content is not None:
+                files[name] = content
+            continue
+        files[name] = path
+    if eval_path:
+        folder = eval_path if os.path.isdir(eval_path) else os.path.dirname(eval_path)
+        files["eval/results.json"] = eval_path if os.path.isfile(eval_path) else os.path.join(folder, "results.json")
+        for extra in ("results.md", "pareto.png"):
+            if os.path.isfile(os.path.join(folder, extra)):
+                files[f"eval/{extra}"] = os.path.join(folder, extra)
+    return files, secrets
+
+
+def _check_no_secret(files: dict[str, str | bytes], secrets: list[str]) -> None:
+    needles = [s.encode() for s in dict.fromkeys(secrets) if s and len(s) >= 8]
+    for repo_path, content in files.items():
+        if isinstance(content, str):
+            if content.endswith(WEIGHT_SUFFIXES) and os.path.getsize(content) > _SCAN_LIMIT:
+                continue
+            with open(content, "rb") as f:
+                content = f.read()
+        if any(n in content for n in needles):
+            raise PushError(f"{repo_path} contains a Hub token; remove it from the file before pushing.")
+
+
+def push(
+    output_dir: str,
+    repo_id: str,
+    eval_path: str | None = None,
+    license: str | None = None,
+    private: bool = False,
+    revision: str | None = None,
+    commit_message: str | None = None,
+    token: str | None = None,
+) -> str:
+    """Render the card and upload `output_dir` to `repo_id` in one commit; returns the commit URL."""
+    from huggingface_hub import CommitOperationAdd, HfApi, get_token
+
+    if not os.path.isdir(output_dir):
+        raise PushError(f"{output_dir} is not a directory; give the output directory of `trl-efficient train`.")
+    if not os.path.isfile(os.path.join(output_dir, "config.json")) or not _has_weights(output_dir):
+        raise PushError(f"{output_dir} has no model (config.json and weights); train or save the model there first.")
+    if eval_path is None and os.path.isfile(os.path.join(output_dir, EVAL_RESULTS_PATH)):
+        eval_path = os.path.join(output_dir, EVAL_RESULTS_PATH)
+    try:
+        entries = load_eval_results(eval_path) if eval_path else None
+    except ValueError as err:
+        raise PushError(str(err)) from err
+    data = load_card_data(output_dir)
+    data.model_id = repo_id
+    data.model_name = repo_id.split("/")[-1]
+    if license:
+        data.license = license
+    card = render_card(data, entries, model_refs=(output_dir, repo_id))
+    files, secrets = collect_files(output_dir, eval_path)
+    files["README.md"] = str(card).encode("utf-8")
+    token = token or get_token()
+    _check_no_secret(files, [*secrets, *([token] if token else [])])
+    api = HfApi(token=token)
+    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+    operations = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=c) for p, c in files.items()]
+    info = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=commit_message or f"Upload {data.recipe} model trained with trl-efficient",
+        revision=revision,
+    )
+    logger.info("pushed %d files of %s to %s", len(operations), output_dir, repo_id)
+    return str(getattr(info, "commit_url", "") or repo_id)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        url = push(
+            args.output_dir,
+            args.repo_id,
+            eval_path=args.eval,
+            license=args.license,
+            private=args.private,
+            revision=args.revision,
+            commit_message=args.commit_message,
+            token=args.token,
+        )
+    except PushError as err:
+        print(f"trl-efficient push: error: {err}", file=sys.stderr)
+        return 2
+    print(f"trl-efficient push: {args.output_dir} -> {args.repo_id} ({url})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
