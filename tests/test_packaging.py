@@ -75,7 +75,7 @@ def test_wheel_copy_reads_its_files_from_outside_the_checkout(wheel, tmp_path):
 import json, os, sys, yaml
 import trl_efficient
 from trl_efficient.cli import packaged_config
-from trl_efficient.model_card import SECTION_MARKER, _template
+from trl_efficient.hub.card import SECTION_MARKER, _template
 from trl_efficient.recipes import RECIPES
 assert trl_efficient.__file__.startswith(sys.argv[1]), trl_efficient.__file__
 section = _template().safe_substitute()
@@ -98,7 +98,7 @@ print(json.dumps({"section": SECTION_MARKER in section, "configs": sorted(config
 def test_failing_model_card_keeps_the_model_and_names_the_card(tmp_path, monkeypatch, capsys):
     """A card that cannot be written (here: its section raises) must not cost the checkpoint or the final model:
     both are on disk, and the command then fails with one line that names the card."""
-    import trl_efficient.model_card as model_card
+    import trl_efficient.hub.card as model_card
     from trl_efficient.cli import main
 
     def broken(trainer):

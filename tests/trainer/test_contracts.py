@@ -10,7 +10,7 @@ import torch
 from helpers import ScriptedGenerationMixin, make_dataset, tiny_config
 from huggingface_hub import ModelCard
 
-from trl_efficient.model_card import ModelCardInfo, finalize_model_card, render_method_section
+from trl_efficient.hub.card import ModelCardInfo, finalize_model_card, render_method_section
 from trl_efficient.recipes import get_recipe
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.trainer import ROLLOUT_PLANS, EfficientGRPOConfig, EfficientGRPOTrainer, RolloutPlan
