@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from datasets import Dataset
 from helpers import RecordingTrainer, make_dataset, tiny_config
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_load
@@ -162,7 +163,7 @@ def test_hbpo_card_prompts_each_budget_and_quickstart_runs(tmp_path, tiny_tokeni
     assert repr({"prefill": HBPO_MINIMAL_PROMPT}) in text
     hyper = _hyper_section(text)
     assert "`budgets`: `[512, 1024, 2048, 2560]`" in hyper and '`budget_placement`: `"prefill"`' in hyper
-    assert '"variant": "paper"' in hyper and "`loss_type`: `\"dapo\"`" in hyper
+    assert '"variant": "paper"' in hyper and '`loss_type`: `"dapo"`' in hyper
     assert not any(f"`{f}`" in hyper for f in TARGET_FIELDS)
     assert "arXiv:2507.15844" in text and "eprint        = {2507.15844}" in text
     # the quick start is runnable: point it at a tiny local model and execute it (prefill mode, 4 new tokens)
@@ -192,10 +193,33 @@ def test_saber_card_lists_mode_system_prompts(tmp_path, tiny_tokenizer):
     )
     text = card.text
     for name, prompt in saber_mode_prompts().items():
-        assert f"{name!r}: {({'system': prompt})!r}" in text
+        assert f"{name!r}: { ({'system': prompt})!r}" in text
     hyper = _hyper_section(text)
     assert '`length_scope`: `"thinking"`' in hyper
     assert not any(f"`{f}`" in hyper for f in (*BUDGET_FIELDS, *TARGET_FIELDS))
+
+
+def test_saber_card_prefers_the_system_prompts_the_data_carried(tmp_path, tiny_tokenizer):
+    """Prompts changed in the SABER data preparation (its prompt kwargs) reach the card as trained."""
+    custom = {128: "Under 128 tokens, please.", -1: "Take all the time you need."}
+    rows = [("budget", 128), ("unlimited", -1), ("budget", 4096), ("nothink", 0)]
+    system = {("budget", 4096): saber_mode_prompts()["CoreThink"], ("nothink", 0): "No thinking."}
+    data = Dataset.from_dict(
+        {
+            "prompt": [
+                [{"role": "system", "content": custom.get(b) or system[(m, b)]}, {"role": "user", "content": "q"}]
+                for m, b in rows
+            ],
+            "saber_mode": [m for m, _ in rows],
+            "saber_budget": [b for _, b in rows],
+        }
+    )
+    trainer = _trainer("saber", tmp_path, tiny_tokenizer, base_model_id=BASE, dataset=data, length_scope="thinking")
+    _, card = _write_card(trainer, tmp_path)
+    assert "'FastThink': {'system': 'Under 128 tokens, please.'}" in card.text
+    assert "'Unlimited': {'system': 'Take all the time you need.'}" in card.text
+    assert "'NoThink': {'system': 'No thinking.'}" in card.text
+    assert f"'DeepThink': { ({'system': saber_mode_prompts()['DeepThink']})!r}" in card.text  # not in the data
 
 
 @pytest.mark.parametrize("recipe", ["grpo", "dler"])

@@ -208,7 +208,7 @@ class _ReadRecorder:
         object.__setattr__(self, "_obj", obj)
         object.__setattr__(self, "names", [])
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         self.names.append(name)
         return getattr(self._obj, name)
 
@@ -307,7 +307,9 @@ def _plan_modes(plan, args, question_row: dict) -> list[PromptMode]:
     if "target_length" in tuple(getattr(plan, "metadata_keys", ())) and hasattr(plan, "mode"):
         kinds = ("exact", "max") if plan.mode == "mixed" else (plan.mode,)
         return [
-            PromptMode(f"{t} tokens ({kind})", user_suffix=l1_instruction(t, kind)) for kind in kinds for t in L1_TARGETS
+            PromptMode(f"{t} tokens ({kind})", user_suffix=l1_instruction(t, kind))
+            for kind in kinds
+            for t in L1_TARGETS
         ]
     group = int(getattr(args, "num_generations", 0) or 0)
     modes: dict[tuple, PromptMode] = {}
@@ -552,7 +554,7 @@ def _quickstart(data: CardData) -> str:
     if data.system_prompt:
         prompt_note += ", after a system message"
     example = next((m.name for m in data.prompt_modes if m.system or m.user_suffix or m.prefill), "plain")
-    code = f'''```python
+    code = f"""```python
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 model_id = {data.model_id!r}
@@ -583,7 +585,7 @@ text = build_prompt({QUICKSTART_QUESTION!r}, mode={example!r})
 inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(model.device)
 output = model.generate(**inputs, max_new_tokens={data.max_new_tokens})
 print(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
-```'''
+```"""
     listing = ""
     if data.prompt_modes:
         listing = "\n\nModes, each with the exact text it was trained with:\n\n" + _bullets(

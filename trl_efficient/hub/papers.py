@@ -89,7 +89,10 @@ PAPERS: dict[str, Paper] = dict(
         ),
         _p("2505.18086", "Stable Reinforcement Learning for Efficient Reasoning"),
         _p("2505.18298", "Thinking Fast and Right: Balancing Accuracy and Reasoning Length with Adaptive Rewards"),
-        _p("2506.05256", "Just Enough Thinking: Efficient Reasoning with Adaptive Length Penalties Reinforcement Learning"),
+        _p(
+            "2506.05256",
+            "Just Enough Thinking: Efficient Reasoning with Adaptive Length Penalties Reinforcement Learning",
+        ),
         _p(
             "2506.08125",
             "Not All Tokens Matter: Towards Efficient LLM Reasoning via Token Significance in RL",
@@ -101,9 +104,14 @@ PAPERS: dict[str, Paper] = dict(
         _p("2508.09726", "Sample More to Think Less: Group Filtered Policy Optimization for Concise Reasoning"),
         _p("2508.10026", "SABER: Switchable and Balanced Training for Efficient LLM Reasoning", "Zhao, Kai and others"),
         _p("2508.17196", "BudgetThinker: Empowering Budget-aware LLM Reasoning with Control Tokens"),
-        _p("2509.23962", "CANON: Conditional Advantage Estimation for Reinforcement Learning in Large Reasoning Models"),
+        _p(
+            "2509.23962", "CANON: Conditional Advantage Estimation for Reinforcement Learning in Large Reasoning Models"
+        ),
         _p("2510.01459", "LSPO: Length-aware Dynamic Sampling for Policy Optimization in LLM Reasoning"),
-        _p("2510.03805", "Beyond Token Length: Step Pruner for Efficient and Accurate Reasoning in Large Language Models"),
+        _p(
+            "2510.03805",
+            "Beyond Token Length: Step Pruner for Efficient and Accurate Reasoning in Large Language Models",
+        ),
         _p("2510.04474", "DRPO: Efficient Reasoning via Decoupled Reward Policy Optimization"),
         _p("2510.08026", "PEAR: Phase Entropy Aware Reward for Efficient Reasoning"),
         _p("2510.09535", "Mitigating Overthinking through Reasoning Shaping"),
@@ -124,6 +132,7 @@ PAPERS: dict[str, Paper] = dict(
         ),
     ]
 )
+
 
 def trl_bibtex() -> str | None:
     """TRL's own citation, read from TRL's model-card template (`trl/templates/lm_model_card.md`, the `{% raw %}`

@@ -66,7 +66,12 @@ def _summary_markdown(summary: dict) -> str | None:
     if not before or not after:
         return None
     rows = [("before", before), ("after", after)]
-    lines = ["### Evaluation before and after training", "", "| | accuracy | mean tokens | truncated |", "|---|---|---|---|"]
+    lines = [
+        "### Evaluation before and after training",
+        "",
+        "| | accuracy | mean tokens | truncated |",
+        "|---|---|---|---|",
+    ]
     for tag, r in rows:
         lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
     return "\n".join(lines) + "\n"
