@@ -1,0 +1,432 @@
+"""`trl-efficient merge`: merge a base and a trained model (or a LoRA adapter into its base) into one loadable model
+directory, with a card (README.md) saying how it was merged.
+
+Methods (α is always the weight of the *trained* model: α = 0 gives the base, α = 1 the trained model):
+
+- `uniform` — model averaging, `θ = (1 − α) θ_base + α θ_trained` for every tensor. Lin et al., "Mitigating the
+  Alignment Tax of RLHF" (arXiv 2309.06256), §3, with the paper's convention: θ_0 the model before RL, θ the model
+  after it, and α the weight of θ. (The released script `scripts/postprocess/weight_interpolation.py` multiplies the
+  *first listed* model by its ratio; we name both models, so the order cannot flip the meaning.)
+- `layerwise` — Heterogeneous Model Averaging (HMA, same paper): the transformer is cut into three bands (input,
+  middle, output) and band `b` gets its own ratio, `θ = (1 − α_b) θ_base + α_b θ_trained`. Bands, for `L` decoder
+  layers and layer index `i`: by default band `⌊3i / L⌋` (equal thirds; the lower bands get the remainder, so 26
+  layers split 9/9/8) — a proposed default, the released script takes explicit split indices instead, which
+  `--split-layers a,b` reproduces (layer `i ≤ a` lower, `a < i ≤ b` middle, else upper; its `merge_split`). Tensors
+  outside the decoder layers join the band next to them in the model's parameter order: embeddings (before the first
+  layer) the lower band, the final norm and the LM head (after the last) the upper band. Proposed default: the
+  released script gives the head and final norm the global ratio instead of a band's. A head tied to the input
+  embedding is one tensor (named after the embedding) and so follows the lower band.
+- `update-selective` — DLER's update-selective merge (arXiv 2510.15110; the algorithm is not published, this is the
+  documented proposal of methods.md §4): `θ = θ_base + M ⊙ (θ_trained − θ_base)` where, per tensor of `n` entries,
+  `M` keeps exactly `k = ⌈keep · n⌉` entries with the largest `|Δ|` (`torch.topk`, ties broken by its order;
+  proposed default: the ceiling, so every tensor keeps at least one entry). Computed as `where(M, θ_trained,
+  θ_base)`, which equals the formula exactly (no `b + (t − b)` rounding).
+- `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
+  2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
+
+Both models load with `AutoModelForCausalLM.from_pretrained` (local directories, Hub ids, or `tiny:<arch>` names via
+`trl_efficient.core.models`) in their saved dtype; each tensor is merged in float32 and cast back to the trained
+model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
+The output holds the merged model (the trained model's config), the trained model's tokenizer (the adapter's or the
+base's for `lora`), and README.md rendered from `hub_cards/merge.md`. Memory: both models at once, plus one float32
+tensor at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping
+from importlib import resources
+
+import torch
+import yaml
+
+from ..core.models import resolve_model_name
+
+__all__ = [
+    "METHODS",
+    "PAPERS",
+    "check_compatible",
+    "keep_count",
+    "layer_bands",
+    "layerwise_merge",
+    "main",
+    "merge_lora",
+    "merge_models",
+    "render_card",
+    "uniform_merge",
+    "update_selective_merge",
+]
+
+METHODS = ("uniform", "layerwise", "update-selective", "lora")
+
+# method -> (paper title, arXiv id)
+PAPERS = {
+    "uniform": ("Mitigating the Alignment Tax of RLHF (Lin et al.)", "2309.06256"),
+    "layerwise": ("Mitigating the Alignment Tax of RLHF (Lin et al.), Heterogeneous Model Averaging", "2309.06256"),
+    "update-selective": ("DLER: Doing Length pEnalty Right (Liu et al.), update-selective merging", "2510.15110"),
+    "lora": ("LoRA: Low-Rank Adaptation of Large Language Models (Hu et al.)", "2106.09685"),
+}
+
+FORMULAS = {
+    "uniform": "θ = (1 − α) θ_base + α θ_trained",
+    "layerwise": "θ = (1 − α_b) θ_base + α_b θ_trained, b = band of the tensor (lower / middle / upper)",
+    "update-selective": "θ = θ_base + M ⊙ (θ_trained − θ_base), M keeps the ⌈keep·n⌉ largest |Δ| of each tensor",
+    "lora": "W = W_base + (lora_alpha / r) B A for every adapted module (PEFT merge_and_unload)",
+}
+
+BAND_NAMES = ("lower", "middle", "upper")
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers|h|blocks|block|layer)\.(\d+)\.")
+_SHOWN = 5  # tensors named in one error message
+
+
+def _names(names: list[str]) -> str:
+    more = f" (+{len(names) - _SHOWN} more)" if len(names) > _SHOWN else ""
+    return ", ".join(names[:_SHOWN]) + more
+
+
+def check_compatible(base: Mapping[str, torch.Tensor], trained: Mapping[str, torch.Tensor]) -> None:
+    """Raise one `ValueError` naming the tensors when the two state dicts differ in names or shapes."""
+    only_base = sorted(set(base) - set(trained))
+    only_trained = sorted(set(trained) - set(base))
+    shapes = [
+        f"{n} {tuple(base[n].shape)} vs {tuple(trained[n].shape)}"
+        for n in base
+        if n in trained and base[n].shape != trained[n].shape
+    ]
+    problems = []
+    if shapes:
+        problems.append(f"shapes differ (base vs trained): {_names(shapes)}")
+    if only_base:
+        problems.append(f"only in base: {_names(only_base)}")
+    if only_trained:
+        problems.append(f"only in trained: {_names(only_trained)}")
+    if problems:
+        raise ValueError(
+            "the base and trained models do not match, so they cannot be merged: " + "; ".join(problems) + "."
+        )
+
+
+def uniform_merge(
+    base: Mapping[str, torch.Tensor], trained: Mapping[str, torch.Tensor], alpha: float
+) -> dict[str, torch.Tensor]:
+    """`(1 − α) θ_base + α θ_trained` per tensor (arXiv 2309.06256 §3), in float32, cast to the trained dtype."""
+    check_compatible(base, trained)
+    return {n: ((1 - alpha) * base[n].float() + alpha * t.float()).to(t.dtype) for n, t in trained.items()}
+
+
+def layer_bands(names: list[str], split_layers: tuple[int, int] | None = None) -> dict[str, int]:
+    """
+    The HMA band (0 lower, 1 middle, 2 upper) of each parameter name, `names` in the model's parameter order.
+
+    A decoder-layer tensor (`...layers.<i>.` / `h.<i>.` / `blocks.<i>.`) goes to band `⌊3i / L⌋`, or with
+    `split_layers=(a, b)` to band 0 when `i ≤ a`, 1 when `a < i ≤ b`, else 2 (the released script's rule). Other
+    tensors go to band 0 before the first layer tensor (embeddings), band 2 after it (final norm, head).
+
+    >>> names = ["embed.weight", *[f"model.layers.{i}.w" for i in range(4)], "norm.weight", "lm_head.weight"]
+    >>> list(layer_bands(names).values())
+    [0, 0, 0, 1, 2, 2, 2]
+    >>> list(layer_bands(names, split_layers=(0, 2)).values())
+    [0, 0, 1, 1, 2, 2, 2]
+    """
+    index = {n: int(m.group(1)) for n in names if (m := _LAYER_RE.search(n))}
+    if not index:
+        raise ValueError(
+            "layerwise merge: no decoder-layer tensors (named like `model.layers.<i>.`) in the model; "
+            "use --method uniform."
+        )
+    num_layers = max(index.values()) + 1
+    a, b = split_layers or (0, 0)
+    if split_layers is not None:
+        if not 0 <= a < b < num_layers - 1:
+            raise ValueError(
+                f"--split-layers {a},{b}: need 0 <= a < b < {num_layers - 1} for a model with {num_layers} layers."
+            )
+    bands, seen_layer = {}, False
+    for n in names:
+        if n in index:
+            seen_layer, i = True, index[n]
+            bands[n] = (0 if i <= a else 1 if i <= b else 2) if split_layers else (3 * i) // num_layers
+        else:
+            bands[n] = 2 if seen_layer else 0
+    return bands
+
+
+def layerwise_merge(
+    base: Mapping[str, torch.Tensor],
+    trained: Mapping[str, torch.Tensor],
+    ratios: tuple[float, float, float],
+    split_layers: tuple[int, int] | None = None,
+) -> dict[str, torch.Tensor]:
+    """HMA (arXiv 2309.06256): `(1 − α_b) θ_base + α_b θ_trained` with `b = layer_bands(...)[name]`; `trained` in
+    the model's parameter order."""
+    check_compatible(base, trained)
+    bands = layer_bands(list(trained), split_layers)
+    out = {}
+    for n, t in trained.items():
+        a = ratios[bands[n]]
+        out[n] = ((1 - a) * base[n].float() + a * t.float()).to(t.dtype)
+    return out
+
+
+def keep_count(numel: int, keep: float) -> int:
+    """Entries an update-selective mask keeps in a tensor of `numel` entries: `⌈keep · numel⌉` (proposed default).
+
+    >>> keep_count(7, 0.5), keep_count(8, 0.5), keep_count(1, 0.01), keep_count(10, 1.0)
+    (4, 4, 1, 10)
+    """
+    return min(numel, math.ceil(keep * numel - 1e-9))
+
+
+def update_selective_merge(
+    base: Mapping[str, torch.Tensor], trained: Mapping[str, torch.Tensor], keep: float
+) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+    """DLER update-selective merge (methods.md §4 proposal): per tensor, the `keep_count(n, keep)` entries with the
+    largest `|θ_trained − θ_base|` take the trained value, the rest the base value. Returns (merged, kept counts)."""
+    check_compatible(base, trained)
+    merged, kept = {}, {}
+    for n, t in trained.items():
+        b = base[n].to(t.dtype)
+        k = keep_count(t.numel(), keep)
+        delta = (t.float() - b.float()).abs().flatten()
+        mask = torch.zeros(t.numel(), dtype=torch.bool, device=t.device)
+        mask[torch.topk(delta, k, sorted=False).indices] = True
+        merged[n] = torch.where(mask.view(t.shape), t, b)
+        kept[n] = k
+    return merged, kept
+
+
+def _looks_local(name: str) -> bool:
+    """A path rather than a Hub id (`org/name`): absolute, `./`, `~`, or more than one `/`."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.path.isabs(name)
+
+
+def _load_model(name: str, flag: str):
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model_name(name)
+    if _looks_local(name) and not os.path.isdir(os.path.expanduser(path)):
+        raise ValueError(f"{flag} {name}: no such model directory.")
+    try:
+        return AutoModelForCausalLM.from_pretrained(os.path.expanduser(path), dtype="auto")
+    except (OSError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ValueError(f"{flag} {name} could not be loaded as a causal LM ({type(err).__name__}: {first})") from err
+
+
+def _save_tokenizer(sources: list[str], output: str) -> str | None:
+    """Save the first loadable tokenizer of `sources` into `output`; return its source (None when none loads)."""
+    from transformers import AutoTokenizer
+
+    for source in sources:
+        try:
+            AutoTokenizer.from_pretrained(os.path.expanduser(resolve_model_name(source))).save_pretrained(output)
+            return source
+        except (OSError, ValueError, TypeError):
+            continue
+    return None
+
+
+def merge_models(
+    base: str,
+    trained: str,
+    output: str,
+    method: str = "uniform",
+    alpha: float = 0.5,
+    ratios: tuple[float, float, float] | None = None,
+    split_layers: tuple[int, int] | None = None,
+    keep: float = 0.5,
+) -> dict:
+    """Merge `trained` with `base` by `method` (`uniform`, `layerwise`, `update-selective`) and save the result,
+    the trained model's tokenizer and the card into `output`. Returns the card's parameters."""
+    base_model, trained_model = _load_model(base, "--base"), _load_model(trained, "--trained")
+    if base_model.config.model_type != trained_model.config.model_type:
+        raise ValueError(
+            f"architectures differ: base is {base_model.config.model_type!r}, trained is "
+            f"{trained_model.config.model_type!r}; merge two checkpoints of the same model."
+        )
+    base_params = dict(base_model.named_parameters())  # tied weights appear once
+    trained_params = dict(trained_model.named_parameters())
+    params: dict = {}
+    with torch.no_grad():
+        if method == "uniform":
+            merged = uniform_merge(base_params, trained_params, alpha)
+            params = {"alpha": alpha}
+        elif method == "layerwise":
+            merged = layerwise_merge(base_params, trained_params, ratios, split_layers)
+            bands = layer_bands(list(trained_params), split_layers)
+            params = {"ratios": list(ratios), "bands": _describe_bands(bands, ratios)}
+            if split_layers:
+                params["split_layers"] = list(split_layers)
+        elif method == "update-selective":
+            merged, kept = update_selective_merge(base_params, trained_params, keep)
+            total = sum(p.numel() for p in trained_params.values())
+            params = {"keep": keep, "kept_entries": sum(kept.values()), "total_entries": total}
+        else:
+            raise ValueError(f"--method {method}: choose one of {', '.join(METHODS)}.")
+        for n, p in trained_params.items():
+            p.copy_(merged[n])
+    del base_model
+    trained_model.save_pretrained(output)
+    tokenizer_from = _save_tokenizer([trained, base], output)
+    _write_card(output, method, [base, trained], params, tokenizer_from)
+    return params
+
+
+def _describe_bands(bands: dict[str, int], ratios) -> dict:
+    layers: dict[int, set[int]] = {0: set(), 1: set(), 2: set()}
+    others: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    for n, b in bands.items():
+        if m := _LAYER_RE.search(n):
+            layers[b].add(int(m.group(1)))
+        else:
+            others[b].append(n)
+    out = {}
+    for b, name in enumerate(BAND_NAMES):
+        parts = []
+        if layers[b]:
+            lo, hi = min(layers[b]), max(layers[b])
+            parts.append(f"layers {lo}-{hi}" if hi > lo else f"layer {lo}")
+        parts.extend(others[b])
+        out[name] = {"ratio": ratios[b], "tensors": ", ".join(parts) or "none"}
+    return out
+
+
+def merge_lora(adapter: str, output: str, base: str | None = None) -> dict:
+    """Merge the LoRA `adapter` into its base (`base`, else the adapter config's `base_model_name_or_path`) with
+    PEFT's `merge_and_unload`, and save model, tokenizer and card into `output`."""
+    from peft import PeftConfig, PeftModel
+
+    if not os.path.isdir(os.path.expanduser(adapter)) and _looks_local(adapter):
+        raise ValueError(f"--adapter {adapter}: no such adapter directory.")
+    try:
+        config = PeftConfig.from_pretrained(os.path.expanduser(adapter))
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--adapter {adapter}: no PEFT adapter config could be read ({type(err).__name__}).") from err
+    base = base or config.base_model_name_or_path
+    if not base:
+        raise ValueError(f"--adapter {adapter}: its config names no base model; pass --base.")
+    model = PeftModel.from_pretrained(_load_model(base, "--base"), os.path.expanduser(adapter))
+    merged = model.merge_and_unload()
+    merged.save_pretrained(output)
+    tokenizer_from = _save_tokenizer([adapter, base], output)
+    params = {"adapter": adapter, "peft_type": str(config.peft_type.value if config.peft_type else "")}
+    for key in ("r", "lora_alpha"):
+        if getattr(config, key, None) is not None:
+            params[key] = getattr(config, key)
+    _write_card(output, "lora", [base, adapter], params, tokenizer_from)
+    return params
+
+
+def render_card(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:
+    """README.md of a merged model: YAML metadata (both models as `base_model`, tags, method and parameters) and the
+    `hub_cards/merge.md` body rendered with `str.format`."""
+    title, arxiv = PAPERS[method]
+    metadata = {
+        "base_model": list(models),
+        "tags": ["merge", "trl-efficient", method],
+        "library_name": "transformers",
+        "merge_method": method,
+        "merge_parameters": params,
+    }
+    template = resources.files("trl_efficient").joinpath("hub_cards/merge.md").read_text(encoding="utf-8")
+    body = template.format(
+        method=method,
+        first=models[0],
+        second=models[1],
+        second_role="adapter" if method == "lora" else "trained model",
+        parameters="\n".join(f"- `{k}`: {v}" for k, v in params.items() if k != "bands"),
+        bands="\n".join(f"- {name}: ratio {b['ratio']} — {b['tensors']}" for name, b in params.get("bands", {}).items())
+        or "(not a layer-wise merge)",
+        formula=FORMULAS[method],
+        paper_title=title,
+        arxiv=arxiv,
+        tokenizer=tokenizer_from or "(none could be loaded)",
+    )
+    dumped = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    return f"---\n{dumped}---\n\n{body}"
+
+
+def _write_card(output: str, method: str, models: list[str], params: dict, tokenizer_from: str | None) -> None:
+    with open(os.path.join(output, "README.md"), "w", encoding="utf-8") as f:
+        f.write(render_card(method, models, params, tokenizer_from))
+
+
+def _unit(text: str, flag: str, low_open: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{flag} {text!r}: not a number.") from None
+    if not (0 < value <= 1 if low_open else 0 <= value <= 1):
+        raise ValueError(f"{flag} {text}: must be in {'(0, 1]' if low_open else '[0, 1]'}.")
+    return value
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="trl-efficient merge",
+        description="Merge a trained model with its base (uniform / layer-wise HMA / DLER update-selective), or a "
+        "LoRA adapter into its base; writes a loadable model directory with a card.",
+    )
+    parser.add_argument("--method", choices=METHODS, default="uniform")
+    parser.add_argument("--base", help="base model (directory, Hub id or tiny:<arch>); for lora: default from adapter")
+    parser.add_argument("--trained", help="trained model (not for lora)")
+    parser.add_argument("--adapter", help="LoRA adapter directory (lora only)")
+    parser.add_argument("--output", required=True, help="output directory (must be new or empty)")
+    parser.add_argument("--alpha", default="0.5", help="uniform: weight of the trained model, in [0, 1] (0.5)")
+    parser.add_argument("--ratios", help="layerwise: three weights of the trained model, lower,middle,upper band")
+    parser.add_argument("--split-layers", help="layerwise: a,b — layers <= a lower, <= b middle (default thirds)")
+    parser.add_argument("--keep", default="0.5", help="update-selective: fraction of entries kept per tensor (0.5)")
+    return parser.parse_args(argv)
+
+
+def _validate(args: argparse.Namespace) -> dict:
+    if os.path.isdir(args.output) and os.listdir(args.output):
+        raise ValueError(f"--output {args.output}: not empty; choose a new directory.")
+    if args.method == "lora":
+        if not args.adapter:
+            raise ValueError("--method lora needs --adapter <adapter directory>.")
+        if args.trained:
+            raise ValueError("--method lora takes --adapter, not --trained.")
+        return {}
+    if not args.base or not args.trained:
+        raise ValueError(f"--method {args.method} needs both --base and --trained.")
+    if args.adapter:
+        raise ValueError(f"--adapter is for --method lora, not {args.method}.")
+    if args.method == "uniform":
+        return {"alpha": _unit(args.alpha, "--alpha")}
+    if args.method == "update-selective":
+        return {"keep": _unit(args.keep, "--keep", low_open=True)}
+    if not args.ratios:
+        raise ValueError("--method layerwise needs --ratios lower,middle,upper (e.g. 0.2,0.5,0.8).")
+    parts = args.ratios.split(",")
+    if len(parts) != 3:
+        raise ValueError(f"--ratios {args.ratios}: give three comma-separated weights (lower,middle,upper).")
+    out = {"ratios": tuple(_unit(p.strip(), "--ratios") for p in parts)}
+    if args.split_layers:
+        try:
+            a, b = (int(p) for p in args.split_layers.split(","))
+        except ValueError:
+            raise ValueError(f"--split-layers {args.split_layers}: give two layer indices a,b.") from None
+        out["split_layers"] = (a, b)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`trl-efficient merge ...`; returns 0, or 2 after one `trl-efficient merge: error: ...` line on stderr."""
+    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        values = _validate(args)
+        if args.method == "lora":
+            merge_lora(args.adapter, args.output, base=args.base)
+        else:
+            merge_models(args.base, args.trained, args.output, method=args.method, **values)
+    except ValueError as err:
+        print(f"trl-efficient merge: error: {err}", file=sys.stderr)
+        return 2
+    print(f"merged ({args.method}) into {args.output}")
+    return 0
