@@ -252,3 +252,18 @@ def test_card_written_by_training_is_idempotent(tiny_model_dir, tmp_path):
     assert "kimi length weight 0.4" in card.text  # a proposed default, labelled as such
     assert "arXiv:2501.12599" in card.text and "huggingface.co/None" not in card.text
     assert "None" not in card.content and "base_model" not in card.data.to_dict()  # a local tiny model
+
+
+def test_quickstart_follows_the_training_prompt_format(tmp_path, tiny_tokenizer):
+    from trl_efficient.data.loaders import DEFAULT_INSTRUCTION, format_prompt
+
+    # math format with a system message: the instruction and the system prompt of the data
+    math = Dataset.from_dict({"prompt": [format_prompt("1 + 1?", DEFAULT_INSTRUCTION, system_prompt="Be brief.")]})
+    _, card = _write_card(_trainer("grpo", tmp_path / "a", tiny_tokenizer, dataset=math), tmp_path / "a")
+    assert f"INSTRUCTION = {DEFAULT_INSTRUCTION!r}" in card.text and "SYSTEM_PROMPT = 'Be brief.'" in card.text
+    assert f"build_prompt({'What is the sum of the first 10 positive integers?'!r}" in card.text
+    # the data's own format (the testbed's): a training prompt as is, no math instruction added
+    own = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Chain: 3 +4 *2 =?"}]]})
+    _, card = _write_card(_trainer("grpo", tmp_path / "b", tiny_tokenizer, dataset=own), tmp_path / "b")
+    assert "INSTRUCTION = ''" in card.text and "build_prompt('Chain: 3 +4 *2 =?', mode='plain')" in card.text
+    assert "the training data's own format" in card.text

@@ -172,6 +172,7 @@ class CardData:
     base_model_text: str = "It was fine-tuned from a model that is not on the Hugging Face Hub."
     license: str = "apache-2.0"
     summary: str | None = None
+    example_question: str | None = None  # a training prompt's user text, when the data has its own format
     model_id: str = "path/to/this/model"
     max_new_tokens: int = 1024
     tags: list[str] = field(default_factory=list)
@@ -399,6 +400,29 @@ def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> t
     return None, f"It was fine-tuned from `{path}`, which is not a Hugging Face Hub id."
 
 
+def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) -> tuple:
+    """`(instruction, system_prompt, example_question)` of the training prompts, read from the first training row.
+
+    Rows in the math format (question, then `info.instruction` on its own line) keep that instruction, and their
+    system message when it is the same for every row (not with per-row system prompts such as SABER's); rows in
+    another format (the testbed's digit chains) give their own user text as the quick start's example, as is."""
+    try:
+        prompt = trainer.train_dataset[0]["prompt"]
+    except Exception:  # no dataset, an iterable one, or no `prompt` column: the card info as given
+        return info.instruction, info.system_prompt, None
+    messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": str(prompt)}]
+    users = [m.get("content", "") for m in messages if m.get("role") == "user"]
+    system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
+    system = info.system_prompt or (None if per_row_system else system)
+    user = users[-1] if users else ""
+    instruction = info.instruction
+    if instruction and (user.endswith("\n" + instruction) or user.startswith(instruction + "\n")):
+        return instruction, system, None
+    if not instruction and users:
+        return None, system, None
+    return None, system, user or None
+
+
 def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> CardData:
     """The `CardData` of a trainer (an `EfficientGRPOTrainer` or anything with its attributes)."""
     args = getattr(trainer, "args", None)
@@ -411,7 +435,9 @@ def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> C
     base_model, base_text = resolve_base_model(info.base_model_id, name_or_path)
     output_dir = getattr(args, "output_dir", None)
     hub_id = getattr(args, "hub_model_id", None) if getattr(args, "push_to_hub", False) else None
-    question = format_prompt(QUICKSTART_QUESTION, info.instruction, info.system_prompt)
+    saber_modes = _saber_modes(trainer, recipe)
+    instruction, system_prompt, example = _training_prompt_format(trainer, info, per_row_system=bool(saber_modes))
+    question = format_prompt(example or QUICKSTART_QUESTION, instruction, system_prompt)
     proposed = list(getattr(recipe, "proposed_defaults", ()) or ())
     for func in getattr(trainer, "reward_funcs", None) or ():
         proposed += list(getattr(func, "proposed_defaults", ()) or ())
@@ -427,9 +453,10 @@ def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> C
         hyperparameters=used_hyperparameters(args, recipe, plan),
         proposed_defaults=list(dict.fromkeys(proposed)),
         usage=usage,
-        instruction=info.instruction,
-        system_prompt=info.system_prompt,
-        prompt_modes=_plan_modes(plan, args, {"prompt": question, "idx": 0}) + _saber_modes(trainer, recipe),
+        instruction=instruction,
+        system_prompt=system_prompt,
+        example_question=example,
+        prompt_modes=_plan_modes(plan, args, {"prompt": question, "idx": 0}) + saber_modes,
         datasets=list(info.datasets),
         base_model=base_model,
         base_model_text=base_text,
@@ -551,9 +578,11 @@ def _quickstart(data: CardData) -> str:
             modes[m.name]["prefill"] = m.prefill
     mode_lines = "\n".join(f"    {name!r}: {spec!r}," for name, spec in modes.items())
     prompt_note = "the question, then the instruction on its own line" if data.instruction else "the question alone"
+    if data.example_question:
+        prompt_note = "the training data's own format; the question below is a prompt of the training data, as is"
     if data.system_prompt:
         prompt_note += ", after a system message"
-    example = next((m.name for m in data.prompt_modes if m.system or m.user_suffix or m.prefill), "plain")
+    mode_example = next((m.name for m in data.prompt_modes if m.system or m.user_suffix or m.prefill), "plain")
     code = f"""```python
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -581,7 +610,7 @@ def build_prompt(question, mode="plain"):
     return text + extra.get("prefill", "")
 
 
-text = build_prompt({QUICKSTART_QUESTION!r}, mode={example!r})
+text = build_prompt({data.example_question or QUICKSTART_QUESTION!r}, mode={mode_example!r})
 inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(model.device)
 output = model.generate(**inputs, max_new_tokens={data.max_new_tokens})
 print(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True))
