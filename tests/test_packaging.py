@@ -119,3 +119,71 @@ def test_failing_model_card_keeps_the_model_and_names_the_card(tmp_path, monkeyp
     # the final model, tokenizer and summary
     assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "tokenizer_config.json").is_file()
     assert json.loads((tmp_path / "trl_efficient_summary.json").read_text())["recipe"] == "grpo"
+
+
+def _pyproject() -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def _project_table() -> dict:
+    return _pyproject()["project"]
+
+
+def test_release_artefacts_build_and_pass_twine_check(tmp_path):
+    """`python -m build` makes the sdist and, from it, the wheel; `twine check --strict` (PyPI's checks, README
+    rendering included) passes on both; the version in the metadata is `trl_efficient.__version__` (its only
+    source: pyproject reads it). `.ci/run` runs the same build with isolation from a fresh virtual environment."""
+    pytest.importorskip("build", reason="needs the release extra: pip install -e '.[release]'")
+    pytest.importorskip("twine", reason="needs the release extra: pip install -e '.[release]'")
+    import tarfile
+
+    import trl_efficient
+
+    src, dist = tmp_path / "src", tmp_path / "dist"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(os.path.join(ROOT, name), src / name)
+    shutil.copytree(PACKAGE, src / "trl_efficient", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    # no isolation (the test environment has setuptools; CI's .ci/run builds isolated), no dependency check
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--skip-dependency-check", "-o", str(dist),
+                    str(src)], check=True, capture_output=True, text=True, timeout=300)  # fmt: skip
+    files = sorted(os.listdir(dist))
+    version = trl_efficient.__version__
+    assert files == [f"trl_efficient-{version}-py3-none-any.whl", f"trl_efficient-{version}.tar.gz"]
+    proc = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *[str(dist / f) for f in files]],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("PASSED") == 2
+
+    metadata = zipfile.ZipFile(dist / files[0]).read(f"trl_efficient-{version}.dist-info/METADATA").decode()
+    headers = metadata.split("\n\n")[0].splitlines()
+    assert f"Version: {version}" in headers and "License-Expression: Apache-2.0" in headers
+    assert sorted(h.removeprefix("Classifier: ") for h in headers if h.startswith("Classifier: ")) == sorted(
+        _project_table()["classifiers"]
+    )
+    # the sdist carries what the wheel is built from: the README and every package-data file
+    sdist_names = {n.split("/", 1)[1] for n in tarfile.open(dist / files[1]).getnames() if "/" in n}
+    assert {"README.md", "pyproject.toml"} <= sdist_names
+    assert [f for f in _package_data_files() if f not in sdist_names] == []
+
+
+def test_one_version_source():
+    """pyproject has no static version: setuptools reads `trl_efficient.__version__` (a literal it parses without
+    importing the package)."""
+    pyproject = _pyproject()
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "trl_efficient.__version__"}
+
+
+def test_classifiers_are_known_and_urls_are_absent():
+    trove = pytest.importorskip("trove_classifiers", reason="needs the release extra")
+    project = _project_table()
+    assert project["classifiers"] and [c for c in project["classifiers"] if c not in trove.classifiers] == []
+    assert not any(c.startswith("License ::") for c in project["classifiers"])  # PEP 639: the SPDX expression only
+    # no invented project URLs: add [project.urls] only for pages that exist
+    assert "urls" not in project

@@ -4,6 +4,7 @@ Reward callables live in `trl_efficient.rewards` (they work in a plain `trl.GRPO
 in `trl_efficient.trainer`, recipes in `trl_efficient.recipes`, data loaders in `trl_efficient.data`.
 """
 
+# The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.
 __version__ = "0.1.0"
 
 # Registration by import, in one place: method-family estimators, filters and plans; the `tiny:` and `testbed:`
