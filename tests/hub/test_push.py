@@ -100,6 +100,7 @@ def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
     assert (result.dataset_name, result.dataset_type, result.metric_value) == ("gsm8k", "openai/gsm8k", 0.75)
     assert card.data.model_name == "tiny-push" and "model_id = 'tester/tiny-push'" in card.text
     assert "None" not in card.content
+    assert json.loads(arrived["trl_efficient_card.json"])["model_id"] == "tester/tiny-push"
     # no token anywhere: any uploaded file, the command's output, the uploaded training arguments
     for secret in (TRAIN_TOKEN, PUSH_TOKEN):
         assert not [name for name, data in arrived.items() if secret.encode() in data]
@@ -138,3 +139,16 @@ def test_trainer_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):
     assert card.data.base_model == BASE
     assert "## Efficient reasoning with trl-efficient" in card.text and "kimi_length_reward" in card.text
     assert "model_id = 'tester/tiny-kimi'" in card.text and PUSH_TOKEN not in card.content
+
+
+def test_card_data_from_the_summary_alone(tmp_path):
+    """A run whose card data is missing still gets a card from `trl_efficient_summary.json`: recipe, base model and
+    the before/after table."""
+    from trl_efficient.hub.push import load_card_data
+
+    r = {"accuracy": 0.5, "mean_tokens": 100.0, "truncated_fraction": 0.25}
+    summary = {"recipe": "hbpo", "model": BASE, "before": r, "after": {**r, "accuracy": 0.625, "mean_tokens": 60.0}}
+    (tmp_path / "trl_efficient_summary.json").write_text(json.dumps(summary))
+    data = load_card_data(str(tmp_path))
+    assert data.recipe == "hbpo" and data.base_model == BASE
+    assert "| before | 0.500 | 100.0 | 0.25 |" in data.summary and "| after | 0.625 | 60.0 | 0.25 |" in data.summary

@@ -190,6 +190,7 @@ def push(
     card = render_card(data, entries, model_refs=(output_dir, repo_id))
     files, secrets = collect_files(output_dir, eval_path)
     files["README.md"] = str(card).encode("utf-8")
+    files[CARD_DATA_FILE] = data.to_json().encode("utf-8")  # with the repo id, not this machine's path
     token = token or get_token()
     _check_no_secret(files, [*secrets, *([token] if token else [])])
     api = HfApi(token=token)
