@@ -552,7 +552,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}; CUDA GPUs: {n_gpus}{f' ({names})' if names else ''}; "
           f"deepspeed: {'yes' if _has('deepspeed') else 'no'}; vllm: {'yes' if _has('vllm') else 'no'}")  # fmt: skip
     try:
-        import trl_efficient  # noqa: F401
+        if n_gpus:  # without a GPU every check is a SKIP: spare the (slow) import
+            import trl_efficient  # noqa: F401
+        elif not _has("trl_efficient"):
+            raise ImportError("no module named 'trl_efficient'")
     except ImportError as err:
         print(f"FAIL setup: cannot import trl_efficient ({err}): run `pip install -e .` in this checkout")
         print("GPU check: 0 passed, 1 failed, 0 skipped")
