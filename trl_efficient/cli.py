@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 
+from trl import ModelConfig
+
 logger = logging.getLogger("trl_efficient")
 
 QUICKSTART_NOTE = (
@@ -32,16 +34,31 @@ QUICKSTART_NOTE = (
 
 
 @dataclass
-class TrainArguments:
-    """Script options of `trl-efficient train` (not part of the trainer config)."""
+class TrainArguments(ModelConfig):
+    """Script options of `trl-efficient train` (not part of the trainer config), on top of TRL's `ModelConfig`.
 
-    recipe: str = field(default="grpo", metadata={"help": "Recipe name (see `trl-efficient recipes`)."})
+    TRL's own `trl grpo` parses `ModelConfig` beside its script arguments; here it is their base class, so the policy
+    has ONE `model_name_or_path` (default `tiny:qwen2`; `tiny:`/`testbed:` names are built offline) and the model
+    flags are TRL's: `--dtype` (alias `--torch_dtype`), `--attn_implementation`, `--use_peft --lora_r --lora_alpha
+    --lora_target_modules ...` (TRL's `get_peft_config`) and `--load_in_4bit/--load_in_8bit` (TRL's
+    `get_quantization_config`; a CUDA GPU, bitsandbytes and `--use_peft` needed, checked at config time).
+    """
+
     model_name_or_path: str = field(
         default="tiny:qwen2",
         metadata={
             "help": "Hub id or local path of the policy; 'tiny:<arch>[-<hidden>]' builds a random model offline."
         },
     )
+    dtype: str | None = field(
+        default="float32",
+        metadata={
+            "help": "Load the model under this dtype (TRL's ModelConfig; a YAML's model_init_kwargs.dtype wins).",
+            "choices": ["auto", "bfloat16", "float16", "float32"],
+            "aliases": ["--torch_dtype"],
+        },
+    )
+    recipe: str = field(default="grpo", metadata={"help": "Recipe name (see `trl-efficient recipes`)."})
     recipe_kwargs: dict | str | None = field(
         default=None,
         metadata={
@@ -65,6 +82,7 @@ class TrainArguments:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if isinstance(self.recipe_kwargs, str):
             try:
                 self.recipe_kwargs = json.loads(self.recipe_kwargs)
@@ -72,6 +90,11 @@ class TrainArguments:
                 raise ValueError(f"recipe_kwargs must be a JSON object, got {self.recipe_kwargs!r}: {err}") from err
         if self.recipe_kwargs is not None and not isinstance(self.recipe_kwargs, dict):
             raise ValueError(f"recipe_kwargs must be a mapping, got {self.recipe_kwargs!r}.")
+
+
+def _one_line(err: BaseException) -> str:
+    """`err`'s message on one line (whitespace runs, newlines included, become one space)."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def packaged_config(name: str) -> str:
@@ -82,39 +105,126 @@ def packaged_config(name: str) -> str:
     return str(resources.files("trl_efficient.recipes").joinpath("configs", f"{name}.yaml"))
 
 
-def _prescan_recipe(argv: list[str]) -> str | None:
-    import yaml
+class UserError(ValueError):
+    """A mistake the user can fix (arguments, config file, environment). `main` prints it as one line,
+    `trl-efficient: error: <message>`, and exits 2 (`--debug` re-raises it with the traceback). A `ValueError`, so
+    code that catches config errors keeps working."""
 
-    if "--recipe" in argv:
-        return argv[argv.index("--recipe") + 1]
-    for arg in argv:
-        if arg.startswith("--recipe="):
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of `--flag value` or `--flag=value` in `argv` (None when absent)."""
+    for i, arg in enumerate(argv):
+        if arg == flag:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                raise UserError(f"{flag} needs a value")
+            return argv[i + 1]
+        if arg.startswith(f"{flag}="):
             return arg.split("=", 1)[1]
-    if "--config" in argv:
-        with open(argv[argv.index("--config") + 1]) as f:
-            return (yaml.safe_load(f) or {}).get("recipe")
     return None
 
 
+def read_config_file(path: str) -> dict:
+    """The YAML mapping in `path`; a missing, unreadable or malformed file raises `UserError` naming it."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError as err:
+        hint = "pass --config <a recipe YAML, e.g. configs/grpo.yaml>"
+        raise UserError(f"config file not found: {path} ({hint})") from err
+    except IsADirectoryError as err:
+        raise UserError(f"cannot read config file {path}: it is a directory (pass --config <a YAML file>)") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read config file {path}: {getattr(err, 'strerror', None) or err}") from err
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or _one_line(err)
+        raise UserError(f"{path}: invalid YAML{where}: {problem}; fix the file's syntax") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: a config file must hold a YAML mapping of field: value, got {type(data).__name__}")
+    return data
+
+
+def _prescan_recipe(argv: list[str]) -> str | None:
+    recipe = _flag_value(argv, "--recipe")
+    if recipe is not None:
+        return recipe
+    config = _flag_value(argv, "--config")
+    if config is not None:
+        return read_config_file(config).get("recipe")
+    return None
+
+
+def _config_error(err: ValueError, argv: list[str]) -> UserError:
+    """A parse-time `ValueError` of TRL/transformers, reworded to say what to change where we know it."""
+    import re
+
+    import torch
+
+    message = _one_line(err)
+    config = _flag_value(argv, "--config")
+    unknown = re.match(r"Unknown arguments from config file: (\[.*?\])", message)
+    if unknown:
+        keys = [k[2:] for k in re.findall(r"'(--[^']+)'", unknown.group(1))]
+        return UserError(
+            f"unknown field(s) in {config}: {', '.join(keys)}; remove them or fix their names "
+            "(the fields are listed by `trl-efficient train --help`)"
+        )
+    not_used = re.match(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])", message)
+    if not_used:
+        args = " ".join(re.findall(r"'([^']*)'", not_used.group(1)))
+        return UserError(f"unknown argument(s): {args}; fix their names (see `trl-efficient train --help`)")
+    if "bf16" in message and not torch.cuda.is_available():
+        asked = config is not None and read_config_file(config).get("bf16") is not None
+        source = f"{config} asks for bf16: true" if asked else "bf16 is on (TRL's default)"
+        return UserError(
+            f"{source}, which needs a GPU, and this machine has no CUDA: to run on CPU pass --bf16 false "
+            "(float32), or --use_cpu true to keep bf16 autocast on CPU"
+        )
+    return UserError(message)
+
+
 def parse_train_args(argv: list[str]) -> tuple:
+    """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
+    line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
     from trl import TrlParser
 
+    from .core.models import check_quantization
     from .data.loaders import DataArguments
     from .recipes import get_recipe
     from .trainer import EfficientGRPOConfig
 
     parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
     recipe_name = _prescan_recipe(argv)
-    if recipe_name is not None:
-        parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
-    return parser.parse_args_and_config(argv)
+    config = _flag_value(argv, "--config")
+    if config is not None:
+        read_config_file(config)  # a missing or malformed file is named before TRL opens it
+    try:
+        if recipe_name is not None:
+            parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
+        script_args, data_args, training_args = parser.parse_args_and_config(argv)
+        check_quantization(script_args)
+    except UserError:
+        raise
+    except ValueError as err:
+        raise _config_error(err, argv) from err
+    return script_args, data_args, training_args
 
 
 def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
-    """Build everything from parsed arguments, train, save, evaluate, and return the summary dict."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Build everything from parsed arguments, train, save, evaluate, and return the summary dict.
 
-    from .core.models import resolve_model_name
+    The model flags are TRL's `ModelConfig` (`script_args`), used as TRL's `trl grpo` uses them: `model_init_kwargs`
+    from `--dtype/--attn_implementation/--model_revision` (the config's own `model_init_kwargs` on top),
+    `peft_config=get_peft_config(...)` and `quantization_config=get_quantization_config(...)` to the trainer, which
+    loads the model (TRL's `create_model_from_path`, device map included)."""
+    from trl import get_peft_config, get_quantization_config
+
+    from .core.models import load_tokenizer, model_init_kwargs, resolve_model_name
     from .eval.evaluate import evaluate_model
     from .recipes import get_recipe
     from .testbed import is_testbed_model, load_datasets  # defers to data.load_datasets for other datasets
@@ -122,10 +232,10 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
 
     recipe = get_recipe(script_args.recipe)
     model_path = resolve_model_name(script_args.model_name_or_path)
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer = load_tokenizer(script_args.model_name_or_path)  # a model that cannot be found fails here, named
     if script_args.eos_logit_bias:
         if training_args.use_vllm:
-            raise ValueError("eos_logit_bias is a transformers-generate option; unset it with use_vllm=True.")
+            raise UserError("eos_logit_bias is a transformers-generate option; unset it with use_vllm=True.")
         training_args.generation_kwargs = {
             **(training_args.generation_kwargs or {}),
             "sequence_bias": [[[tokenizer.eos_token_id], float(script_args.eos_logit_bias)]],
@@ -137,14 +247,18 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     reward_funcs, weights = recipe.build_reward_funcs(training_args, tokenizer)
     if training_args.reward_weights is None:
         training_args.reward_weights = weights
-    model = AutoModelForCausalLM.from_pretrained(model_path, **(training_args.model_init_kwargs or {}))
+    training_args.model_init_kwargs = model_init_kwargs(
+        script_args, trust_remote_code=training_args.trust_remote_code, overrides=training_args.model_init_kwargs
+    )
     trainer_cls = recipe.load_trainer_cls()
     trainer = trainer_cls(
-        model=model,
+        model=model_path,
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=train_dataset,
         processing_class=tokenizer,
+        peft_config=get_peft_config(script_args),
+        quantization_config=get_quantization_config(script_args),
     )
     trainer.update_card_info(  # model-card inputs (trl_efficient.model_card.ModelCardInfo)
         recipe=recipe,
@@ -271,8 +385,14 @@ COMMANDS = {
     "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
     "serve-scorer": ("serve a token-significance scorer over HTTP (Bingo)", "trl_efficient.significance.server:main"),
     "profile": ("profile a base model over a dataset (SABER tiers)", "trl_efficient.methods.saber:profile_main"),
-    "push": ("upload a trained output directory (model, tokenizer, card, evaluation) to the Hub", "trl_efficient.hub.push:main"),
-    "merge": ("merge models: base/trained averaging, layer-wise, DLER update-selective, LoRA into base", "trl_efficient.hub.merge:main"),
+    "push": (
+        "upload a trained output directory (model, tokenizer, card, evaluation) to the Hub",
+        "trl_efficient.hub.push:main",
+    ),
+    "merge": (
+        "merge models: base/trained averaging, layer-wise, DLER update-selective, LoRA into base",
+        "trl_efficient.hub.merge:main",
+    ),
 }
 
 
@@ -320,21 +440,72 @@ def _resolve(target: str):
     return getattr(importlib.import_module(module), func)
 
 
+# User errors: `main` prints them as one line, `trl-efficient: error: <message>`, and exits 2. `UserError` and the
+# `ValueError`s of config validation (every `__post_init__`, registry lookups) name what to change; a missing file
+# names the file; argparse errors of any subcommand are raised as `UserError` instead of printing usage.
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    import yaml
+
+    return (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, yaml.YAMLError)
+
+
+def _user_error_line(err: BaseException) -> str:
+    if isinstance(err, (FileNotFoundError, IsADirectoryError, PermissionError)) and err.filename is not None:
+        return f"cannot read {err.filename}: {err.strerror or _one_line(err)}"
+    return _one_line(err)
+
+
+@contextlib.contextmanager
+def _argparse_errors_raise():
+    """While a subcommand runs, an argparse error (unknown flag, invalid choice, bad type) raises `UserError`
+    `"<prog>: <message>; see `<prog> --help`"` instead of printing the usage block and exiting."""
+    original = argparse.ArgumentParser.error
+
+    def error(parser, message):
+        raise UserError(f"{parser.prog}: {message} (see `{parser.prog} --help`)")
+
+    argparse.ArgumentParser.error = error
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original
+
+
 def main(argv: list[str] | None = None) -> int:
+    """`trl-efficient <command> ...`. A user error prints `trl-efficient: error: <one line>` on stderr and returns 2;
+    `--debug` anywhere on the command line re-raises it with its traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+    if not argv or argv[0] in ("-h", "--help"):
         parser = argparse.ArgumentParser(prog="trl-efficient", description="Efficient-reasoning RL on top of TRL.")
         parser.add_argument(
             "command", choices=sorted(COMMANDS), help="; ".join(f"{k}: {v[0]}" for k, v in sorted(COMMANDS.items()))
         )
-        parser.parse_args(argv[:1] or ["--help"])  # prints help, or the error listing the commands
+        parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+        parser.parse_args(argv[:1] or ["--help"])  # prints the help
+        return 2
+    if argv[0] not in COMMANDS:
+        print(
+            f"trl-efficient: error: unknown command {argv[0]!r}; choose one of {', '.join(sorted(COMMANDS))} "
+            "(see `trl-efficient --help`)",
+            file=sys.stderr,
+        )
         return 2
     try:
-        result = _resolve(COMMANDS[argv[0]][1])(argv[1:])
+        with _argparse_errors_raise():
+            result = _resolve(COMMANDS[argv[0]][1])(argv[1:])
     except ExtraFailedError as err:  # the model is saved; say which extra failed, in one line, and exit non-zero
+        if debug:
+            raise
         print(f"trl-efficient: error: {err}", file=sys.stderr)
         return 1
+    except _user_error_types() as err:
+        if debug:
+            raise
+        print(f"trl-efficient: error: {_user_error_line(err)}", file=sys.stderr)
+        return 2
     return 0 if result is None or isinstance(result, dict) else int(result)
 
 

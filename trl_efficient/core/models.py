@@ -12,11 +12,24 @@ register when `trl_efficient` is imported).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .registry import Registry
 
-__all__ = ["MODEL_SCHEMES", "model_scheme", "resolve_model_name"]
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = [
+    "MODEL_SCHEMES",
+    "ModelUnavailableError",
+    "check_quantization",
+    "load_tokenizer",
+    "model_init_kwargs",
+    "model_scheme",
+    "resolve_model_name",
+]
 
 # scheme -> resolver(name, cache_dir=None) -> local directory of the built (or cached) model
 MODEL_SCHEMES: Registry[Callable[..., str]] = Registry("model name scheme")
@@ -32,3 +45,84 @@ def resolve_model_name(name: str, cache_dir: str | None = None) -> str:
     """A local directory for a registered `<scheme>:<spec>` name (built once, cached), else `name` unchanged."""
     scheme = model_scheme(name)
     return name if scheme is None else MODEL_SCHEMES.get(scheme)(name, cache_dir)
+
+
+class ModelUnavailableError(ValueError):
+    """A model name that cannot be loaded as given (not in the local cache while offline, no such Hub id or
+    directory). A `ValueError`, so `trl-efficient` prints it as one line and exits 2."""
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def load_tokenizer(name: str, cache_dir: str | None = None, **kwargs) -> PreTrainedTokenizerBase:
+    """The tokenizer of `name` (a `<scheme>:<spec>` name is built first); a name that cannot be found raises
+    `ModelUnavailableError` naming it, and the offline setting when `HF_HUB_OFFLINE=1` is what stops the download."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model_name(name, cache_dir)
+    try:
+        return AutoTokenizer.from_pretrained(path, **kwargs)
+    except OSError as err:
+        if os.path.isdir(path):
+            raise ModelUnavailableError(f"cannot load the model in {path!r}: {_first_line(err)}") from err
+        if _offline():
+            raise ModelUnavailableError(
+                f"model {name!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading it: "
+                f"download it first (`hf download {name}`) or unset HF_HUB_OFFLINE, or pass --model_name_or_path "
+                "<local directory>"
+            ) from err
+        raise ModelUnavailableError(
+            f"cannot load model {name!r} ({_first_line(err)}): pass --model_name_or_path <Hub id or local directory>"
+        ) from err
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def check_quantization(model_args) -> None:
+    """Config-time checks of TRL's `ModelConfig` quantisation flags (`load_in_4bit` / `load_in_8bit`): bitsandbytes
+    quantises the frozen base weights on a CUDA GPU, and only LoRA adapters train on top (TRL's field help: "Works
+    only with LoRA"). Raises a one-line `ValueError` naming what to change."""
+    flag = "--load_in_4bit" if model_args.load_in_4bit else "--load_in_8bit" if model_args.load_in_8bit else None
+    if flag is None:
+        return
+    import importlib.util
+
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(
+            f"{flag} needs a CUDA GPU (bitsandbytes quantisation) and this machine has none: drop {flag} to train "
+            "the model unquantised on CPU"
+        )
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ValueError(f"{flag} needs the bitsandbytes package: `pip install bitsandbytes`, or drop {flag}")
+    if not model_args.use_peft:
+        raise ValueError(f"{flag} quantises the frozen base model, so it trains only LoRA adapters: add --use_peft")
+
+
+def model_init_kwargs(model_args, trust_remote_code: bool = False, overrides: dict | None = None) -> dict:
+    """`from_pretrained` keyword arguments from TRL's `ModelConfig`, as TRL's own `trl grpo` script builds them
+    (trl/scripts/grpo.py, TRL 1.16): `revision`, `trust_remote_code`, `attn_implementation` and `dtype`, then the
+    config's `model_init_kwargs` on top (a YAML's `model_init_kwargs: {dtype: bfloat16}` wins over `--dtype`).
+    Quantisation goes to the trainer as `quantization_config` (TRL's `get_quantization_config`), and TRL's
+    `create_model_from_path` picks the device map.
+
+    >>> from trl import ModelConfig
+    >>> model_init_kwargs(ModelConfig(dtype="bfloat16", attn_implementation="sdpa"), overrides={"dtype": "float32"})
+    {'revision': 'main', 'trust_remote_code': False, 'attn_implementation': 'sdpa', 'dtype': 'float32'}
+    """
+    kwargs = dict(
+        revision=model_args.model_revision,
+        trust_remote_code=trust_remote_code,
+        attn_implementation=model_args.attn_implementation,
+        dtype=model_args.dtype,
+    )
+    kwargs.update(overrides or {})
+    return kwargs
