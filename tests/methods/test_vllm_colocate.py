@@ -44,7 +44,7 @@ def _distinct_token_share(completion_ids, **kwargs):
 
 
 @pytest.fixture
-def restore_dist_env(monkeypatch):
+def colocate_env(monkeypatch):
     """TRL's colocate init writes RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT into os.environ; register them
     with monkeypatch first so that they are restored (or removed) after the test."""
     for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
@@ -58,7 +58,7 @@ def restore_dist_env(monkeypatch):
 
 
 @pytest.mark.vllm
-def test_colocate_budget_subgroups_and_sampling_logprobs(tmp_path, restore_dist_env, monkeypatch):
+def test_colocate_budget_subgroups_and_sampling_logprobs(tmp_path, colocate_env, monkeypatch):
     """Every budget subgroup's prompt reaches vLLM (vLLM's own `prompt_token_ids` per row), each row carries its
     budget, TRL's sync walks every parameter once per step, and vLLM's sampling log-probs agree with the trainer's.
 
