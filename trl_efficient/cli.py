@@ -174,10 +174,6 @@ def _config_error(err: ValueError, argv: list[str]) -> UserError:
             f"unknown field(s) in {config}: {', '.join(keys)}; remove them or fix their names "
             "(the fields are listed by `trl-efficient train --help`)"
         )
-    not_used = re.match(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])", message)
-    if not_used:
-        args = " ".join(re.findall(r"'([^']*)'", not_used.group(1)))
-        return UserError(f"unknown argument(s): {args}; fix their names (see `trl-efficient train --help`)")
     if "bf16" in message and not torch.cuda.is_available():
         asked = config is not None and read_config_file(config).get("bf16") is not None
         source = f"{config} asks for bf16: true" if asked else "bf16 is on (TRL's default)"
@@ -449,10 +445,18 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     return (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, yaml.YAMLError)
 
 
-def _user_error_line(err: BaseException) -> str:
+def _user_error_line(err: BaseException, command: str) -> str:
+    import re
+
     if isinstance(err, (FileNotFoundError, IsADirectoryError, PermissionError)) and err.filename is not None:
         return f"cannot read {err.filename}: {err.strerror or _one_line(err)}"
-    return _one_line(err)
+    message = _one_line(err)
+    # HfArgumentParser's (train, profile) wording of an unknown flag
+    not_used = re.match(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])", message)
+    if not_used:
+        args = " ".join(re.findall(r"'([^']*)'", not_used.group(1)))
+        return f"unknown argument(s): {args}; fix their names (see `trl-efficient {command} --help`)"
+    return message
 
 
 @contextlib.contextmanager
@@ -504,7 +508,15 @@ def main(argv: list[str] | None = None) -> int:
     except _user_error_types() as err:
         if debug:
             raise
-        print(f"trl-efficient: error: {_user_error_line(err)}", file=sys.stderr)
+        print(f"trl-efficient: error: {_user_error_line(err, argv[0])}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a model name that does not resolve, in any command (eval, profile...)
+        from .core.models import model_lookup_error
+
+        lookup = model_lookup_error(err)
+        if lookup is None or debug:
+            raise
+        print(f"trl-efficient: error: {_one_line(lookup)}", file=sys.stderr)
         return 2
     return 0 if result is None or isinstance(result, dict) else int(result)
 

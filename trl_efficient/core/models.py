@@ -26,6 +26,7 @@ __all__ = [
     "ModelUnavailableError",
     "check_quantization",
     "load_tokenizer",
+    "model_lookup_error",
     "model_init_kwargs",
     "model_scheme",
     "resolve_model_name",
@@ -67,17 +68,47 @@ def load_tokenizer(name: str, cache_dir: str | None = None, **kwargs) -> PreTrai
     try:
         return AutoTokenizer.from_pretrained(path, **kwargs)
     except OSError as err:
-        if os.path.isdir(path):
-            raise ModelUnavailableError(f"cannot load the model in {path!r}: {_first_line(err)}") from err
-        if _offline():
-            raise ModelUnavailableError(
-                f"model {name!r} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading it: "
-                f"download it first (`hf download {name}`) or unset HF_HUB_OFFLINE, or pass --model_name_or_path "
-                "<local directory>"
-            ) from err
-        raise ModelUnavailableError(
-            f"cannot load model {name!r} ({_first_line(err)}): pass --model_name_or_path <Hub id or local directory>"
-        ) from err
+        lookup = model_lookup_error(err, name)
+        if lookup is None:
+            raise
+        raise lookup from err
+
+
+# huggingface_hub errors that mean "this name does not resolve to a model", as opposed to I/O failures
+_LOOKUP_ERRORS = (
+    "LocalEntryNotFoundError",
+    "HFValidationError",
+    "RepositoryNotFoundError",
+    "RevisionNotFoundError",
+    "EntryNotFoundError",
+    "GatedRepoError",
+    "OfflineModeIsEnabled",
+)
+
+
+def model_lookup_error(err: BaseException, name: str | None = None) -> ModelUnavailableError | None:
+    """A one-line `ModelUnavailableError` for a model name that does not resolve (the Hub lookup failed, offline or
+    not; a path that does not exist), naming `name` and what to change; `None` for other errors (disk, network...).
+    transformers raises these as `OSError`s chained from huggingface_hub's errors."""
+    chain, seen = [], err
+    while seen is not None and len(chain) < 10:
+        chain.append(type(seen).__name__)
+        seen = seen.__cause__ or seen.__context__
+    if not any(kind in _LOOKUP_ERRORS for kind in chain):
+        return None
+    what = f"model {name!r}" if name else f"the model ({_first_line(err)})"
+    if name and name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):
+        return ModelUnavailableError(
+            f"{what}: no such directory; pass --model_name_or_path <an existing directory or a Hub id>"
+        )
+    if _offline():
+        target = name or "<id>"
+        return ModelUnavailableError(
+            f"{what} is not in the local Hugging Face cache and HF_HUB_OFFLINE=1 forbids downloading it: download "
+            f"it first (`hf download {target}`) or unset HF_HUB_OFFLINE, or pass a local directory instead"
+        )
+    detail = f" ({_first_line(err)})" if name else ""
+    return ModelUnavailableError(f"cannot find {what}{detail}: pass a Hub id you can access or a local directory")
 
 
 def _first_line(err: BaseException) -> str:
