@@ -1,0 +1,151 @@
+"""User errors in every `trl-efficient` command: one line `trl-efficient: error: <what to change>` on stderr, exit
+code 2; `--debug` anywhere on the command line shows the traceback instead."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from trl_efficient.cli import COMMANDS, main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CPU = ["--bf16", "false", "--use_cpu", "true"]  # past the bf16 check on a machine without CUDA
+
+
+def _one_error_line(capsys) -> str:
+    """The whole of stderr, which must be exactly one `trl-efficient: error: ...` line; returns its message."""
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"trl-efficient: error: [^\n]+\n", err), err
+    return err[len("trl-efficient: error: ") : -1]
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["train", "--config", "missing.yaml"], "config file not found: missing.yaml (pass --config <a recipe YAML"),
+        (["train", "--config", "."], "cannot read config file .: it is a directory (pass --config <a YAML file>)"),
+        (["train", "--recipe", "nope", *CPU], "Unknown recipe 'nope'. Valid choices: ['a-dlp',"),
+        (["train", *CPU, "--no_such_field", "1"], "unknown argument(s): --no_such_field 1; fix their names (see"),
+        (
+            ["train", *CPU, "--length_unit", "words"],
+            "trl-efficient train: argument --length_unit/--length-unit: "
+            "invalid choice: 'words' (choose from 'tokens', 'chars') (see `trl-efficient train --help`)",
+        ),  # fmt: skip
+        (["train", *CPU, "--max_steps", "x"], "trl-efficient train: argument --max_steps/--max-steps: invalid int"),
+        (["train", *CPU, "--rollout_plan", "budget"], "rollout_plan='budget' needs `budgets`, e.g. budgets: [512,"),
+        (["train", *CPU, "--recipe_kwargs", "{bad"], "recipe_kwargs must be a JSON object, got '{bad'"),
+        (["train", *CPU, "--model_name_or_path", "./no/such/dir"], "model './no/such/dir': no such directory; pass"),
+        (["bogus"], "unknown command 'bogus'; choose one of data, eval, merge, profile, push, recipes, serve-scorer,"),
+    ],
+)
+def test_train_user_errors_are_one_line_exit_2(argv, expected, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert _one_error_line(capsys).startswith(expected)
+
+
+def test_yaml_syntax_and_unknown_field_name_the_file_and_line(capsys, tmp_path):
+    bad = _write(tmp_path / "bad.yaml", "recipe: grpo\nmax_steps: [1\n")
+    assert main(["train", "--config", bad]) == 2
+    assert _one_error_line(capsys) == (
+        f"{bad}: invalid YAML at line 3, column 1: expected ',' or ']', but got '<stream end>'; fix the file's syntax"
+    )
+    unknown = _write(tmp_path / "unknown.yaml", "recipe: grpo\nmax_stepz: 3\nbf16: false\nuse_cpu: true\n")
+    assert main(["train", "--config", unknown]) == 2
+    assert _one_error_line(capsys) == (
+        f"unknown field(s) in {unknown}: max_stepz; remove them or fix their names (the fields are listed by "
+        "`trl-efficient train --help`)"
+    )
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only message")
+def test_bf16_yaml_on_a_cpu_machine_says_how_to_run_on_cpu(capsys, tmp_path):
+    config = _write(tmp_path / "gpu.yaml", "recipe: grpo\nbf16: true\n")
+    assert main(["train", "--config", config]) == 2
+    assert _one_error_line(capsys) == (
+        f"{config} asks for bf16: true, which needs a GPU, and this machine has no CUDA: to run on CPU pass "
+        "--bf16 false (float32), or --use_cpu true to keep bf16 autocast on CPU"
+    )
+    # and the advice works: the same YAML parses with --bf16 false
+    from trl_efficient.cli import parse_train_args
+
+    assert parse_train_args(["--config", config, "--bf16", "false", "--output_dir", str(tmp_path)])[2].bf16 is False
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only message")
+def test_load_in_4bit_on_cpu_is_one_line(capsys, tmp_path):
+    assert main(["train", *CPU, "--use_peft", "--load_in_4bit", "--output_dir", str(tmp_path)]) == 2
+    assert _one_error_line(capsys) == (
+        "--load_in_4bit needs a CUDA GPU (bitsandbytes quantisation) and this machine has none: drop --load_in_4bit "
+        "to train the model unquantised on CPU"
+    )
+
+
+# One user error per command: the dispatcher is shared, so every command's argparse errors (missing or unknown
+# arguments) and config ValueErrors come out as the one line.
+PER_COMMAND = {
+    "train": (["--bf16", "false", "--nope", "1"], "unknown argument(s): --nope 1"),
+    "recipes": (["--nope"], "trl-efficient recipes: unrecognized arguments: --nope"),
+    "eval": ([], "trl-efficient eval: the following arguments are required: --model"),
+    "data": (["prepare", "--benchmarks", "nope", "--output", "out"], "Unknown benchmark 'nope'; choose one of"),
+    "testbed": (["compare", "--recipes", "nope"], "Unknown recipe 'nope'. Valid choices:"),
+    "profile": (["--nope"], "unknown argument(s): --nope; fix their names (see `trl-efficient profile --help`)"),
+    "serve-scorer": ([], "trl-efficient serve-scorer: the following arguments are required: --model"),
+    "push": (["--nope"], "trl-efficient push: "),
+    "merge": (["--nope"], "trl-efficient merge: "),
+}
+
+
+def test_every_command_is_covered():
+    assert set(PER_COMMAND) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(PER_COMMAND))
+def test_every_command_prints_one_line_and_exits_2(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv, expected = PER_COMMAND[command]
+    assert main([command, *argv]) == 2
+    assert _one_error_line(capsys).startswith(expected)
+
+
+def _cli(*argv, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "trl_efficient.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, **env},
+    )
+
+
+def test_model_not_found_offline_names_the_id_and_the_setting(tmp_path):
+    proc = _cli("train", *CPU, "--model_name_or_path", "nobody-here/no-such-model", "--output_dir", str(tmp_path),
+                HF_HUB_OFFLINE="1")  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "trl-efficient: error: model 'nobody-here/no-such-model' is not in the local Hugging Face cache and "
+        "HF_HUB_OFFLINE=1 forbids downloading it: download it first (`hf download nobody-here/no-such-model`) or "
+        "unset HF_HUB_OFFLINE, or pass a local directory instead"
+    )
+    assert "Traceback" not in proc.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path, capsys):
+    from trl_efficient.cli import UserError
+
+    with pytest.raises(UserError, match="config file not found"):
+        main(["train", "--config", str(tmp_path / "missing.yaml"), "--debug"])
+    proc = _cli("--debug", "train", "--config", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert proc.stderr.rstrip().endswith(f"UserError: config file not found: {tmp_path / 'missing.yaml'} (pass "
+                                         "--config <a recipe YAML, e.g. configs/grpo.yaml>)")  # fmt: skip
