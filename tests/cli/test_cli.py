@@ -109,3 +109,44 @@ def test_console_script_lists_recipes():
 def test_unknown_command_exits_nonzero(capsys):
     assert main(["bogus"]) == 2
     assert capsys.readouterr().err.startswith("trl-efficient: error: unknown command 'bogus'; choose one of data,")
+
+
+def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
+    # TRL's ModelConfig flags (as `trl grpo` takes them) load the policy and wrap it in LoRA: dtype (and TRL's old
+    # name --torch_dtype), attn_implementation, --use_peft with rank, alpha and target modules.
+    import peft
+    import torch
+
+    from trl_efficient.recipes.registry import Recipe
+
+    monkeypatch.chdir(ROOT)
+    built = []
+    real = Recipe.load_trainer_cls
+
+    def spy(self):
+        cls = real(self)
+        return type("Spy", (cls,), {"__init__": lambda t, *a, **k: (cls.__init__(t, *a, **k), built.append(t))[0]})
+
+    monkeypatch.setattr(Recipe, "load_trainer_cls", spy)
+    flags = ["--use_peft", "--lora_r", "2", "--lora_alpha", "4", "--lora_target_modules", "all-linear",
+             "--torch_dtype", "bfloat16", "--attn_implementation", "eager"]  # fmt: skip
+    script, _, _ = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), *flags])
+    assert (script.use_peft, script.lora_r, script.lora_target_modules, script.dtype) == (
+        True,
+        2,
+        "all-linear",
+        "bfloat16",
+    )
+    # a YAML's model_init_kwargs ({dtype: bfloat16} in the recipe YAMLs) win over --dtype, as in TRL's grpo script
+    from trl_efficient.core.models import model_init_kwargs
+
+    _, _, config = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), "--dtype", "float16"])
+    assert model_init_kwargs(script, overrides=config.model_init_kwargs)["dtype"] == "bfloat16"
+    # without a YAML, the flags decide (the default dtype is TRL's float32)
+    train_main(["--recipe", "grpo", *tiny_cli_args(tmp_path, max_steps=1), *flags])
+    (trainer,) = built
+    assert isinstance(trainer.model, peft.PeftModel)
+    assert trainer.model.peft_config["default"].r == 2 and trainer.model.peft_config["default"].lora_alpha == 4
+    base = trainer.model.get_base_model()
+    assert base.dtype == torch.bfloat16 and base.config._attn_implementation == "eager"
+    assert trainer.ref_model is None  # with PEFT, TRL's reference is the adapter-disabled model
