@@ -2,11 +2,16 @@
 recipe and reward tables generated from the registry).
 
 `trl-efficient train --config configs/<recipe>.yaml [--key value ...]` parses three dataclasses with TRL's
-`TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below), `DataArguments` and
-`EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then the command line.
-With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline smoke run of the whole
-pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under `accelerate launch -m
-trl_efficient.cli train ...`.
+`TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below; TRL's `ModelConfig` plus the
+script options, so `--use_peft --lora_r ... --dtype --attn_implementation --load_in_4bit` work as in `trl grpo`),
+`DataArguments` and `EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then
+the command line. With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline
+smoke run of the whole pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under
+`accelerate launch -m trl_efficient.cli train ...`.
+
+User errors in any command (a missing or malformed config file, an unknown recipe, field or flag, an invalid value, a
+model name that does not resolve, bf16 or 4-bit on a machine without CUDA) print one line, `trl-efficient: error:
+<what to change>`, and exit 2 (`main`); `--debug` anywhere on the command line shows the traceback instead.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.testbed`; both
 register when `trl_efficient` is imported).
 
+Loading: `load_tokenizer` turns a name that does not resolve (not cached while `HF_HUB_OFFLINE=1`, no such directory,
+no such Hub id) into a one-line `ModelUnavailableError` (`model_lookup_error`); `model_init_kwargs` and
+`check_quantization` read TRL's `ModelConfig` for the trainer, which loads the policy itself (TRL's
+`create_model_from_path`).
+
 >>> resolve_model_name("Qwen/Qwen2.5-Math-1.5B")
 'Qwen/Qwen2.5-Math-1.5B'
 >>> MODEL_SCHEMES.register("echo", lambda name, cache_dir=None: name.upper())  # doctest: +ELLIPSIS
