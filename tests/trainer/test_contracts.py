@@ -246,3 +246,20 @@ def test_update_card_info_replaces_fields(tiny_model_dir, tmp_path):
     )
     info = trainer.update_card_info(summary="S")
     assert trainer.card_info is info and info.datasets == ("gsm8k",) and info.summary == "S"
+
+
+def test_saved_training_arguments_never_hold_the_hub_token(tmp_path):
+    """`training_args.bin` (saved by the Trainer with torch.save, uploaded by Trainer.push_to_hub) drops the token."""
+    import pickle
+
+    import torch
+
+    from trl_efficient.trainer import EfficientGRPOConfig
+
+    args = EfficientGRPOConfig(output_dir=str(tmp_path), hub_token="hf_SECRETsecret123", use_cpu=True, bf16=False)
+    assert args.hub_token == "hf_SECRETsecret123"  # the live config keeps it for the run's own pushes
+    path = tmp_path / "training_args.bin"
+    torch.save(args, path)
+    assert b"hf_SECRETsecret123" not in path.read_bytes()
+    restored = pickle.loads(pickle.dumps(args))
+    assert restored.hub_token is None and restored.output_dir == str(tmp_path)

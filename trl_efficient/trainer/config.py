@@ -141,6 +141,15 @@ class EfficientGRPOConfig(GRPOConfig):
         metadata={"help": "Which part of the completion length rewards measure.", "choices": list(LENGTH_SCOPES)},
     )
 
+    def __getstate__(self) -> dict:
+        """Pickled copies (`training_args.bin` in the output directory and in every checkpoint, which
+        `Trainer.push_to_hub` uploads) never hold the Hub token: transformers pickles the whole config."""
+        state = self.__dict__.copy()
+        for name in ("hub_token", "push_to_hub_token"):
+            if state.get(name) is not None:
+                state[name] = None
+        return state
+
     def __post_init__(self) -> None:
         # Own fields first: nothing here depends on values GRPOConfig derives.
         if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
