@@ -261,7 +261,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         peft_config=get_peft_config(script_args),
         quantization_config=get_quantization_config(script_args),
     )
-    trainer.update_card_info(  # model-card inputs (trl_efficient.model_card.ModelCardInfo)
+    trainer.update_card_info(  # model-card inputs (trl_efficient.hub.card.ModelCardInfo)
         recipe=recipe,
         datasets=[data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else []),
     )
