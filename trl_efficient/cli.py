@@ -464,6 +464,20 @@ def _user_error_line(err: BaseException, command: str) -> str:
     return message
 
 
+def _offline_refusal(err: BaseException) -> str | None:
+    """The line for a Hugging Face Hub request that offline mode refused (huggingface_hub's `OfflineModeIsEnabled`
+    anywhere in the chain) and that is not a model lookup (`model_lookup_error` returned None); else `None`."""
+    seen, depth = err, 0
+    while seen is not None and depth < 10:
+        if type(seen).__name__ == "OfflineModeIsEnabled":
+            return (
+                "this command needs the Hugging Face Hub and offline mode is on (HF_HUB_OFFLINE or "
+                "TRANSFORMERS_OFFLINE is set): unset them and run it again"
+            )
+        seen, depth = seen.__cause__ or seen.__context__, depth + 1
+    return None
+
+
 @contextlib.contextmanager
 def _argparse_errors_raise():
     """While a subcommand runs, an argparse error (unknown flag, invalid choice, bad type) raises `UserError`
@@ -519,9 +533,10 @@ def main(argv: list[str] | None = None) -> int:
         from .core.models import model_lookup_error
 
         lookup = model_lookup_error(err)
-        if lookup is None or debug:
+        line = _one_line(lookup) if lookup is not None else _offline_refusal(err)
+        if line is None or debug:
             raise
-        print(f"trl-efficient: error: {_one_line(lookup)}", file=sys.stderr)
+        print(f"trl-efficient: error: {line}", file=sys.stderr)
         return 2
     return 0 if result is None or isinstance(result, dict) else int(result)
 

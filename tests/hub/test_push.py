@@ -3,6 +3,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -66,7 +67,13 @@ def trained_run(tiny_model_dir, tmp_path_factory):
              "result": result}  # fmt: skip
     os.makedirs(out / "eval")
     (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
-    # the token really is in the local training arguments (transformers pickles the whole config)
+    # EfficientGRPOConfig pickles without the token (its __getstate__); a run saved by plain transformers or TRL
+    # (which pickle the whole config, token included) is what push must clean: its training_args.bin replaces ours
+    assert torch.load(out / "training_args.bin", weights_only=False).hub_token is None
+    from transformers import TrainingArguments
+
+    plain = TrainingArguments(str(out), hub_token=TRAIN_TOKEN, learning_rate=1e-3, use_cpu=True, report_to="none")
+    torch.save(plain, out / "training_args.bin")
     assert torch.load(out / "training_args.bin", weights_only=False).hub_token == TRAIN_TOKEN
     return out
 
@@ -109,11 +116,159 @@ def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
     assert uploaded_args.hub_token is None and uploaded_args.learning_rate == 1e-3
 
 
+def _push(output_dir, repo_id, server, tmp_path):
+    return subprocess.run(
+        [sys.executable, "-m", "trl_efficient.cli", "push", str(output_dir), "--repo-id", repo_id],
+        env=_hub_env(server, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def lora_run(tiny_model_dir, tmp_path_factory):
+    """A one-step LoRA kimi run (TRL's `peft_config`, as `trl-efficient train --use_peft` passes it) saved as
+    `trl-efficient train` leaves it: adapter, tokenizer, card data, summary, and `trl-efficient eval` results."""
+    peft = pytest.importorskip("peft")
+    out = tmp_path_factory.mktemp("lora") / "tiny-kimi-lora"
+    lora = peft.LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=8, target_modules="all-linear")
+    trainer = RecordingTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward],
+        args=tiny_config(out, max_steps=1),
+        train_dataset=make_dataset(8),
+        peft_config=lora,
+    )
+    trainer.update_card_info(recipe=get_recipe("kimi"), datasets=["gsm8k"])  # a local base: no base_model_id
+    trainer.train()
+    trainer.save_model(str(out))
+    trainer.create_model_card(model_name="tiny-kimi-lora")
+    assert trainer.model_card_error is None
+    r = {"accuracy": 0.5, "mean_tokens": 30.0, "truncated_fraction": 0.0}
+    (out / "trl_efficient_summary.json").write_text(
+        json.dumps({"recipe": "kimi", "model": tiny_model_dir, "before": r, "after": {**r, "accuracy": 0.625}})
+    )
+    result = {"accuracy": 0.625, "mean_tokens": 28.5, "truncated_fraction": 0.0, "num_problems": 8,
+              "samples_per_problem": 1}  # fmt: skip
+    entry = {"model": "tiny-kimi-lora", "model_name_or_path": str(out), "mode": "plain", "benchmark": "gsm8k",
+             "result": result}  # fmt: skip
+    os.makedirs(out / "eval")
+    (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+    names = set(os.listdir(out))
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= names and "config.json" not in names, names
+    return out
+
+
+def test_push_lora_adapter_directory(lora_run, tmp_path):
+    """The adapter directory of a LoRA run is pushed as an adapter: adapter files, tokenizer, card, evaluation; the
+    card's metadata names the adapter's base (its `adapter_config.json`), `library_name: peft` and PEFT's tags."""
+    run = tmp_path / "run"
+    shutil.copytree(lora_run, run)
+    config = json.loads((run / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] != BASE  # trained from the local tiny model: the card has no base
+    assert json.loads((run / "trl_efficient_card.json").read_text())["base_model"] is None
+    config["base_model_name_or_path"] = BASE  # as after `--model_name_or_path Qwen/...`: the adapter names its base
+    (run / "adapter_config.json").write_text(json.dumps(config))
+    root = tmp_path / "hub"
+    server = start_fake_hub(str(root))
+    try:
+        proc = _push(run, "tester/tiny-lora", server, tmp_path)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repo = root / "tester" / "tiny-lora"
+    arrived = dict(_all_bytes(repo))
+    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer_config.json", "README.md",
+                 "trl_efficient_card.json", "trl_efficient_summary.json", "eval/results.json"):  # fmt: skip
+        assert name in arrived, sorted(arrived)
+    assert "config.json" not in arrived and "model.safetensors" not in arrived
+    assert arrived["adapter_model.safetensors"] == (run / "adapter_model.safetensors").read_bytes()
+    meta = metadata_load(repo / "README.md")
+    assert meta["base_model"] == BASE and meta["library_name"] == "peft"
+    assert {"peft", "lora", "transformers", f"base_model:adapter:{BASE}", "trl-efficient"} <= set(meta["tags"])
+    card = ModelCard.load(repo / "README.md")
+    assert "LoRA adapter (PEFT), not a full model; its base model is [Qwen/Qwen2.5-0.5B-Instruct]" in card.text
+    assert "model_id = 'tester/tiny-lora'" in card.text and "kimi" in card.text
+    (result,) = [r for r in card.data.eval_results if r.metric_type == "accuracy"]
+    assert result.metric_value == 0.625
+    assert "None" not in card.content and PUSH_TOKEN not in card.content
+
+
+def test_merge_lora_run_then_push_the_merged_model(lora_run, tmp_path):
+    """`merge --method lora` of a LoRA run copies its card data, so the merged directory pushes with the training
+    card plus a "How this model was merged" section, as a full model (`library_name: transformers`)."""
+    from trl_efficient.hub.merge import main as merge_main
+
+    merged = tmp_path / "merged"
+    assert merge_main(["--method", "lora", "--adapter", str(lora_run), "--output", str(merged)]) == 0
+    for name in ("config.json", "model.safetensors", "trl_efficient_card.json", "trl_efficient_summary.json",
+                 "trl_efficient_merge.json", "eval/results.json"):  # fmt: skip
+        assert (merged / name).is_file(), name
+    local = (merged / "README.md").read_text()
+    assert "## Efficient reasoning with trl-efficient" in local and "## How this model was merged" in local
+    root = tmp_path / "hub"
+    server = start_fake_hub(str(root))
+    try:
+        proc = _push(merged, "tester/tiny-lora-merged", server, tmp_path)
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repo = root / "tester" / "tiny-lora-merged"
+    arrived = dict(_all_bytes(repo))
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", "eval/results.json",
+                 "trl_efficient_summary.json", "trl_efficient_merge.json"):  # fmt: skip
+        assert name in arrived, sorted(arrived)
+    assert not any(name.startswith("adapter_") for name in arrived)
+    meta = metadata_load(repo / "README.md")
+    assert meta["library_name"] == "transformers" and {"merge", "lora", "trl-efficient"} <= set(meta["tags"])
+    assert "base_model" not in meta  # the tiny base is local: no base_model entry
+    card = ModelCard.load(repo / "README.md")
+    text = card.text
+    # the training card (recipe, rewards, before/after, quick start with the repo id) ...
+    assert "## Efficient reasoning with trl-efficient" in text and "correctness_reward" in text
+    assert "| after | 0.625 | 30.0 | 0.00 |" in text and "model_id = 'tester/tiny-lora-merged'" in text
+    # ... then how it was merged: the method, formula, the adapter and its parameters
+    merge = text.index("## How this model was merged")
+    assert merge > text.index("## Efficient reasoning with trl-efficient")
+    tail = text[merge:]
+    assert "trl-efficient merge --method lora" in tail and "W = W_base + (lora_alpha / r) B A" in tail
+    assert f"- adapter: `{lora_run}`" in tail and "- `r`: 4" in tail and "- `lora_alpha`: 8" in tail
+    assert "### How it was merged" in tail and "\n# Merged model" not in text
+    (result,) = [r for r in card.data.eval_results if r.metric_type == "accuracy"]
+    assert result.metric_value == 0.625  # the adapter's evaluation: the merged model computes the same function
+    assert "None" not in card.content
+
+
+def test_push_offline_says_it_needs_the_network(trained_run, tmp_path):
+    """HF_HUB_OFFLINE=1 blocks every Hub request: `push` says so in one line, not "model not in the cache"."""
+    server = start_fake_hub(str(tmp_path / "hub"))
+    try:
+        env = {**_hub_env(server, tmp_path), "HF_HUB_OFFLINE": "1"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "trl_efficient.cli", "push", str(trained_run), "--repo-id", "tester/offline"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        server.shutdown()
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "trl-efficient push: error: push needs the network and HF_HUB_OFFLINE is set (Hugging Face Hub offline "
+        "mode): unset HF_HUB_OFFLINE and push again."
+    )
+    assert "cache" not in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "hub" / "tester").exists()  # nothing arrived
+
+
 def test_push_refuses_a_folder_without_model(tmp_path, capsys):
     (tmp_path / "trl_efficient_summary.json").write_text("{}")
     assert push_main([str(tmp_path), "--repo-id", "tester/x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("trl-efficient push: error:") and "config.json" in err[0]
+    assert "adapter_config.json" in err[0]
 
 
 def test_trainer_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):

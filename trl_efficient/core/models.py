@@ -93,13 +93,17 @@ _LOOKUP_ERRORS = (
 
 def model_lookup_error(err: BaseException, name: str | None = None) -> ModelUnavailableError | None:
     """A one-line `ModelUnavailableError` for a model name that does not resolve (the Hub lookup failed, offline or
-    not; a path that does not exist), naming `name` and what to change; `None` for other errors (disk, network...).
+    not; a path that does not exist), naming `name` and what to change; `None` for other errors (disk, network...,
+    and, when no `name` is given, a Hub API request that offline mode refused: not a model lookup).
     transformers raises these as `OSError`s chained from huggingface_hub's errors."""
     chain, seen = [], err
     while seen is not None and len(chain) < 10:
         chain.append(type(seen).__name__)
         seen = seen.__cause__ or seen.__context__
-    if not any(kind in _LOOKUP_ERRORS for kind in chain):
+    found = {kind for kind in chain if kind in _LOOKUP_ERRORS}
+    if not found or (name is None and found == {"OfflineModeIsEnabled"}):
+        # No lookup error; or, with no model name, a Hub request refused by offline mode alone (`create_repo` of
+        # `push`...): a file lookup of a model missing from the cache fails with `LocalEntryNotFoundError` too.
         return None
     what = f"model {name!r}" if name else f"the model ({_first_line(err)})"
     if name and name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):

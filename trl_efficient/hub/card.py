@@ -176,6 +176,7 @@ class CardData:
     model_id: str = "path/to/this/model"
     max_new_tokens: int = 1024
     tags: list[str] = field(default_factory=list)
+    library_name: str = "transformers"  # "peft" for a LoRA/PEFT adapter (set by `push` for an adapter directory)
     evaluation: str = ""  # Markdown of the evaluation results, filled by `render_card`
 
     def to_json(self) -> str:
@@ -663,7 +664,7 @@ def render_card(data: CardData, eval_entries: list[dict] | None = None, model_re
     meta = ModelCardData(
         base_model=data.base_model,
         datasets=datasets or None,
-        library_name="transformers",
+        library_name=data.library_name,
         license=data.license,
         model_name=data.model_name,
         pipeline_tag="text-generation",

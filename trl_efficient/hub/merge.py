@@ -24,6 +24,17 @@ Methods (α is always the weight of the *trained* model: α = 0 gives the base, 
 - `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
   2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
 
+The card of a `lora` merge of a trl-efficient run (an adapter directory holding `trl_efficient_card.json` and/or
+`trl_efficient_summary.json`, as `trl-efficient train --use_peft` leaves it): those files and the run's
+`trl-efficient eval` results (`eval/results.json`, `results.md`, `pareto.png`) are copied into the output, and the
+card is the *training card* (`hub.card.render_card`: recipe, rewards, hyperparameters, quick start, evaluation)
+with the merge card's body appended as a "How this model was merged" section, and tags `merge` and `lora`. Its
+`base_model` metadata is the training card's (the adapter's base; the adapter directory itself is local). The
+section and method are saved as `trl_efficient_merge.json`, so `trl-efficient push` of the merged directory renders
+the same card for the repo. The evaluation results were measured on the adapter; the merged model computes the same
+function (`merge_and_unload` folds `(α/r) B A` into the weights), so they are shown as its own (proposed default).
+Without run files (an adapter trained elsewhere, or any other method) the card is the merge card alone.
+
 Both models load with `AutoModelForCausalLM.from_pretrained` (local directories, Hub ids, or `tiny:<arch>` names via
 `trl_efficient.core.models`) in their saved dtype; each tensor is merged in float32 and cast back to the trained
 model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
@@ -35,9 +46,11 @@ tensor at a time.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping
 from importlib import resources
@@ -46,6 +59,9 @@ import torch
 import yaml
 
 from ..core.models import resolve_model_name
+from .card import CARD_DATA_FILE, EVAL_RESULTS_PATH, SUMMARY_FILE, load_eval_results
+from .card import render_card as render_training_card
+from .push import MERGE_DATA_FILE, load_card_data
 
 __all__ = [
     "METHODS",
@@ -57,6 +73,7 @@ __all__ = [
     "main",
     "merge_lora",
     "merge_models",
+    "merge_section",
     "render_card",
     "uniform_merge",
     "update_selective_merge",
@@ -318,8 +335,59 @@ def merge_lora(adapter: str, output: str, base: str | None = None) -> dict:
     for key in ("r", "lora_alpha"):
         if getattr(config, key, None) is not None:
             params[key] = getattr(config, key)
-    _write_card(output, "lora", [base, adapter], params, tokenizer_from)
+    adapter_dir = os.path.expanduser(adapter)
+    if os.path.isdir(adapter_dir) and _copy_run_files(adapter_dir, output):
+        _write_training_card(output, [base, adapter], params, tokenizer_from, adapter_dir)
+    else:
+        _write_card(output, "lora", [base, adapter], params, tokenizer_from)
     return params
+
+
+RUN_FILES = (CARD_DATA_FILE, SUMMARY_FILE)
+EVAL_FILES = ("results.json", "results.md", "pareto.png")
+
+
+def _copy_run_files(adapter_dir: str, output: str) -> bool:
+    """Copy the run's card data and evaluation results from `adapter_dir` into `output`; False when it has no
+    card data (not a trl-efficient run)."""
+    present = [n for n in RUN_FILES if os.path.isfile(os.path.join(adapter_dir, n))]
+    if not present:
+        return False
+    for name in present:
+        shutil.copy2(os.path.join(adapter_dir, name), os.path.join(output, name))
+    eval_dir = os.path.dirname(os.path.join(adapter_dir, EVAL_RESULTS_PATH))
+    for name in EVAL_FILES:
+        if os.path.isfile(os.path.join(eval_dir, name)):
+            os.makedirs(os.path.join(output, "eval"), exist_ok=True)
+            shutil.copy2(os.path.join(eval_dir, name), os.path.join(output, "eval", name))
+    return True
+
+
+def merge_section(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:
+    """The merge card's body (`hub_cards/merge.md` without its title) as a "How this model was merged" section of
+    another card, its headings one level down."""
+    body = render_card(method, models, params, tokenizer_from).split("---\n", 2)[2].strip()
+    lines = body.splitlines()[1:]  # the "# Merged model" title
+    lines = ["#" + line if line.startswith("## ") else line for line in lines]
+    return "## How this model was merged\n\n" + "\n".join(lines).strip() + "\n"
+
+
+def _write_training_card(output: str, models: list[str], params: dict, tokenizer_from, adapter_dir: str) -> None:
+    """README.md = the run's training card + `merge_section`; `trl_efficient_merge.json` for `push`."""
+    section = merge_section("lora", models, params, tokenizer_from)
+    refs = [os.path.abspath(adapter_dir), models[1]]
+    with open(os.path.join(output, MERGE_DATA_FILE), "w", encoding="utf-8") as f:
+        merge = {"method": "lora", "models": models, "parameters": params, "tokenizer": tokenizer_from}
+        json.dump({**merge, "eval_model_refs": refs, "section": section}, f, indent=1, ensure_ascii=False)
+    data = load_card_data(output)
+    data.model_id = os.path.abspath(output)
+    data.model_name = os.path.basename(os.path.normpath(output))
+    data.tags = list(dict.fromkeys([*data.tags, "merge", "lora"]))
+    results = os.path.join(output, EVAL_RESULTS_PATH)
+    entries = load_eval_results(results) if os.path.isfile(results) else None
+    card = render_training_card(data, entries, model_refs=(output, *refs))
+    with open(os.path.join(output, "README.md"), "w", encoding="utf-8") as f:
+        f.write(str(card).rstrip("\n") + "\n\n" + section)
 
 
 def render_card(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:

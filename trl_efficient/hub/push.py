@@ -2,7 +2,14 @@
 
 One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) with:
 
-- the model and tokenizer files at the top of `OUTPUT_DIR` (checkpoints, logs and other folders stay local);
+- the model and tokenizer files at the top of `OUTPUT_DIR` (checkpoints, logs and other folders stay local). A
+  LoRA/PEFT run (`trl-efficient train --use_peft`) saves an adapter instead (`adapter_config.json` +
+  `adapter_model.safetensors`): it is uploaded as such, and its card says so: `base_model` is the adapter's base
+  (`base_model_name_or_path` of `adapter_config.json`, resolved like the trainer's base model; else the card's),
+  `library_name: peft`, and PEFT's own tags (`transformers`, `lora` for a LoRA adapter, `base_model:adapter:<base>`);
+- a model merged by `trl-efficient merge --method lora` from such an adapter: the merge copied the run's card data,
+  so the card is the training card; `trl_efficient_merge.json` (written by the merge) adds its
+  "How this model was merged" section and the `merge` / method tags;
 - `README.md`: the card rendered again (`hub.card.render_card`) from what the run saved: `trl_efficient_card.json`
   (written with the card by the trainer), `trl_efficient_summary.json` (`trl-efficient train`) and the evaluation
   results of `trl-efficient eval` (`--eval`, default `OUTPUT_DIR/eval/results.json`), uploaded as
@@ -13,6 +20,9 @@ One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) wit
 Tokens: the token comes from `--token`, else `HF_TOKEN` / the stored login (huggingface_hub's own lookup). It is
 never printed or logged, and before anything is uploaded every file of the commit is searched for it and for the
 run's `hub_token`: a file that contains one stops the push with an error naming the file.
+
+Offline mode (`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE` set) blocks every Hub request: `push` checks it after the
+local checks, before any request, and stops with one line saying to unset it.
 """
 
 from __future__ import annotations
@@ -29,11 +39,26 @@ from .card import resolve_base_model as _resolve_base_model
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PushError", "build_parser", "collect_files", "main", "push", "sanitized_training_args"]
+__all__ = [
+    "MERGE_DATA_FILE",
+    "PushError",
+    "build_parser",
+    "collect_files",
+    "load_card_data",
+    "main",
+    "mark_adapter",
+    "merge_info",
+    "push",
+    "sanitized_training_args",
+]
 
 TRAINING_ARGS_FILE = "training_args.bin"
 TOKEN_FIELDS = ("hub_token", "push_to_hub_token")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+MERGE_DATA_FILE = "trl_efficient_merge.json"  # `trl-efficient merge --method lora` of a run: {..., "section": md}
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either one turns huggingface_hub offline
 _SCAN_LIMIT = 64 * 1024 * 1024  # weights are larger and hold no text; every other file is searched for tokens
 
 
@@ -56,8 +81,72 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _has_weights(folder: str) -> bool:
-    names = os.listdir(folder)
+    """Full-model weights (not an adapter's) at the top of `folder`."""
+    names = [n for n in os.listdir(folder) if not n.startswith("adapter_model")]
     return any(n.endswith((".safetensors", ".safetensors.index.json")) or n.startswith("pytorch_model") for n in names)
+
+
+def _adapter_config(folder: str) -> dict | None:
+    """The `adapter_config.json` of a PEFT adapter saved in `folder` (config and weights), else `None`."""
+    path = os.path.join(folder, ADAPTER_CONFIG)
+    if not os.path.isfile(path) or not any(os.path.isfile(os.path.join(folder, w)) for w in ADAPTER_WEIGHTS):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise PushError(f"{path}: not a readable adapter config ({err}); save the adapter again.") from err
+    return config if isinstance(config, dict) else None
+
+
+def mark_adapter(data: CardData, adapter_config: dict) -> None:
+    """Make `data` the card of a PEFT adapter: `base_model` the adapter's base (its `base_model_name_or_path`
+    resolved by `card.resolve_base_model`; when that is no Hub id, the base the card already names),
+    `library_name: peft`, PEFT's own tags (`peft_model.create_or_update_model_card`: `transformers`, `lora`,
+    `base_model:adapter:<base>`) and `peft`, and a sentence saying how to load it."""
+    base_path = adapter_config.get("base_model_name_or_path")
+    base, _ = _resolve_base_model(None, base_path)
+    base = base or data.base_model
+    peft_type = str(adapter_config.get("peft_type") or "")
+    label = {"LORA": "LoRA"}.get(peft_type, peft_type or "PEFT")
+    data.base_model = base
+    data.library_name = "peft"
+    extra = ["peft", "transformers", *(["lora"] if peft_type == "LORA" else [])]
+    data.tags = list(dict.fromkeys([*data.tags, *extra, *([f"base_model:adapter:{base}"] if base else [])]))
+    where = f"[{base}](https://huggingface.co/{base})" if base else f"`{base_path}`, which is not on the Hub"
+    data.base_model_text = (
+        f"This repository holds a {label} adapter (PEFT), not a full model; its base model is {where}. With `peft` "
+        "installed, `AutoModelForCausalLM.from_pretrained` (quick start below) loads the base and applies the "
+        "adapter; `trl-efficient merge --method lora --adapter <this repo>` merges it into a full model."
+    )
+
+
+def merge_info(output_dir: str) -> tuple[str, list[str], list[str]]:
+    """`(markdown section, tags, eval model refs)` of a model merged from a run by `trl-efficient merge`
+    (`MERGE_DATA_FILE`: the section, the method, and the adapter whose evaluation results the merged model keeps),
+    else `("", [], [])`."""
+    path = os.path.join(output_dir, MERGE_DATA_FILE)
+    if not os.path.isfile(path):
+        return "", [], []
+    with open(path, encoding="utf-8") as f:
+        merge = json.load(f)
+    tags = ["merge", str(merge.get("method") or "merge")]
+    return str(merge.get("section") or ""), tags, [str(r) for r in merge.get("eval_model_refs") or []]
+
+
+def _offline_variable() -> str | None:
+    """The variable that turned huggingface_hub's offline mode on (read at its import), else `None`."""
+    from huggingface_hub import constants
+
+    if not constants.HF_HUB_OFFLINE:
+        return None
+    set_ = [v for v in OFFLINE_VARIABLES if os.environ.get(v, "").upper() in {"1", "ON", "YES", "TRUE"}]
+    return set_[0] if set_ else "HF_HUB_OFFLINE"
+
+
+def _offline_error(variable: str) -> PushError:
+    return PushError(f"push needs the network and {variable} is set (Hugging Face Hub offline mode): unset "
+                     f"{variable} and push again.")  # fmt: skip
 
 
 def _summary_markdown(summary: dict) -> str | None:
@@ -174,8 +263,13 @@ def push(
 
     if not os.path.isdir(output_dir):
         raise PushError(f"{output_dir} is not a directory; give the output directory of `trl-efficient train`.")
-    if not os.path.isfile(os.path.join(output_dir, "config.json")) or not _has_weights(output_dir):
-        raise PushError(f"{output_dir} has no model (config.json and weights); train or save the model there first.")
+    is_model = os.path.isfile(os.path.join(output_dir, "config.json")) and _has_weights(output_dir)
+    adapter = None if is_model else _adapter_config(output_dir)
+    if not is_model and adapter is None:
+        raise PushError(
+            f"{output_dir} has no model (config.json and weights) and no PEFT adapter (adapter_config.json and "
+            "adapter_model.safetensors); train or save the model there first."
+        )
     if eval_path is None and os.path.isfile(os.path.join(output_dir, EVAL_RESULTS_PATH)):
         eval_path = os.path.join(output_dir, EVAL_RESULTS_PATH)
     try:
@@ -183,25 +277,39 @@ def push(
     except ValueError as err:
         raise PushError(str(err)) from err
     data = load_card_data(output_dir)
+    if adapter is not None:
+        mark_adapter(data, adapter)
+    merge_section, merge_tags, merge_refs = merge_info(output_dir)
+    data.tags = list(dict.fromkeys([*data.tags, *merge_tags]))
     data.model_id = repo_id
     data.model_name = repo_id.split("/")[-1]
     if license:
         data.license = license
-    card = render_card(data, entries, model_refs=(output_dir, repo_id))
+    card = render_card(data, entries, model_refs=(output_dir, repo_id, *merge_refs))
     files, secrets = collect_files(output_dir, eval_path)
-    files["README.md"] = str(card).encode("utf-8")
+    readme = str(card).rstrip("\n") + "\n" + (f"\n{merge_section.strip()}\n" if merge_section else "")
+    files["README.md"] = readme.encode("utf-8")
     files[CARD_DATA_FILE] = data.to_json().encode("utf-8")  # with the repo id, not this machine's path
     token = token or get_token()
     _check_no_secret(files, [*secrets, *([token] if token else [])])
+    offline = _offline_variable()
+    if offline:
+        raise _offline_error(offline)
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    what = "adapter" if adapter is not None else "model"
     api = HfApi(token=token)
-    api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
     operations = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=c) for p, c in files.items()]
-    info = api.create_commit(
-        repo_id,
-        operations,
-        commit_message=commit_message or f"Upload {data.recipe} model trained with trl-efficient",
-        revision=revision,
-    )
+    try:
+        api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+        info = api.create_commit(
+            repo_id,
+            operations,
+            commit_message=commit_message or f"Upload {data.recipe} {what} trained with trl-efficient",
+            revision=revision,
+        )
+    except OfflineModeIsEnabled as err:  # offline mode turned on after huggingface_hub was imported
+        raise _offline_error(_offline_variable() or "HF_HUB_OFFLINE") from err
     logger.info("pushed %d files of %s to %s", len(operations), output_dir, repo_id)
     return str(getattr(info, "commit_url", "") or repo_id)
 
