@@ -1,6 +1,7 @@
 """`trl-efficient merge`: every merged parameter equals the method's formula, computed here independently with torch
 ops on the two state dicts (not by calling the merge functions), and the merged directory loads and generates."""
 
+import json
 import math
 import os
 
@@ -214,6 +215,63 @@ def test_lora_merge_matches_the_peft_model(models, tmp_path):
     meta, text = _card(out)
     assert meta["base_model"] == [models["base"], str(adapter)] and meta["merge_parameters"]["r"] == 4
     assert "https://arxiv.org/abs/2106.09685" in text
+
+
+def test_lora_merge_of_a_run_keeps_its_training_card(models, tmp_path):
+    """An adapter directory holding a trl-efficient run's card data: the merge copies the card data and evaluation
+    results, and its card is the training card followed by "How this model was merged" (hub.merge docstring)."""
+    from peft import LoraConfig, get_peft_model
+
+    from trl_efficient.hub.card import CardData
+
+    torch.manual_seed(0)
+    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"], init_lora_weights=False)
+    adapter = tmp_path / "run"
+    get_peft_model(AutoModelForCausalLM.from_pretrained(models["base"]), config).save_pretrained(adapter)
+    data = CardData(
+        model_name="run", recipe="hbpo", method="HBPO", base_model="Qwen/Qwen2.5-0.5B-Instruct",
+        base_model_text="It is a fine-tuned version of Qwen.", hyperparameters={"learning_rate": 1e-6},
+    )  # fmt: skip
+    (adapter / "trl_efficient_card.json").write_text(data.to_json())
+    (adapter / "trl_efficient_summary.json").write_text('{"recipe": "hbpo", "before": null, "after": null}')
+    os.makedirs(adapter / "eval")
+    entry = {"model": "run", "model_name_or_path": str(adapter), "mode": "plain", "benchmark": "gsm8k",
+             "result": {"accuracy": 0.5, "mean_tokens": 12.0}}  # fmt: skip
+    (adapter / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+    (adapter / "eval" / "results.md").write_text("| run | 0.5 |\n")
+    out = tmp_path / "out"
+    assert main(["--method", "lora", "--adapter", str(adapter), "--output", str(out)]) == 0
+    for name in ("trl_efficient_card.json", "trl_efficient_summary.json", "eval/results.json", "eval/results.md"):
+        assert (out / name).read_bytes() == (adapter / name).read_bytes(), name
+    merge = json.loads((out / "trl_efficient_merge.json").read_text())
+    assert merge["method"] == "lora" and merge["models"] == [models["base"], str(adapter)]
+    assert merge["parameters"]["r"] == 2 and merge["parameters"]["lora_alpha"] == 4
+    meta, text = _card(str(out))
+    # the training card's metadata (its base model, not the two local directories), tagged as a LoRA merge
+    assert meta["base_model"] == "Qwen/Qwen2.5-0.5B-Instruct" and meta["library_name"] == "transformers"
+    assert {"merge", "lora", "trl-efficient"} <= set(meta["tags"])
+    assert meta["model-index"][0]["results"][0]["metrics"][0]["value"] == 0.5  # the adapter's evaluation
+    assert text.index("## Efficient reasoning with trl-efficient") < text.index("## How this model was merged")
+    assert "`hbpo`" in text and "`learning_rate`: `1e-06`" in text and f"model_id = '{out}'" in text
+    section = text[text.index("## How this model was merged") :]
+    assert section.startswith("## How this model was merged\n\nThis model was produced by `trl-efficient merge")
+    assert f"- adapter: `{adapter}`" in section and "### How it was merged" in section and "### Source" in section
+    assert "- `r`: 2" in section and "https://arxiv.org/abs/2106.09685" in section and "# Merged model" not in text
+    _loads_and_generates(str(out))
+
+
+def test_lora_merge_without_run_files_keeps_the_merge_card(models, tmp_path):
+    from peft import LoraConfig, get_peft_model
+
+    adapter = tmp_path / "adapter"
+    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"])
+    get_peft_model(AutoModelForCausalLM.from_pretrained(models["base"]), config).save_pretrained(adapter)
+    out = tmp_path / "out"
+    assert main(["--method", "lora", "--adapter", str(adapter), "--output", str(out)]) == 0
+    assert not (out / "trl_efficient_merge.json").exists() and not (out / "trl_efficient_card.json").exists()
+    meta, text = _card(str(out))
+    assert meta["base_model"] == [models["base"], str(adapter)]
+    assert text.split("---\n", 2)[2].lstrip().startswith("# Merged model (`lora`)")
 
 
 def _error_lines(capsys):
