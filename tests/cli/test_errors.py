@@ -149,3 +149,52 @@ def test_debug_shows_the_traceback(tmp_path, capsys):
     assert "Traceback (most recent call last)" in proc.stderr
     assert proc.stderr.rstrip().endswith(f"UserError: config file not found: {tmp_path / 'missing.yaml'} (pass "
                                          "--config <a recipe YAML, e.g. configs/grpo.yaml>)")  # fmt: skip
+
+
+def test_a_hub_request_refused_offline_is_not_a_missing_model(capsys, monkeypatch):
+    """Offline mode refusing a Hub API request (`create_repo`, ...) is not a model lookup: the generic handler says
+    offline mode stopped it, never "not in the local Hugging Face cache"; a model file lookup still is one."""
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    import trl_efficient.cli as cli
+    from trl_efficient.core.models import model_lookup_error
+
+    refused = OfflineModeIsEnabled("Cannot reach https://huggingface.co/api/repos/create: offline mode is enabled.")
+    assert model_lookup_error(refused) is None
+    try:  # transformers' wrapping of a file lookup of a model missing from the cache, offline
+        try:
+            raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache") from refused
+        except LocalEntryNotFoundError as inner:
+            raise OSError("We couldn't connect to 'https://huggingface.co' to load the files") from inner
+    except OSError as wrapped:
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+        assert "is not in the local Hugging Face cache" in str(model_lookup_error(wrapped))
+        assert "is not in the local Hugging Face cache" in str(model_lookup_error(refused, "org/model"))
+
+    def refuse(argv):
+        raise refused
+
+    monkeypatch.setattr(cli, "_resolve", lambda target: refuse)
+    assert main(["push", "x", "--repo-id", "a/b"]) == 2
+    assert _one_error_line(capsys) == (
+        "this command needs the Hugging Face Hub and offline mode is on (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is "
+        "set): unset them and run it again"
+    )
+
+
+def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_model_dir, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_model_dir, run)
+    (run / "trl_efficient_summary.json").write_text('{"recipe": "grpo", "model": "Qwen/Qwen2.5-0.5B-Instruct"}')
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda *a, **k: pytest.fail("no request offline"))
+    assert main(["push", str(run), "--repo-id", "tester/x", "--token", "hf_NotARealToken000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        "trl-efficient push: error: push needs the network and HF_HUB_OFFLINE is set (Hugging Face Hub offline "
+        "mode): unset HF_HUB_OFFLINE and push again."
+    )
+    assert not any("cache" in line for line in err)
