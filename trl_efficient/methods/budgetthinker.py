@@ -122,6 +122,11 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
                 "BudgetThinkerTrainer forces its control tokens with a transformers LogitsProcessor; vLLM is not "
                 "supported in this version: set use_vllm=False."
             )
+        if getattr(config, "budget_forcing", None):
+            raise ValueError(
+                "BudgetThinkerTrainer already forces its own control tokens during generation; budget_forcing "
+                "(s1) cannot be combined with it: set budget_forcing=None."
+            )
         if getattr(config, "use_transformers_paged", False):
             raise ValueError(
                 "BudgetThinkerTrainer needs plain transformers generate: set use_transformers_paged=False."
@@ -150,15 +155,12 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
         return output
 
     def mask_control_tokens(self, output: dict) -> None:
-        """`completion_mask = 0` on the control tokens; `num_items_in_batch` recomputed over the kept tokens (as
-        `DLERTrainer._apply_cuts` and TRL do: the gathered sum of `completion_mask * tool_mask`)."""
+        """`completion_mask = 0` on the control tokens, `num_items_in_batch` recomputed over the kept tokens
+        (`EfficientGRPOTrainer.mask_completion_tokens`, shared with budget forcing)."""
         control = torch.isin(
             output["completion_ids"], torch.tensor(self.control_ids, device=output["completion_ids"].device)
         )
-        mask = output["completion_mask"] * (~control).to(output["completion_mask"].dtype)
-        output["completion_mask"] = mask
-        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        self.mask_completion_tokens(output, control)
         mode = "train" if self.model.training else "eval"
         self._metrics[mode]["budgetthinker/control_tokens_mean"].append(
             gather(control.sum(dim=1).float()).mean().item()
