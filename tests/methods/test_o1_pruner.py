@@ -201,3 +201,74 @@ def test_trains_from_yaml_and_resumes_without_resampling(tmp_path, monkeypatch):
     train_main(["--config", "configs/o1-pruner.yaml", *cli, *extra,
                 "--resume_from_checkpoint", str(run / "checkpoint-1")])  # fmt: skip
     assert len(calls) == 1 and load_reference_stats(str(run / O1_STATS_FILE)) == stats
+
+
+# ------------------------------------------------------------------------------------------- the sampling command
+def test_command_samples_then_reuses(tmp_path, capsys):
+    out = str(tmp_path / "ref.json")
+    argv = ["--model_name_or_path", "tiny:qwen2-16", "--dataset_name", "gsm8k", "--dataset_limit", "3", "--k", "2",
+            "--max_new_tokens", "4", "--output", out]  # fmt: skip
+    assert o1.main(argv) == 0 and "(sampled)" in capsys.readouterr().out
+    payload = load_reference_stats(out)
+    assert len(payload["stats"]) == 3 and all(r["k"] == 2 and 1 <= r["ref_length"] <= 4 for r in payload["stats"])
+    assert o1.main(argv) == 0 and "(cached)" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="max_new_tokens differ"):
+        o1.main([*argv[:-4], "--max_new_tokens", "5", "--output", out])
+
+
+@pytest.mark.vllm
+def test_command_with_the_vllm_backend(tmp_path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("vllm")
+    from trl_efficient.testing.tiny import save_tiny_model
+
+    model = save_tiny_model(str(tmp_path / "tiny-qwen2-128"))  # head_dim 64: vLLM-CPU rejects smaller heads
+    out = str(tmp_path / "ref.json")
+    cmd = [sys.executable, "-m", "trl_efficient.methods.o1_pruner", "--backend", "vllm", "--model_name_or_path", model,
+           "--dataset_name", "gsm8k", "--dataset_limit", "2", "--k", "3", "--max_new_tokens", "8",
+           "--vllm_max_model_len", "512", "--vllm_enforce_eager", "true", "--output", out]  # fmt: skip
+    proc = subprocess.run(cmd, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    payload = load_reference_stats(out)
+    # k = 3 samples per problem (SamplingParams.n), whole-completion tokens within the cap
+    assert [r["k"] for r in payload["stats"]] == [3, 3] and all(0 < r["ref_length"] <= 8 for r in payload["stats"])
+
+
+def test_vllm_profile_folds_n_samples_per_prompt(monkeypatch, tiny_tokenizer):
+    # the vLLM pre-pass asks for n samples in one request and gets n consecutive records (fake vllm module: the real
+    # one runs in the `vllm` tier above)
+    import sys
+    import types
+
+    from trl_efficient.core.lengths import LengthMeter
+    from trl_efficient.methods.saber import profile_dataset_vllm
+
+    seen = {}
+
+    class SamplingParams:
+        def __init__(self, **kw):
+            seen["params"] = kw
+
+    class LLM:
+        def __init__(self, model, seed, **kw):
+            pass
+
+        def generate(self, prompts, params, use_tqdm=True):
+            def output(text, reason):
+                return types.SimpleNamespace(token_ids=tiny_tokenizer.encode(text), finish_reason=reason)
+
+            texts = [(r"<think>a</think>\boxed{42}", "stop"), ("<think>abc def", "length"), ("", "stop")]
+            return [types.SimpleNamespace(outputs=[output(t, r) for t, r in texts]) for _ in prompts]
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
+    meter = LengthMeter("chars", "total")
+    records = profile_dataset_vllm("m", tiny_tokenizer, make_dataset(2), n=3, length_meter=meter)
+    assert seen["params"]["n"] == 3 and [r["idx"] for r in records] == [0, 0, 0, 1, 1, 1]
+    # problem 0 (gold 42): lengths 26, 14, 0 chars -> 40 / 3; one of three correct
+    stats = reference_stats_from_records(records, k=3)
+    assert stats[0]["ref_length"] == pytest.approx(40 / 3) and stats[0]["ref_accuracy"] == pytest.approx(1 / 3)
+    assert [r["truncated"] for r in records[:3]] == [False, True, False]
+    assert stats[1]["ref_accuracy"] == 0.0  # problem 1's gold is 5

@@ -21,7 +21,8 @@ $\bar L_{\text{ref}}$ and accuracy $\bar a_{\text{ref}}$ (released code: StarDew
 
 Proposed defaults (methods.md §10 "[inferred]"): the reference samples use the training generation settings
 (`max_completion_length`, `temperature`, `top_p`, `seed`, chat template), so $\bar L_{\text{ref}}$ and the policy's
-$L$ are measured alike; a truncated reference sample counts at its truncated length.
+$L$ are measured alike; a truncated reference sample counts at its truncated length, an empty one at its measured
+length (the reward's empty-completion rule is for the policy's samples only).
 """
 
 from __future__ import annotations
@@ -353,6 +354,8 @@ class ReferenceArguments:
     length_scope: str = field(default="total", metadata={"help": "Training's length_scope."})
     batch_size: int = field(default=16, metadata={"help": "Prompts per transformers generate call."})
     backend: str = field(default="transformers", metadata={"help": "'transformers' or 'vllm'."})
+    vllm_max_model_len: int | None = field(default=None, metadata={"help": "vLLM max_model_len (vLLM backend)."})
+    vllm_enforce_eager: bool = field(default=False, metadata={"help": "vLLM enforce_eager (vLLM backend; CPU tests)."})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -379,7 +382,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def sample() -> list[dict]:
         if args.backend == "vllm":
-            records = profile_dataset_vllm(path, tokenizer, dataset, n=args.k, length_meter=meter, **gen)
+            llm_kwargs = {"max_model_len": args.vllm_max_model_len} if args.vllm_max_model_len else {}
+            if args.vllm_enforce_eager:
+                llm_kwargs["enforce_eager"] = True
+            records = profile_dataset_vllm(
+                path, tokenizer, dataset, n=args.k, length_meter=meter, llm_kwargs=llm_kwargs, **gen
+            )
             return reference_stats_from_records(records, args.k)
         import torch
         from transformers import AutoModelForCausalLM
