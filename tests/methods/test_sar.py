@@ -191,7 +191,8 @@ def test_trainer_columns_from_the_recipe(case, overrides, reused, tiny_model_dir
     recipe = get_recipe("sar")
     model = "reference" if case == "reference" else "policy"
     args = tiny_config(
-        tmp_path, max_steps=1, temperature=T, per_device_train_batch_size=8, reward_kwargs={"sar": {"model": model}},
+        tmp_path, max_steps=2 if case == "reference" else 1, temperature=T, per_device_train_batch_size=8,
+        reward_kwargs={"sar": {"model": model}},
         **recipe.config_overrides, **overrides,
     )  # fmt: skip
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -232,6 +233,12 @@ def test_trainer_columns_from_the_recipe(case, overrides, reused, tiny_model_dir
             assert s == pytest.approx(by_hand(math.exp(want_qa), math.exp(want_a)), abs=1e-4)
             rows += 1
             scores_seen.append(s)
+    if case == "reference":  # 2 steps: the second batch is scored by the frozen reference, not the moved policy
+        assert len(seen) == 2
+        prompt, ids, qa = seen[-1][0][1], seen[-1][1][1], seen[-1][3][1]
+        q_text = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
+        q_ids = tok(q_text, add_special_tokens=False)["input_ids"]
+        assert abs(independent_log_ppl(trainer.model.eval(), q_ids, ids, T) - qa) > 1e-3
     assert eos_only >= 1 and rows >= 6 and max(abs(v) for v in scores_seen) > 0.01  # the scores are not all ~0
     logged = trainer.state.log_history[0]
     assert math.isfinite(logged["sar/score"]) and math.isfinite(logged["loss"])

@@ -32,7 +32,10 @@ reuses the log-probs TRL already computes before the rewards when it does (`old_
 `ref_per_token_logps` for `"reference"`: always, since `beta > 0`), else costs a second forward. Measured against
 plain TRL by `perf/entropy_overhead.py`. Text-only: multimodal forward arguments are not passed.
 
-Edges (documented values, never NaN): an empty completion has $\log ppl = 0$ in the columns and `sar_score` 0.
+Edges (documented values, never NaN): an empty completion has $\log ppl = 0$ in the columns and `sar_score` 0 (TRL
+1.16 itself never passes one: its `_generate` reads `ids[-1]`; the shortest completion is EOS alone, scored normally).
+Distributed: every rank runs the same passes in `_calculate_rewards` (ZeRO-3 safe); whether TRL's log-probs are reused
+depends only on the config, so it is the same on every rank.
 """
 
 from __future__ import annotations
