@@ -290,6 +290,13 @@ def _frugal(cap: int, steps: int) -> RecipeScale:
                        needs=("frugal_pass_rates",), num_train=tasks)  # fmt: skip
 
 
+def _o1_pruner(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
+    return RecipeScale("o1-pruner", f"reference length and accuracy from the base model on {tasks} training tasks, "
+                       "K = 4 samples at the cap (paper: 12); alpha 5, clip [-2, 4] (length ratio, scale-free)",
+                       recipe_kwargs={"k": 4}, num_train=tasks)  # fmt: skip
+
+
 def _curriculum(cap: int, steps: int) -> RecipeScale:
     # methods.md §22 states no cap; its two budgets are anchored to the task: the start (256) is about the base
     # model's GSM8K length (258.4 tokens) and the end (87) about what GSM8K needs (the trained model: 86.2% at 88.8
@@ -402,6 +409,7 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "laser-de": _laser_d("laser-de"),
     "lspo": _revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
     "frugal": ScalingRule(_frugal),
+    "o1-pruner": ScalingRule(_o1_pruner),
     "curriculum": ScalingRule(_curriculum),
     "lapo": ScalingRule(_lapo),
     "budgetthinker": ScalingRule(_budgetthinker),
