@@ -65,7 +65,7 @@ TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner"}  # fmt: skip
+            "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
 
 

@@ -388,6 +388,7 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "canon": _scale_free("canon", "length halves of the group"),
     "canon-entropy": _scale_free("canon-entropy", "mean-token-entropy halves of the group"),
     "pear": _scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
+    "sar": _scale_free("sar", "perplexity ratio with and without the question; no length constant"),
     "gdpo": _scale_free("gdpo", "length limit = max_completion_length / 2"),
     "hbpo": ScalingRule(_hbpo),
     "l1-exact": _l1("exact"),
