@@ -211,3 +211,23 @@ def test_config_errors(tmp_path, tiny_model_dir):
         BudgetThinkerTrainer(model=tiny_model_dir, reward_funcs=[get_correctness_reward()],
                              args=tiny_config(tmp_path, budget_forcing="force:8", rollout_plan="budgetthinker"),
                              train_dataset=make_dataset(4))  # fmt: skip
+
+
+def test_perf_script_renders_table_and_plot(tmp_path):
+    """perf/testbed/budget_forcing.py: the table and the plot from a result (the measurement itself is not run)."""
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location("bf", os.path.join(root, "perf", "testbed", "budget_forcing.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    point = {"thinking_tokens": 11.0, "max_thinking_tokens": 11, "tokens": 24.0, "forced_fraction": 1.0,
+             "accuracy": 0.25, "n": 4}  # fmt: skip
+    result = {"num_eval": 4, "seed": 0, "command": "python perf/testbed/budget_forcing.py", "seconds": 1.0,
+              "force": {"model": "testbed:base", "close_tag_tokens": 3, "unforced": dict(point, forced_fraction=0.0),
+                        "points": [dict(point, budget=8)]}}  # fmt: skip
+    text = script.markdown(result)
+    assert "| force:8 | 8 | 11.0 | 11 | 24.0 | 1.00 | 0.250 |" in text and "BudgetThinker is not in this run" in text
+    script.plot(result, str(tmp_path / "bf.png"))
+    assert (tmp_path / "bf.png").stat().st_size > 1000
