@@ -78,17 +78,37 @@ def run_force(budgets, num_eval: int, seed: int) -> dict:
     return out
 
 
-def run_budgetthinker(budgets, num_eval: int, seed: int, steps: int, workdir: str) -> dict:
-    """Train BudgetThinker at testbed scale, then measure it under `budgetthinker:B`."""
+def run_budgetthinker(budgets, num_eval: int, seed: int, steps: int, workdir: str, reuse: bool = False) -> dict:
+    """Train BudgetThinker at testbed scale, then measure it under `budgetthinker:B` (one torch thread throughout,
+    as the testbed runs: `runner.torch_threads`)."""
+    from trl_efficient.testbed.runner import TestbedSettings, torch_threads, train_recipe
+
+    settings = TestbedSettings(max_steps=steps, seed=seed)
+    meta_path = os.path.join(workdir, "perf_budget_forcing.json")
+    with torch_threads():
+        if reuse and os.path.exists(os.path.join(workdir, "model.safetensors")):
+            from transformers import AutoModelForCausalLM
+
+            from trl_efficient.testbed.scaling import recipe_scale
+
+            meta = {"seconds": None, "testbed_scale": recipe_scale("budgetthinker", MAX_NEW_TOKENS, steps).to_dict()}
+            if os.path.exists(meta_path):
+                with open(meta_path) as f:
+                    meta = json.load(f)
+            trained = {**meta, "model": AutoModelForCausalLM.from_pretrained(workdir)}
+        else:
+            trained = train_recipe("budgetthinker", settings, workdir)
+            with open(meta_path, "w") as f:
+                json.dump({"seconds": trained["seconds"], "testbed_scale": trained["testbed_scale"]}, f)
+        return _budgetthinker_points(trained, settings, budgets, num_eval, seed, steps, workdir)
+
+
+def _budgetthinker_points(trained, settings, budgets, num_eval, seed, steps, workdir) -> dict:
     from transformers import AutoTokenizer
 
     from trl_efficient.eval.evaluate import TransformersBackend, budget_control_backend, build_prompt_text, parse_mode
     from trl_efficient.testbed.data import load_testbed_dataset
-    from trl_efficient.testbed.runner import TestbedSettings, torch_threads, train_recipe
 
-    settings = TestbedSettings(max_steps=steps, seed=seed)
-    with torch_threads():
-        trained = train_recipe("budgetthinker", settings, workdir)
     model, tok = trained["model"], AutoTokenizer.from_pretrained(workdir)
     model.eval()
     rows = list(load_testbed_dataset("test", num_eval, seed))
@@ -135,9 +155,9 @@ def markdown(result: dict) -> str:
         scale = (bt.get("testbed_scale") or {}).get("rule", "")
         lines += [
             "",
-            f"BudgetThinker: {bt['model']}, {bt['train_seconds']} s of training; testbed scale: {scale}. Its "
-            "`forced` column is 0 by construction (control tokens are not budget forcing). A run this short stays in "
-            "the curriculum's first epoch, so it was trained at one budget only.",
+            f"BudgetThinker: {bt['model']}, {bt['train_seconds']} s of training (None: reused); testbed scale: "
+            f"{scale}. Its `forced` column is 0 by construction (control tokens are not budget forcing). A run "
+            "this short stays in the curriculum's first epoch, so it was trained at one budget only.",
         ]
     return "\n".join(lines) + "\n"
 
@@ -181,6 +201,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budgetthinker", action="store_true", help="also train and measure BudgetThinker")
     parser.add_argument("--bt-steps", type=int, default=40)
+    parser.add_argument("--bt-reuse", action="store_true", help="reuse the model of an earlier --budgetthinker run")
     parser.add_argument("--output-dir", default=os.path.join(HERE, "results"))
     parser.add_argument("--from-json", help="only redraw the .md and .png from this budget_forcing.json")
     args = parser.parse_args(argv)
@@ -200,7 +221,9 @@ def main(argv=None) -> int:
                   "force": run_force(args.budgets, args.num_eval, args.seed)}  # fmt: skip
     if args.budgetthinker:
         workdir = os.path.join(os.path.expanduser("~/.cache/trl_efficient"), "perf-budgetthinker")
-        result["budgetthinker"] = run_budgetthinker(args.budgets, args.num_eval, args.seed, args.bt_steps, workdir)
+        result["budgetthinker"] = run_budgetthinker(
+            args.budgets, args.num_eval, args.seed, args.bt_steps, workdir, reuse=args.bt_reuse
+        )
     result["seconds"] = round(time.time() - t0, 1)
     result["command"] = "python perf/testbed/budget_forcing.py " + " ".join(argv if argv is not None else sys.argv[1:])
     os.makedirs(args.output_dir, exist_ok=True)
