@@ -337,7 +337,7 @@ def _not_less_accurate(row, ref, ref_name) -> dict:
     gain = row["accuracy"] - ref["accuracy"]
     measured = f"accuracy {row['accuracy']:.3f} vs {ref['accuracy']:.3f} (noise +-{noise:.3f})"
     held = True if gain > noise else (None if gain >= -noise else False)
-    return {"claim": f"more accurate than {ref_name} (LSPO targets accuracy, not length)", "measured": measured,
+    return {"claim": f"more accurate than {ref_name} (the method targets accuracy, not length)", "measured": measured,
             "held": held}  # fmt: skip
 
 
