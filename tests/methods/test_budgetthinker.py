@@ -161,6 +161,29 @@ def test_curriculum_by_epoch():
         BudgetThinkerRolloutPlan.from_config(type("A", (), {"rollout_plan_kwargs": {"budgets": [1]}, "seed": 0}))
 
 
+def test_curriculum_by_steps():
+    # epoch_steps = 5: steps 0-4 are curriculum epoch 0, 5-9 epoch 1, ...; steps 30+ draw from final_choices
+    plan = BudgetThinkerRolloutPlan.from_config(
+        type("A", (), {"rollout_plan_kwargs": {"budgets_by_epoch": [115, 77, 67, 58, 48, 38],
+                                               "final_choices": [38, 77, 115], "epoch_steps": 5}, "seed": 0})
+    )  # fmt: skip
+    row = {"prompt": [{"role": "user", "content": "q"}], "idx": 0}
+
+    class _State:
+        epoch, global_step = 0.01, 0  # far inside the first data epoch
+
+    plan.attach(type("T", (), {"state": _State()})())
+    budgets = []
+    for step in (0, 4, 5, 9, 10, 15, 20, 29):
+        _State.global_step = step
+        budgets.append(plan.assign(row, 0, 8, 0, step).metadata["budget"])
+    assert budgets == [115, 115, 77, 77, 67, 58, 48, 38]
+    _State.global_step = 30
+    assert plan.current_epoch() == 6 and plan.assign(row, 0, 8, 0, 30).metadata["budget"] in (38, 77, 115)
+    with pytest.raises(ValueError, match="epoch_steps"):
+        BudgetThinkerRolloutPlan(epoch_steps=0)
+
+
 def _trainer(tmp_path, tiny_model_dir, **overrides):
     config = tiny_config(
         tmp_path, rollout_plan="budgetthinker", max_completion_length=24,

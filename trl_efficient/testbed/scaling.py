@@ -317,16 +317,22 @@ def _curriculum(cap: int, steps: int) -> RecipeScale:
 
 
 def _budgetthinker(cap: int, steps: int) -> RecipeScale:
-    paper = 10000  # methods.md §23: max response 10000 (budgets up to 6000)
+    # methods.md §23: max response 10000 (budgets up to 6000), 8 epochs (6 curriculum budgets, then 2 of random
+    # choices). A testbed run is a fraction of one data epoch (4 prompts a step over 1024 tasks), so the curriculum's
+    # epochs are counted in steps instead (`epoch_steps`): the run goes through all 8 of them, as the paper's does.
+    paper, epochs = 10000, 8
     by_epoch = [scale_length(b, cap, paper) for b in (6000, 4000, 3500, 3000, 2500, 2000)]
     choices = [scale_length(b, cap, paper) for b in (2000, 4000, 6000)]
+    epoch_steps = max(1, steps // epochs)
     return RecipeScale(
         "budgetthinker",
-        f"budgets x cap/{paper} ({by_epoch}, then one of {choices}; per epoch, so a run shorter than an epoch keeps "
-        f"the first), the 1500-token threshold -> {scale_length(1500, cap, paper)}",
-        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices}},
+        f"budgets x cap/{paper}: {by_epoch}, then one of {choices}; the paper's {epochs} epochs compressed into the "
+        f"run (one curriculum epoch = steps/{epochs} = {epoch_steps} steps); the 1500-token threshold -> "
+        f"{scale_length(1500, cap, paper)}",
+        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices,
+                                        "epoch_steps": epoch_steps}},
         reward_kwargs={"budgetthinker": {"long_budget": scale_length(1500, cap, paper)}},
-    )
+    )  # fmt: skip
 
 
 def _lapo(cap: int, steps: int) -> RecipeScale:
