@@ -11,8 +11,11 @@ and the accuracy. The unforced base model is the reference (dashed lines).
 
 With `--budgetthinker` it also trains BudgetThinker (recipe `budgetthinker`, testbed scale, `--bt-steps` GRPO steps
 from `testbed:formats`; a few minutes on two CPU cores) and measures it under `budgetthinker:B` (budget in the prompt
-plus forced control tokens). Writes `results/budget_forcing.{json,md,png}`: budget on x, measured thinking tokens on
-y with the y = x line, accuracy on the second panel.
+plus forced control tokens), next to its starting point: `testbed:formats` with the control tokens added (fresh
+embeddings, as the trainer adds them) under the same `budgetthinker:B` prompts and forcing, so that what the
+prompt and the forced tokens do to an untrained model is not read as an effect of training. Writes
+`results/budget_forcing.{json,md,png}`: budget on x, measured thinking tokens on y with the y = x line, accuracy on
+the second panel.
 """
 
 from __future__ import annotations
@@ -100,26 +103,61 @@ def run_budgetthinker(budgets, num_eval: int, seed: int, steps: int, workdir: st
             trained = train_recipe("budgetthinker", settings, workdir)
             with open(meta_path, "w") as f:
                 json.dump({"seconds": trained["seconds"], "testbed_scale": trained["testbed_scale"]}, f)
-        return _budgetthinker_points(trained, settings, budgets, num_eval, seed, steps, workdir)
+        out = _budgetthinker_points(trained, settings, budgets, num_eval, seed, steps, workdir)
+        out["start"] = _budgetthinker_start_points(settings, budgets, num_eval, seed)
+        return out
 
 
-def _budgetthinker_points(trained, settings, budgets, num_eval, seed, steps, workdir) -> dict:
+def _budgetthinker_start_points(settings, budgets, num_eval, seed) -> dict:
+    """`settings.base_model` with the control tokens added (`add_budget_tokens`: fresh embeddings, as
+    `BudgetThinkerTrainer` adds them before step 1) under `budgetthinker:B`: where the training starts."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.rewards.budgetthinker import add_budget_tokens
+    from trl_efficient.testbed.base import resolve_base_model
+
+    path = resolve_base_model(settings.base_model)
+    tok = AutoTokenizer.from_pretrained(path)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    add_budget_tokens(model, tok)
+    trained = {"model": model, "seconds": 0.0, "testbed_scale": None}
+    out = _budgetthinker_points(trained, settings, budgets, num_eval, seed, 0, None, tok=tok)
+    few = [b for b in budgets if b in (min(budgets), max(budgets))] or budgets[:1]  # the ablation: two budgets
+    for parts in (("prompt",), ("forcing",)):
+        out[f"{parts[0]}_only"] = _budgetthinker_points(trained, settings, few, num_eval, seed, 0, None, tok, parts)
+    return out
+
+
+def _budgetthinker_points(
+    trained, settings, budgets, num_eval, seed, steps, workdir, tok=None, parts=("prompt", "forcing")
+) -> dict:
+    """`budgetthinker:B` at each budget: the budget prompt and the forced control tokens (`parts`: one of them
+    alone for the ablation of the starting point)."""
     from transformers import AutoTokenizer
 
-    from trl_efficient.eval.evaluate import TransformersBackend, budget_control_backend, build_prompt_text, parse_mode
+    from trl_efficient.eval.evaluate import (
+        EvalMode,
+        TransformersBackend,
+        budget_control_backend,
+        build_prompt_text,
+        parse_mode,
+    )
     from trl_efficient.testbed.data import load_testbed_dataset
 
-    model, tok = trained["model"], AutoTokenizer.from_pretrained(workdir)
+    model, tok = trained["model"], tok if tok is not None else AutoTokenizer.from_pretrained(workdir)
     model.eval()
     rows = list(load_testbed_dataset("test", num_eval, seed))
     backend = TransformersBackend(model, tok, batch_size=64, show_progress=False)
     out = {"model": f"budgetthinker ({steps} steps from {settings.base_model})", "train_seconds": trained["seconds"],
            "testbed_scale": trained["testbed_scale"], "points": []}  # fmt: skip
     for b in budgets:
-        mode = parse_mode(f"budgetthinker:{b}")[0]
+        mode = parse_mode(f"budgetthinker:{b}")[0] if "prompt" in parts else EvalMode()
         prompts = [build_prompt_text(r["prompt"], mode, tok) for r in rows]
-        point = {"budget": b, **measure(budget_control_backend(backend, b, tok), tok, rows, prompts, None, seed)}
-        print(f"budgetthinker:{b}: {point}", flush=True)
+        generator = budget_control_backend(backend, b, tok) if "forcing" in parts else backend
+        point = {"budget": b, **measure(generator, tok, rows, prompts, None, seed)}
+        print(f"budgetthinker:{b} {'+'.join(parts)} ({steps} steps): {point}", flush=True)
         out["points"].append(point)
     return out
 
@@ -142,13 +180,18 @@ def markdown(result: dict) -> str:
         f"| unforced | - | {u['thinking_tokens']:.1f} | {u['max_thinking_tokens']} | {u['tokens']:.1f} | - | "
         f"{u['accuracy']:.3f} |"
     )
-    for name, block in (("force", force), ("budgetthinker", result.get("budgetthinker"))):
+    bt = result.get("budgetthinker")
+    start = (bt or {}).get("start") or {}
+    blocks = [("force", "", force), ("budgetthinker", " (step 0)", start),
+              ("budgetthinker", " prompt only (step 0)", start.get("prompt_only")),
+              ("budgetthinker", " forcing only (step 0)", start.get("forcing_only")),
+              ("budgetthinker", " (trained)", bt)]  # fmt: skip
+    for name, tag, block in blocks:
         for p in (block or {}).get("points", []):
             lines.append(
-                f"| {name}:{p['budget']} | {p['budget']} | {p['thinking_tokens']:.1f} | {p['max_thinking_tokens']} | "
-                f"{p['tokens']:.1f} | {p['forced_fraction']:.2f} | {p['accuracy']:.3f} |"
+                f"| {name}:{p['budget']}{tag} | {p['budget']} | {p['thinking_tokens']:.1f} | "
+                f"{p['max_thinking_tokens']} | {p['tokens']:.1f} | {p['forced_fraction']:.2f} | {p['accuracy']:.3f} |"
             )
-    bt = result.get("budgetthinker")
     if bt is None:
         lines += ["", "BudgetThinker is not in this run (`--budgetthinker` trains it first)."]
     else:
@@ -156,9 +199,16 @@ def markdown(result: dict) -> str:
         lines += [
             "",
             f"BudgetThinker: {bt['model']}, {bt['train_seconds']} s of training (None: reused); testbed scale: "
-            f"{scale}. Its `forced` column is 0 by construction (control tokens are not budget forcing). A run "
-            "this short stays in the curriculum's first epoch, so it was trained at one budget only.",
+            f"{scale}. Its `forced` column is 0 by construction (control tokens are not budget forcing). "
+            "`(step 0)`: the base model it trains from, with the control tokens added (fresh embeddings), under the "
+            "same `budgetthinker:B` prompt and forcing (`prompt only`: the budget instruction without forcing; "
+            "`forcing only`: the control tokens forced into the plain prompt's completion); compare the trained "
+            "model with these rows, not with `unforced` (the prompt and the forced tokens alone change the base "
+            "model).",
         ]
+        notes = result.get("notes")
+        if notes:
+            lines += ["", notes]
     return "\n".join(lines) + "\n"
 
 
@@ -179,6 +229,11 @@ def plot(result: dict, path: str) -> None:
     ax1.axhline(force["unforced"]["thinking_tokens"], ls="--", color="C0", lw=1, label="unforced")
     ax2.plot(xs, [p["accuracy"] for p in force["points"]], "o-", label="force:B (s1)")
     ax2.axhline(force["unforced"]["accuracy"], ls="--", color="C0", lw=1, label="unforced")
+    if bt and bt.get("start"):
+        start, label = bt["start"]["points"], "budgetthinker:B, step 0"
+        sx = [p["budget"] for p in start]
+        ax1.plot(sx, [p["thinking_tokens"] for p in start], "^:", color="C2", label=label)
+        ax2.plot(sx, [p["accuracy"] for p in start], "^:", color="C2", label=label)
     if bt:
         bx = [p["budget"] for p in bt["points"]]
         ax1.plot(bx, [p["thinking_tokens"] for p in bt["points"]], "s-", color="C1", label="budgetthinker:B")
