@@ -55,6 +55,18 @@ def measure(backend, tokenizer, rows, prompts, forcing, seed: int = 0) -> dict:
     }
 
 
+def floor_thinking_tokens(rows, tokenizer) -> float:
+    """Mean thinking tokens of the shortest correct trace (`world.minimal_trace`) of `rows`' tasks: the least a
+    correct completion needs; below it a budget can only be met by dropping steps."""
+    from trl_efficient.core.lengths import LengthMeter
+    from trl_efficient.testbed.data import task_from_row
+    from trl_efficient.testbed.world import minimal_trace
+
+    meter = LengthMeter("tokens", "thinking", tokenizer)
+    ids = [tokenizer(minimal_trace(task_from_row(r)), add_special_tokens=False)["input_ids"] for r in rows]
+    return sum(meter.thinking_tokens(i) for i in ids) / len(ids)
+
+
 def run_force(budgets, num_eval: int, seed: int) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -70,7 +82,9 @@ def run_force(budgets, num_eval: int, seed: int) -> dict:
     prompts = [build_prompt_text(r["prompt"], EvalMode(), tok) for r in rows]
     backend = TransformersBackend(model, tok, batch_size=64, show_progress=False)
     close = len(tok.encode("</think>", add_special_tokens=False))
-    out = {"model": "testbed:base", "close_tag_tokens": close, "unforced": measure(backend, tok, rows, prompts, None)}
+    floor = floor_thinking_tokens(rows, tok)
+    out = {"model": "testbed:base", "close_tag_tokens": close, "floor_thinking_tokens": floor,
+           "unforced": measure(backend, tok, rows, prompts, None)}  # fmt: skip
     out["points"] = []
     for b in budgets:
         t0 = time.time()
@@ -170,7 +184,10 @@ def markdown(result: dict) -> str:
         f"Model `{force['model']}`, {result['num_eval']} held-out tasks, one sample each (temperature 0.6, top-p "
         f"0.95, {MAX_NEW_TOKENS} new tokens, seed {result['seed']}). Thinking tokens: `LengthMeter` (up to and "
         f"including `</think>`, {force['close_tag_tokens']} tokens, so a forced completion counts "
-        f"B + {force['close_tag_tokens']}). Command: `{result['command']}` ({result['seconds']} s).",
+        f"B + {force['close_tag_tokens']}). Shortest correct traces of these tasks (`world.minimal_trace`, the "
+        f"floor): {force.get('floor_thinking_tokens', float('nan')):.1f} thinking tokens on average (17 + 11 per "
+        "step); under a budget below a task's floor only dropped steps fit. "
+        f"Command: `{result['command']}` ({result['seconds']} s).",
         "",
         "| mode | budget B | mean thinking tokens | max thinking tokens | mean tokens | forced | accuracy |",
         "|---|---|---|---|---|---|---|",
@@ -227,6 +244,8 @@ def plot(result: dict, path: str) -> None:
     ax1.plot([0, top], [c, top + c], color="grey", lw=1, ls=":", label=f"y = x + {c} (</think>)")
     ax1.plot(xs, [p["thinking_tokens"] for p in force["points"]], "o-", label="force:B (s1)")
     ax1.axhline(force["unforced"]["thinking_tokens"], ls="--", color="C0", lw=1, label="unforced")
+    if force.get("floor_thinking_tokens"):
+        ax1.axhline(force["floor_thinking_tokens"], ls="-.", color="k", lw=1, label="shortest correct trace (mean)")
     ax2.plot(xs, [p["accuracy"] for p in force["points"]], "o-", label="force:B (s1)")
     ax2.axhline(force["unforced"]["accuracy"], ls="--", color="C0", lw=1, label="unforced")
     if bt and bt.get("start"):
