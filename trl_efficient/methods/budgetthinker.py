@@ -78,7 +78,7 @@ class BudgetThinkerRolloutPlan(RolloutPlan):
             raise ValueError("rollout_plan_kwargs: budgets_by_epoch and final_choices cannot both be empty.")
         self.epoch_steps = None if epoch_steps is None else check_positive_int("epoch_steps", epoch_steps)
         self.seed = seed
-        self._state = None  # the trainer's TrainerState, set by attach()
+        self._trainer = None  # set by attach(); its `state` is read live (Trainer.train() replaces the object)
 
     @classmethod
     def from_config(cls, args) -> BudgetThinkerRolloutPlan:
@@ -93,15 +93,18 @@ class BudgetThinkerRolloutPlan(RolloutPlan):
         return cls(**kwargs, seed=getattr(args, "seed", 0))
 
     def attach(self, trainer) -> None:
-        """Read the epoch (or the step) from the trainer's state (checkpointed by the HF Trainer)."""
-        self._state = trainer.state
+        """Read the epoch (or the step) from the trainer's state (checkpointed by the HF Trainer). The trainer is
+        kept, not its `state`: `Trainer.train()` assigns a new `TrainerState` (and a resume loads one), so a state
+        object captured here would stay at epoch 0, step 0 for the whole run."""
+        self._trainer = trainer
 
     def current_epoch(self) -> int:
         """`⌊trainer_state.epoch⌋`, or `⌊global_step / epoch_steps⌋` with `epoch_steps` (0 before training or
         without a trainer)."""
+        state = getattr(self._trainer, "state", None)
         if self.epoch_steps is not None:
-            return int(getattr(self._state, "global_step", 0) or 0) // self.epoch_steps
-        return int(getattr(self._state, "epoch", 0) or 0)
+            return int(getattr(state, "global_step", 0) or 0) // self.epoch_steps
+        return int(getattr(state, "epoch", 0) or 0)
 
     def budget(self, row: dict, epoch: int) -> int:
         """The budget of `row`'s example in 0-based `epoch`."""
