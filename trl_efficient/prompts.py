@@ -137,3 +137,23 @@ def saber_mode_prompts(tiers=SABER_TIERS) -> dict[str, str]:
     prompts = {"NoThink": NO_THINK_PROMPT}
     prompts.update({name: saber_system_prompt("budget", t) for name, t in zip(names, tiers)})
     return prompts
+
+
+# s1 budget forcing (arXiv 2501.19393, §3.1; methods.md "inference control"): `force:B` closes the thinking at B
+# generated tokens with the end-of-thinking delimiter plus this answer prefix (s1 appends "Final Answer:"; we open a
+# `\boxed{` so the checker finds the forced answer), `wait:N` replaces an early end of thinking by "Wait" (s1's
+# `ignore_str`, appended without a space as in the s1 README).
+BUDGET_FORCING_END_THINK = "</think>"
+BUDGET_FORCING_ANSWER_PREFIX = "\n\nThe final answer is \\boxed{"
+BUDGET_FORCING_WAIT = "Wait"
+
+# ------------------------------------------------------------------------------------------------ BudgetThinker
+# BudgetThinker (arXiv 2508.17196, methods.md §23): the 7 control tokens (added to the vocabulary) that split the
+# thinking into 8 parts, in the order they are forced ("7/8 of the budget remains" first), and the prompt suffix
+# stating the budget B, explaining the tokens and the target format `</think>\n**Final Answer**\boxed{...}`.
+BUDGETTHINKER_CONTROL_TOKENS = tuple(f"<remaining>{k}/8" for k in range(7, 0, -1))
+BUDGETTHINKER_INSTRUCTION = (
+    " You have a thinking budget of {budget} tokens. The special tokens <remaining>7/8, ..., <remaining>1/8 will "
+    "appear in your thinking to tell you how much of the budget remains; they split it into 8 parts. End your "
+    "thinking with </think>, then write **Final Answer**\\boxed{{your answer}}."
+)

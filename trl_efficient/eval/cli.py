@@ -57,7 +57,7 @@ def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
         "--modes",
         nargs="+",
         default=["plain"],
-        help="Inference modes: plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>].",
+        help="Inference modes: plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>], force:B, wait:N.",
     )
     p.add_argument("--n", type=int, default=1, help="Samples per problem (pass@1 is averaged over them).")
     p.add_argument("--k", type=int, nargs="+", default=None, help="pass@k values to report (default: 1 and n).")

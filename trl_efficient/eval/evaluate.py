@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 from ..core.lengths import LengthMeter, completion_text
 from ..prompts import (
     ASRR_NO_THINK_PREFIX,
+    BUDGETTHINKER_INSTRUCTION,
     HBPO_BUDGETS,
     HBPO_MINIMAL_PROMPT,
     HBPO_TEMPLATE,
@@ -45,6 +46,8 @@ from ..prompts import (
     l1_instruction,
     saber_mode_prompts,
 )
+from ..rewards.budgetthinker import BudgetControlProcessor, control_token_ids
+from ..trainer.budget_forcing import BudgetForcing, budget_force
 from ..trainer.rollout import RolloutAssignment, apply_assignment
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,9 @@ class EvalMode:
     user_suffix: str | None = None
     prefill: str | None = None
     value: int | None = None
+    forcing: str | None = None  # s1 budget forcing at decoding time: "force:<B>" or "wait:<N>" (budget_forcing.py)
+    # BudgetThinker (§23): control tokens forced every floor(B/8)+1 generated tokens (transformers backend)
+    control_budget: int | None = field(default=None, repr=False)
 
     def assignment(self) -> RolloutAssignment:
         return RolloutAssignment(system=self.system, user_suffix=self.user_suffix, prefill=self.prefill)
@@ -104,12 +110,16 @@ def parse_mode(spec: str) -> list[EvalMode]:
 
     `plain`; `hbpo` (budgets 512/1024/2048/2560 and `minimal`), `hbpo:<budget>`, `hbpo:minimal`; `l1` (targets
     512/1024/2048/3600), `l1:<N>` (" Think for N tokens."), `l1-max:<N>` (" Think for maximum N tokens."); `saber`
-    (all four), `saber:nothink|fastthink|corethink|deepthink`; `asrr` (ASRR's no-think prefix as prefill).
+    (all four), `saber:nothink|fastthink|corethink|deepthink`; `asrr` (ASRR's no-think prefix as prefill);
+    `force:<B>` and `wait:<N>` (s1 budget forcing at decoding time, `trl_efficient.trainer.budget_forcing`: close the
+    thinking at B generated tokens with `</think>` + an answer prefix / replace an early `</think>` by "Wait" N times).
 
     >>> [m.name for m in parse_mode("hbpo")]
     ['hbpo:512', 'hbpo:1024', 'hbpo:2048', 'hbpo:2560', 'hbpo:minimal']
     >>> parse_mode("l1-max:800")[0].user_suffix, parse_mode("hbpo:minimal")[0].prefill
     (' Think for maximum 800 tokens.', '<think> I will answer the question with minimal tokens')
+    >>> parse_mode("force:64")[0], parse_mode("wait:2")[0].forcing
+    (EvalMode(name='force:64', system=None, user_suffix=None, prefill=None, value=64, forcing='force:64'), 'wait:2')
     """
     spec = spec.strip()
     family, _, arg = spec.partition(":")
@@ -132,6 +142,13 @@ def parse_mode(spec: str) -> list[EvalMode]:
         if family == "l1-max":
             return [EvalMode(f"l1-max:{n}", user_suffix=l1_instruction(n, "max"), value=n)]
         return [EvalMode(f"l1:{n}", user_suffix=l1_instruction(n, "exact"), value=n)]
+    if family == "budgetthinker":  # BudgetThinker (§23): budget in the prompt + forced control tokens
+        budget = _positive_int(arg, spec)
+        text = BUDGETTHINKER_INSTRUCTION.format(budget=budget)
+        return [EvalMode(f"budgetthinker:{budget}", user_suffix=text, value=budget, control_budget=budget)]
+    if family in ("force", "wait"):
+        value = _positive_int(arg, spec)
+        return [EvalMode(f"{family}:{value}", value=value, forcing=f"{family}:{value}")]
     if family == "saber":
         modes = SABER_MODES
         names = list(modes) if not arg else [arg.lower()]
@@ -143,7 +160,8 @@ def parse_mode(spec: str) -> list[EvalMode]:
             out.append(EvalMode(f"saber:{name}", system=system, prefill=prefill))
         return out
     raise ValueError(
-        f"Unknown mode {spec!r}: use plain, asrr, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>] or saber[:<mode>]."
+        f"Unknown mode {spec!r}: use plain, asrr, hbpo[:<budget>|:minimal], l1[:<N>], l1-max[:<N>], saber[:<mode>], "
+        "force:<B>, wait:<N> or budgetthinker:<B>."
     )
 
 
@@ -190,6 +208,8 @@ class GeneratedSample:
     ids: list[int]
     text: str
     finished: bool  # ended with EOS (or a stop) within the token limit
+    inserted: list = field(default_factory=list)  # budget forcing: [start, end) spans of tokens inserted by us
+    forced: bool = False  # budget forcing: the thinking was closed (force) or extended with "Wait" (wait) by us
 
 
 class TransformersBackend:
@@ -208,11 +228,13 @@ class TransformersBackend:
 
     @torch.no_grad()
     def generate(self, prompts: list[str], n: int, max_new_tokens: int, temperature: float, top_p: float,
-                 seed: int = 0, description: str = "generate") -> list[list[GeneratedSample]]:  # fmt: skip
+                 seed: int = 0, description: str = "generate",
+                 forcing: BudgetForcing | None = None) -> list[list[GeneratedSample]]:  # fmt: skip
+        """`n` samples of each prompt; with `forcing` (s1 budget forcing), a batched multi-phase generation over
+        token ids (`trl_efficient.trainer.budget_forcing.budget_force`)."""
         model, tok = self.model, self.tokenizer
         was_training = model.training
         model.eval()
-        device = next(model.parameters()).device
         pad_side = tok.padding_side
         tok.padding_side = "left"
         rng_state = torch.random.get_rng_state()
@@ -221,29 +243,17 @@ class TransformersBackend:
         flat = [p for p in prompts for _ in range(n)]
         out: list[GeneratedSample] = []
         try:
-            steps = range(0, len(flat), self.batch_size)
-            for start in tqdm(steps, desc=description, disable=not self.show_progress, leave=False):
-                chunk = flat[start : start + self.batch_size]
-                enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-                sample = temperature > 0
-                gen = model.generate(
-                    **enc,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=sample,
-                    temperature=temperature if sample else None,
-                    top_p=top_p if sample else None,
-                    top_k=None if sample else None,
-                    pad_token_id=tok.pad_token_id,
-                    **self.generation_kwargs,
-                )
-                for seq in gen[:, enc["input_ids"].shape[1] :].tolist():
-                    ids = []
-                    for t in seq:
-                        if t == tok.pad_token_id and t not in self.eos_ids:
-                            break
-                        ids.append(t)
-                        if t in self.eos_ids:
-                            break
+            if forcing is not None:
+                ids = [tok(p, add_special_tokens=False)["input_ids"] for p in flat]
+
+                def gen(prefixes, max_new):
+                    return self._generate_ids(prefixes, max_new, temperature, top_p, description)
+
+                for c in budget_force(ids, gen, forcing, tok, sorted(self.eos_ids), max_new_tokens):
+                    text = tok.decode(c.ids, skip_special_tokens=True)
+                    out.append(GeneratedSample(c.ids, text, c.finished, c.inserted, c.forced))
+            else:
+                for ids in self._generate_ids(flat, max_new_tokens, temperature, top_p, description):
                     finished = bool(ids) and ids[-1] in self.eos_ids
                     out.append(GeneratedSample(ids, tok.decode(ids, skip_special_tokens=True), finished))
         finally:
@@ -253,6 +263,45 @@ class TransformersBackend:
             tok.padding_side = pad_side
             model.train(was_training)
         return [out[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+    def _generate_ids(self, prompts: list, max_new_tokens: int, temperature: float, top_p: float,
+                      description: str = "generate") -> list[list[int]]:  # fmt: skip
+        """Completion ids (cut after the first EOS) of `prompts` (texts, or token-id lists), in batches."""
+        model, tok = self.model, self.tokenizer
+        device = next(model.parameters()).device
+        out: list[list[int]] = []
+        steps = range(0, len(prompts), self.batch_size)
+        for start in tqdm(steps, desc=description, disable=not self.show_progress, leave=False):
+            chunk = prompts[start : start + self.batch_size]
+            if chunk and not isinstance(chunk[0], str):  # token ids: left-pad by hand
+                width = max(len(c) for c in chunk)
+                pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+                input_ids = torch.tensor([[pad_id] * (width - len(c)) + list(c) for c in chunk], device=device)
+                mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunk], device=device)
+                enc = {"input_ids": input_ids, "attention_mask": mask}
+            else:
+                enc = tok(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            sample = temperature > 0
+            gen = model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                do_sample=sample,
+                temperature=temperature if sample else None,
+                top_p=top_p if sample else None,
+                top_k=None if sample else None,
+                pad_token_id=tok.pad_token_id,
+                **self.generation_kwargs,
+            )
+            for seq in gen[:, enc["input_ids"].shape[1] :].tolist():
+                ids = []
+                for t in seq:
+                    if t == tok.pad_token_id and t not in self.eos_ids:
+                        break
+                    ids.append(t)
+                    if t in self.eos_ids:
+                        break
+                out.append(ids)
+        return out
 
 
 class VLLMBackend:
@@ -271,13 +320,17 @@ class VLLMBackend:
         self.llm = LLM(model=model_path, seed=seed, **llm_kwargs)
 
     def generate(
-        self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate"
+        self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description="generate", forcing=None
     ) -> list[list[GeneratedSample]]:
         from vllm import SamplingParams
 
+        native = forcing is not None and forcing.kind == "force" and _vllm_thinking_budget_field(SamplingParams)
+        if forcing is not None and not native:
+            return self._generate_forced(prompts, n, max_new_tokens, temperature, top_p, seed, forcing)
+        extra = {native: forcing.value} if native else {}  # vLLM's own thinking budget (closes `</think>` at B)
         params = SamplingParams(
             n=n, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, max_tokens=max_new_tokens,
-            seed=seed, skip_special_tokens=True,
+            seed=seed, skip_special_tokens=True, **extra,
         )  # fmt: skip
         results = self.llm.generate(prompts, params, use_tqdm=True)
         eos = self.tokenizer.eos_token_id
@@ -292,6 +345,70 @@ class VLLMBackend:
                 samples.append(GeneratedSample(ids, o.text, finished))
             out.append(samples)
         return out
+
+    def _generate_forced(self, prompts, n, max_new_tokens, temperature, top_p, seed, forcing):
+        """s1 budget forcing with the same multi-phase logic as `TransformersBackend` (`budget_force`), each phase
+        one batched `LLM.generate` over token-id prompts (one request per sample, seeds `seed + row`)."""
+        from vllm import SamplingParams
+
+        tok = self.tokenizer
+        flat = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts for _ in range(n)]
+        eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
+        calls = [0]
+
+        def gen(prefixes, max_new):
+            calls[0] += 1
+            params = [
+                SamplingParams(n=1, temperature=temperature, top_p=top_p if temperature > 0 else 1.0,
+                               max_tokens=max_new, seed=seed + 100_003 * calls[0] + i, skip_special_tokens=True)
+                for i in range(len(prefixes))
+            ]  # fmt: skip
+            results = self.llm.generate([{"prompt_token_ids": p} for p in prefixes], params, use_tqdm=False)
+            outs = []
+            for res in results:
+                o = res.outputs[0]
+                ids = list(o.token_ids)
+                if o.finish_reason == "stop" and eos and (not ids or ids[-1] != eos[0]) and o.stop_reason is None:
+                    ids.append(eos[0])
+                outs.append(ids)
+            return outs
+
+        done = budget_force(flat, gen, forcing, tok, eos, max_new_tokens)
+        samples = [GeneratedSample(c.ids, tok.decode(c.ids, skip_special_tokens=True), c.finished, c.inserted,
+                                   c.forced) for c in done]  # fmt: skip
+        return [samples[i * n : (i + 1) * n] for i in range(len(prompts))]
+
+
+def _vllm_thinking_budget_field(sampling_params_cls) -> str | None:
+    """The name of vLLM's native thinking-budget `SamplingParams` field in the installed version, if any."""
+    import inspect
+
+    try:
+        names = set(inspect.signature(sampling_params_cls).parameters)
+    except (TypeError, ValueError):
+        names = set()
+    names |= set(getattr(sampling_params_cls, "__struct_fields__", ()) or ())
+    for name in ("thinking_token_budget", "thinking_budget", "max_think_tokens"):
+        if name in names:
+            return name
+    return None
+
+
+def budget_control_backend(backend, budget: int, tokenizer) -> TransformersBackend:
+    """A copy of a `TransformersBackend` whose `generate` forces BudgetThinker's control tokens for budget `budget`
+    (`trl_efficient.rewards.budgetthinker.BudgetControlProcessor`; the tokenizer must hold the control tokens).
+    vLLM is not supported in this version."""
+    import copy
+
+    from transformers import LogitsProcessorList
+
+    if not isinstance(backend, TransformersBackend):
+        raise ValueError("budgetthinker:<B> forces control tokens with a transformers LogitsProcessor: use the "
+                         "transformers backend (vLLM is not supported in this version).")  # fmt: skip
+    processor = BudgetControlProcessor(budget, control_token_ids(tokenizer))
+    out = copy.copy(backend)
+    out.generation_kwargs = {**backend.generation_kwargs, "logits_processor": LogitsProcessorList([processor])}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -457,6 +574,10 @@ def score_generations(
             if "</think>" in prefill and "</think>" not in g.text:
                 thinking = 0  # a prefilled empty think block (NoThink): nothing generated was thinking
             extra = sample_analyzer(row, g.ids, text, tokenizer) if sample_analyzer else {}
+            if mode is not None and mode.forcing:  # fraction of forced samples and tokens we inserted
+                inserted = getattr(g, "inserted", [])
+                extra = {**extra, "budget_forced": float(getattr(g, "forced", False)),
+                         "inserted_tokens": float(sum(b - a for a, b in inserted))}  # fmt: skip
             scored.append(ScoredSample(p, int(row.get("level", -1) if row.get("level") is not None else -1),
                                        len(g.ids), thinking, not g.finished, ok, extra))  # fmt: skip
             records.append({"problem": p, "sample": j, "idx": row.get("idx", p), "tokens": len(g.ids),
@@ -506,7 +627,14 @@ def evaluate_model(
     backend = backend or TransformersBackend(model, tokenizer, batch_size, generation_kwargs, show_progress)
     rows = list(dataset)
     prompts = [build_prompt_text(r["prompt"], mode, tokenizer, chat_template_kwargs) for r in rows]
-    generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description)
+    if mode.control_budget is not None:
+        backend = budget_control_backend(backend, mode.control_budget, tokenizer)
+    if mode.forcing:  # s1 budget forcing: only backends that implement it take the keyword
+        forcing = BudgetForcing.parse(mode.forcing)
+        generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description,
+                                       forcing=forcing)  # fmt: skip
+    else:
+        generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description)
     scored, records = score_generations(rows, generations, tokenizer, mode, checker, sample_analyzer)
     result = evaluate_samples(scored, ks)
     return (result, records) if return_records else result

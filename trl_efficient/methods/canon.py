@@ -13,6 +13,13 @@ $\alpha < 1$ biases towards the shorter half. The repository divides by `max_len
 sum-style loss; we divide only on request (`normalize_by_max_length`), never together with `loss_type="dr_grpo"`
 (which already divides by `max_completion_length`). Registered as advantage estimator `"canon"`.
 
+**Entropy variant** (methods.md §26, "a metric (length, or token entropy)"): `advantage_kwargs: {metric: entropy}`
+sorts each group by the mean per-token entropy of each completion under the policy at generation time instead of its
+length (lower half: the less uncertain completions; $\alpha < 1$ then favours them), same formulas. The entropies come
+from the one entropy source, `TokenEntropyTrainer` (`methods/entropy.py`, `batch.extras["mean_token_entropy"]`);
+recipe `canon-entropy`. With `metric: entropy` on a trainer that does not provide them, construction fails naming
+the trainer class. The paper's $\mu$ schedules (anneal, cosine restart) for this variant are left out: $\mu$ is fixed.
+
 Deviation (edge rule of this package): a group whose scorable rewards are all equal (or that has none) gets 0 even
 when `alpha != 1` or `beta != 0` would give its halves a constant push. Truncation plays no part (the paper and the
 repository have no truncation rule): a group of truncated completions whose rewards differ is trained on.
@@ -24,7 +31,9 @@ import torch
 
 from ..core.checks import check_number as _check_number
 from ..trainer import ADVANTAGE_ESTIMATORS, GroupBatch
+from ..trainer.state import provided_columns
 from .dler import signal_free_groups
+from .entropy import ENTROPY_COLUMN
 
 __all__ = ["CANONAdvantage", "canon_advantages"]
 
@@ -32,7 +41,8 @@ __all__ = ["CANONAdvantage", "canon_advantages"]
 def canon_advantages(
     total: torch.Tensor, lengths: torch.Tensor, group_size: int, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0
 ) -> torch.Tensor:
-    """`(B,)` CANON advantages (before any `/max_len`). Unscorable (NaN) rows are left out of the halves and get 0;
+    """`(B,)` CANON advantages (before any `/max_len`); `lengths` is the conditioning metric (lengths, or mean token
+    entropies for the entropy variant). Unscorable (NaN) rows are left out of the halves and get 0;
     a group with fewer than two scorable rows gets 0.
 
     >>> canon_advantages(torch.tensor([1., 1., 0., 1.]), torch.tensor([10., 20., 30., 40.]), 4)
@@ -61,11 +71,23 @@ def canon_advantages(
 class CANONAdvantage:
     """Advantage estimator `"canon"` (module docstring). `advantage_kwargs`: `alpha` (1.0), `mu` (1.0, in [0, 1]),
     `beta` (0.0), `normalize_by_max_length` (False; True divides by `max_completion_length`, as the repository's
-    `/max_len` with a sum-style loss)."""
+    `/max_len` with a sum-style loss), `metric` (`"length"`, or `"entropy"`: the mean token entropy from
+    `TokenEntropyTrainer`)."""
+
+    METRICS = ("length", "entropy")
 
     def __init__(
-        self, args, alpha: float = 1.0, mu: float = 1.0, beta: float = 0.0, normalize_by_max_length: bool = False
+        self,
+        args,
+        alpha: float = 1.0,
+        mu: float = 1.0,
+        beta: float = 0.0,
+        normalize_by_max_length: bool = False,
+        metric: str = "length",
     ) -> None:
+        if metric not in self.METRICS:
+            raise ValueError(f"advantage_kwargs['metric'] must be one of {list(self.METRICS)}, got {metric!r}.")
+        self.metric = metric
         _check_number("advantage_kwargs['alpha']", alpha)
         _check_number("advantage_kwargs['mu']", mu, 0.0, 1.0)
         _check_number("advantage_kwargs['beta']", beta)
@@ -83,7 +105,28 @@ class CANONAdvantage:
             self.scale = 1.0 / float(args.max_completion_length)
         self.alpha, self.mu, self.beta = float(alpha), float(mu), float(beta)
 
+    def attach(self, trainer) -> None:
+        """With `metric: entropy`, check that the trainer provides the entropies (`TokenEntropyTrainer`)."""
+        if self.metric == "entropy" and ENTROPY_COLUMN not in provided_columns(trainer):
+            raise ValueError(
+                f"advantage_kwargs['metric']='entropy' needs per-token entropies, which {type(trainer).__name__} does "
+                "not provide; use trainer_cls 'trl_efficient.methods.entropy:TokenEntropyTrainer' (recipe "
+                "canon-entropy)."
+            )
+
+    def conditioning_metric(self, batch: GroupBatch) -> torch.Tensor:
+        """`(B,)` values each group is split by: lengths, or `batch.extras["mean_token_entropy"]`."""
+        if self.metric == "length":
+            return batch.lengths
+        values = batch.extras.get(ENTROPY_COLUMN)
+        if values is None:
+            raise RuntimeError(
+                f"CANON metric 'entropy' found no batch.extras[{ENTROPY_COLUMN!r}]; run it on TokenEntropyTrainer."
+            )
+        return torch.as_tensor(values, dtype=torch.float32)
+
     def __call__(self, batch: GroupBatch) -> torch.Tensor:
-        adv = canon_advantages(batch.total_reward(), batch.lengths, batch.group_size, self.alpha, self.mu, self.beta)
+        metric = self.conditioning_metric(batch)
+        adv = canon_advantages(batch.total_reward(), metric, batch.group_size, self.alpha, self.mu, self.beta)
         flat = signal_free_groups(batch).repeat_interleave(batch.group_size)
         return torch.where(flat, torch.zeros_like(adv), adv * self.scale)

@@ -65,8 +65,8 @@ TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "frugal"}  # fmt: skip
-_NOT_LESS_ACCURATE = {"lspo"}  # LSPO targets final accuracy, not length (methods.md §20)
+            "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
+_NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
 
 
 def pearson(xs, ys) -> float | None:
@@ -337,7 +337,7 @@ def _not_less_accurate(row, ref, ref_name) -> dict:
     gain = row["accuracy"] - ref["accuracy"]
     measured = f"accuracy {row['accuracy']:.3f} vs {ref['accuracy']:.3f} (noise +-{noise:.3f})"
     held = True if gain > noise else (None if gain >= -noise else False)
-    return {"claim": f"more accurate than {ref_name} (LSPO targets accuracy, not length)", "measured": measured,
+    return {"claim": f"more accurate than {ref_name} (the method targets accuracy, not length)", "measured": measured,
             "held": held}  # fmt: skip
 
 
@@ -372,6 +372,8 @@ def method_check(
     """
     if recipe == "grpo":
         return {"claim": "baseline", "measured": "-", "held": None}
+    if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method
+        return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
     if recipe == "hbpo":
         return _hbpo_check(row, mode_records, base, base_records)
     if recipe in ("l1-exact", "l1-max"):

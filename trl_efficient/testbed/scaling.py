@@ -290,6 +290,13 @@ def _frugal(cap: int, steps: int) -> RecipeScale:
                        needs=("frugal_pass_rates",), num_train=tasks)  # fmt: skip
 
 
+def _o1_pruner(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
+    return RecipeScale("o1-pruner", f"reference length and accuracy from the base model on {tasks} training tasks, "
+                       "K = 4 samples at the cap (paper: 12); alpha 5, clip [-2, 4] (length ratio, scale-free)",
+                       recipe_kwargs={"k": 4}, num_train=tasks)  # fmt: skip
+
+
 def _curriculum(cap: int, steps: int) -> RecipeScale:
     # methods.md §22 states no cap; its two budgets are anchored to the task: the start (256) is about the base
     # model's GSM8K length (258.4 tokens) and the end (87) about what GSM8K needs (the trained model: 86.2% at 88.8
@@ -309,6 +316,25 @@ def _curriculum(cap: int, steps: int) -> RecipeScale:
     )
 
 
+def _budgetthinker(cap: int, steps: int) -> RecipeScale:
+    # methods.md §23: max response 10000 (budgets up to 6000), 8 epochs (6 curriculum budgets, then 2 of random
+    # choices). A testbed run is a fraction of one data epoch (4 prompts a step over 1024 tasks), so the curriculum's
+    # epochs are counted in steps instead (`epoch_steps`): the run goes through all 8 of them, as the paper's does.
+    paper, epochs = 10000, 8
+    by_epoch = [scale_length(b, cap, paper) for b in (6000, 4000, 3500, 3000, 2500, 2000)]
+    choices = [scale_length(b, cap, paper) for b in (2000, 4000, 6000)]
+    epoch_steps = max(1, steps // epochs)
+    return RecipeScale(
+        "budgetthinker",
+        f"budgets x cap/{paper}: {by_epoch}, then one of {choices}; the paper's {epochs} epochs compressed into the "
+        f"run (one curriculum epoch = steps/{epochs} = {epoch_steps} steps); the 1500-token threshold -> "
+        f"{scale_length(1500, cap, paper)}",
+        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices,
+                                        "epoch_steps": epoch_steps}},
+        reward_kwargs={"budgetthinker": {"long_budget": scale_length(1500, cap, paper)}},
+    )  # fmt: skip
+
+
 def _lapo(cap: int, steps: int) -> RecipeScale:
     paper = 4096  # methods.md §28: max generation 4096
     kwargs = {
@@ -326,8 +352,39 @@ def _lapo(cap: int, steps: int) -> RecipeScale:
     )
 
 
+def _step_pruner(cap: int, steps: int) -> RecipeScale:
+    # methods.md §19 states no cap (DEFAULT_PAPER_CAP) and no run length: the stop rule's batch counts are scaled from
+    # the recipe YAML's 500 steps. The testbed's traces are one line of sentences, so steps are sentences there.
+    limit = scale_length(512, cap, DEFAULT_PAPER_CAP)
+    window, every = max(2, round(50 * steps / 500)), max(2, round(10 * steps / 500))
+    kwargs = {"segmenter": "sentences", "max_step_length": limit, "stop_window": window, "stop_check_every": every}
+    return RecipeScale(
+        "step-pruner",
+        f"steps = sentences (the testbed's traces have no blank lines); step limit 512 -> {limit} tokens (x cap/"
+        f"{DEFAULT_PAPER_CAP}); stop rule's 50-batch window / 10-batch checks x max_steps/500 -> {window} / {every} "
+        "(at least 2), patience 3 checks; kappa 0.5 scale-free",
+        reward_kwargs={"step_pruner": kwargs},
+    )
+
+
+def _grsp(cap: int, steps: int) -> RecipeScale:
+    # methods.md §27 states no cap (DEFAULT_PAPER_CAP); the testbed's segments (~8 tokens on average, ~200 in the
+    # paper's 5k-token answers of ~27 segments) are about cap/4096 of the paper's, as the bucket edges become.
+    bounds = [scale_length(32, cap, DEFAULT_PAPER_CAP, minimum=2), scale_length(128, cap, DEFAULT_PAPER_CAP, minimum=2)]
+    return RecipeScale(
+        "grsp",
+        f"segments = sentences (no line-initial keywords on the testbed's one-line traces); bucket edges 32 / 128 -> "
+        f"{bounds[0]} / {bounds[1]} tokens (x cap/{DEFAULT_PAPER_CAP}, at least 2); weights, coefficient and "
+        "z-scores scale-free",
+        reward_kwargs={"grsp": {"segmenter": "sentences", "bucket_bounds": bounds}},
+    )
+
+
 SCALING_RULES: dict[str, ScalingRule] = {
     "grpo": _scale_free("grpo", "no length constant"),
+    "dr-grpo": _scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
+    "step-pruner": ScalingRule(_step_pruner),
+    "grsp": ScalingRule(_grsp),
     "kimi": _scale_free("kimi", "group min/max lengths"),
     "cosine": _scale_free("cosine", "cosine over max_completion_length (= the cap)"),
     "dler": _scale_free("dler", "truncation at max_completion_length (= the cap)"),
@@ -335,6 +392,9 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "drpo": _scale_free("drpo", "length normaliser C = max_completion_length"),
     "grpo-lead": _scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
     "canon": _scale_free("canon", "length halves of the group"),
+    "canon-entropy": _scale_free("canon-entropy", "mean-token-entropy halves of the group"),
+    "pear": _scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
+    "sar": _scale_free("sar", "perplexity ratio with and without the question; no length constant"),
     "gdpo": _scale_free("gdpo", "length limit = max_completion_length / 2"),
     "hbpo": ScalingRule(_hbpo),
     "l1-exact": _l1("exact"),
@@ -356,8 +416,10 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "laser-de": _laser_d("laser-de"),
     "lspo": _revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
     "frugal": ScalingRule(_frugal),
+    "o1-pruner": ScalingRule(_o1_pruner),
     "curriculum": ScalingRule(_curriculum),
     "lapo": ScalingRule(_lapo),
+    "budgetthinker": ScalingRule(_budgetthinker),
 }
 
 

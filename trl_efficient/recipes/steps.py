@@ -1,0 +1,97 @@
+"""Recipes that count reasoning steps rather than tokens (Step Pruner, GRSP), and Dr. GRPO (TRL-native loss).
+
+Reward builders `step_pruner` and `grsp` (`trl_efficient.rewards.steps`): each returns the difference from
+correctness (`as_penalty=True`), so the recipes pair it with the `correctness` reward (weight 1 each) and the sum is
+the paper's reward while the trainer's accuracy metrics keep reading plain correctness. Segments are measured in the
+policy's tokens (the trainer's tokenizer). Values taken from a paper or its code cite methods.md; our own choices are
+listed in `proposed_defaults`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
+from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+
+
+def _length_kwargs(args, tokenizer) -> dict:
+    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+
+
+def build_step_pruner_reward(args, tokenizer, **kwargs) -> Callable:
+    """`step_pruner` builder: Step Pruner's step-aware term (methods.md §19); the group size comes from the trainer's
+    `group_size` column, the stop rule's callback is registered by the reward's `attach`."""
+    return get_step_pruner_reward(**_length_kwargs(args, tokenizer), **kwargs)
+
+
+def build_grsp_reward(args, tokenizer, **kwargs) -> Callable:
+    """`grsp` builder: GRSP's group-relative segment penalty (methods.md §27)."""
+    return get_grsp_reward(**_length_kwargs(args, tokenizer), **kwargs)
+
+
+register_reward_builder(
+    "step_pruner",
+    build_step_pruner_reward,
+    RewardInfo(
+        "get_step_pruner_reward",
+        "Step Pruner, arXiv:2510.03805 (fewer steps than the group's fewest correct earn more; over-long step -> 0; "
+        "stop rule)",
+        whole_groups=True,
+    ),
+)
+register_reward_builder(
+    "grsp",
+    build_grsp_reward,
+    RewardInfo(
+        "get_grsp_reward",
+        "GRSP, arXiv:2510.09535 (group z-scores of segment counts per length bucket, descending weights)",
+        whole_groups=True,
+    ),
+)
+
+register_recipe(
+    Recipe(
+        name="dr-grpo",
+        method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
+        description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
+        "divided by a constant (§32).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2503.20783",),
+        # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
+        # std switch scale_rewards="none"
+        config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
+    )
+)
+register_recipe(
+    Recipe(
+        name="step-pruner",
+        method="Step Pruner (step-aware reward, proposed)",
+        description="Correct answers earn 1 - 0.5 min(1, (S - S_min)/S_min) in steps S (blank-line paragraphs), "
+        "wrong 0, a step over 512 tokens 0; training stops when the length stops falling (§19).",
+        rewards=(RewardSpec("correctness"), RewardSpec("step_pruner")),
+        papers=("2510.03805",),
+        proposed_defaults=(
+            "Step Pruner reward c (1 - 0.5 min(1, (S - S_min)/S_min)), S_min over the group's correct answers",
+            "Step Pruner steps = blank-line separated paragraphs of the thinking part (at least 1)",
+            "Step Pruner guard: a step over 512 tokens -> reward 0 (and not a reference for S_min)",
+            "Step Pruner stop: 50-batch moving average of the mean length checked every 10 batches, stop after 3 "
+            "checks without a new low",
+        ),
+    )
+)
+register_recipe(
+    Recipe(
+        name="grsp",
+        method="GRSP (group relative segment penalty, proposed)",
+        description="Correct answers lose 0.1 max(0, sum_k w_k z_k), z_k the group z-score of the segment count in "
+        "length bucket k (< 32 / 32-128 / > 128 tokens, w = 0.5/0.3/0.2) (§27).",
+        rewards=(RewardSpec("correctness"), RewardSpec("grsp")),
+        papers=("2510.09535",),
+        proposed_defaults=(
+            "GRSP segments: blank lines plus lines opening with Wait / Alternatively / But / Hmm / Let me / Actually",
+            "GRSP buckets < 32 / 32-128 / > 128 tokens, weights 0.5 / 0.3 / 0.2, coefficient 0.1",
+            "GRSP penalty R = c - 0.1 c max(0, P) on correct answers, z-scores over the whole group",
+        ),
+    )
+)
