@@ -1,13 +1,16 @@
-"""Cost of the generation-time entropy pass (`trl_efficient.methods.entropy.TokenEntropyTrainer`, used by the recipes
-`pear` and `canon-entropy`): seconds per optimizer step of plain TRL `GRPOTrainer` vs `TokenEntropyTrainer` vs
-`PEARTrainer`, same model, data, seed, config and rewards (correctness; PEAR adds its penalty), printed with the ratio
-to plain TRL.
+"""Cost of the generation-time extra passes: the entropy pass (`trl_efficient.methods.entropy.TokenEntropyTrainer`,
+used by the recipes `pear` and `canon-entropy`) and SAR's perplexity passes (`trl_efficient.methods.sar.SARTrainer`,
+recipe `sar`): seconds per optimizer step of plain TRL `GRPOTrainer` vs `TokenEntropyTrainer` vs `PEARTrainer` vs
+`SARTrainer`, same model, data, seed, config and rewards (correctness; PEAR adds its penalty, SAR its alpha * score),
+printed with the ratio to plain TRL.
 
     python perf/entropy_overhead.py [--steps 4] [--model tiny:qwen2-16] [--max-completion-length 64]
 
 The extra cost is one no-grad forward of the local rows per generation batch (no backward): on a real model about a
 third of a training step's forward+backward on the same tokens, small next to generation. The first step of each run
-is a warm-up and is not timed. Not a test: numbers depend on the machine (run it on an idle one).
+is a warm-up and is not timed. SAR (policy scoring, this script's aligned steps, so TRL computes no old log-probs to
+reuse) adds two such forwards: the completion after its prompt and after the standalone prompt. Not a test: numbers
+depend on the machine (run it on an idle one).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from trl import GRPOConfig, GRPOTrainer
 from trl_efficient.core.models import resolve_model_name
 from trl_efficient.methods.entropy import TokenEntropyTrainer
 from trl_efficient.methods.pear import PEARTrainer
+from trl_efficient.methods.sar import SARTrainer
 from trl_efficient.rewards import correctness_reward, get_pear_reward
+from trl_efficient.rewards.sar import get_sar_reward
 from trl_efficient.trainer import EfficientGRPOConfig
 
 
@@ -75,6 +80,7 @@ def main() -> None:
     for name, cls, rewards in (
         ("TokenEntropyTrainer (canon-entropy)", TokenEntropyTrainer, [correctness_reward]),
         ("PEARTrainer (pear)", PEARTrainer, [correctness_reward, get_pear_reward()]),
+        ("SARTrainer (sar, policy)", SARTrainer, [correctness_reward, get_sar_reward()]),
     ):
         rows.append((name, run(cls, EfficientGRPOConfig, rewards, a.model, a.steps, a.max_completion_length)))
     print("| trainer | s/step (median) | ratio to plain TRL |\n|---|---|---|")

@@ -161,11 +161,32 @@ def test_curriculum_by_epoch():
         BudgetThinkerRolloutPlan.from_config(type("A", (), {"rollout_plan_kwargs": {"budgets": [1]}, "seed": 0}))
 
 
-def _trainer(tmp_path, tiny_model_dir, **overrides):
-    config = tiny_config(
-        tmp_path, rollout_plan="budgetthinker", max_completion_length=24,
-        rollout_plan_kwargs={"budgets_by_epoch": [16], "final_choices": [16]}, **overrides,
+def test_curriculum_by_steps():
+    # epoch_steps = 5: steps 0-4 are curriculum epoch 0, 5-9 epoch 1, ...; steps 30+ draw from final_choices
+    plan = BudgetThinkerRolloutPlan.from_config(
+        type("A", (), {"rollout_plan_kwargs": {"budgets_by_epoch": [115, 77, 67, 58, 48, 38],
+                                               "final_choices": [38, 77, 115], "epoch_steps": 5}, "seed": 0})
     )  # fmt: skip
+    row = {"prompt": [{"role": "user", "content": "q"}], "idx": 0}
+
+    class _State:
+        epoch, global_step = 0.01, 0  # far inside the first data epoch
+
+    plan.attach(type("T", (), {"state": _State()})())
+    budgets = []
+    for step in (0, 4, 5, 9, 10, 15, 20, 29):
+        _State.global_step = step
+        budgets.append(plan.assign(row, 0, 8, 0, step).metadata["budget"])
+    assert budgets == [115, 115, 77, 77, 67, 58, 48, 38]
+    _State.global_step = 30
+    assert plan.current_epoch() == 6 and plan.assign(row, 0, 8, 0, 30).metadata["budget"] in (38, 77, 115)
+    with pytest.raises(ValueError, match="epoch_steps"):
+        BudgetThinkerRolloutPlan(epoch_steps=0)
+
+
+def _trainer(tmp_path, tiny_model_dir, **overrides):
+    overrides.setdefault("rollout_plan_kwargs", {"budgets_by_epoch": [16], "final_choices": [16]})
+    config = tiny_config(tmp_path, rollout_plan="budgetthinker", max_completion_length=24, **overrides)
     return BudgetThinkerTrainer(
         model=tiny_model_dir,
         reward_funcs=[get_budgetthinker_reward(), get_correctness_reward()],
@@ -194,6 +215,20 @@ def test_trainer_masks_forced_tokens(tmp_path, tiny_model_dir):
                 raise AssertionError(f"control token at free position {pos} of row {row}")
     assert n_forced > 0
     assert int(output["num_items_in_batch"]) == int(mask.sum())
+
+
+def test_training_follows_the_curriculum(tmp_path, tiny_model_dir):
+    """Regression: the plan read a `TrainerState` captured at construction, which `Trainer.train()` replaces, so every
+    step of a real run got epoch 0's budget. With epoch_steps = 1 the budgets of steps 1, 2, 3 are 16, 12, 8."""
+    trainer = _trainer(
+        tmp_path, tiny_model_dir, max_steps=3, logging_steps=1,
+        rollout_plan_kwargs={"budgets_by_epoch": [16, 12, 8], "final_choices": [8], "epoch_steps": 1},
+    )  # fmt: skip
+    trainer.train()
+    logged = [sorted(k for k in h if k.startswith("trl_efficient/budget_") and k.endswith("/accuracy"))
+              for h in trainer.state.log_history if "loss" in h]  # fmt: skip
+    assert logged == [["trl_efficient/budget_16/accuracy"], ["trl_efficient/budget_12/accuracy"],
+                      ["trl_efficient/budget_8/accuracy"]]  # fmt: skip
 
 
 def test_trainer_refuses_vllm_and_missing_plan(tmp_path, tiny_model_dir):

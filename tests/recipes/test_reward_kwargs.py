@@ -21,7 +21,7 @@ def test_config_kwargs_override_the_recipe_spec():
 
 
 def test_unknown_builder_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"reward_kwargs names \['kimi_length'\], but recipe 'hapo' builds only"):
+    with pytest.raises(ValueError, match=r"reward_kwargs names \['kimi_length'\], which recipe 'hapo' does not use"):
         get_recipe("hapo").reward_kwargs(SimpleNamespace(reward_kwargs={"kimi_length": {"weight": 1}}))
     with pytest.raises(ValueError, match="must map builder names to dicts"):
         get_recipe("hapo").reward_kwargs(SimpleNamespace(reward_kwargs={"hapo_length": 3}))

@@ -11,6 +11,9 @@ during generation, and the control tokens masked out of the loss.
   The random choice of epochs 7-8 (and, a documented extension, any later epoch) is drawn per example and epoch from
   `(seed, epoch, example)`, so every rollout of an example, every process and a resumed run see the same budget:
   no state besides the epoch, which the HF Trainer checkpoints (`trainer_state.json`).
+  `epoch_steps` (extension, proposed default `None` = the trainer's epochs as in the paper): one curriculum epoch
+  lasts `epoch_steps` optimizer steps, `e = ⌊global_step / epoch_steps⌋` (also checkpointed), so a run shorter than
+  a data epoch (the testbed's) can still go through the curriculum.
 - `BudgetThinkerTrainer`: installs `BudgetControlProcessor` (`trl_efficient.rewards.budgetthinker`) into TRL's
   transformers generation (wraps `GRPOTrainer._generate_single_turn`), and after
   `GRPOTrainer._generate_and_score_completions` sets `completion_mask` to 0 on the control tokens (all forced:
@@ -42,7 +45,7 @@ __all__ = ["BUDGETS_BY_EPOCH", "FINAL_CHOICES", "BudgetThinkerRolloutPlan", "Bud
 
 BUDGETS_BY_EPOCH = (6000, 4000, 3500, 3000, 2500, 2000)  # [code] epochs 1-6
 FINAL_CHOICES = (2000, 4000, 6000)  # [code] epochs 7-8: a random choice per example
-PLAN_KEYS = ("budgets_by_epoch", "final_choices")
+PLAN_KEYS = ("budgets_by_epoch", "final_choices", "epoch_steps")
 
 
 @ROLLOUT_PLANS.register("budgetthinker")
@@ -62,17 +65,25 @@ class BudgetThinkerRolloutPlan(RolloutPlan):
     name = "budgetthinker"
     metadata_keys = ("budget",)
 
-    def __init__(self, budgets_by_epoch=BUDGETS_BY_EPOCH, final_choices=FINAL_CHOICES, seed: int = 0) -> None:
+    def __init__(
+        self,
+        budgets_by_epoch=BUDGETS_BY_EPOCH,
+        final_choices=FINAL_CHOICES,
+        seed: int = 0,
+        epoch_steps: int | None = None,
+    ) -> None:
         self.budgets_by_epoch = [check_positive_int("budgets_by_epoch", b) for b in budgets_by_epoch]
         self.final_choices = [check_positive_int("final_choices", b) for b in final_choices]
         if not self.budgets_by_epoch and not self.final_choices:
             raise ValueError("rollout_plan_kwargs: budgets_by_epoch and final_choices cannot both be empty.")
+        self.epoch_steps = None if epoch_steps is None else check_positive_int("epoch_steps", epoch_steps)
         self.seed = seed
-        self._state = None  # the trainer's TrainerState, set by attach()
+        self._trainer = None  # set by attach(); its `state` is read live (Trainer.train() replaces the object)
 
     @classmethod
     def from_config(cls, args) -> BudgetThinkerRolloutPlan:
-        """From `rollout_plan_kwargs` (`budgets_by_epoch`, `final_choices`; unknown keys raise) and `seed`."""
+        """From `rollout_plan_kwargs` (`budgets_by_epoch`, `final_choices`, `epoch_steps`; unknown keys raise) and
+        `seed`."""
         kwargs = dict(getattr(args, "rollout_plan_kwargs", None) or {})
         unknown = sorted(set(kwargs) - set(PLAN_KEYS))
         if unknown:
@@ -82,12 +93,18 @@ class BudgetThinkerRolloutPlan(RolloutPlan):
         return cls(**kwargs, seed=getattr(args, "seed", 0))
 
     def attach(self, trainer) -> None:
-        """Read the epoch from the trainer's state (checkpointed by the HF Trainer)."""
-        self._state = trainer.state
+        """Read the epoch (or the step) from the trainer's state (checkpointed by the HF Trainer). The trainer is
+        kept, not its `state`: `Trainer.train()` assigns a new `TrainerState` (and a resume loads one), so a state
+        object captured here would stay at epoch 0, step 0 for the whole run."""
+        self._trainer = trainer
 
     def current_epoch(self) -> int:
-        """`⌊trainer_state.epoch⌋` (0 before training or without a trainer)."""
-        return int(getattr(self._state, "epoch", 0) or 0)
+        """`⌊trainer_state.epoch⌋`, or `⌊global_step / epoch_steps⌋` with `epoch_steps` (0 before training or
+        without a trainer)."""
+        state = getattr(self._trainer, "state", None)
+        if self.epoch_steps is not None:
+            return int(getattr(state, "global_step", 0) or 0) // self.epoch_steps
+        return int(getattr(state, "epoch", 0) or 0)
 
     def budget(self, row: dict, epoch: int) -> int:
         """The budget of `row`'s example in 0-based `epoch`."""
@@ -122,6 +139,11 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
                 "BudgetThinkerTrainer forces its control tokens with a transformers LogitsProcessor; vLLM is not "
                 "supported in this version: set use_vllm=False."
             )
+        if getattr(config, "budget_forcing", None):
+            raise ValueError(
+                "BudgetThinkerTrainer already forces its own control tokens during generation; budget_forcing "
+                "(s1) cannot be combined with it: set budget_forcing=None."
+            )
         if getattr(config, "use_transformers_paged", False):
             raise ValueError(
                 "BudgetThinkerTrainer needs plain transformers generate: set use_transformers_paged=False."
@@ -150,15 +172,12 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
         return output
 
     def mask_control_tokens(self, output: dict) -> None:
-        """`completion_mask = 0` on the control tokens; `num_items_in_batch` recomputed over the kept tokens (as
-        `DLERTrainer._apply_cuts` and TRL do: the gathered sum of `completion_mask * tool_mask`)."""
+        """`completion_mask = 0` on the control tokens, `num_items_in_batch` recomputed over the kept tokens
+        (`EfficientGRPOTrainer.mask_completion_tokens`, shared with budget forcing)."""
         control = torch.isin(
             output["completion_ids"], torch.tensor(self.control_ids, device=output["completion_ids"].device)
         )
-        mask = output["completion_mask"] * (~control).to(output["completion_mask"].dtype)
-        output["completion_mask"] = mask
-        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        self.mask_completion_tokens(output, control)
         mode = "train" if self.model.training else "eval"
         self._metrics[mode]["budgetthinker/control_tokens_mean"].append(
             gather(control.sum(dim=1).float()).mean().item()

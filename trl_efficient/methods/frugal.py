@@ -61,6 +61,33 @@ def pass_rates_from_records(records: list[dict], n: int) -> list[dict]:
     return out
 
 
+def sample_rollouts(
+    model,
+    tokenizer,
+    dataset,
+    n: int,
+    max_new_tokens: int = 16384,
+    batch_size: int = 16,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int = 0,
+    generation_kwargs: dict | None = None,
+    show_progress: bool = True,
+    chat_template_kwargs: dict | None = None,
+    length_meter=None,
+) -> list[dict]:
+    """`n` sampled completions of every row of `dataset` (columns `prompt`, `solution`, optionally `idx`) by the frozen
+    `model`, as `n` consecutive `saber.profile_dataset` records per row (each row repeated `n` times, one seeded
+    batched generation). The shared pre-pass of Frugal's pass rates and O1-Pruner's reference statistics."""
+    if n <= 0:
+        raise ValueError(f"n (rollouts per problem) must be positive, got {n}.")
+    expanded = dataset.select([i for i in range(len(dataset)) for _ in range(n)])
+    return profile_dataset(model, tokenizer, expanded, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                           temperature=temperature, top_p=top_p, seed=seed, generation_kwargs=generation_kwargs,
+                           chat_template_kwargs=chat_template_kwargs, show_progress=show_progress,
+                           length_meter=length_meter)  # fmt: skip
+
+
 def estimate_pass_rate(
     model,
     tokenizer,
@@ -76,10 +103,7 @@ def estimate_pass_rate(
 ) -> list[dict]:
     """Base-model pass rate of every row of `dataset` (columns `prompt`, `solution`, optionally `idx`): `n` sampled
     completions each, generated and checked by `saber.profile_dataset`; one record per row, in order."""
-    if n <= 0:
-        raise ValueError(f"n (rollouts per problem) must be positive, got {n}.")
-    expanded = dataset.select([i for i in range(len(dataset)) for _ in range(n)])
-    records = profile_dataset(model, tokenizer, expanded, max_new_tokens=max_new_tokens, batch_size=batch_size,
+    records = sample_rollouts(model, tokenizer, dataset, n, max_new_tokens=max_new_tokens, batch_size=batch_size,
                               temperature=temperature, top_p=top_p, seed=seed, generation_kwargs=generation_kwargs,
                               show_progress=show_progress)  # fmt: skip
     return pass_rates_from_records(records, n)

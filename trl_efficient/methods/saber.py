@@ -319,7 +319,9 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
 
 
 # ------------------------------------------------------------------------------------------------------ profiling
-def _profile_record(row: dict, ids: list[int], truncated: bool, tokenizer, meter: LengthMeter) -> dict:
+def _profile_record(
+    row: dict, ids: list[int], truncated: bool, tokenizer, meter: LengthMeter, length_meter: LengthMeter | None = None
+) -> dict:
     text = tokenizer.decode(ids, skip_special_tokens=True)
     ok = is_correct(text, row["solution"], answer_after_think=True, require_think_close=True)
     record = {
@@ -331,6 +333,8 @@ def _profile_record(row: dict, ids: list[int], truncated: bool, tokenizer, meter
         "truncated": bool(truncated),
         "correct": bool(ok),
     }
+    if length_meter is not None:  # the caller's length unit/scope, on the text and ids a reward function sees
+        record["length"] = length_meter(text, ids)
     if "idx" in row:
         record = {"idx": int(row["idx"]), **record}
     return record
@@ -356,11 +360,13 @@ def profile_dataset(
     generation_kwargs: dict | None = None,
     chat_template_kwargs: dict | None = None,
     show_progress: bool = True,
+    length_meter: LengthMeter | None = None,
 ) -> list[dict]:
     """Generate one completion per example with transformers (batched, left-padded) and return its profile record:
     `idx`, `question`, `solution`, `thinking_tokens` (tokens up to and including the last `</think>`; the whole
-    completion when it never closes), `completion_tokens` (EOS included), `think_closed`, `truncated`, `correct`.
-    `temperature=0` is greedy.
+    completion when it never closes), `completion_tokens` (EOS included), `think_closed`, `truncated`, `correct`,
+    and `length` (`length_meter(text, ids)`, the text decoded without special tokens as TRL passes it to rewards)
+    when a `length_meter` is given. `temperature=0` is greedy.
     """
     from ..eval.evaluate import TransformersBackend  # the one batched, seeded transformers generation loop
 
@@ -371,7 +377,9 @@ def profile_dataset(
     prompts = [_render(tokenizer, r["prompt"], chat_template_kwargs) for r in rows]
     samples = backend.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                seed=seed, description="profile")  # fmt: skip
-    return [_profile_record(row, g.ids, not g.finished, tokenizer, meter) for row, (g,) in zip(rows, samples)]
+    return [
+        _profile_record(row, g.ids, not g.finished, tokenizer, meter, length_meter) for row, (g,) in zip(rows, samples)
+    ]
 
 
 def profile_dataset_vllm(
@@ -384,9 +392,14 @@ def profile_dataset_vllm(
     seed: int = 0,
     chat_template_kwargs: dict | None = None,
     llm_kwargs: dict | None = None,
+    n: int = 1,
+    length_meter: LengthMeter | None = None,
 ) -> list[dict]:
     """`profile_dataset` with an in-process `vllm.LLM` (needs vLLM; its own progress bar). Token-id prompts, so the
-    chat template is applied exactly as in training."""
+    chat template is applied exactly as in training. `n` samples per example (vLLM's `SamplingParams.n`, one seeded
+    request, so the samples differ) give `n` consecutive records per example."""
+    if n <= 0:
+        raise ValueError(f"n (samples per example) must be positive, got {n}.")
     from vllm import LLM, SamplingParams
 
     rows = list(dataset)
@@ -394,13 +407,14 @@ def profile_dataset_vllm(
     prompts = [{"prompt_token_ids": tokenizer(t, add_special_tokens=False)["input_ids"]} for t in texts]
     llm = LLM(model=model_path, seed=seed, **(llm_kwargs or {}))
     params = SamplingParams(
-        n=1, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, seed=seed
+        n=n, max_tokens=max_new_tokens, temperature=temperature, top_p=top_p if temperature > 0 else 1.0, seed=seed
     )
     outputs = llm.generate(prompts, params, use_tqdm=True)
     meter = LengthMeter("tokens", "thinking", tokenizer)
     return [
-        _profile_record(row, list(out.outputs[0].token_ids), out.outputs[0].finish_reason == "length", tokenizer, meter)
+        _profile_record(row, list(o.token_ids), o.finish_reason == "length", tokenizer, meter, length_meter)
         for row, out in zip(rows, outputs, strict=True)
+        for o in out.outputs
     ]
 
 

@@ -79,24 +79,43 @@ class Recipe:
             return dataset
         return _import_target(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
 
-    def reward_kwargs(self, args) -> list[dict]:
-        """Each `RewardSpec`'s keyword arguments with `args.reward_kwargs[builder]` on top (the YAML or command line
-        sets a recipe's reward arguments there); a builder the recipe does not use is an error."""
-        extra = getattr(args, "reward_kwargs", None) or {}
-        if not isinstance(extra, dict) or not all(isinstance(v, dict) for v in extra.values()):
-            raise ValueError(f"reward_kwargs must map builder names to dicts of arguments, got {extra!r}.")
+    def with_reward_kwargs(self, overrides: dict | None, source: str = "reward_kwargs") -> Recipe:
+        """This recipe with `{builder: {kwarg: value}}` merged over its `RewardSpec` kwargs, the one place reward
+        arguments are overridden (the config's `reward_kwargs`, the testbed's scale and sweeps). The key `"weight"`
+        sets the spec's weight (Kimi's length reward has no coefficient but its weight). A builder the recipe does not
+        use is an error naming `source`.
+
+        >>> r = get_recipe("kimi").with_reward_kwargs({"kimi_length": {"weight": 0.8, "warmup_ratio": 0.0}})
+        >>> [(s.builder, s.weight, s.kwargs) for s in r.rewards]
+        [('correctness', 1.0, {}), ('kimi_length', 0.8, {'warmup_ratio': 0.0})]
+        """
+        import dataclasses
+
+        overrides = overrides or {}
+        if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
+            raise ValueError(f"{source} must map builder names to dicts of arguments, got {overrides!r}.")
         builders = [spec.builder for spec in self.rewards]
-        unknown = sorted(set(extra) - set(builders))
+        unknown = sorted(set(overrides) - set(builders))
         if unknown:
-            raise ValueError(f"reward_kwargs names {unknown}, but recipe {self.name!r} builds only {builders}.")
-        return [{**spec.kwargs, **extra.get(spec.builder, {})} for spec in self.rewards]
+            raise ValueError(f"{source} names {unknown}, which recipe {self.name!r} does not use (it builds only "
+                             f"{builders}).")  # fmt: skip
+        rewards = []
+        for spec in self.rewards:
+            kwargs = dict(overrides.get(spec.builder, {}))
+            weight = kwargs.pop("weight", spec.weight)
+            rewards.append(dataclasses.replace(spec, weight=weight, kwargs={**spec.kwargs, **kwargs}))
+        return dataclasses.replace(self, rewards=tuple(rewards))
+
+    def reward_kwargs(self, args) -> list[dict]:
+        """Each `RewardSpec`'s keyword arguments with the config's `reward_kwargs[builder]` on top."""
+        return [spec.kwargs for spec in self.with_reward_kwargs(getattr(args, "reward_kwargs", None)).rewards]
 
     def build_reward_funcs(self, args, tokenizer) -> tuple[list, list[float]]:
         """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`): recipe kwargs <
-        `args.reward_kwargs`."""
-        kwargs = self.reward_kwargs(args)
-        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **kw) for spec, kw in zip(self.rewards, kwargs)]
-        return funcs, [spec.weight for spec in self.rewards]
+        `args.reward_kwargs` (the YAML or command line sets a recipe's reward arguments there)."""
+        recipe = self.with_reward_kwargs(getattr(args, "reward_kwargs", None))
+        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs) for spec in recipe.rewards]
+        return funcs, [spec.weight for spec in recipe.rewards]
 
 
 def _import_target(target: str):

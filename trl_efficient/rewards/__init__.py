@@ -15,6 +15,8 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `solve_rate` (group solve rate / batch ranking gates the length term): `get_alp_reward`,
   `get_grpo_lambda_reward`, `get_asrr_reward`.
 - `lapo` (group: LAPO's two stages) / `curriculum` (budget schedule B(t), triangular length reward).
+- `pear` / `sar` (read per-row columns that their trainers add: phase entropies, perplexity ratio) and
+  `o1_pruner` (length and accuracy against the base model's reference statistics).
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
 - `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`,
 `extract_answer_region`, `normalize_answer`,
@@ -37,7 +39,9 @@ from .length import (
     get_laser_reward,
     get_soft_overlong_reward,
 )
+from .o1_pruner import get_o1_pruner_reward
 from .pear import get_pear_reward
+from .sar import get_sar_reward
 from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
 
 __all__ = [
@@ -45,6 +49,8 @@ __all__ = [
     "get_curriculum_reward",
     "get_lapo_reward",
     "get_pear_reward",
+    "get_sar_reward",
+    "get_o1_pruner_reward",
     "get_alp_reward",
     "get_asrr_reward",
     "get_grpo_lambda_reward",

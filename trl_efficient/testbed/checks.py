@@ -65,7 +65,7 @@ TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "budgetthinker", "frugal", "step-pruner", "grsp", "pear"}  # fmt: skip
+            "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
 
 
@@ -337,7 +337,7 @@ def _not_less_accurate(row, ref, ref_name) -> dict:
     gain = row["accuracy"] - ref["accuracy"]
     measured = f"accuracy {row['accuracy']:.3f} vs {ref['accuracy']:.3f} (noise +-{noise:.3f})"
     held = True if gain > noise else (None if gain >= -noise else False)
-    return {"claim": f"more accurate than {ref_name} (LSPO targets accuracy, not length)", "measured": measured,
+    return {"claim": f"more accurate than {ref_name} (the method targets accuracy, not length)", "measured": measured,
             "held": held}  # fmt: skip
 
 

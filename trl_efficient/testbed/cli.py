@@ -78,6 +78,18 @@ def _print_summary(name: str, s: dict) -> None:
               f"floor {v['mean_floor_tokens']:.1f}  redundant share {v['redundant_share']:.2f}")  # fmt: skip
 
 
+def _report(out: dict, failed_label: str, sep: str) -> int:
+    """Print a run's markdown and the files it wrote; exit status 1 (failures on stderr) when anything failed."""
+    with open(out["files"]["markdown"]) as f:
+        print(f.read())
+    for name, path in out["files"].items():
+        print(f"{name:9s}: {path}")
+    if out["failed"]:
+        print(f"{failed_label}: {sep.join(out['failed'])}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -222,14 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         sets = dict(parse_sweep_set(item) for item in args.set)
         out = run_sweep(args.recipe, sets, settings, args.output_dir, overwrite=args.overwrite,
                         references=args.references, keep_models=args.keep_models)  # fmt: skip
-        with open(out["files"]["markdown"]) as f:
-            print(f.read())
-        for name, path in out["files"].items():
-            print(f"{name:9s}: {path}")
-        if out["failed"]:
-            print(f"failed points: {'; '.join(out['failed'])}", file=sys.stderr)
-            return 1
-        return 0
+        return _report(out, "failed points", "; ")
     if args.command == "compare":
         from .runner import compare
 
@@ -240,14 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
             recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo")]
         out = compare(recipes, settings, args.output_dir, overwrite=args.overwrite, keep_models=args.keep_models)
-        with open(out["files"]["markdown"]) as f:
-            print(f.read())
-        for name, path in out["files"].items():
-            print(f"{name:9s}: {path}")
-        if out["failed"]:
-            print(f"failed: {', '.join(out['failed'])}", file=sys.stderr)
-            return 1
-        return 0
+        return _report(out, "failed", ", ")
     return 2
 
 

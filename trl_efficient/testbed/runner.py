@@ -37,7 +37,6 @@ __all__ = [
     "failed_row",
     "scaled_recipe",
     "train_recipe",
-    "with_reward_overrides",
     "worst_ratio_cell",
 ]
 
@@ -158,37 +157,8 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
 
 
 def scaled_recipe(recipe: Recipe, scale) -> Recipe:
-    """`recipe` with the testbed scale's reward kwargs merged into its `RewardSpec`s (by builder name)."""
-    unknown = set(scale.reward_kwargs) - {spec.builder for spec in recipe.rewards}
-    if unknown:
-        raise ValueError(f"testbed scale of {recipe.name!r} sets reward kwargs of {sorted(unknown)}, which the recipe "
-                         "does not use.")  # fmt: skip
-    rewards = tuple(
-        dataclasses.replace(spec, kwargs={**spec.kwargs, **scale.reward_kwargs.get(spec.builder, {})})
-        for spec in recipe.rewards
-    )
-    return dataclasses.replace(recipe, rewards=rewards)
-
-
-def with_reward_overrides(recipe: Recipe, overrides: dict) -> Recipe:
-    """`recipe` with `{builder: {kwarg: value}}` merged into its `RewardSpec`s; the kwarg `"weight"` sets the spec's
-    weight (Kimi's length reward has no coefficient but its weight). A builder the recipe does not use is an error.
-
-    >>> from trl_efficient.recipes import get_recipe
-    >>> r = with_reward_overrides(get_recipe("kimi"), {"kimi_length": {"weight": 0.8}})
-    >>> [(s.builder, s.weight) for s in r.rewards]
-    [('correctness', 1.0), ('kimi_length', 0.8)]
-    """
-    unknown = set(overrides) - {spec.builder for spec in recipe.rewards}
-    if unknown:
-        raise ValueError(f"recipe {recipe.name!r} has no reward {sorted(unknown)}; its rewards are "
-                         f"{[spec.builder for spec in recipe.rewards]}.")  # fmt: skip
-    rewards = []
-    for spec in recipe.rewards:
-        kwargs = dict(overrides.get(spec.builder, {}))
-        weight = kwargs.pop("weight", spec.weight)
-        rewards.append(dataclasses.replace(spec, weight=weight, kwargs={**spec.kwargs, **kwargs}))
-    return dataclasses.replace(recipe, rewards=tuple(rewards))
+    """`recipe` with the testbed scale's reward kwargs merged into its `RewardSpec`s (`Recipe.with_reward_kwargs`)."""
+    return recipe.with_reward_kwargs(scale.reward_kwargs, f"the testbed scale of {recipe.name!r}")
 
 
 def num_generations_for(scale, settings: TestbedSettings) -> int:
@@ -261,7 +231,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     """Train `recipe_name` at its testbed scale (`testbed.scaling`) from the base model for `settings.max_steps`
     GRPO steps; save the model to `output_dir`. `overrides`: `EfficientGRPOConfig` fields on top of everything;
     `reward_overrides`: `{builder: {kwarg: value}}` merged into the recipe's scaled `RewardSpec`s (`"weight"` sets the
-    spec's weight; `with_reward_overrides`). Returns `{"seconds", "log_history", "recipe_scale", "model"}`."""
+    spec's weight; `Recipe.with_reward_kwargs`). Returns `{"seconds", "log_history", "recipe_scale", "model"}`."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -271,7 +241,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     from .scaling import recipe_scale, resolve_placeholders
 
     scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
-    recipe = with_reward_overrides(scaled_recipe(get_recipe(recipe_name), scale), reward_overrides or {})
+    recipe = scaled_recipe(get_recipe(recipe_name), scale).with_reward_kwargs(reward_overrides, "reward overrides")
     base = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base)
     args = build_config(recipe, settings, output_dir, overrides, scale)

@@ -290,6 +290,13 @@ def _frugal(cap: int, steps: int) -> RecipeScale:
                        needs=("frugal_pass_rates",), num_train=tasks)  # fmt: skip
 
 
+def _o1_pruner(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
+    return RecipeScale("o1-pruner", f"reference length and accuracy from the base model on {tasks} training tasks, "
+                       "K = 4 samples at the cap (paper: 12); alpha 5, clip [-2, 4] (length ratio, scale-free)",
+                       recipe_kwargs={"k": 4}, num_train=tasks)  # fmt: skip
+
+
 def _curriculum(cap: int, steps: int) -> RecipeScale:
     # methods.md §22 states no cap; its two budgets are anchored to the task: the start (256) is about the base
     # model's GSM8K length (258.4 tokens) and the end (87) about what GSM8K needs (the trained model: 86.2% at 88.8
@@ -310,16 +317,22 @@ def _curriculum(cap: int, steps: int) -> RecipeScale:
 
 
 def _budgetthinker(cap: int, steps: int) -> RecipeScale:
-    paper = 10000  # methods.md §23: max response 10000 (budgets up to 6000)
+    # methods.md §23: max response 10000 (budgets up to 6000), 8 epochs (6 curriculum budgets, then 2 of random
+    # choices). A testbed run is a fraction of one data epoch (4 prompts a step over 1024 tasks), so the curriculum's
+    # epochs are counted in steps instead (`epoch_steps`): the run goes through all 8 of them, as the paper's does.
+    paper, epochs = 10000, 8
     by_epoch = [scale_length(b, cap, paper) for b in (6000, 4000, 3500, 3000, 2500, 2000)]
     choices = [scale_length(b, cap, paper) for b in (2000, 4000, 6000)]
+    epoch_steps = max(1, steps // epochs)
     return RecipeScale(
         "budgetthinker",
-        f"budgets x cap/{paper} ({by_epoch}, then one of {choices}; per epoch, so a run shorter than an epoch keeps "
-        f"the first), the 1500-token threshold -> {scale_length(1500, cap, paper)}",
-        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices}},
+        f"budgets x cap/{paper}: {by_epoch}, then one of {choices}; the paper's {epochs} epochs compressed into the "
+        f"run (one curriculum epoch = steps/{epochs} = {epoch_steps} steps); the 1500-token threshold -> "
+        f"{scale_length(1500, cap, paper)}",
+        config={"rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices,
+                                        "epoch_steps": epoch_steps}},
         reward_kwargs={"budgetthinker": {"long_budget": scale_length(1500, cap, paper)}},
-    )
+    )  # fmt: skip
 
 
 def _lapo(cap: int, steps: int) -> RecipeScale:
@@ -381,6 +394,7 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "canon": _scale_free("canon", "length halves of the group"),
     "canon-entropy": _scale_free("canon-entropy", "mean-token-entropy halves of the group"),
     "pear": _scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
+    "sar": _scale_free("sar", "perplexity ratio with and without the question; no length constant"),
     "gdpo": _scale_free("gdpo", "length limit = max_completion_length / 2"),
     "hbpo": ScalingRule(_hbpo),
     "l1-exact": _l1("exact"),
@@ -402,6 +416,7 @@ SCALING_RULES: dict[str, ScalingRule] = {
     "laser-de": _laser_d("laser-de"),
     "lspo": _revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
     "frugal": ScalingRule(_frugal),
+    "o1-pruner": ScalingRule(_o1_pruner),
     "curriculum": ScalingRule(_curriculum),
     "lapo": ScalingRule(_lapo),
     "budgetthinker": ScalingRule(_budgetthinker),

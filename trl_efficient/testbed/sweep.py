@@ -43,7 +43,6 @@ from .runner import (
     scaled_recipe,
     torch_threads,
     train_recipe,
-    with_reward_overrides,
     worst_ratio_cell,
 )
 
@@ -353,7 +352,7 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
                 row = cached["row"]
             else:
                 try:
-                    with_reward_overrides(scaled_recipe(get_recipe(recipe), scale), reward_overrides)
+                    scaled_recipe(get_recipe(recipe), scale).with_reward_kwargs(reward_overrides, "sweep")
                     row, summary, info = _evaluate(recipe, settings, folder, config_overrides, reward_overrides,
                                                    keep_models)  # fmt: skip
                 except Exception as err:  # noqa: BLE001 - one point's failure must not lose the others

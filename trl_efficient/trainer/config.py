@@ -11,6 +11,7 @@ from trl import GRPOConfig
 from ..core.lengths import LENGTH_SCOPES, LENGTH_UNITS
 from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
+from .budget_forcing import BudgetForcing
 from .filters import COMPLETION_FILTERS
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
 from .sampling import PROMPT_SAMPLERS
@@ -50,6 +51,11 @@ class EfficientGRPOConfig(GRPOConfig):
             `"repeat"` is TRL's sequence with exact resume across epochs (TRL's sampler, rebuilt on resume, replays
             epoch 0's permutation).
         sampler_kwargs (`dict`): keyword arguments of the sampler (e.g. `{"low": 0.3, "high": 0.7}` for `lspo`).
+    Generation:
+        budget_forcing (`str` or `None`): s1 budget forcing of the training rollouts (`trainer/budget_forcing.py`):
+            `"force:B"` closes the thinking at B generated tokens with `</think>` + the answer prefix, `"wait:N"`
+            replaces an early end of thinking by "Wait" up to N times; the inserted tokens are masked out of the loss.
+            Transformers generation only (`use_vllm=False`, `use_transformers_continuous_batching=False`).
     Lengths:
         length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
         length_scope (`str`): `"total"`, `"thinking"` or `"answer"`.
@@ -133,6 +139,13 @@ class EfficientGRPOConfig(GRPOConfig):
     track_prompt_history: bool = field(
         default=False, metadata={"help": "Keep per-prompt history (needs an `idx` column), saved in checkpoints."}
     )
+    budget_forcing: str | None = field(
+        default=None,
+        metadata={
+            "help": "s1 budget forcing of training rollouts: 'force:B' (close the thinking at B tokens) or 'wait:N' "
+            "(replace an early end of thinking by 'Wait' N times); inserted tokens leave the loss. None = off."
+        },
+    )
     length_unit: str = field(
         default="tokens", metadata={"help": "Length unit of length rewards.", "choices": list(LENGTH_UNITS)}
     )
@@ -178,6 +191,7 @@ class EfficientGRPOConfig(GRPOConfig):
             raise ValueError(f"budgets must be positive token counts, got {self.budgets}.")
         if self.reward_kwargs is not None and not isinstance(self.reward_kwargs, (dict, str)):
             raise ValueError(f"reward_kwargs must be a mapping of builder name -> kwargs, got {self.reward_kwargs!r}.")
+        check_budget_forcing(self)
         if len(self.target_length_range) != 2:
             raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
         super().__post_init__()
@@ -204,6 +218,34 @@ class EfficientGRPOConfig(GRPOConfig):
             build_group_component(
                 COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"
             )
+
+
+def check_budget_forcing(args) -> BudgetForcing | None:
+    """Parse `args.budget_forcing` (`None` when off); a one-line error naming the field for a bad value or a
+    generation path it does not support (vLLM, transformers continuous batching)."""
+    spec = getattr(args, "budget_forcing", None)
+    try:
+        forcing = BudgetForcing.parse(spec)
+    except ValueError as err:
+        raise ValueError(f"budget_forcing={spec!r}: use 'force:<B>' or 'wait:<N>' with a positive integer.") from err
+    if forcing is None:
+        return None
+    max_len = getattr(args, "max_completion_length", None)
+    if forcing.kind == "force" and max_len is not None and forcing.value >= max_len:
+        raise ValueError(
+            f"budget_forcing={spec!r} never forces with max_completion_length={max_len}: use a budget B below it."
+        )
+    if getattr(args, "use_vllm", False):
+        raise ValueError(
+            f"budget_forcing={spec!r} is transformers-only for now (multi-phase generation from extended prefixes): "
+            "set use_vllm=False or budget_forcing=None."
+        )
+    if getattr(args, "use_transformers_continuous_batching", False) or getattr(args, "use_transformers_paged", False):
+        raise ValueError(
+            f"budget_forcing={spec!r} needs plain transformers generate: set "
+            "use_transformers_continuous_batching=False or budget_forcing=None."
+        )
+    return forcing
 
 
 def build_rollout_plan(args) -> RolloutPlan | None:

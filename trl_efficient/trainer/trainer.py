@@ -8,15 +8,19 @@ extra `trl_efficient/*` metrics.
 Data flow of one generation batch (trl-hooks.md §1):
 
 1. `_generate_and_score_completions`: rewrite copies of the rows (rollout plan, state columns) -> `super()`.
-2. inside it, `_generate_single_turn`: vLLM server de-duplication fix and per-rollout hard caps.
+2. inside it, `_generate_single_turn`: vLLM server de-duplication fix, budget forcing (`budget_forcing`, TRL's own
+   generation run in phases by `trainer/budget_forcing.py`) and per-rollout hard caps.
 3. inside it, `_calculate_rewards`: after TRL gathers the rewards, gather lengths and row metadata into a
    `GroupBatch` (stored in `self._group_batch` for the rest of this call only).
-4. back in `_generate_and_score_completions`: `group_stage(batch, output)`, the public group-stage pipeline
+4. back in `_generate_and_score_completions`: the tokens budget forcing inserted leave the loss
+   (`mask_completion_tokens`), then `group_stage(batch, output)`, the public group-stage pipeline
    (see `EfficientGRPOTrainer` and docs/architecture.md, "The group-stage pipeline").
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import os
 
@@ -27,7 +31,8 @@ from trl import GRPOTrainer
 
 from ..hub.card import ModelCardInfo
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
-from .config import build_group_component, build_rollout_plan
+from .budget_forcing import FORCED_TEXT, budget_force
+from .config import build_group_component, build_rollout_plan, check_budget_forcing
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .rollout import apply_assignment
@@ -175,6 +180,10 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.correctness_index = self._find_correctness_index()
         self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
         self._row_caps: list[int | None] | None = None  # per local row, for _generate_single_turn
+        self.budget_forcing = check_budget_forcing(self.args)  # None: TRL's generation, untouched
+        self._forced_spans: list[list[tuple[int, int]]] | None = None  # per local row, set by _generate_single_turn
+        if self.budget_forcing is not None:
+            self._check_budget_forcing_setup()
         self.model_card_error: Exception | None = None  # set by create_model_card when writing the card failed
         for comp in self.components():
             if callable(getattr(comp, "attach", None)):
@@ -251,6 +260,22 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     f"{sorted(columns)}."
                 )
 
+    def _check_budget_forcing_setup(self) -> None:
+        """Budget forcing re-enters TRL's generation once per phase on this process's rows only: text models, no
+        tool loop, and no sharded generation (ZeRO-3 / FSDP gather parameters collectively, and phases differ per
+        rank)."""
+        spec = self.budget_forcing.spec
+        if self._is_vlm or self.tools or self.environment_factories is not None or self.rollout_func is not None:
+            raise NotImplementedError(
+                f"budget_forcing={spec!r} supports text models without tools, environment_factory or rollout_func."
+            )
+        plugin = getattr(self.accelerator.state, "deepspeed_plugin", None)
+        if self.is_fsdp_enabled or (plugin is not None and getattr(plugin, "zero_stage", 0) == 3):
+            raise NotImplementedError(
+                f"budget_forcing={spec!r} generates in a rank-dependent number of phases: not supported with FSDP or "
+                "DeepSpeed ZeRO-3 (use ZeRO-1/2 or DDP)."
+            )
+
     def _group_size(self) -> int:
         return self.num_generations if self.model.training else self.num_generations_eval
 
@@ -287,27 +312,99 @@ class EfficientGRPOTrainer(GRPOTrainer):
         rows = self._prepare_rows(inputs)
         try:
             output = super()._generate_and_score_completions(rows)
+            if self.budget_forcing is not None:
+                self._mask_forced_tokens(output)
             batch = self._group_batch
             if batch is not None:
                 self.group_stage(batch, output)
         finally:
-            self._group_batch, self._row_caps = None, None
+            self._group_batch, self._row_caps, self._forced_spans = None, None, None
         return output
+
+    def mask_completion_tokens(self, output: dict, drop: torch.Tensor) -> None:
+        """`completion_mask = 0` where the boolean `drop` (shape of `output["completion_ids"]`) is set: tokens the
+        policy did not sample (forced control tokens, budget-forcing insertions), whose log-probs must not enter the
+        loss (methods.md §23 pitfalls). `num_items_in_batch` is recomputed as TRL computes it: the gathered sum of
+        `completion_mask * tool_mask`."""
+        mask = output["completion_mask"] * (~drop.bool()).to(output["completion_mask"].dtype)
+        output["completion_mask"] = mask
+        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
+        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+
+    def _mask_forced_tokens(self, output: dict) -> None:
+        """Mask the spans `budget_force` inserted (`</think>` + answer prefix, or "Wait") out of the loss."""
+        ids = output["completion_ids"]
+        drop = torch.zeros_like(ids, dtype=torch.bool)
+        spans = self._forced_spans or []
+        for row, row_spans in enumerate(spans[: ids.size(0)]):
+            for start, end in row_spans:
+                drop[row, start : min(end, ids.size(1))] = True
+        self.mask_completion_tokens(output, drop)
+        mode = "train" if self.model.training else "eval"
+        forced = torch.tensor([float(bool(s)) for s in spans] or [0.0], device=ids.device)
+        self._metrics[mode]["budget_forcing/forced_fraction"].append(gather(forced).mean().item())
+        self._metrics[mode]["budget_forcing/inserted_tokens_mean"].append(gather(drop.sum(dim=1).float()).mean().item())
 
     # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): (1) vLLM server mode de-duplicates prompts with
     # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
-    # (trl-hooks.md §10); (2) per-rollout hard caps truncate after generation (§4).
+    # (trl-hooks.md §10); (2) with `budget_forcing`, TRL's own generation runs in phases (`_budget_forced_turn`);
+    # (3) per-rollout hard caps truncate after generation (§4).
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if self.rollout_plan is not None and self.use_vllm:
             num_generations = max(num_generations // self.rollout_plan.num_prompt_subgroups(num_generations), 1)
-        completion_ids, logprobs = super()._generate_single_turn(
-            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
-        )
+        if self.budget_forcing is not None:
+            completion_ids, logprobs = self._budget_forced_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        else:
+            completion_ids, logprobs = super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
         if self._row_caps is not None and len(self._row_caps) == len(completion_ids):
             completion_ids = [ids[:cap] if cap else ids for ids, cap in zip(completion_ids, self._row_caps)]
             if logprobs is not None:
                 logprobs = [lp[:cap] if cap else lp for lp, cap in zip(logprobs, self._row_caps)]
         return completion_ids, logprobs
+
+    def _budget_forced_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images):
+        """`budget_force` with `GRPOTrainer._generate_single_turn` (transformers path) as its `generate(prefixes,
+        max_new)`: each phase is TRL's own call with `generation_config.max_new_tokens = max_new` (a copy, restored
+        after). Stores the inserted spans per row for `_mask_forced_tokens`; logprobs are `None` as on TRL's path.
+
+        Proposed default (training only; s1 and `trl-efficient eval` let the answer run `answer_cap` = 32 tokens past
+        the inserted prefix): with `force:B` the answer after `</think>` + answer prefix gets at most
+        `max(1, max_completion_length - B - |inserted|)` of those 32 tokens, so a forced rollout is no longer than
+        `max_completion_length` unless B itself leaves no room (then B + |inserted| + 1)."""
+
+        def generate(prefixes: list[list[int]], max_new: int) -> list[list[int]]:
+            if max_new <= 0:
+                return [[] for _ in prefixes]
+            config = self.generation_config
+            self.generation_config = copy.copy(config)
+            self.generation_config.max_new_tokens = max_new
+            try:
+                ids, _ = super(EfficientGRPOTrainer, self)._generate_single_turn(
+                    prefixes, images, multimodal_fields, num_generations, has_tool_images
+                )
+            finally:
+                self.generation_config = config
+            return ids
+
+        forcing = self.budget_forcing
+        if forcing.kind == "force":  # proposed default: the forced answer stays within max_completion_length
+            inserted = len(self.processing_class.encode(FORCED_TEXT, add_special_tokens=False))
+            room = max(1, self.max_completion_length - forcing.value - inserted)
+            forcing = dataclasses.replace(forcing, answer_cap=min(forcing.answer_cap, room))
+        done = budget_force(
+            [list(p) for p in prompt_ids],
+            generate,
+            forcing,
+            self.processing_class,
+            self.eos_token_ids,
+            self.max_completion_length,
+        )
+        self._forced_spans = [c.inserted for c in done]
+        return [c.ids for c in done], None
 
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0): the rewards come back gathered; we gather the matching
     # lengths, truncation flags and row metadata so the group stage sees whole groups.

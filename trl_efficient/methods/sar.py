@@ -1,0 +1,266 @@
+r"""SAR, Self-Aligned Reward (arXiv 2509.05489, ICLR 2026; methods.md §25; released code
+`amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners`, `verl/trainer/ppo/ray_trainer.py`
+`create_ans_only_batch` / `compute_perplexity`): `SARTrainer`, the two perplexities per completion and the column
+`sar_score` (the formula: `trl_efficient.rewards.sar`).
+
+Per completion $a$ of prompt $q$, under `no_grad`, batched over this process's rows through TRL's own
+`_get_per_token_logps_and_entropies` (its chunking by `per_device_*_batch_size`, its fused LM head, log-probs of the
+sampling distribution at `temperature`, as TRL's `old_per_token_logps` and the released code's `old_log_probs`):
+
+$$ \log ppl(a \mid q) = -\frac{1}{|a|}\sum_t \log \pi(a_t \mid q, a_{<t}), \qquad
+   \log ppl(a) = -\frac{1}{|a|}\sum_t \log \pi(a_t \mid s, a_{<t}) $$
+
+where $s$ is the **standalone prompt** (`standalone_messages`): the released `create_ans_only_batch` rebuilds the
+prompt with the chat template, its system prompt and an **empty user message**. We keep the row's own leading system
+message(s) (the released code's fixed `SYS_PROMPT` is its training system prompt) and tokenize through TRL's
+`_tokenize_prompts` (same chat template, `chat_template_kwargs` and tools as the real prompt). A plain-text
+(non-conversational) prompt gets the **empty prompt** (proposed default; the released code has no such case: its
+no-chat-template branch keeps a `System:/User:/Assistant:` scaffold we have no system text for), tokenized as TRL
+tokenizes text prompts; when that gives no token (BPE tokenizers without BOS, e.g. Qwen) we use the BOS token, else
+the EOS token (the document separator of most base models), so the first answer token is still scored. A prompt a
+rollout plan rendered to text (an assistant prefill) counts as plain text.
+
+Which model scores (`get_sar_reward(model=...)`, i.e. `reward_kwargs: {sar: {model: ...}}`): `"policy"` (default,
+the released code: $ppl(a|q)$ from the rollout's old log-probs and $ppl(a)$ from the actor, both the policy at
+generation time) or `"reference"` (TRL's `ref_model`, built only when `beta > 0` and the model is not PEFT: a
+ValueError at construction otherwise). TRL builds `ref_model` from the policy's checkpoint, so it shares the
+tokenizer; a reference whose vocabulary size differs from the policy's is refused at construction.
+
+Cost: $ppl(a)$ is always one extra no-grad forward of the local rows (standalone prompt + completion). $ppl(a|q)$
+reuses the log-probs TRL already computes before the rewards when it does (`old_per_token_logps` for `"policy"`:
+`gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`, or vLLM importance sampling;
+`ref_per_token_logps` for `"reference"`: always, since `beta > 0`), else costs a second forward. Measured against
+plain TRL by `perf/entropy_overhead.py`. Text-only: multimodal forward arguments are not passed.
+
+Edges (documented values, never NaN): an empty completion has $\log ppl = 0$ in the columns and `sar_score` 0 (TRL
+1.16 itself never passes one: its `_generate` reads `ids[-1]`; the shortest completion is EOS alone, scored normally).
+Distributed: every rank runs the same passes in `_calculate_rewards` (ZeRO-3 safe); whether TRL's log-probs are reused
+depends only on the config, so it is the same on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import pad
+
+from ..rewards.sar import SAR_COLUMN, SAR_MODELS, sar_score
+from ..trainer import EfficientGRPOTrainer
+
+__all__ = ["SAR_LOG_PPL_COLUMNS", "SARTrainer", "mean_nll", "standalone_messages"]
+
+# log ppl(a|q), log ppl(a) per row (nats/token), provided with `sar_score` for rewards and metrics
+SAR_LOG_PPL_COLUMNS = ("sar_log_ppl_qa", "sar_log_ppl_a")
+
+
+def standalone_messages(prompt) -> list[dict] | None:
+    """The standalone prompt of a conversational prompt: its leading system message(s), then an empty user message
+    (released `create_ans_only_batch`); `None` for a plain-text prompt (the empty prompt, module docstring).
+
+    >>> standalone_messages([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}])
+    [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': ''}]
+    >>> standalone_messages([{"role": "user", "content": "2+2?"}]), standalone_messages("Q: 2+2?")
+    ([{'role': 'user', 'content': ''}], None)
+    """
+    if isinstance(prompt, str):
+        return None
+    system = []
+    for message in prompt:
+        if message.get("role") != "system":
+            break
+        system.append(dict(message))
+    return [*system, {"role": "user", "content": ""}]
+
+
+def mean_nll(logps: torch.Tensor, n: int) -> float | None:
+    """$-\\frac{1}{n}\\sum_{t<n} \\log p_t$ (float64) of one row's first `n` token log-probs; `None` when `n == 0`.
+
+    >>> round(mean_nll(torch.log(torch.tensor([0.5, 0.25, 0.9])), 2), 6)  # (ln 2 + ln 4) / 2 = 1.5 ln 2
+    1.039721
+    """
+    if n == 0:
+        return None
+    return float(-logps[:n].double().sum() / n)
+
+
+class SARTrainer(EfficientGRPOTrainer):
+    """`EfficientGRPOTrainer` that provides, per row and before the rewards, `sar_score` (SAR's self-aligned score)
+    and the two log-perplexities `sar_log_ppl_qa`, `sar_log_ppl_a` (module docstring). Recipe `sar`
+    (`get_sar_reward` reads `sar_score`).
+
+    Args (beyond `EfficientGRPOTrainer`'s):
+        sar_model (`str`, *optional*): `"policy"` or `"reference"`; by default the `sar_model` of the SAR reward
+            functions (`get_sar_reward(model=...)`; they must agree), else `"policy"`.
+    """
+
+    provides_columns = (*EfficientGRPOTrainer.provides_columns, SAR_COLUMN, *SAR_LOG_PPL_COLUMNS)
+
+    def __init__(self, *args, sar_model: str | None = None, **kwargs) -> None:
+        self._sar_prompt_ids: list[list[int]] | None = None  # set in _generate, read in _calculate_rewards
+        self._sar_window = False  # open between _generate and _calculate_rewards: TRL's no-grad passes run there
+        self._sar_captured: tuple[torch.Tensor, int] | None = None  # (log-probs, logits_to_keep) TRL computed
+        self._sar_standalone_cache: dict[str, list[int]] = {}
+        self.sar_reused_logps = 0  # generation batches whose ppl(a|q) came from TRL's own pass (tests, perf)
+        super().__init__(*args, **kwargs)
+        self.sar_model = self._resolve_sar_model(sar_model)
+        if self.environment_factories is not None or self.rollout_func is not None:
+            raise NotImplementedError(
+                "SARTrainer scores the prompt token ids of `_generate`; environment_factory and rollout_func are not "
+                "supported."
+            )
+
+    def _resolve_sar_model(self, sar_model: str | None) -> str:
+        wanted = {f.sar_model for f in self.reward_funcs if isinstance(getattr(f, "sar_model", None), str)}
+        if sar_model is None:
+            if len(wanted) > 1:
+                raise ValueError(f"The SAR reward functions disagree on the scoring model {sorted(wanted)}: pick one.")
+            sar_model = wanted.pop() if wanted else "policy"
+        if sar_model not in SAR_MODELS:
+            raise ValueError(f"sar_model must be one of {list(SAR_MODELS)}, got {sar_model!r}.")
+        if sar_model == "reference":
+            if self.ref_model is None:
+                raise ValueError(
+                    "SAR with model='reference' scores with TRL's ref_model, which exists only with beta > 0 and a "
+                    f"non-PEFT model (beta={self.beta}): set beta > 0 (e.g. 0.001, §25) or reward_kwargs "
+                    "{'sar': {'model': 'policy'}}."
+                )
+            vocab = [self._vocab_size(m) for m in (self.model, self.ref_model)]
+            if None not in vocab and vocab[0] != vocab[1]:
+                raise ValueError(
+                    f"SAR's reference model has vocabulary size {vocab[1]}, the policy {vocab[0]}: they must share "
+                    "the tokenizer (use the policy's checkpoint as reference, or reward_kwargs "
+                    "{'sar': {'model': 'policy'}})."
+                )
+        return sar_model
+
+    def _vocab_size(self, model) -> int | None:
+        config = getattr(self.accelerator.unwrap_model(model), "config", None)
+        if config is None:
+            return None
+        if callable(getattr(config, "get_text_config", None)):
+            config = config.get_text_config()
+        return getattr(config, "vocab_size", None)
+
+    def _scoring_model(self):
+        return self.ref_model if self.sar_model == "reference" else self.model
+
+    def _trl_scores_with(self):
+        """The model whose no-grad log-probs TRL 1.16 computes between generation and the rewards and we may reuse
+        (`GRPOTrainer._generate_and_score_completions`): the reference when `beta != 0` (`ref_per_token_logps`), the
+        policy when `old_per_token_logps` is computed; else `None`."""
+        if self.sar_model == "reference":
+            return self.ref_model if self.beta != 0.0 else None
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        if self.args.gradient_accumulation_steps % generate_every != 0 or (
+            self.use_vllm and self.vllm_importance_sampling_correction
+        ):
+            return self.model
+        return None
+
+    # Wraps GRPOTrainer._generate (TRL 1.16.0): keeps this process's prompt token ids (after any rollout-plan rewrite)
+    # and opens the window in which TRL's no-grad log-prob passes are recorded; the return value is untouched.
+    def _generate(self, prompts):
+        out = super()._generate(prompts)
+        self._sar_prompt_ids = out[0]
+        self._sar_window, self._sar_captured = True, None
+        return out
+
+    # Wraps GRPOTrainer._get_per_token_logps_and_entropies (TRL 1.16.0): between `_generate` and the rewards, records
+    # the first no-grad result for the scoring model (TRL's old_per_token_logps / ref_per_token_logps pass: the
+    # policy's old pass runs before a PEFT reference pass on the same module). Results are returned untouched.
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+        )
+        if self._sar_window and self._sar_captured is None and not torch.is_grad_enabled():
+            target = self._trl_scores_with()
+            if target is not None and model is target:
+                self._sar_captured = (out[0].detach(), int(logits_to_keep))
+        return out
+
+    def standalone_prompt_ids(self, prompt) -> list[int]:
+        """Token ids of the standalone prompt of `prompt` (`standalone_messages`; the empty prompt for plain text,
+        falling back to BOS, else EOS, when it has no token), tokenized by TRL's `_tokenize_prompts`; cached."""
+        messages = standalone_messages(prompt)
+        key = json.dumps(messages, sort_keys=True, default=str)
+        ids = self._sar_standalone_cache.get(key)
+        if ids is None:
+            ids = list(self._tokenize_prompts([messages if messages is not None else ""])[0][0])
+            if not ids:
+                tok = self._tokenizer
+                start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+                if start is None:
+                    raise ValueError("SAR's empty standalone prompt needs a BOS or EOS token in the tokenizer.")
+                ids = [int(start)]
+            self._sar_standalone_cache[key] = ids
+        return list(ids)
+
+    def completion_log_ppl(self, model, prompt_ids_list, completion_ids_list) -> list[float | None]:
+        """$\\log ppl$ (mean token NLL, nats) of each completion after its prompt under `model`: one no-grad pass
+        through TRL's `_get_per_token_logps_and_entropies` (chunked by the per-device batch size); `None` for an
+        empty completion."""
+        widths = [len(ids) for ids in completion_ids_list]
+        if not widths or max(widths) == 0:
+            return [None for _ in widths]
+        device = self.accelerator.device
+        pad_id = self._tokenizer.pad_token_id  # as TRL pads (GRPOTrainer._generate_and_score_completions)
+        prompts = [torch.tensor(ids, dtype=torch.long) for ids in prompt_ids_list]
+        completions = [torch.tensor(ids, dtype=torch.long) for ids in completion_ids_list]
+        prompt_ids = pad(prompts, padding_value=pad_id, padding_side="left")
+        prompt_mask = pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left")
+        completion_ids = pad(completions, padding_value=pad_id, padding_side="right")
+        completion_mask = pad([torch.ones_like(c) for c in completions], padding_value=0, padding_side="right")
+        input_ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
+        attention_mask = torch.cat([prompt_mask, completion_mask], dim=1).to(device)
+        batch_size = (
+            self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
+        )
+        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+            logps, _, _ = self._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, completion_ids.size(1), batch_size=batch_size
+            )
+        logps = logps.float().cpu()
+        return [mean_nll(logps[i], n) for i, n in enumerate(widths)]
+
+    def _reused_log_ppl(self, widths: list[int]) -> list[float | None] | None:
+        captured, self._sar_captured = self._sar_captured, None
+        if captured is None:
+            return None
+        logps, keep = captured
+        if logps.dim() != 2 or logps.size(0) != len(widths) or (widths and keep < max(widths)):
+            return None  # not the rows we score (e.g. a multi-turn tool loop): recompute
+        logps = logps.float().cpu()
+        self.sar_reused_logps += 1
+        return [mean_nll(logps[i], n) for i, n in enumerate(widths)]
+
+    # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0) (through EfficientGRPOTrainer's wrapper): the SAR columns are
+    # added to copies of the rows first, so every reward gets them as keyword arguments (trl-hooks.md §5.1).
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        prompt_ids, self._sar_prompt_ids, self._sar_window = self._sar_prompt_ids, None, False
+        if prompt_ids is None or len(prompt_ids) != len(completion_ids_list):
+            raise RuntimeError(
+                f"{type(self).__name__} needs the prompt token ids from `_generate` (a rollout_func or environment "
+                "that bypasses it is not supported)."
+            )
+        model = self._scoring_model()
+        widths = [len(ids) for ids in completion_ids_list]
+        log_ppl_qa = self._reused_log_ppl(widths)
+        if log_ppl_qa is None:
+            log_ppl_qa = self.completion_log_ppl(model, prompt_ids, completion_ids_list)
+        standalone = [self.standalone_prompt_ids(p) for p in prompts]
+        log_ppl_a = self.completion_log_ppl(model, standalone, completion_ids_list)
+        scores = [sar_score(qa, a) for qa, a in zip(log_ppl_qa, log_ppl_a, strict=True)]
+        qa_col = [0.0 if v is None else v for v in log_ppl_qa]
+        a_col = [0.0 if v is None else v for v in log_ppl_a]
+        rows = [
+            {**row, SAR_COLUMN: s, SAR_LOG_PPL_COLUMNS[0]: qa, SAR_LOG_PPL_COLUMNS[1]: a}
+            for row, s, qa, a in zip(inputs, scores, qa_col, a_col, strict=True)
+        ]
+        metrics = self._metrics["train" if self.model.training else "eval"]  # this process's rows
+        scored = [i for i, n in enumerate(widths) if n > 0]
+        if scored:
+            for key, values in (("sar/score", scores), ("sar/log_ppl_qa", qa_col), ("sar/log_ppl_a", a_col)):
+                metrics[key].append(sum(values[i] for i in scored) / len(scored))
+        return super()._calculate_rewards(rows, prompts, completions, completion_ids_list)
