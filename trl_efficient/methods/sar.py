@@ -43,11 +43,10 @@ from __future__ import annotations
 import json
 
 import torch
-from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer.utils import pad
 
 from ..rewards.sar import SAR_COLUMN, SAR_MODELS, sar_score
 from ..trainer import EfficientGRPOTrainer
+from ..trainer.forward import completion_forward
 
 __all__ = ["SAR_LOG_PPL_COLUMNS", "SARTrainer", "mean_nll", "standalone_messages"]
 
@@ -204,24 +203,7 @@ class SARTrainer(EfficientGRPOTrainer):
         widths = [len(ids) for ids in completion_ids_list]
         if not widths or max(widths) == 0:
             return [None for _ in widths]
-        device = self.accelerator.device
-        pad_id = self._tokenizer.pad_token_id  # as TRL pads (GRPOTrainer._generate_and_score_completions)
-        prompts = [torch.tensor(ids, dtype=torch.long) for ids in prompt_ids_list]
-        completions = [torch.tensor(ids, dtype=torch.long) for ids in completion_ids_list]
-        prompt_ids = pad(prompts, padding_value=pad_id, padding_side="left")
-        prompt_mask = pad([torch.ones_like(p) for p in prompts], padding_value=0, padding_side="left")
-        completion_ids = pad(completions, padding_value=pad_id, padding_side="right")
-        completion_mask = pad([torch.ones_like(c) for c in completions], padding_value=0, padding_side="right")
-        input_ids = torch.cat([prompt_ids, completion_ids], dim=1).to(device)
-        attention_mask = torch.cat([prompt_mask, completion_mask], dim=1).to(device)
-        batch_size = (
-            self.args.per_device_train_batch_size if self.model.training else self.args.per_device_eval_batch_size
-        )
-        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, completion_ids.size(1), batch_size=batch_size
-            )
-        logps = logps.float().cpu()
+        logps, _ = completion_forward(self, model, prompt_ids_list, completion_ids_list)
         return [mean_nll(logps[i], n) for i, n in enumerate(widths)]
 
     def _reused_log_ppl(self, widths: list[int]) -> list[float | None] | None:
