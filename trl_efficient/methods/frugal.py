@@ -48,13 +48,24 @@ def pass_rates_from_records(records: list[dict], n: int) -> list[dict]:
     >>> pass_rates_from_records(recs + [{"idx": 1, "question": "q1", "correct": True}] * 4, n=4)[0]
     {'idx': 0, 'question': 'q0', 'n': 4, 'correct': 2, 'pass_rate': 0.5}
     """
+    return fold_records(records, n, lambda group: _pass_rate(group, n))
+
+
+def _pass_rate(group: list[dict], n: int) -> dict:
+    correct = sum(bool(r["correct"]) for r in group)
+    return {"n": n, "correct": correct, "pass_rate": correct / n}
+
+
+def fold_records(records: list[dict], n: int, fold, count_name: str = "n") -> list[dict]:
+    """One record `{idx?, question, **fold(group)}` per problem from the `n` consecutive sample records of each
+    problem that `sample_rollouts` returns (the one layout Frugal's pass rates and O1-Pruner's reference statistics
+    read)."""
     if n <= 0 or len(records) % n:
-        raise ValueError(f"{len(records)} profile records are not a whole number of groups of n = {n}.")
+        raise ValueError(f"{len(records)} sample records are not a whole number of groups of {count_name} = {n}.")
     out = []
     for start in range(0, len(records), n):
         group = records[start : start + n]
-        correct = sum(bool(r["correct"]) for r in group)
-        rec = {"question": group[0]["question"], "n": n, "correct": correct, "pass_rate": correct / n}
+        rec = {"question": group[0]["question"], **fold(group)}
         if "idx" in group[0]:
             rec = {"idx": int(group[0]["idx"]), **rec}
         out.append(rec)

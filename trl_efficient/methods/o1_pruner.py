@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ..core.lengths import LengthMeter
 from ..rewards.o1_pruner import REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
 from ..trainer.state import STATE_FILE
-from .frugal import sample_rollouts
+from .frugal import fold_records, sample_rollouts
 from .saber import question_key
 
 if TYPE_CHECKING:
@@ -78,23 +78,13 @@ def reference_stats_from_records(records: list[dict], k: int) -> list[dict]:
     >>> reference_stats_from_records(recs, k=2)
     [{'idx': 0, 'question': 'q', 'k': 2, 'ref_length': 15.0, 'ref_accuracy': 0.5}]
     """
-    if k <= 0 or len(records) % k:
-        raise ValueError(f"{len(records)} sample records are not a whole number of groups of k = {k}.")
-    out = []
-    for start in range(0, len(records), k):
-        group = records[start : start + k]
-        if any("length" not in r for r in group):
-            raise ValueError("sample records lack 'length': sample with a length_meter (sample_reference_stats).")
-        rec = {
-            "question": group[0]["question"],
-            "k": k,
-            "ref_length": sum(float(r["length"]) for r in group) / k,
-            "ref_accuracy": sum(bool(r["correct"]) for r in group) / k,
-        }
-        if "idx" in group[0]:
-            rec = {"idx": int(group[0]["idx"]), **rec}
-        out.append(rec)
-    return out
+    if any("length" not in r for r in records):
+        raise ValueError("sample records lack 'length': sample with a length_meter (sample_reference_stats).")
+    return fold_records(records, k, lambda group: {
+        "k": k,
+        "ref_length": sum(float(r["length"]) for r in group) / k,
+        "ref_accuracy": sum(bool(r["correct"]) for r in group) / k,
+    }, count_name="k")  # fmt: skip
 
 
 def sample_reference_stats(
