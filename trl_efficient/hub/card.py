@@ -647,8 +647,7 @@ def render_method_section(source) -> str:
         hyperparameters=hyper or "- none",
         proposed_defaults=_bullets(data.proposed_defaults),
         quickstart=_quickstart(data),
-        summary=data.summary or "",
-        evaluation=data.evaluation,
+        evaluation="\n\n".join(part for part in (data.summary, data.evaluation) if part),
         citations="\n\n".join(f"```bibtex\n{c}\n```" for c in cites),
     )
 

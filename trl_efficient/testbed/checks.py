@@ -402,5 +402,8 @@ def method_check(
         return {"claim": f"no more truncations than {reference_name}",
                 "measured": f"truncated {t:.3f} vs {t_ref:.3f}", "held": bool(t <= t_ref)}  # fmt: skip
     if recipe in _SHORTER:
-        return _shorter_at_similar_accuracy(row, reference, reference_name)
+        check = _shorter_at_similar_accuracy(row, reference, reference_name)
+        if recipe == "budgetthinker":  # its budget claim needs the control tokens: perf/testbed/budget_forcing.py
+            check["claim"] += " under the plain prompt (budgets: perf/testbed/budget_forcing.py)"
+        return check
     return {"claim": "no check defined", "measured": "-", "held": None}
