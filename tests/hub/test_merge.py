@@ -90,6 +90,7 @@ def test_uniform_every_parameter_is_the_average_and_the_card_says_so(models, tmp
     assert {"merge", "trl-efficient", "uniform"} <= set(meta["tags"])
     assert meta["merge_method"] == "uniform" and meta["merge_parameters"] == {"alpha": 0.3}
     assert "θ = (1 − α) θ_base + α θ_trained" in text and "https://arxiv.org/abs/2309.06256" in text
+    assert "@misc{arxiv2309_06256," in text and "{Mitigating the Alignment Tax of RLHF}" in text  # hub.papers' BibTeX
 
 
 def _hand_band(name):

@@ -61,11 +61,12 @@ import yaml
 from ..core.models import resolve_model_name
 from .card import CARD_DATA_FILE, EVAL_RESULTS_PATH, SUMMARY_FILE, load_eval_results
 from .card import render_card as render_training_card
+from .papers import PAPERS, bibtex
 from .push import MERGE_DATA_FILE, load_card_data
 
 __all__ = [
     "METHODS",
-    "PAPERS",
+    "MERGE_PAPERS",
     "check_compatible",
     "keep_count",
     "layer_bands",
@@ -81,12 +82,12 @@ __all__ = [
 
 METHODS = ("uniform", "layerwise", "update-selective", "lora")
 
-# method -> (paper title, arXiv id)
-PAPERS = {
-    "uniform": ("Mitigating the Alignment Tax of RLHF (Lin et al.)", "2309.06256"),
-    "layerwise": ("Mitigating the Alignment Tax of RLHF (Lin et al.), Heterogeneous Model Averaging", "2309.06256"),
-    "update-selective": ("DLER: Doing Length pEnalty Right (Liu et al.), update-selective merging", "2510.15110"),
-    "lora": ("LoRA: Low-Rank Adaptation of Large Language Models (Hu et al.)", "2106.09685"),
+# The paper of each merge method (titles and BibTeX: `hub.papers`, the one table of cited papers).
+MERGE_PAPERS = {
+    "uniform": "2309.06256",
+    "layerwise": "2309.06256",
+    "update-selective": "2510.15110",
+    "lora": "2106.09685",
 }
 
 FORMULAS = {
@@ -393,7 +394,7 @@ def _write_training_card(output: str, models: list[str], params: dict, tokenizer
 def render_card(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:
     """README.md of a merged model: YAML metadata (both models as `base_model`, tags, method and parameters) and the
     `hub_cards/merge.md` body rendered with `str.format`."""
-    title, arxiv = PAPERS[method]
+    arxiv = MERGE_PAPERS[method]
     metadata = {
         "base_model": list(models),
         "tags": ["merge", "trl-efficient", method],
@@ -411,8 +412,9 @@ def render_card(method: str, models: list[str], params: dict, tokenizer_from: st
         bands="\n".join(f"- {name}: ratio {b['ratio']} — {b['tensors']}" for name, b in params.get("bands", {}).items())
         or "(not a layer-wise merge)",
         formula=FORMULAS[method],
-        paper_title=title,
+        paper_title=PAPERS[arxiv].title,
         arxiv=arxiv,
+        bibtex=bibtex(arxiv),
         tokenizer=tokenizer_from or "(none could be loaded)",
     )
     dumped = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)

@@ -276,6 +276,11 @@ PAPERS: dict[str, Paper] = dict(
             "Chen, Min-Hung and Yin, Hongxu and Wang, Yu-Chiang Frank and Cheng, Kwang-Ting and Choi, Yejin and "
             "Kautz, Jan and Molchanov, Pavlo",
         ),
+        # Merges (`trl-efficient merge`). arXiv listing (v4) for the title; the first authors from the paper's first
+        # page (the seed document 004), the rest as "others".
+        _p("2309.06256", "Mitigating the Alignment Tax of RLHF", "Lin, Yong and Lin, Hangyu and Xiong, Wei and others"),
+        # arXiv listing; PEFT's `merge_and_unload` implements its merge.
+        _p("2106.09685", "LoRA: Low-Rank Adaptation of Large Language Models", "Hu, Edward J. and others"),
     ]
 )
 
