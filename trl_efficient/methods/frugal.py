@@ -217,17 +217,25 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
 
 
 @dataclass
-class PassRateArguments:
-    """Options of `python -m trl_efficient.methods.frugal` (dataset options: `trl_efficient.data.DataArguments`)."""
+class SamplingArguments:
+    """Options shared by the base-model pre-pass commands (`sample_rollouts`): Frugal's pass rates
+    (`PassRateArguments`) and O1-Pruner's reference statistics (`o1_pruner.ReferenceArguments`). Use the training
+    run's values."""
 
     model_name_or_path: str = field(default="tiny:qwen2", metadata={"help": "Base model (Hub id, path, 'tiny:')."})
-    output: str = field(default="outputs/frugal_pass_rates.jsonl", metadata={"help": "Where to write the rates."})
-    n: int = field(default=FRUGAL_N, metadata={"help": "Rollouts per problem (16 in the paper)."})
     max_new_tokens: int = field(default=16384, metadata={"help": "Generation cap (the training cap)."})
     batch_size: int = field(default=16, metadata={"help": "Prompts per transformers generate call."})
     temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (training's)."})
-    top_p: float = field(default=1.0, metadata={"help": "Top-p."})
-    seed: int = field(default=0, metadata={"help": "Seed."})
+    top_p: float = field(default=1.0, metadata={"help": "Top-p (training's)."})
+    seed: int = field(default=0, metadata={"help": "Seed (training's)."})
+
+
+@dataclass
+class PassRateArguments(SamplingArguments):
+    """Options of `python -m trl_efficient.methods.frugal` (dataset options: `trl_efficient.data.DataArguments`)."""
+
+    output: str = field(default="outputs/frugal_pass_rates.jsonl", metadata={"help": "Where to write the rates."})
+    n: int = field(default=FRUGAL_N, metadata={"help": "Rollouts per problem (16 in the paper)."})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ..core.lengths import LengthMeter
 from ..rewards.o1_pruner import REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
 from ..trainer.state import STATE_FILE
-from .frugal import fold_records, sample_rollouts
+from .frugal import SamplingArguments, fold_records, sample_rollouts
 from .saber import question_key
 
 if TYPE_CHECKING:
@@ -329,20 +329,14 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
 
 # ---------------------------------------------------------------------------------------------------- command
 @dataclass
-class ReferenceArguments:
+class ReferenceArguments(SamplingArguments):
     """Options of `python -m trl_efficient.methods.o1_pruner` (dataset options: `trl_efficient.data.DataArguments`).
     Use the training run's values, else the cache's key differs and training refuses it."""
 
-    model_name_or_path: str = field(default="tiny:qwen2", metadata={"help": "Initial model (Hub id, path, 'tiny:')."})
     output: str = field(default="outputs/o1_pruner_reference.json", metadata={"help": "Where to write the stats."})
     k: int = field(default=O1_K, metadata={"help": "Reference samples per problem (12)."})
-    max_new_tokens: int = field(default=16384, metadata={"help": "Generation cap (training's max_completion_length)."})
-    temperature: float = field(default=1.0, metadata={"help": "Sampling temperature (training's)."})
-    top_p: float = field(default=1.0, metadata={"help": "Top-p (training's)."})
-    seed: int = field(default=0, metadata={"help": "Seed (training's)."})
     length_unit: str = field(default="tokens", metadata={"help": "Training's length_unit ('tokens', 'chars')."})
     length_scope: str = field(default="total", metadata={"help": "Training's length_scope."})
-    batch_size: int = field(default=16, metadata={"help": "Prompts per transformers generate call."})
     backend: str = field(default="transformers", metadata={"help": "'transformers' or 'vllm'."})
     vllm_max_model_len: int | None = field(default=None, metadata={"help": "vLLM max_model_len (vLLM backend)."})
     vllm_enforce_eager: bool = field(default=False, metadata={"help": "vLLM enforce_eager (vLLM backend; CPU tests)."})
