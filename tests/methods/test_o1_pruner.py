@@ -1,7 +1,7 @@
 """O1-Pruner (methods.md §10): the length-harmonizing weight as a reward, the reference statistics of the frozen
 initial model (from sample records, cached, checkpointed) and the recipe trained from its YAML.
 
-Expected values are computed by hand from the released code's formula (StarDewXXX/O1-Pruner,
+Expected values are computed by hand from the released code's formula (the authors' O1-Pruner repository at 04c0863,
 `o1_scripts/construct_dataset.py`): `w = (avg_length - length) / length + alpha * (correct - avg_acc)`, clipped to
 [-2, 4], alpha = 5."""
 

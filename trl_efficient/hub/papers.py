@@ -55,7 +55,7 @@ PAPERS: dict[str, Paper] = dict(
             "Shao, Zhihong and Wang, Peiyi and Zhu, Qihao and Xu, Runxin and Song, Junxiao and Bi, Xiao and Zhang, "
             "Haowei and Zhang, Mingchuan and Li, Y. K. and Wu, Y. and Guo, Daya",
         ),
-        # arXiv listing; O1-Pruner's README (StarDewXXX/O1-Pruner) names the title and links the paper, no BibTeX.
+        # arXiv listing; the README of O1-Pruner's released code names the title and links the paper, no BibTeX.
         _p(
             "2501.12570",
             "O1-Pruner: Length-Harmonizing Fine-Tuning for O1-Like Reasoning Pruning",

@@ -3,7 +3,7 @@ methods.md §10): the per-problem reference statistics of the frozen initial mod
 `trl_efficient.rewards.o1_pruner.get_o1_pruner_reward`.
 
 The paper pre-samples $K = 12$ solutions per problem from the initial model and keeps their mean length
-$\bar L_{\text{ref}}$ and accuracy $\bar a_{\text{ref}}$ (released code: StarDewXXX/O1-Pruner,
+$\bar L_{\text{ref}}$ and accuracy $\bar a_{\text{ref}}$ (released code: the authors' O1-Pruner repository at 04c0863,
 `o1_scripts/construct_dataset.py`: `avg_length`, `avg_acc` over the K items of a problem). Here:
 
 - `sample_reference_stats`: the K samples per problem, by the pre-pass shared with Frugal's pass rates

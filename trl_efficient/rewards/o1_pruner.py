@@ -4,7 +4,8 @@ for O1-Like Reasoning Pruning", arXiv 2501.12570; methods.md §10).
 
 The paper is an offline, off-policy method: each pre-sampled solution gets the weight
 $w = \bar L_{\text{ref}}/L - 1 + \alpha (c - \bar a_{\text{ref}})$, clipped to $[-2, 4]$ and standardised over the
-dataset (released code: StarDewXXX/O1-Pruner, `o1_scripts/construct_dataset.py`, `generate_pruning_dataset`).
+dataset (released code: the authors' O1-Pruner repository at 04c0863, `o1_scripts/construct_dataset.py`,
+`generate_pruning_dataset`).
 methods.md §10's proposed default for GRPO: use $w$ as the reward, with the per-prompt reference statistics
 $\bar L_{\text{ref}}$, $\bar a_{\text{ref}}$ sampled once, before training, from the frozen initial model
 (`trl_efficient.methods.o1_pruner`, which adds them as the columns `o1_ref_length` and `o1_ref_accuracy`).
