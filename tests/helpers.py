@@ -103,6 +103,35 @@ class RealRecordingTrainer(RecordingMixin):
     """Recording trainer with real transformers generation."""
 
 
+def resume_trainer(model_dir, output_dir, tokenizer, max_steps, peft_config=None, **overrides):
+    """The resume tests' run (tests/trainer/test_resume*.py): real sampled generation on 3 prompts (the prompt history
+    sees each prompt again), a target-length rollout plan, correctness + Kimi's length reward, a checkpoint every 2
+    steps. `overrides` go to `tiny_config`; `peft_config` to the trainer."""
+    from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
+
+    args = tiny_config(
+        output_dir,
+        **{
+            "max_steps": max_steps,
+            "save_strategy": "steps",
+            "save_steps": 2,
+            "track_prompt_history": True,
+            "rollout_plan": "target_length",
+            "target_length_range": [5, 40],
+            "learning_rate": 1e-2,
+            "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], 3.0]]},
+            **overrides,
+        },
+    )
+    return RealRecordingTrainer(
+        model=model_dir,
+        reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
+        args=args,
+        train_dataset=make_dataset(3),
+        peft_config=peft_config,
+    )
+
+
 def tiny_cli_args(output_dir, **extra) -> list[str]:
     """Command-line overrides that make any recipe YAML train in seconds on the tiny offline model."""
     args = {

@@ -38,6 +38,28 @@ def _hub_env(server, tmp_path):
     return env
 
 
+def _run_with_hub(root, tmp_path, *argv, **env):
+    """Run `python *argv` against a local Hub server storing repos under `root` (started and shut down here)."""
+    server = start_fake_hub(str(root))
+    try:
+        return subprocess.run(
+            [sys.executable, *argv],
+            env={**_hub_env(server, tmp_path), **env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        server.shutdown()
+
+
+def _push(output_dir, repo_id, root, tmp_path, **env):
+    """`trl-efficient push OUTPUT_DIR --repo-id REPO_ID` against a local Hub server storing repos under `root`."""
+    return _run_with_hub(
+        root, tmp_path, "-m", "trl_efficient.cli", "push", str(output_dir), "--repo-id", repo_id, **env
+    )
+
+
 def _all_bytes(folder):
     for dirpath, _, names in os.walk(folder):
         for name in names:
@@ -80,17 +102,7 @@ def trained_run(tiny_model_dir, tmp_path_factory):
 
 def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
     root = tmp_path / "hub"
-    server = start_fake_hub(str(root))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "trl_efficient.cli", "push", str(trained_run), "--repo-id", "tester/tiny-push"],
-            env=_hub_env(server, tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        server.shutdown()
+    proc = _push(trained_run, "tester/tiny-push", root, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     repo = root / "tester" / "tiny-push"
     arrived = dict(_all_bytes(repo))
@@ -114,16 +126,6 @@ def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
         assert secret not in proc.stdout and secret not in proc.stderr
     uploaded_args = torch.load(repo / "training_args.bin", weights_only=False)
     assert uploaded_args.hub_token is None and uploaded_args.learning_rate == 1e-3
-
-
-def _push(output_dir, repo_id, server, tmp_path):
-    return subprocess.run(
-        [sys.executable, "-m", "trl_efficient.cli", "push", str(output_dir), "--repo-id", repo_id],
-        env=_hub_env(server, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -171,11 +173,7 @@ def test_push_lora_adapter_directory(lora_run, tmp_path):
     config["base_model_name_or_path"] = BASE  # as after `--model_name_or_path Qwen/...`: the adapter names its base
     (run / "adapter_config.json").write_text(json.dumps(config))
     root = tmp_path / "hub"
-    server = start_fake_hub(str(root))
-    try:
-        proc = _push(run, "tester/tiny-lora", server, tmp_path)
-    finally:
-        server.shutdown()
+    proc = _push(run, "tester/tiny-lora", root, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     repo = root / "tester" / "tiny-lora"
     arrived = dict(_all_bytes(repo))
@@ -208,11 +206,7 @@ def test_merge_lora_run_then_push_the_merged_model(lora_run, tmp_path):
     local = (merged / "README.md").read_text()
     assert "## Efficient reasoning with trl-efficient" in local and "## How this model was merged" in local
     root = tmp_path / "hub"
-    server = start_fake_hub(str(root))
-    try:
-        proc = _push(merged, "tester/tiny-lora-merged", server, tmp_path)
-    finally:
-        server.shutdown()
+    proc = _push(merged, "tester/tiny-lora-merged", root, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     repo = root / "tester" / "tiny-lora-merged"
     arrived = dict(_all_bytes(repo))
@@ -242,18 +236,7 @@ def test_merge_lora_run_then_push_the_merged_model(lora_run, tmp_path):
 
 def test_push_offline_says_it_needs_the_network(trained_run, tmp_path):
     """HF_HUB_OFFLINE=1 blocks every Hub request: `push` says so in one line, not "model not in the cache"."""
-    server = start_fake_hub(str(tmp_path / "hub"))
-    try:
-        env = {**_hub_env(server, tmp_path), "HF_HUB_OFFLINE": "1"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "trl_efficient.cli", "push", str(trained_run), "--repo-id", "tester/offline"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        server.shutdown()
+    proc = _push(trained_run, "tester/offline", tmp_path / "hub", tmp_path, HF_HUB_OFFLINE="1")
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1] == (
         "trl-efficient push: error: push needs the network and HF_HUB_OFFLINE is set (Hugging Face Hub offline "
@@ -274,19 +257,9 @@ def test_push_refuses_a_folder_without_model(tmp_path, capsys):
 def test_trainer_push_to_hub_writes_card_and_weights(tiny_model_dir, tmp_path):
     """Moved from tests/test_model_card.py: TRL's push path (trainer.push_to_hub) with our card."""
     root = tmp_path / "hub"
-    server = start_fake_hub(str(root))
-    try:
-        script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "push_script.py")
-        proc = subprocess.run(
-            [sys.executable, script, tiny_model_dir, str(tmp_path / "out")],
-            env=_hub_env(server, tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    finally:
-        server.shutdown()
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "push_script.py")
+    proc = _run_with_hub(root, tmp_path, script, tiny_model_dir, str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
     repo = root / "tester" / "tiny-kimi"
     assert (repo / "model.safetensors").exists()
     card = ModelCard.load(repo / "README.md")

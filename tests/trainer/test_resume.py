@@ -5,29 +5,11 @@ import json
 import os
 
 import torch
-from helpers import RealRecordingTrainer, make_dataset, tiny_config
-
-from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
+from helpers import resume_trainer
 
 
 def _make(tiny_model_dir, out, tok, max_steps):
-    args = tiny_config(
-        out,
-        max_steps=max_steps,
-        save_strategy="steps",
-        save_steps=2,
-        track_prompt_history=True,
-        rollout_plan="target_length",
-        target_length_range=[5, 40],
-        learning_rate=1e-2,
-        generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 3.0]]},
-    )
-    return RealRecordingTrainer(
-        model=tiny_model_dir,
-        reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
-        args=args,
-        train_dataset=make_dataset(3),  # 3 prompts: the history sees each prompt again
-    )
+    return resume_trainer(tiny_model_dir, out, tok, max_steps)
 
 
 def test_resume_matches_uninterrupted_run(tiny_model_dir, tiny_tokenizer, tmp_path):

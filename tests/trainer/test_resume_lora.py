@@ -6,34 +6,15 @@ import os
 
 import pytest
 import torch
-from helpers import RealRecordingTrainer, make_dataset, tiny_config
-
-from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
+from helpers import resume_trainer
 
 peft = pytest.importorskip("peft")
 
 
 def _make(tiny_model_dir, out, tok, max_steps):
-    args = tiny_config(
-        out,
-        max_steps=max_steps,
-        save_strategy="steps",
-        save_steps=2,
-        track_prompt_history=True,
-        rollout_plan="target_length",
-        target_length_range=[5, 40],
-        learning_rate=5e-2,
-        beta=0.04,  # KL to the reference: with PEFT, TRL's reference is the model with its adapter disabled
-        generation_kwargs={"sequence_bias": [[[tok.eos_token_id], 3.0]]},
-    )
     lora = peft.LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.05)
-    return RealRecordingTrainer(
-        model=tiny_model_dir,
-        reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
-        args=args,
-        train_dataset=make_dataset(3),
-        peft_config=lora,
-    )
+    # beta > 0: KL to the reference, which with PEFT is TRL's model with its adapter disabled
+    return resume_trainer(tiny_model_dir, out, tok, max_steps, peft_config=lora, learning_rate=5e-2, beta=0.04)
 
 
 def _adapter(trainer) -> dict:
