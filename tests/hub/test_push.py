@@ -60,6 +60,15 @@ def _push(output_dir, repo_id, root, tmp_path, **env):
     )
 
 
+def _write_eval_results(out, model, accuracy, mean_tokens, num_problems):
+    """`out/eval/results.json` as `trl-efficient eval` writes it: one plain-mode gsm8k result."""
+    result = {"accuracy": accuracy, "mean_tokens": mean_tokens, "truncated_fraction": 0.0,
+              "num_problems": num_problems, "samples_per_problem": 1}  # fmt: skip
+    entry = {"model": model, "model_name_or_path": str(out), "mode": "plain", "benchmark": "gsm8k", "result": result}
+    os.makedirs(out / "eval")
+    (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+
+
 def _all_bytes(folder):
     for dirpath, _, names in os.walk(folder):
         for name in names:
@@ -83,12 +92,7 @@ def trained_run(tiny_model_dir, tmp_path_factory):
     assert trainer.model_card_error is None
     (out / "trl_efficient_summary.json").write_text(json.dumps({"recipe": "kimi", "model": BASE, "before": None,
                                                                 "after": None}))  # fmt: skip
-    result = {"accuracy": 0.75, "mean_tokens": 40.5, "truncated_fraction": 0.0, "num_problems": 4,
-              "samples_per_problem": 1}  # fmt: skip
-    entry = {"model": "tiny-kimi", "model_name_or_path": str(out), "mode": "plain", "benchmark": "gsm8k",
-             "result": result}  # fmt: skip
-    os.makedirs(out / "eval")
-    (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+    _write_eval_results(out, "tiny-kimi", accuracy=0.75, mean_tokens=40.5, num_problems=4)
     # EfficientGRPOConfig pickles without the token (its __getstate__); a run saved by plain transformers or TRL
     # (which pickle the whole config, token included) is what push must clean: its training_args.bin replaces ours
     assert torch.load(out / "training_args.bin", weights_only=False).hub_token is None
@@ -151,12 +155,7 @@ def lora_run(tiny_model_dir, tmp_path_factory):
     (out / "trl_efficient_summary.json").write_text(
         json.dumps({"recipe": "kimi", "model": tiny_model_dir, "before": r, "after": {**r, "accuracy": 0.625}})
     )
-    result = {"accuracy": 0.625, "mean_tokens": 28.5, "truncated_fraction": 0.0, "num_problems": 8,
-              "samples_per_problem": 1}  # fmt: skip
-    entry = {"model": "tiny-kimi-lora", "model_name_or_path": str(out), "mode": "plain", "benchmark": "gsm8k",
-             "result": result}  # fmt: skip
-    os.makedirs(out / "eval")
-    (out / "eval" / "results.json").write_text(json.dumps({"results": [entry]}))
+    _write_eval_results(out, "tiny-kimi-lora", accuracy=0.625, mean_tokens=28.5, num_problems=8)
     names = set(os.listdir(out))
     assert {"adapter_config.json", "adapter_model.safetensors"} <= names and "config.json" not in names, names
     return out
