@@ -227,6 +227,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
 
     from .core.models import load_tokenizer, model_init_kwargs, resolve_model_name
     from .eval.evaluate import evaluate_model
+    from .hub.card import SUMMARY_FILE, summary_markdown
     from .recipes import get_recipe
     from .testbed import is_testbed_model, load_datasets  # defers to data.load_datasets for other datasets
     from .testbed.runner import torch_threads
@@ -298,12 +299,12 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         after = _evaluate("after training")
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
     if before and after:
-        trainer.update_card_info(summary=_summary_markdown(summary))
+        trainer.update_card_info(summary=summary_markdown(summary))
     # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
     # that fails is reported by name afterwards, with the model already safe.
     trainer.save_model(training_args.output_dir)
     if trainer.accelerator.is_main_process:
-        with open(os.path.join(training_args.output_dir, "trl_efficient_summary.json"), "w") as f:
+        with open(os.path.join(training_args.output_dir, SUMMARY_FILE), "w") as f:
             json.dump(summary, f, indent=1)
         trainer.create_model_card(model_name=os.path.basename(os.path.normpath(training_args.output_dir)))
         _print_summary(summary, training_args.output_dir, script_args.smoke_run, trainer.model_card_error is None)
@@ -326,16 +327,6 @@ class ExtraFailedError(RuntimeError):
             f"{extra} failed ({type(cause).__name__}: {cause}); the trained model and its checkpoints are saved in "
             f"{output_dir}"
         )
-
-
-def _summary_markdown(summary: dict) -> str:
-    b, a = summary["before"], summary["after"]
-    return (
-        "### Evaluation before and after training\n\n"
-        "| | accuracy | mean tokens | truncated |\n|---|---|---|---|\n"
-        f"| before | {b['accuracy']:.3f} | {b['mean_tokens']:.1f} | {b['truncated_fraction']:.2f} |\n"
-        f"| after | {a['accuracy']:.3f} | {a['mean_tokens']:.1f} | {a['truncated_fraction']:.2f} |\n"
-    )
 
 
 def _print_summary(summary: dict, output_dir: str, smoke_run: bool, card_written: bool = True) -> None:

@@ -20,6 +20,7 @@ from trl_efficient.hub.card import (
     ModelCardInfo,
     finalize_model_card,
     render_card,
+    summary_markdown,
 )
 from trl_efficient.prompts import (
     HBPO_BUDGETS,
@@ -267,3 +268,15 @@ def test_quickstart_follows_the_training_prompt_format(tmp_path, tiny_tokenizer)
     _, card = _write_card(_trainer("grpo", tmp_path / "b", tiny_tokenizer, dataset=own), tmp_path / "b")
     assert "INSTRUCTION = ''" in card.text and "build_prompt('Chain: 3 +4 *2 =?', mode='plain')" in card.text
     assert "the training data's own format" in card.text
+
+
+def test_summary_markdown_is_the_before_after_table():
+    r = {"accuracy": 0.53125, "mean_tokens": 90.46, "truncated_fraction": 0.0625}
+    summary = {"recipe": "kimi", "before": r, "after": {**r, "accuracy": 0.578, "mean_tokens": 67.14}}
+    assert summary_markdown(summary) == (
+        "### Evaluation before and after training\n\n"
+        "| | accuracy | mean tokens | truncated |\n|---|---|---|---|\n"
+        "| before | 0.531 | 90.5 | 0.06 |\n"
+        "| after | 0.578 | 67.1 | 0.06 |\n"
+    )
+    assert summary_markdown({**summary, "before": None}) is None  # a run without evaluation: no table

@@ -187,6 +187,8 @@ def test_push_lora_adapter_directory(lora_run, tmp_path):
     card = ModelCard.load(repo / "README.md")
     assert "LoRA adapter (PEFT), not a full model; its base model is [Qwen/Qwen2.5-0.5B-Instruct]" in card.text
     assert "model_id = 'tester/tiny-lora'" in card.text and "kimi" in card.text
+    # the before/after table from the run's trl_efficient_summary.json (hub.card.summary_markdown)
+    assert "| before | 0.500 | 30.0 | 0.00 |\n| after | 0.625 | 30.0 | 0.00 |" in card.text
     (result,) = [r for r in card.data.eval_results if r.metric_type == "accuracy"]
     assert result.metric_value == 0.625
     assert "None" not in card.content and PUSH_TOKEN not in card.content

@@ -474,6 +474,24 @@ def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> C
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def summary_markdown(summary: dict) -> str | None:
+    """The card's before/after table from a run summary (`SUMMARY_FILE`, as `trl-efficient train` writes and prints
+    it); None without both evaluations."""
+    before, after = summary.get("before"), summary.get("after")
+    if not before or not after:
+        return None
+    rows = [("before", before), ("after", after)]
+    lines = [
+        "### Evaluation before and after training",
+        "",
+        "| | accuracy | mean tokens | truncated |",
+        "|---|---|---|---|",
+    ]
+    for tag, r in rows:
+        lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def load_eval_results(path: str) -> list[dict]:
     """Entries of `trl-efficient eval`: `path` is its `results.json`, a folder holding one, or one per-benchmark
     `<benchmark>.json`. A missing or malformed file is a `ValueError` naming it."""

@@ -34,7 +34,15 @@ import logging
 import os
 import sys
 
-from .card import CARD_DATA_FILE, EVAL_RESULTS_PATH, SUMMARY_FILE, CardData, load_eval_results, render_card
+from .card import (
+    CARD_DATA_FILE,
+    EVAL_RESULTS_PATH,
+    SUMMARY_FILE,
+    CardData,
+    load_eval_results,
+    render_card,
+    summary_markdown,
+)
 from .card import resolve_base_model as _resolve_base_model
 
 logger = logging.getLogger(__name__)
@@ -149,23 +157,6 @@ def _offline_error(variable: str) -> PushError:
                      f"{variable} and push again.")  # fmt: skip
 
 
-def _summary_markdown(summary: dict) -> str | None:
-    """The before/after table of `trl_efficient_summary.json` (as `trl-efficient train` prints it)."""
-    before, after = summary.get("before"), summary.get("after")
-    if not before or not after:
-        return None
-    rows = [("before", before), ("after", after)]
-    lines = [
-        "### Evaluation before and after training",
-        "",
-        "| | accuracy | mean tokens | truncated |",
-        "|---|---|---|---|",
-    ]
-    for tag, r in rows:
-        lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
-    return "\n".join(lines) + "\n"
-
-
 def load_card_data(output_dir: str) -> CardData:
     """The card data the trainer saved, completed from `trl_efficient_summary.json`; a run without either is an
     error (it was not written by trl-efficient)."""
@@ -186,7 +177,7 @@ def load_card_data(output_dir: str) -> CardData:
             "`trl-efficient train` (or of an EfficientGRPOTrainer that wrote its model card)."
         )
     if summary is not None and not data.summary:
-        data.summary = _summary_markdown(summary)
+        data.summary = summary_markdown(summary)
     return data
 
 
