@@ -14,13 +14,14 @@ from trl_efficient.hub.card import ModelCardInfo, finalize_model_card, render_me
 from trl_efficient.recipes import get_recipe
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.trainer import ROLLOUT_PLANS, EfficientGRPOConfig, EfficientGRPOTrainer, RolloutPlan
+from trl_efficient.core.state import StatefulComponent
 from trl_efficient.trainer.config import build_rollout_plan
 from trl_efficient.trainer.rollout import RolloutAssignment
 
 STEPS = ["run_stages", "compute_advantages", "apply_filter", "log_group_metrics", "update_state"]
 
 
-class ConstantColumn:
+class ConstantColumn(StatefulComponent):
     """A stateful component that adds a per-row column `row_weight` (declared) and records its attachment."""
 
     state_key = "constant_column"

@@ -32,6 +32,7 @@ import torch
 from accelerate.utils import gather, gather_object
 
 from ..core.checks import check_number as _check_number
+from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
@@ -306,7 +307,7 @@ def assemble_group_batch(
     )
 
 
-class RefillSampler:
+class RefillSampler(StatefulComponent):
     """Where refill prompts come from: an independent, seeded, shuffled pass over the training dataset (epoch `e`
     uses `torch.randperm(N)` seeded with `seed + 1 + 7919 * e`). It is identical on every rank, saved in every
     checkpoint (`dynamic_sampling_refill`) and restored on resume, so refill draws resume exactly.

@@ -30,6 +30,7 @@ import math
 import torch
 
 from ..core.checks import check_number as _check_number
+from ..core.state import StatefulComponent
 from ..trainer import COMPLETION_FILTERS, GroupBatch
 from .dler import DADLERAdvantage, DLERTrainer, DynamicSamplingFilter
 
@@ -157,7 +158,7 @@ class PassRateWindow:
 
 
 @COMPLETION_FILTERS.register("dot")
-class DOTFilter(DynamicSamplingFilter):
+class DOTFilter(DynamicSamplingFilter, StatefulComponent):
     """Completion filter `"dot"`: DAPO's zero-variance filter (`"dynamic_sampling"`), holding DOT's settings and its
     pass-rate window; it runs only under `DOTTrainer`, which cuts, re-scores and refills (methods.md §21).
 

@@ -36,6 +36,7 @@ import math
 import torch
 
 from ..core.checks import check_number as _check_number
+from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 
 __all__ = [
@@ -236,7 +237,7 @@ class TDigest:
 
 
 @ADVANTAGE_ESTIMATORS.register("gfpo_adaptive")
-class AdaptiveGFPOAdvantage(GFPOAdvantage):
+class AdaptiveGFPOAdvantage(GFPOAdvantage, StatefulComponent):
     """Advantage estimator `"gfpo_adaptive"`: Adaptive-Difficulty GFPO (paper §"Adaptive Difficulty").
 
     Each training batch streams every prompt's mean reward `mu_R` (over its `G` rollouts) into a `TDigest`. Once the

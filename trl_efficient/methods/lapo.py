@@ -43,6 +43,7 @@ import os
 import statistics
 
 from ..core.checks import check_number
+from ..core.state import StatefulComponent
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import LAPO_UNKNOWN_LENGTH, lapo_stage
 from ..trainer.group import GroupBatch
@@ -76,7 +77,7 @@ def lapo_settings(args) -> dict:
     return settings
 
 
-class LAPOMemory:
+class LAPOMemory(StatefulComponent):
     """Per-prompt target lengths (tokens), keyed by the dataset's `idx` column; a stateful trainer component.
 
     >>> m = LAPOMemory(unknown_length=4096)

@@ -42,6 +42,7 @@ from ..core.checks import check_bool as _check_bool
 from ..core.checks import check_number as _check_number
 from ..core.checks import check_positive_int as _check_positive_int
 from ..core.lengths import LengthMeter, completion_text
+from ..core.state import StatefulComponent
 from ..rewards.group import GroupLengthReward, _check_num_generations
 from ..rewards.length import laser_formatted, laser_step
 
@@ -220,7 +221,7 @@ def is_repetitive(tokens: Sequence[Any], n: int = 4) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------------ monitor
-class LaserMonitor(TrainerCallback):
+class LaserMonitor(TrainerCallback, StatefulComponent):
     r"""LASER-D's monitoring pass (methods.md §7; released `ray_trainer._monitor`): a stateful component and a
     `TrainerCallback`.
 
@@ -571,7 +572,7 @@ class _LaserDReward(GroupLengthReward):
         return rewards
 
 
-class _MonitoredLaserDReward(_LaserDReward):
+class _MonitoredLaserDReward(_LaserDReward, StatefulComponent):
     """The reward with its `LaserMonitor`: forwards the stateful-component contract to the monitor."""
 
     monitor: LaserMonitor

@@ -68,6 +68,7 @@ from ..core.answers import is_correct
 from ..core.checks import check_number as _check_number
 from ..core.checks import check_positive_int
 from ..core.lengths import completion_text, split_thinking
+from ..core.state import StatefulComponent
 from .group import gather_rows, resolve_group_size
 
 logger = logging.getLogger(__name__)
@@ -575,7 +576,7 @@ def _reduce(values: list[float], statistic: str) -> float:
     return float(min(values) if statistic == "min" else max(values))
 
 
-class _BingoLengthReward:
+class _BingoLengthReward(StatefulComponent):
     # A class rather than a closure so it pickles for TRL's async rollout worker (loaded models are dropped and
     # rebuilt lazily).
     __name__ = "bingo_length_reward"  # stable metric key: rewards/bingo_length_reward/mean

@@ -23,6 +23,7 @@ from typing import Any
 from ..core.checks import check_number as _check_number
 from ..core.checks import ids_or_none as _ids_or_none
 from ..core.lengths import LengthMeter, completion_text
+from ..core.state import StatefulComponent
 
 __all__ = ["get_adlp_reward"]
 
@@ -82,7 +83,7 @@ def get_adlp_reward(
     return _ADLPLengthReward(float(lambda_init), float(eta), float(acc_ref), lambda_max, meter)
 
 
-class _ADLPLengthReward:
+class _ADLPLengthReward(StatefulComponent):
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "adlp_length_reward"
     state_key = "adlp_length_reward"

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.answers import is_correct
 from ..core.lengths import LengthMeter, completion_text
+from ..core.state import StatefulComponent
 
 __all__ = [
     "O1_ALPHA",
@@ -162,7 +163,7 @@ def get_o1_pruner_reward(
     return _O1PrunerReward(float(alpha), (float(clip[0]), float(clip[1])), meter, require_think_close, reference)
 
 
-class _O1PrunerReward:
+class _O1PrunerReward(StatefulComponent):
     # A class rather than a closure so it pickles for TRL's async rollout worker; stateful so that the reference
     # statistics travel in every checkpoint (trl_efficient/trainer/state.py).
     __name__ = "o1_pruner_reward"

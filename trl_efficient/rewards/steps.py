@@ -45,6 +45,7 @@ from transformers import TrainerCallback
 
 from ..core.checks import check_number as _check_number
 from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text, split_thinking
+from ..core.state import StatefulComponent
 from .group import GroupLengthReward, _check_num_generations
 
 __all__ = [
@@ -256,7 +257,7 @@ def get_step_pruner_reward(
     return reward
 
 
-class _StepPrunerReward(_SegmentedReward):
+class _StepPrunerReward(_SegmentedReward, StatefulComponent):
     __name__ = "step_pruner_reward"
     _factory = "get_step_pruner_reward()"
     state_key = "step_pruner_reward"

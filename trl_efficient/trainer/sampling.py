@@ -31,6 +31,7 @@ import torch
 from torch.utils.data import Sampler
 
 from ..core.registry import Registry
+from ..core.state import StatefulComponent
 from .group import GroupBatch
 
 PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
@@ -51,7 +52,7 @@ def _dataset_column(data_source, column: str, sampler: str) -> list:
     return list(data_source[column])
 
 
-class PromptSampler(Sampler[int]):
+class PromptSampler(Sampler[int], StatefulComponent):
     """TRL's `RepeatSampler` layout over a stream of chunks; subclasses choose the chunks.
 
     The stream walks seeded permutations ("passes") of the dataset: pass `p` is the `(p+1)`-th `torch.randperm` of a

@@ -1,6 +1,8 @@
 """Stateful components: per-prompt histories, schedules and adaptive coefficients that must survive resume.
 
-A component is any object with `state_dict()` (JSON-serialisable) and `load_state_dict(state)`. Optionally:
+A component is an instance of `StatefulComponent` (`core/state.py`: an explicit base class, or `abc` registration;
+never duck typing, so a reward model's `state_dict` stays TRL's) with `state_dict()` (JSON-serialisable) and
+`load_state_dict(state)`. Optionally:
 - `state_key` (`str`): its name inside the checkpoint file (defaults to `__name__` or the class name);
 - `row_columns(row) -> dict`: values fed back to the reward functions as per-row columns, added before generation;
 - `update(batch: GroupBatch) -> None`: called once per generation batch in training only, with the **gathered**
@@ -27,13 +29,22 @@ import json
 import os
 from typing import Any
 
+from ..core.state import StatefulComponent, is_stateful
 from .group import GroupBatch
 
+__all__ = [
+    "STATE_FILE",
+    "PromptHistory",
+    "StatefulComponent",
+    "is_stateful",
+    "load_components",
+    "needed_columns",
+    "provided_columns",
+    "save_components",
+    "state_key",
+]
+
 STATE_FILE = "trl_efficient_state.json"
-
-
-def is_stateful(obj: Any) -> bool:
-    return callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))
 
 
 def state_key(obj: Any) -> str:
@@ -70,7 +81,7 @@ def load_components(components: dict[str, Any], directory: str) -> bool:
     return True
 
 
-class PromptHistory:
+class PromptHistory(StatefulComponent):
     """Per-prompt memory across steps: shortest correct length seen so far and the running pass rate.
 
     This is the state HAPO (arXiv 2505.11225, "min" mode) and difficulty-aware methods need. It is keyed by the

@@ -79,10 +79,11 @@ class EfficientGRPOTrainer(GRPOTrainer):
         rollout_plan (`RolloutPlan`, *optional*): overrides the plan built from `args.rollout_plan`.
         group_stages (`list[Callable[[GroupBatch, EfficientGRPOTrainer], None]]`, *optional*): called with every
             gathered batch, before advantages; for group statistics, custom metrics and per-row `batch.extras`.
-        stateful_components (`list`, *optional*): objects with `state_dict`/`load_state_dict` (and optionally
-            `row_columns`, `update`, `provides_columns`, `needs_columns`, `attach`), saved with every checkpoint.
-            Reward functions, the rollout plan and the advantage/filter objects that have these methods are included
-            automatically.
+        stateful_components (`list[StatefulComponent]`, *optional*): instances of `core.state.StatefulComponent`
+            (`state_dict`/`load_state_dict`, and optionally `row_columns`, `update`, `provides_columns`,
+            `needs_columns`, `attach`), saved with every checkpoint. Reward functions, the rollout plan and the
+            advantage/filter objects that are `StatefulComponent`s are included automatically; nothing else is (a
+            reward model's `state_dict` is TRL's, saved with the model, never in our JSON state).
         card_info (`ModelCardInfo`, *optional*): recipe, datasets, base model and summary for the model card; also
             settable later with `update_card_info`.
 
@@ -152,6 +153,12 @@ class EfficientGRPOTrainer(GRPOTrainer):
                     "supported together with rollout_plan."
                 )
         components = list(stateful_components or [])
+        for comp in components:
+            if not is_stateful(comp):
+                raise TypeError(
+                    f"stateful_components: {type(comp).__name__} is not a trl_efficient.core.state.StatefulComponent; "
+                    "subclass it (or call StatefulComponent.register) so its state is checkpointed."
+                )
         if getattr(self.args, "track_prompt_history", False):
             if self.train_dataset is not None and "idx" not in getattr(self.train_dataset, "column_names", ["idx"]):
                 raise ValueError(
