@@ -8,6 +8,7 @@ from trl_efficient.testbed.analysis import analyze_completion, floor_tokens, sum
 from trl_efficient.testbed.base import build_testbed_tokenizer
 from trl_efficient.testbed.data import load_testbed_dataset, task_from_row
 from trl_efficient.testbed.world import (
+    WORLD_V2,
     Task,
     TraceStyle,
     apply_op,
@@ -81,7 +82,7 @@ def test_skip_and_wrong_steps(tok):
 def test_classify_repeats_and_wrong_operations_are_redundant():
     kinds = [s.kind for s in classify_sentences(TASK, " a: 4 + 7 = 1. a: 4 + 7 = 1. b: 1 * 7 = 7. b: 1 + 7 = 8.")]
     # a repeated step does not continue from the last result (1); "* 7" is not the task's operation
-    assert kinds == ["step", "redundant", "redundant", "step"]
+    assert kinds == ["step", "filler", "filler", "step"]
     # a wrong result still counts as the step, and the next step continues from it
     assert [s.kind for s in classify_sentences(TASK, " a: 4 + 7 = 2. b: 2 + 7 = 9.")] == ["step", "step"]
 
@@ -126,3 +127,95 @@ def test_dataset_rows_roundtrip():
     assert list(load_testbed_dataset("test", n=4)["expression"]) != list(
         load_testbed_dataset("train", n=4)["expression"]
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# World v2: framing, slips repaired by checks, five-way accounting
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_checks_are_useful_when_they_change_the_running_value():
+    # 4 + 7 = 1 (not 2): the check repairs the slip and the chain continues from its value
+    text = " a: 4 + 7 = 2. Check: 4 + 7 = 1. Let me recheck: 4 + 7 = 1. b: 1 + 7 = 8. Check: 1 + 7 = 8."
+    assert [s.kind for s in classify_sentences(TASK, text)] == [
+        "step",
+        "check_useful",  # 2 -> 1
+        "check_useless",  # agrees with the running value 1
+        "step",  # continues from the check's value
+        "check_useless",
+    ]
+    # a check of another operation, or from another left operand, is filler; before any step, too
+    text = " Check: 4 + 7 = 1. a: 4 + 7 = 2. Check: 2 + 7 = 9. Check: 4 * 7 = 8."
+    assert [s.kind for s in classify_sentences(TASK, text)] == ["filler", "step", "filler", "filler"]
+
+
+def test_five_way_token_accounting_by_hand(tok):
+    check = " Check: 4 + 7 = 1."
+    useless = " Check: 1 + 7 = 8."
+    filler = " Let me read the task."
+    text = (
+        "<think>"
+        + filler
+        + " a: 4 + 7 = 2."
+        + check
+        + " b: 1 + 7 = 8."
+        + useless
+        + " c: 8 + 7 = 5. </think> \\boxed{5}"
+    )
+    ids = tok(text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    stats = analyze_completion(TASK, ids, tok)
+    n = lambda t: len(tok(t, add_special_tokens=False)["input_ids"])  # noqa: E731
+    assert stats["check_useful_tokens"] == n(check) and stats["check_useless_tokens"] == n(useless)
+    assert stats["filler_tokens"] == n(filler)
+    assert stats["redundant_tokens"] == n(useless) + n(filler)  # a useful check is thinking that pays
+    assert stats["necessary_tokens"] == stats["floor_tokens"] + n(check)  # the floor's steps + the repair
+    assert stats["useful_checks"] == 1 and stats["useless_checks"] == 1 and stats["correct"]
+
+
+def test_v2_teacher_slips_only_on_long_chains_and_always_repairs():
+    rng = random.Random(0)
+    slips_at = []
+    for task in make_tasks(400, seed=11):
+        trace = make_trace(task, rng, WORLD_V2)
+        assert trace.endswith(f"\\boxed{{{task.answer}}}")
+        body = trace[len("<think>") : trace.rfind("</think>")]
+        segments = classify_sentences(task, body)
+        kinds = [s.kind for s in segments]
+        assert kinds.count("step") + 2 * kinds.count("skip") == task.difficulty
+        for i, seg in enumerate(segments):
+            if seg.kind == "check_useful":  # a slip: the step right before it wrote a wrong value
+                step = segments[i - 1]
+                assert step.kind == "step"
+                slips_at.append("abcdefgh".index(step.text[0]))
+    assert slips_at and min(slips_at) >= WORLD_V2.slip_from  # the first `slip_from` operations never slip
+
+
+def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
+    from trl_efficient.testbed.base import BASE_MODEL_SIZES, _as_reloaded
+    from trl_efficient.testing.tiny import build_tiny_model
+
+    tok2 = build_testbed_tokenizer(WORLD_V2)
+    model = build_tiny_model(tok2, hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, seed=0)
+    tok2 = _as_reloaded(tok2, model)  # the tokenizer the v2 base model is trained and used with
+    assert BASE_MODEL_SIZES["v2"].style == WORLD_V2
+    rng = random.Random(0)
+    records = []
+    for task in make_tasks(400, seed=12):
+        ids = tok2(make_trace(task, rng, WORLD_V2), add_special_tokens=False)["input_ids"] + [tok2.eos_token_id]
+        records.append(analyze_completion(task, ids, tok2))
+    s = summarize(records)
+    assert s["accuracy"] == 1.0 and s["mean_tokens"] / s["mean_floor_tokens"] >= 2.5 and s["redundant_share"] >= 0.5
+
+    def ratio(levels):
+        cells = [s["by_difficulty"][str(k)] for k in levels]
+        return sum(c["mean_tokens"] * c["n"] for c in cells) / sum(c["mean_floor_tokens"] * c["n"] for c in cells)
+
+    assert ratio((1, 2)) >= ratio((7, 8))
+
+
+def test_v1_models_keep_their_cache_keys():
+    """World v2's fields are left out of the v1 configs' keys: the quickstart's base model is the same model."""
+    from trl_efficient.testbed.base import BASE_MODEL_SIZES
+
+    assert BASE_MODEL_SIZES["base"].key() == "0591bd1f65" and BASE_MODEL_SIZES["formats"].key() == "41860e7d31"
+    assert "slip_prob" not in BASE_MODEL_SIZES["base"].to_dict()["style"]

@@ -1,15 +1,19 @@
 """
-Exact token accounting of testbed completions: necessary, redundant and frame tokens, and the floor.
+Exact token accounting of testbed completions: every token is a necessary step, a merged (skipped) step, a useful
+check, a useless check, filler or frame.
 
 Every completion token is assigned to the segment holding its last character (`world.classify_sentences`):
 
 - `step` and `skip` sentences are **necessary** tokens (a skip does the work of several steps in one sentence);
-- `redundant` sentences (re-checks, restatements, hesitations, repeats, stray text inside the think block);
+- `check_useful` sentences (a check that changed the running value: world v2's repaired slips) are necessary too:
+  thinking beyond the floor that pays;
+- `check_useless` sentences (a check that agrees) and `filler` (restatements, hesitations, framing, repeats, stray
+  text inside the think block) are **redundant**;
 - `frame`: the think tags, the answer after `</think>`, the EOS token, and anything outside the think block.
 
-`necessary_tokens = step + skip + frame` and `redundant_tokens` add up to the completion length. The **floor** of a
-task is the token count of its shortest correct trace (`world.minimal_trace` plus EOS), so `tokens - floor` is the
-excess a perfectly efficient model would not spend.
+`necessary_tokens = step + skip + check_useful + frame` and `redundant_tokens = check_useless + filler` add up to the
+completion length. The **floor** of a task is the token count of its shortest correct trace (`world.minimal_trace`
+plus EOS), so `tokens - floor` is the excess a perfectly efficient model that never slips would not spend.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import statistics
 from collections import defaultdict
 
 from ..rewards import is_correct
-from .world import THINK_CLOSE, THINK_OPEN, Task, classify_sentences, minimal_trace
+from .world import NECESSARY_KINDS, SEGMENT_KINDS, THINK_CLOSE, THINK_OPEN, Task, classify_sentences, minimal_trace
 
 __all__ = [
     "accuracy_by_difficulty",
@@ -63,9 +67,10 @@ def floor_tokens(task: Task, tokenizer) -> int:
 def analyze_completion(task: Task, completion_ids: list[int], tokenizer, text: str | None = None) -> dict:
     """Token accounting of one completion (ids as generated, EOS included when emitted).
 
-    Returns a dict with `tokens`, `step_tokens`, `skip_tokens`, `redundant_tokens`, `frame_tokens`,
-    `necessary_tokens`, `floor_tokens`, `redundant_share` (redundant / tokens), `num_steps`, `num_skips`,
-    `correct` (bool) and `difficulty`.
+    Returns a dict with `tokens`, `<kind>_tokens` for every kind of `world.SEGMENT_KINDS` (`step_tokens`,
+    `skip_tokens`, `check_useful_tokens`, `check_useless_tokens`, `filler_tokens`, `frame_tokens`),
+    `necessary_tokens`, `redundant_tokens`, `floor_tokens`, `redundant_share` (redundant / tokens), `num_steps`,
+    `num_skips`, `useful_checks`, `useless_checks` (sentence counts), `correct` (bool) and `difficulty`.
     """
     ids = list(completion_ids)
     decoded, spans = token_char_spans(tokenizer, ids)
@@ -78,30 +83,27 @@ def analyze_completion(task: Task, completion_ids: list[int], tokenizer, text: s
         body_end = close if close > body_start else len(decoded)
         segments = classify_sentences(task, decoded[body_start:body_end], offset=body_start)
         for i in range(body_start, body_end):
-            kinds[i] = "redundant"  # whitespace between sentences; overwritten by the segments below
+            kinds[i] = "filler"  # whitespace between sentences; overwritten by the segments below
         for seg in segments:
             for i in range(seg.start, seg.end):
                 kinds[i] = seg.kind
     counts = defaultdict(int)
     for s, e in spans:
-        kind = kinds[e - 1] if e > s and kinds[e - 1] else "frame"
-        if e > s and decoded[s:e].strip() == "" and kind == "redundant":
-            kind = "redundant"
-        counts[kind] += 1
+        counts[kinds[e - 1] if e > s and kinds[e - 1] else "frame"] += 1
     n = len(ids)
     floor = floor_tokens(task, tokenizer)
-    necessary = counts["step"] + counts["skip"] + counts["frame"]
+    necessary = sum(counts[k] for k in NECESSARY_KINDS)
     return {
         "tokens": n,
-        "step_tokens": counts["step"],
-        "skip_tokens": counts["skip"],
-        "redundant_tokens": counts["redundant"],
-        "frame_tokens": counts["frame"],
+        **{f"{k}_tokens": counts[k] for k in SEGMENT_KINDS},
+        "redundant_tokens": n - necessary,
         "necessary_tokens": necessary,
         "floor_tokens": floor,
-        "redundant_share": counts["redundant"] / n if n else 0.0,
+        "redundant_share": (n - necessary) / n if n else 0.0,
         "num_steps": sum(1 for s in segments if s.kind == "step"),
         "num_skips": sum(1 for s in segments if s.kind == "skip"),
+        "useful_checks": sum(1 for s in segments if s.kind == "check_useful"),
+        "useless_checks": sum(1 for s in segments if s.kind == "check_useless"),
         "correct": bool(is_correct(text if text is not None else decoded, str(task.answer))),
         "difficulty": task.difficulty,
     }
@@ -127,6 +129,12 @@ def summarize(records: list[dict]) -> dict:
             "redundant_share": (sum(r["redundant_tokens"] for r in rs) / tokens) if tokens else 0.0,
             "excess_over_floor": _mean([r["tokens"] - r["floor_tokens"] for r in rs]),
             "skips_per_completion": _mean([r["num_skips"] for r in rs]),
+            "useful_checks_per_completion": _mean([r.get("useful_checks", 0) for r in rs]),
+            "useless_checks_per_completion": _mean([r.get("useless_checks", 0) for r in rs]),
+            **{
+                f"{k}_share": (sum(r.get(f"{k}_tokens", 0) for r in rs) / tokens) if tokens else 0.0
+                for k in SEGMENT_KINDS
+            },  # fmt: skip
         }
 
     out = agg(records)

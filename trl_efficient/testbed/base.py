@@ -48,7 +48,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..testing.tiny import save_pretrained_atomic
-from .world import THINK_CLOSE, THINK_OPEN, TraceStyle, make_tasks, make_trace, minimal_trace, world_corpus
+from .world import THINK_CLOSE, THINK_OPEN, WORLD_V2, TraceStyle, make_tasks, make_trace, minimal_trace, world_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -82,12 +82,21 @@ class BaseModelConfig:
     # probability that such an example's trace follows the prompted value (`follow_trace`: its verbosity is chosen so
     # that its length approaches the target / fits the budget); otherwise the trace ignores the value. 0 = never.
     method_prompt_follow: float = 0.0
+    # range (tokens) of the random budgets / targets of the format examples
+    method_prompt_values: tuple[int, int] = (5, 200)
+    # how a "max" rule picks among the candidates (`follow_trace`): "usual" keeps the usual draw when it fits (world
+    # v1: loose), "longest" takes the longest candidate that fits (world v2: length tracks the budget)
+    follow_fit: str = "usual"
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
+        out["style"] = self.style.to_dict()
         for name in ("method_prompt_share", "method_prompt_follow"):
             if not out[name]:
                 out.pop(name)  # a field at 0 leaves the cache key of the models trained before it unchanged
+        for name, v1 in (("method_prompt_values", (5, 200)), ("follow_fit", "usual")):
+            if tuple(out[name]) == v1 if isinstance(v1, tuple) else out[name] == v1:
+                out.pop(name)
         return out
 
     def key(self) -> str:
@@ -100,6 +109,17 @@ BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     # the base model that has also seen the methods' prompt formats and follows them loosely (what `testbed compare`
     # trains from): the traces of the format examples follow the prompted value, loosely (`follow_trace`)
     "formats": BaseModelConfig(method_prompt_share=0.3, method_prompt_follow=1.0),
+    # world v2 (docs/testbed.md, "World v2"): over-thinks ~2.7x the floor (easy tasks relatively more), slips on long
+    # chains and repairs them with checks, and has seen the method formats with budgets of 16-256 tokens whose traces
+    # take the longest candidate that fits
+    "v2": BaseModelConfig(
+        style=WORLD_V2,
+        max_steps=2500,
+        method_prompt_share=0.3,
+        method_prompt_follow=1.0,
+        method_prompt_values=(16, 256),
+        follow_fit="longest",
+    ),
     "small": BaseModelConfig(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
     ),
@@ -111,10 +131,12 @@ def cache_root() -> str:
     return os.path.join(root, "testbed")
 
 
-def build_testbed_tokenizer():
+def build_testbed_tokenizer(style: TraceStyle | None = None):
+    """The testbed tokenizer: byte-level BPE over `world.world_corpus(style)` (the v1 corpus unless `style` is a
+    world-v2 style, whose framing sentences are then words of the vocabulary)."""
     from ..testing.tiny import build_tiny_tokenizer
 
-    return build_tiny_tokenizer(extra_corpus=world_corpus(), vocab_size=640)
+    return build_tiny_tokenizer(extra_corpus=world_corpus(style), vocab_size=640)
 
 
 def _as_reloaded(tokenizer, model):
@@ -133,7 +155,6 @@ def _as_reloaded(tokenizer, model):
 
 
 METHOD_PROMPT_FORMATS = ("l1", "l1-max", "hbpo", "saber", "saber-unlimited")
-METHOD_PROMPT_VALUES = (5, 200)  # random budgets / targets are drawn uniformly from these token counts
 
 
 def method_prompt_mode(kind: str, value: int):
@@ -159,10 +180,10 @@ def method_prompt_mode(kind: str, value: int):
 # "max" = length at most the value (L1-Max's maximum, HBPO's budget), "thinking-max" = thinking part at most the value
 # (SABER's tier); None = no value (SABER's unlimited tier: the trace is drawn as usual)
 FOLLOW_RULES = {"l1": "exact", "l1-max": "max", "hbpo": "max", "saber": "thinking-max", "saber-unlimited": None}
-FOLLOW_LEVELS = 4  # candidate traces of verbosity 0..3 (the usual range; 0 = the shortest correct trace), two of each
 
 
-def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, style: TraceStyle, measure) -> str:
+def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, style: TraceStyle, measure,
+                 fit: str = "usual") -> str:  # fmt: skip
     """The world's rule for a base model that follows the method prompt formats loosely (`testbed:formats`).
 
     Candidates are `make_trace` draws of the same task at each verbosity 0..3 (two each, the usual range, no merged
@@ -172,7 +193,9 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
     usual draw) if it fits in `value` and is not shorter than the shortest correct trace, else the longest candidate
     that fits, else the shortest correct trace;
     "thinking-max" (SABER's tiers): the same on the thinking part. A value below the shortest correct trace therefore
-    gets the shortest correct trace, never a shorter (wrong-prone) one.
+    gets the shortest correct trace, never a shorter (wrong-prone) one. With `fit="longest"` (world v2) a "max" rule
+    always takes the longest candidate that fits, so the length tracks the budget. There is one verbosity level per
+    entry of `style.verbosity_weights` (0-3 in world v1, 0-4 in world v2).
 
     >>> from trl_efficient.testbed.world import Task
     >>> t = Task(4, (("+", 7),) * 3)
@@ -185,7 +208,7 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
         return trace
     flat = dataclasses.replace(style, skip_prob=0.0)
     candidates = [minimal_trace(task)]
-    for level in range(1, FOLLOW_LEVELS):
+    for level in range(1, len(style.verbosity_weights)):
         weights = (0.0,) * level + (1.0,)
         candidates += [make_trace(task, rng, dataclasses.replace(flat, verbosity_weights=weights)) for _ in range(2)]
     thinking_only = rule == "thinking-max"
@@ -193,7 +216,7 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
     if rule == "exact":
         best = min(abs(n - value) for n in lengths)
         return rng.choice([c for c, n in zip(candidates, lengths, strict=True) if abs(n - value) == best])
-    if lengths[0] <= measure(trace, thinking_only) <= value:  # the usual draw fits (and merges no step below the floor)
+    if fit == "usual" and lengths[0] <= measure(trace, thinking_only) <= value:  # the usual draw fits (no merged step)
         return trace
     fitting = [(n, c) for c, n in zip(candidates, lengths, strict=True) if n <= value]
     return max(fitting, key=lambda nc: nc[0])[1] if fitting else candidates[0]
@@ -217,7 +240,7 @@ def _encode_examples(tokenizer, config: BaseModelConfig):
     for task in tasks:
         trace = make_trace(task, rng, config.style)
         if config.method_prompt_share and format_rng.random() < config.method_prompt_share:
-            kind, value = format_rng.choice(METHOD_PROMPT_FORMATS), format_rng.randint(*METHOD_PROMPT_VALUES)
+            kind, value = format_rng.choice(METHOD_PROMPT_FORMATS), format_rng.randint(*config.method_prompt_values)
             mode = method_prompt_mode(kind, value)
             prompt = build_prompt_text(task_prompt(task), mode, tokenizer)
             if config.method_prompt_follow and follow_rng.random() < config.method_prompt_follow:
@@ -230,7 +253,7 @@ def _encode_examples(tokenizer, config: BaseModelConfig):
                         text = text[len(THINK_OPEN) :]
                     return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + (not thinking_only)  # + EOS
 
-                trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure)
+                trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure, config.follow_fit)
             if mode.prefill:
                 trace = trace[len(THINK_OPEN) :] if trace.startswith(THINK_OPEN) else trace
         else:
@@ -281,7 +304,7 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     from ..testing.tiny import build_tiny_model
 
     config = config or BaseModelConfig()
-    tokenizer = build_testbed_tokenizer()
+    tokenizer = build_testbed_tokenizer(config.style)
     model = build_tiny_model(
         tokenizer,
         hidden_size=config.hidden_size,

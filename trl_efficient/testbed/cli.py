@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
-    p_base.add_argument("--size", default="base", help="base (default), formats (compare's base) or small (tests)")
+    p_base.add_argument(
+        "--size", default="base", help="base (default), formats (compare's base), v2 (world v2) or small (tests)"
+    )
     p_base.add_argument("--retrain", action="store_true", help="train again even if cached")
     p_eval = sub.add_parser("eval", help="exact token accounting of a model on held-out testbed tasks")
     p_eval.add_argument("--model", default="testbed:base")
@@ -170,6 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     p_front = sub.add_parser("frontier", help="draw several sweep_<recipe>.json on one frontier plot")
     p_front.add_argument("sweeps", nargs="+", help="sweep_<recipe>.json files (same settings)")
     p_front.add_argument("--out", default="frontier.png", help="the PNG; .json and .md are written next to it")
+    p_world = sub.add_parser(
+        "world-report",
+        help="measure what the world and a base model offer the methods (dynamic range, trade-off, length following)",
+        description="Measure, on the base model's own generations: tokens over the floor (overall, easy vs hard), "
+        "the accuracy its own thinking buys over the forced minimal trace (hard vs easy tasks), and how its length "
+        "follows L1 targets and HBPO budgets (docs/testbed.md, 'World v2'). Prints Markdown; --json writes the data.",
+    )
+    p_world.add_argument("--model", default="testbed:v2")
+    p_world.add_argument("--num-tasks", type=int, default=512)
+    p_world.add_argument("--max-new-tokens", type=int, default=256)
+    p_world.add_argument("--temperature", type=float, default=0.6)
+    p_world.add_argument("--seed", type=int, default=0)
+    p_world.add_argument("--json", default=None, help="also write the report's data to this JSON file")
     p_plots = sub.add_parser("plots", help="redraw per_difficulty.png from a compare.json")
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out", default=None, help="default: per_difficulty.png next to the JSON")
@@ -204,6 +219,18 @@ def main(argv: list[str] | None = None) -> int:
                                        num_samples=args.samples, max_new_tokens=args.max_new_tokens,
                                        temperature=args.temperature, seed=args.seed, show_progress=True)  # fmt: skip
         _print_summary(args.model, summary)
+        return 0
+    if args.command == "world-report":
+        from ..core.models import resolve_model_name
+        from .report import world_report, world_report_markdown
+
+        report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
+                              max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                              seed=args.seed)  # fmt: skip
+        print(world_report_markdown(report))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
         return 0
     if args.command == "plots":
         import os

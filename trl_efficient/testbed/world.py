@@ -29,16 +29,22 @@ boxed answer, the EOS token).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 from dataclasses import dataclass, field
 
 __all__ = [
+    "EPILOGUE",
     "FILLERS",
+    "NECESSARY_KINDS",
     "OPS",
+    "PREAMBLE",
+    "SEGMENT_KINDS",
     "Segment",
     "Task",
     "TraceStyle",
+    "WORLD_V2",
     "apply_op",
     "classify_sentences",
     "make_task",
@@ -61,6 +67,26 @@ FILLERS: dict[str, tuple[str, ...]] = {
     "preview": ("Next: {nop} {nb}.",),
     "hesitate": ("Wait.", "Hmm.", "Let me think.", "Let me be careful."),
 }
+
+
+# World v2 (`WORLD_V2`): sentences that frame the work whatever its length (a restated task before the first step,
+# a re-read answer after the last one), so that easy tasks are over-thought at least as much as hard ones, as real
+# reasoning models do. `{s}` start, `{op} {b}` the operation, `{k}` its count, `{ans}` the answer.
+PREAMBLE = (
+    "Let me read the task.",
+    "We start at {s}.",
+    "The operation is {op} {b}.",
+    "It is applied {k} times.",
+    "Each step keeps the last digit.",
+    "Let me go step by step.",
+)
+EPILOGUE = (
+    "So the answer is {ans}.",
+    "That makes {k} steps.",
+    "Let me make sure I counted right.",
+    "I am confident in this.",
+)
+CHECK_TEMPLATES = FILLERS["recheck"]  # a check recomputes the last operation from the same left operand
 
 
 def apply_op(a: int, op: str, b: int) -> int:
@@ -158,6 +184,16 @@ class TraceStyle:
         filler_prob: see above.
         skip_prob: probability that two consecutive operations are merged into one (skipped) step.
         filler_kinds: weights of the filler kinds in `FILLERS`.
+        slip_prob: world v2. Probability that a step from the `slip_from`-th operation on (0-based) writes a wrong
+            result (a *slip*: the correct digit plus 1-9, mod 10); the teacher always follows a slip with a check
+            (`"Check: a op b = c."`, the correct value) and continues from the check's value, so a model trained on
+            these traces slips at about this rate and learns that a check repairs a slip. 0: no slips (world v1).
+        slip_from: world v2. The first operation (0-based) that can slip: chains are error-free for their first
+            `slip_from` operations, so easy tasks gain nothing from checks and hard ones gain much.
+        framing_prob: world v2. A trace of verbosity `v` opens with `Binomial(framing_per_level * v, framing_prob)`
+            sentences of `PREAMBLE` and closes with as many draws from `EPILOGUE` (a fixed cost whatever the task's
+            length). 0: no framing (world v1).
+        framing_per_level: see `framing_prob`.
     """
 
     verbosity_weights: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
@@ -166,6 +202,32 @@ class TraceStyle:
     filler_kinds: dict[str, float] = field(
         default_factory=lambda: {"recheck": 0.35, "restate": 0.25, "preview": 0.15, "hesitate": 0.25}
     )
+    slip_prob: float = 0.0
+    slip_from: int = 2
+    framing_prob: float = 0.0
+    framing_per_level: int = 2
+
+    def to_dict(self) -> dict:
+        """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
+        models trained before they existed are unchanged)."""
+        out = dataclasses.asdict(self)
+        for name in ("slip_prob", "slip_from", "framing_prob", "framing_per_level"):
+            if out[name] == getattr(TraceStyle, name) and not (self.slip_prob or self.framing_prob):
+                out.pop(name)
+        return out
+
+
+# World v2: the teacher over-thinks about 3x the floor, easy tasks relatively more (framing sentences), and slips on
+# long chains, repaired by checks; see docs/testbed.md ("World v2").
+WORLD_V2 = TraceStyle(
+    verbosity_weights=(0.05, 0.1, 0.2, 0.3, 0.35),
+    filler_prob=0.6,
+    skip_prob=0.04,
+    slip_prob=0.12,
+    slip_from=2,
+    framing_prob=0.5,
+    framing_per_level=2,
+)
 
 
 def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle()) -> str:
@@ -180,6 +242,10 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
     kinds, kind_weights = zip(*style.filler_kinds.items(), strict=True)
     sentences, a, i = [], task.start, 0
     values = task.values
+    (op0, b0), k = task.ops[0], task.difficulty
+    if style.framing_prob:
+        for _ in range(sum(rng.random() < style.framing_prob for _ in range(style.framing_per_level * verbosity))):
+            sentences.append(rng.choice(PREAMBLE).format(s=task.start, op=op0, b=b0, k=k))
     while i < len(task.ops):
         op, b = task.ops[i]
         if i + 1 < len(task.ops) and rng.random() < style.skip_prob:
@@ -190,7 +256,12 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             prev = (values[i - 2], op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
             c = values[i]
-            sentences.append(_step(i, a, op, b, c))
+            if style.slip_prob and i >= style.slip_from and rng.random() < style.slip_prob:
+                # a slip, then the check that catches it: the chain continues from the check's (correct) value
+                sentences.append(_step(i, a, op, b, (c + rng.randint(1, 9)) % 10))
+                sentences.append(rng.choice(CHECK_TEMPLATES).format(a=a, op=op, b=b, c=c))
+            else:
+                sentences.append(_step(i, a, op, b, c))
             prev = (a, op, b, c)
             i += 1
         a = c
@@ -203,15 +274,23 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             nop, nb = task.ops[i] if i < len(task.ops) else ("", "")
             template = rng.choice(FILLERS[kind])
             sentences.append(template.format(a=prev[0], op=prev[1], b=prev[2], c=prev[3], nop=nop, nb=nb))
+    if style.framing_prob:
+        for _ in range(sum(rng.random() < style.framing_prob for _ in range(style.framing_per_level * verbosity))):
+            sentences.append(rng.choice(EPILOGUE).format(ans=task.answer, k=k))
     return f"{THINK_OPEN} {' '.join(sentences)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
 
 
-def world_corpus() -> list[str]:
-    """Strings covering the world's vocabulary, for the testbed tokenizer (`build_tiny_tokenizer(extra_corpus=)`)."""
+def world_corpus(style: TraceStyle | None = None) -> list[str]:
+    """Strings covering the world's vocabulary, for the testbed tokenizer (`build_tiny_tokenizer(extra_corpus=)`).
+
+    With a world-v2 `style` (slips or framing), 200 traces of that style are added, so its framing sentences are
+    words of the vocabulary; with the v1 style (or None) the corpus, hence the tokenizer, is the v1 one."""
     rng = random.Random(0)
     corpus = [f"{t.question} {INSTRUCTION}" for t in make_tasks(200, seed=1)]
     corpus += [make_trace(t, rng) for t in make_tasks(200, seed=2)]
     corpus += [f"{THINK_OPEN} {THINK_CLOSE} \\boxed{{{d}}}" for d in range(10)]
+    if style is not None and (style.slip_prob or style.framing_prob):
+        corpus += [make_trace(t, rng, style) for t in make_tasks(200, seed=3)]
     return corpus
 
 
@@ -222,31 +301,42 @@ def world_corpus() -> list[str]:
 _SENTENCE = re.compile(r"[^.]*\.|[^.]+$")
 _STEP = re.compile(r"^(?:[a-z]: )?(\d) ([+\-*]) (\d) = (\d+)\.$")
 _SKIP = re.compile(r"^(?:[a-z]: )?(\d)((?: [+\-*] \d){2,}) = (\d+)\.$")
+_CHECK = re.compile(r"^(?:Check|Let me recheck): (\d) ([+\-*]) (\d) = (\d+)\.$")
+
+SEGMENT_KINDS = ("step", "skip", "check_useful", "check_useless", "filler", "frame")
+NECESSARY_KINDS = ("step", "skip", "check_useful", "frame")  # the rest (useless checks, filler) is redundant
 
 
 @dataclass(frozen=True)
 class Segment:
     start: int  # character offsets into the completion text
     end: int
-    kind: str  # "step", "skip", "redundant" or "frame"
+    kind: str  # one of SEGMENT_KINDS
     text: str
 
 
 def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segment]:
-    """Label each sentence of a thinking text (without the think tags).
+    """Label each sentence of a thinking text (without the think tags) with one of `SEGMENT_KINDS`.
 
-    A sentence is a `step` if it performs the **next pending operation** of the task (`"[label: ]a op b = c."`
-    whose operation and operand are the next ones, whose left operand `a` is the previous step's result `c` (any
-    `a` for the first step), whatever its arithmetic), a `skip` if it performs the next two or more pending
-    operations at once, and `redundant` otherwise (re-checks, restatements, hesitations, repeated steps, stray text).
-    Whitespace between sentences is `redundant` too (none in well-formed traces).
+    - `step`: performs the **next pending operation** of the task (`"[label: ]a op b = c."` whose operation and
+      operand are the next ones, whose left operand `a` is the running value (any `a` for the first step), whatever
+      its arithmetic); its `c` becomes the running value;
+    - `skip`: performs the next two or more pending operations at once (a merged step);
+    - `check_useful`: recomputes the last step's operation from the same left operand (`"Check: a op b = c."` or
+      `"Let me recheck: ..."`) and **changes the running value** (it repairs, or breaks, the step before it); the
+      chain continues from its `c`;
+    - `check_useless`: such a check that agrees with the running value;
+    - `filler`: everything else (restatements, previews, hesitations, framing, repeated steps, stray text).
+    Whitespace between sentences is filler too (none in well-formed traces).
 
     >>> task = Task(start=4, ops=(("+", 7),) * 3)
     >>> text = " a: 4 + 7 = 1. Check: 4 + 7 = 1. a: 4 + 7 = 1. 1 + 7 + 7 = 5. Wait."
     >>> [s.kind for s in classify_sentences(task, text)]
-    ['step', 'redundant', 'redundant', 'skip', 'redundant']
+    ['step', 'check_useless', 'filler', 'skip', 'filler']
+    >>> [s.kind for s in classify_sentences(task, " a: 4 + 7 = 2. Check: 4 + 7 = 1. b: 1 + 7 = 8.")]
+    ['step', 'check_useful', 'step']
     """
-    segments, pending, last = [], 0, None
+    segments, pending, last, last_op = [], 0, None, None
     for match in _SENTENCE.finditer(thinking):
         raw = match.group(0)
         text = raw.strip()
@@ -254,10 +344,11 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
             continue
         lead = len(raw) - len(raw.lstrip())
         start, end = offset + match.start() + lead, offset + match.start() + len(raw.rstrip())
-        kind = "redundant"
+        kind = "filler"
         step = _STEP.match(text)
         skip = _SKIP.match(text)
-        # a step continues from the previous step's result (whatever its arithmetic); a repeat does not
+        check = _CHECK.match(text)
+        # a step continues from the running value (whatever its arithmetic); a repeat does not
         if (
             step
             and pending < task.difficulty
@@ -265,10 +356,17 @@ def classify_sentences(task: Task, thinking: str, offset: int = 0) -> list[Segme
             and (last is None or int(step.group(1)) == last)
         ):
             kind, pending, last = "step", pending + 1, int(step.group(4))
+            last_op = (int(step.group(1)), step.group(2), int(step.group(3)))
         elif skip and (last is None or int(skip.group(1)) == last):
             ops = tuple((o, int(b)) for o, b in re.findall(r"([+\-*]) (\d)", skip.group(2)))
             if task.ops[pending : pending + len(ops)] == ops:
                 kind, pending, last = "skip", pending + len(ops), int(skip.group(3))
+                last_op = (None, *ops[-1])  # a check of a merged step restates its last operation, from any value
+        elif check and last_op is not None:
+            a, op, b, c = int(check.group(1)), check.group(2), int(check.group(3)), int(check.group(4))
+            if (op, b) == last_op[1:] and last_op[0] in (None, a):
+                kind = "check_useless" if c == last else "check_useful"
+                last = c
         segments.append(Segment(start, end, kind, text))
     return segments
 

@@ -1,0 +1,237 @@
+"""
+`trl-efficient testbed world-report`: what the testbed's world and base model offer the methods, measured.
+
+Four properties decide whether the testbed can tell the methods apart (docs/testbed.md, "World v2"); each is measured
+on the base model's own generations (never on its training data), on the same seeded held-out tasks:
+
+1. **Dynamic range.** Mean tokens over the mean floor (the floor of a task: its shortest correct trace, EOS
+   included), the redundant share, and the tokens-to-floor ratio per difficulty k. Real reasoning models over-think
+   by 2-5x and over-think easy tasks at least as much as hard ones, so: the easy ratio (k = 1-2, pooled tokens over
+   pooled floor) against the hard ratio (k = 7-8).
+2. **A trade-off.** Accuracy with the model's own thinking (free generation) against its accuracy when *forced to
+   the minimal trace* (`forced_minimal_generate`: the think block is written one labelled step at a time, the
+   model filling in each step `"b: 1 + 7 = 8."`, then `</think>` and the answer: no check, no filler), per task,
+   paired. Checks pay where the gain is positive: on hard tasks (k >= 6) and not on easy ones (k <= 2).
+   The five-way accounting (steps, merged steps, useful checks, useless checks, filler) is reported per k.
+3. **RL learns** is a property of training, reported by `testbed compare` (grpo against the base).
+4. **Length instructions followed loosely.** Each task gets a value drawn uniformly from the world's range
+   (`BaseModelConfig.method_prompt_values`); Pearson's r between the value and the generated length under L1's
+   target suffix, L1-Max's maximum suffix and HBPO's budget prefill.
+
+Every mean comes with a 95% percentile-bootstrap interval over tasks (`bootstrap_interval`, 1,000 seeded resamples).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable, Sequence
+
+from .world import LABELS, THINK_CLOSE, THINK_OPEN
+
+__all__ = ["bootstrap_interval", "forced_minimal_generate", "world_report", "world_report_markdown"]
+
+EASY, HARD = (1, 2), (7, 8)  # the difficulty bands of the dynamic-range comparison
+TRADEOFF_EASY, TRADEOFF_HARD = (1, 2), (6, 7, 8)  # ... and of the trade-off (k <= 2, k >= 6)
+FOLLOW_KINDS = ("l1", "l1-max", "hbpo")
+
+
+def bootstrap_interval(values: Sequence[float], statistic: Callable = statistics.fmean, resamples: int = 1000,
+                       seed: int = 0, level: float = 0.95) -> tuple[float, float]:  # fmt: skip
+    """Percentile-bootstrap interval of `statistic(values)`: resample `values` with replacement `resamples` times
+    (seeded), take the `(1 - level) / 2` and `(1 + level) / 2` quantiles of the statistic.
+
+    >>> lo, hi = bootstrap_interval([0.0, 1.0] * 50)
+    >>> 0.39 < lo < 0.5 < hi < 0.61
+    True
+    """
+    values = list(values)
+    if not values:
+        return (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    n = len(values)
+    stats = sorted(statistic([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    lo = stats[int((1 - level) / 2 * (resamples - 1))]
+    hi = stats[int((1 + level) / 2 * (resamples - 1))]
+    return (float(lo), float(hi))
+
+
+def forced_minimal_generate(backend, tokenizer, prompts: list[str], tasks, temperature: float, top_p: float,
+                            seed: int = 0, step_tokens: int = 14, answer_tokens: int = 10) -> list[str]:  # fmt: skip
+    """Completions forced to the minimal trace's shape: after `<think>`, for each operation i the labelled step
+    `"<label>:"` is appended and the model writes the rest of that one sentence (up to its first `.`, at most
+    `step_tokens` tokens); after the last operation `</think>` is appended and the model writes the answer (at most
+    `answer_tokens`). Rows are generated together, one round per operation (rows with fewer operations drop out).
+    Returns each row's full completion text (from `<think>` on)."""
+    done = [f"{THINK_OPEN}" for _ in prompts]
+    for i in range(max(t.difficulty for t in tasks)):
+        rows = [r for r, t in enumerate(tasks) if t.difficulty > i]
+        texts = [prompts[r] + done[r] + f" {LABELS[i]}:" for r in rows]
+        gens = backend.generate(texts, 1, step_tokens, temperature, top_p, seed + i, "forced minimal trace")
+        for r, (g,) in zip(rows, gens, strict=True):
+            sentence = g.text.split(".", 1)[0].rstrip()
+            done[r] += f" {LABELS[i]}:{sentence}."
+    texts = [p + d + f" {THINK_CLOSE}" for p, d in zip(prompts, done, strict=True)]
+    gens = backend.generate(texts, 1, answer_tokens, temperature, top_p, seed + 100, "forced minimal answer")
+    return [d + f" {THINK_CLOSE}" + g.text for d, (g,) in zip(done, gens, strict=True)]
+
+
+def _pooled_ratio(by_difficulty: dict, levels) -> float | None:
+    cells = [by_difficulty.get(str(k)) for k in levels]
+    cells = [c for c in cells if c and c.get("n")]
+    tokens = sum(c["mean_tokens"] * c["n"] for c in cells)
+    floor = sum(c["mean_floor_tokens"] * c["n"] for c in cells)
+    return tokens / floor if floor else None
+
+
+def _paired_gain(records: list[tuple[int, bool, bool]], levels) -> dict:
+    diffs = [float(own) - float(forced) for k, own, forced in records if k in levels]
+    if not diffs:
+        return {"n": 0, "gain": None, "interval": None}
+    return {"n": len(diffs), "gain": statistics.fmean(diffs), "interval": bootstrap_interval(diffs)}
+
+
+def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 256, temperature: float = 0.6,
+                 top_p: float = 0.95, seed: int = 0, batch_size: int = 64, values: tuple[int, int] | None = None,
+                 min_ops: int = 1, max_ops: int = 8) -> dict:  # fmt: skip
+    """Measure the four properties (module docstring) of the base model at `model_path` on `num_tasks` seeded test
+    tasks; `values` is the range of the length-following values (default: the model's training range, read from its
+    marker file, else 16-256)."""
+    import json
+    import os
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
+    from ..rewards import is_correct
+    from .analysis import analyze_completion, summarize
+    from .base import MARKER, method_prompt_mode
+    from .checks import pearson
+    from .data import load_testbed_dataset, task_from_row
+    from .runner import torch_threads
+
+    marker = os.path.join(model_path, MARKER)
+    info = json.load(open(marker)) if os.path.isfile(marker) else {}
+    if values is None:
+        values = tuple(info.get("config", {}).get("method_prompt_values", (16, 256)))
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    dataset = load_testbed_dataset("test", n=num_tasks, seed=seed, min_ops=min_ops, max_ops=max_ops)
+    rows = list(dataset)
+    tasks = [task_from_row(r) for r in rows]
+    backend = TransformersBackend(model, tokenizer, batch_size=batch_size, show_progress=True)
+    with torch_threads():
+        # 1 + 2: free generation, exact accounting
+        prompts = [build_prompt_text(r["prompt"], EvalMode(), tokenizer) for r in rows]
+        free = backend.generate(prompts, 1, max_new_tokens, temperature, top_p, seed, "world report: free")
+        records = [analyze_completion(t, g.ids, tokenizer, text=g.text) for t, (g,) in zip(tasks, free, strict=True)]
+        summary = summarize(records)
+        summary["truncated_fraction"] = statistics.fmean(float(not g.finished) for (g,) in free)
+        # 2: forced to the minimal trace, paired by task
+        forced = forced_minimal_generate(backend, tokenizer, prompts, tasks, temperature, top_p, seed)
+        forced_ok = [bool(is_correct(text, r["solution"])) for text, r in zip(forced, rows, strict=True)]
+        paired = [(t.difficulty, rec["correct"], ok) for t, rec, ok in zip(tasks, records, forced_ok, strict=True)]
+        # 4: length following, one value per task
+        rng = random.Random(seed + 7)
+        follow = {}
+        for kind in FOLLOW_KINDS:
+            vals = [rng.randint(*values) for _ in rows]
+            modes = [method_prompt_mode(kind, v) for v in vals]
+            texts = [build_prompt_text(r["prompt"], m, tokenizer) for r, m in zip(rows, modes, strict=True)]
+            gens = backend.generate(texts, 1, max_new_tokens, temperature, top_p, seed, f"world report: {kind}")
+            lengths = [len(g.ids) for (g,) in gens]
+            r_value = pearson(vals, lengths)
+            pairs = list(zip(vals, lengths, strict=True))
+            follow[kind] = {
+                "pearson": r_value,
+                "interval": bootstrap_interval(pairs, lambda ps: pearson(*zip(*ps)) or 0.0),
+                "mean_length": statistics.fmean(lengths),
+            }
+    by_k = summary["by_difficulty"]
+    forced_by_k = {}
+    for k in sorted({t.difficulty for t in tasks}):
+        own = [float(o) for d, o, _ in paired if d == k]
+        frc = [float(f) for d, _, f in paired if d == k]
+        forced_by_k[str(k)] = {"own": statistics.fmean(own), "forced": statistics.fmean(frc), "n": len(own)}
+    tokens = [r["tokens"] for r in records]
+    floors = [r["floor_tokens"] for r in records]
+    return {
+        "model": model_path,
+        "base_config": info.get("config"),
+        "num_tasks": num_tasks,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "summary": summary,
+        "dynamic_range": {
+            "ratio": statistics.fmean(tokens) / statistics.fmean(floors),
+            "ratio_interval": bootstrap_interval(
+                list(zip(tokens, floors, strict=True)), lambda ps: sum(a for a, _ in ps) / sum(b for _, b in ps)
+            ),
+            "redundant_share": summary["redundant_share"],
+            "easy_ratio": _pooled_ratio(by_k, EASY),
+            "hard_ratio": _pooled_ratio(by_k, HARD),
+            "floor_by_difficulty": {k: c["mean_floor_tokens"] for k, c in by_k.items()},
+            "ratio_by_difficulty": {k: c["mean_tokens"] / c["mean_floor_tokens"] for k, c in by_k.items()},
+        },
+        "tradeoff": {
+            "easy": _paired_gain(paired, TRADEOFF_EASY),
+            "hard": _paired_gain(paired, TRADEOFF_HARD),
+            "accuracy_own": statistics.fmean(float(o) for _, o, _ in paired),
+            "accuracy_forced_minimal": statistics.fmean(float(f) for _, _, f in paired),
+            "by_difficulty": forced_by_k,
+        },
+        "following": follow,
+        "following_values": list(values),
+    }
+
+
+def _ci(interval) -> str:
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "—"
+
+
+def world_report_markdown(report: dict) -> str:
+    """The report as Markdown: the four properties, then per-difficulty accounting."""
+    s, dr, tr, fo = report["summary"], report["dynamic_range"], report["tradeoff"], report["following"]
+    lines = [
+        f"World report of `{report['model']}`: {report['num_tasks']} test tasks, one sample each, temperature "
+        f"{report['temperature']}, cap {report['max_new_tokens']} tokens, seed {report['seed']}; 95% bootstrap "
+        "intervals over tasks.",
+        "",
+        "| property | measured | target |",
+        "|---|---|---|",
+        f"| tokens / floor | {dr['ratio']:.2f} {_ci(dr['ratio_interval'])} ({s['mean_tokens']:.1f} / "
+        f"{s['mean_floor_tokens']:.1f}) | >= 2.5 |",
+        f"| redundant share | {dr['redundant_share']:.3f} | >= 0.5 |",
+        f"| easy (k=1-2) vs hard (k=7-8) tokens/floor | {dr['easy_ratio']:.2f} vs {dr['hard_ratio']:.2f} | "
+        "easy >= hard |",
+        f"| accuracy: own thinking vs forced minimal trace | {tr['accuracy_own']:.3f} vs "
+        f"{tr['accuracy_forced_minimal']:.3f} | |",
+        f"| gain of own thinking, hard (k>=6) | {tr['hard']['gain']:+.3f} {_ci(tr['hard']['interval'])} | >= 0.10 |",
+        f"| gain of own thinking, easy (k<=2) | {tr['easy']['gain']:+.3f} {_ci(tr['easy']['interval'])} | <= 0.03 |",
+    ]
+    lo, hi = report["following_values"]
+    for kind, f in fo.items():
+        lines.append(
+            f"| length-following Pearson, {kind} (values {lo}-{hi}) | {f['pearson']:+.3f} {_ci(f['interval'])} | "
+            ">= 0.3 |"
+        )
+    lines += [
+        f"| accuracy (free) | {s['accuracy']:.3f} | |",
+        f"| truncated | {s['truncated_fraction']:.3f} | |",
+        "",
+        "| k | n | floor | tokens | tokens/floor | accuracy (own) | accuracy (forced minimal) | steps | merged | "
+        "useful checks | useless checks | filler share |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, c in s["by_difficulty"].items():
+        fk = tr["by_difficulty"][k]
+        lines.append(
+            f"| {k} | {c['n']} | {c['mean_floor_tokens']:.1f} | {c['mean_tokens']:.1f} | "
+            f"{c['mean_tokens'] / c['mean_floor_tokens']:.2f} | {fk['own']:.3f} | {fk['forced']:.3f} | "
+            f"{c['step_share']:.2f} | {c['skips_per_completion']:.2f} | {c['useful_checks_per_completion']:.2f} | "
+            f"{c['useless_checks_per_completion']:.2f} | {c['filler_share']:.2f} |"
+        )
+    lines.append("")
+    lines.append("(steps: share of tokens; merged, useful and useless checks: per completion)")
+    return "\n".join(lines) + "\n"
