@@ -190,6 +190,10 @@ def _ci(interval) -> str:
     return f"[{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "—"
 
 
+def _num(x, spec: str = ".3f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
 def world_report_markdown(report: dict) -> str:
     """The report as Markdown: the four properties, then per-difficulty accounting."""
     s, dr, tr, fo = report["summary"], report["dynamic_range"], report["tradeoff"], report["following"]
@@ -203,18 +207,20 @@ def world_report_markdown(report: dict) -> str:
         f"| tokens / floor | {dr['ratio']:.2f} {_ci(dr['ratio_interval'])} ({s['mean_tokens']:.1f} / "
         f"{s['mean_floor_tokens']:.1f}) | >= 2.5 |",
         f"| redundant share | {dr['redundant_share']:.3f} | >= 0.5 |",
-        f"| easy (k=1-2) vs hard (k=7-8) tokens/floor | {dr['easy_ratio']:.2f} vs {dr['hard_ratio']:.2f} | "
-        "easy >= hard |",
+        f"| easy (k=1-2) vs hard (k=7-8) tokens/floor | {_num(dr['easy_ratio'], '.2f')} vs "
+        f"{_num(dr['hard_ratio'], '.2f')} | easy >= hard |",
         f"| accuracy: own thinking vs forced minimal trace | {tr['accuracy_own']:.3f} vs "
         f"{tr['accuracy_forced_minimal']:.3f} | |",
-        f"| gain of own thinking, hard (k>=6) | {tr['hard']['gain']:+.3f} {_ci(tr['hard']['interval'])} | >= 0.10 |",
-        f"| gain of own thinking, easy (k<=2) | {tr['easy']['gain']:+.3f} {_ci(tr['easy']['interval'])} | <= 0.03 |",
+        f"| gain of own thinking, hard (k>=6) | {_num(tr['hard']['gain'], '+.3f')} {_ci(tr['hard']['interval'])} | "
+        ">= 0.10 |",
+        f"| gain of own thinking, easy (k<=2) | {_num(tr['easy']['gain'], '+.3f')} {_ci(tr['easy']['interval'])} | "
+        "<= 0.03 |",
     ]
     lo, hi = report["following_values"]
     for kind, f in fo.items():
         lines.append(
-            f"| length-following Pearson, {kind} (values {lo}-{hi}) | {f['pearson']:+.3f} {_ci(f['interval'])} | "
-            ">= 0.3 |"
+            f"| length-following Pearson, {kind} (values {lo}-{hi}) | {_num(f['pearson'], '+.3f')} "
+            f"{_ci(f['interval'])} | >= 0.3 |"
         )
     lines += [
         f"| accuracy (free) | {s['accuracy']:.3f} | |",
