@@ -128,13 +128,52 @@ def test_reward_by_hand():
     # 5) correct, L = 1000 <= 2000: len 1 -> 1.0
     # 6) no budget: len 0 -> 0.85
     assert out == pytest.approx([1.0, 0.85, 0.85, 0.0, 1.0, 0.85])
-    # wrong and short: B < 1500 unclipped, B >= 1500 mild (δ = -0.5)
-    assert budgetthinker_length_score(50, 100, False) == pytest.approx(1 - 16 * 0.25)  # -3
+    # wrong and short: every branch clipped at 0 (B < 1500: 1 - 16 δ², B >= 1500: 1 - δ²)
+    assert budgetthinker_length_score(50, 100, False) == 0.0  # δ = -0.5: max(0, 1 - 4) = 0
     assert budgetthinker_length_score(1000, 2000, False) == pytest.approx(1 - 0.25)
     assert budgetthinker_length_score(2500, 2000, True) == pytest.approx(0.0)  # δ = 0.25: 1 - 16/16
     assert budgetthinker_length_score(2200, 2000, True) == pytest.approx(1 - 16 * 0.01)  # 0.84
     with pytest.raises(ValueError, match="budget"):
         reward(completions=[good], solution=["4"], completion_ids=[[0]])
+
+
+def test_reward_clips_every_length_branch_as_the_released_code():
+    """MobileLLM/BudgetThinker f0466b9, easyr1/verl/utils/reward_score/reason_with_in_limit.py:
+
+        def anwser_length_reward(current_length, budget) -> float:
+            target_length = budget
+            if budget >= 1500:
+                if current_length >= budget:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+                else:
+                    anwser_length_reward = max((1 - ((current_length - target_length) / target_length) * (...)), 0)
+            else:
+                if current_length >= budget:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+                else:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+            return anwser_length_reward
+
+    and `reason_with_in_limit_compute_score`: len = 1 if accuracy == 1 and L <= B; overall = 0.7 acc + 0.15 format
+    + 0.15 len. (`(...)` repeats the first factor.)
+    """
+    reward = get_budgetthinker_reward()
+    good_wrong = "x</think>\n**Final Answer**\\boxed{5}"  # format 1, accuracy 0
+    out = reward(
+        completions=[good_wrong, good_wrong, good_wrong, good_wrong],
+        solution=["4"] * 4,
+        completion_ids=[[0] * 100, [0] * 1300, [0] * 100, [0] * 1000],
+        budget=[1499, 1499, 1500, 2000],
+    )
+    # 1) L = 100, B = 1499 < 1500, L < B: δ = -1399/1499 = -0.93329, 16 δ² = 13.936 -> max(0, -12.936) = 0
+    #    -> 0.7 * 0 + 0.15 * 1 + 0.15 * 0 = 0.15 (the unclipped branch gave 0.15 + 0.15 * -12.936 = -1.79)
+    # 2) L = 1300, B = 1499: δ = -199/1499 = -0.132755, δ² = 0.0176239, 1 - 16 δ² = 0.718017 -> 0.15 + 0.107703
+    # 3) L = 100, B = 1500 (>= 1500), L < B: δ = -1400/1500, δ² = 0.871111 -> 1 - δ² = 0.128889 -> 0.15 + 0.019333
+    # 4) L = 1000, B = 2000: δ = -0.5 -> 1 - 0.25 = 0.75 -> 0.15 + 0.1125
+    assert out == pytest.approx([0.15, 0.257703, 0.169333, 0.2625], abs=1e-6)
+    # the length term is never negative: the reward of a wrong answer stays >= 0 (>= 0.15 with the format)
+    for length in (1, 10, 100, 500, 1000, 1498):
+        assert budgetthinker_length_score(length, 1499, False) >= 0.0
 
 
 def test_curriculum_by_epoch():

@@ -28,16 +28,20 @@ Edge cases (documented choices, not in the paper):
 - forcing counts generated tokens only and does not stop at `</think>` (as the released patch, which counts
   output tokens); a forced token after EOS is replaced by padding by `generate` itself.
 
-**Reward** (released `easyr1/verl/utils/reward_score/reason_with_in_limit.py`):
+**Reward** (released `easyr1/verl/utils/reward_score/reason_with_in_limit.py` at MobileLLM/BudgetThinker `f0466b9`,
+`reason_with_in_limit_compute_score` and `anwser_length_reward`):
 
 .. math::
     r = 0.7\,\mathrm{acc} + 0.15\,\mathrm{format} + 0.15\,\mathrm{len},\qquad \delta = (L - B) / B,
 
     \mathrm{len} = \begin{cases} 1 & \text{correct and } L \le B \\ \max(0, 1 - 16\delta^2) & L \ge B \\
-    \max(0, 1 - \delta^2) & L < B,\ B \ge 1500 \\ 1 - 16\delta^2 & L < B,\ B < 1500 \end{cases}
+    \max(0, 1 - \delta^2) & L < B,\ B \ge 1500 \\ \max(0, 1 - 16\delta^2) & L < B,\ B < 1500 \end{cases}
 
-`format` = 1 when the answer is written `**Final Answer**\boxed{...}`. The last case is not clipped (as in the
-code): a very short answer under a small budget can get a negative length term.
+`format` = 1 when the answer is written `**Final Answer**\boxed{...}`. Every branch is clipped at 0, as
+`anwser_length_reward` writes each one `max((1 - 16 * d * d), 0)` (or `max((1 - d * d), 0)` for `B >= 1500`,
+`L < B`), so `len` lies in [0, 1] and the reward in [0, 1]. (An earlier version of this module and of the methods
+notes left the `L < B, B < 1500` branch unclipped, `1 - 16 delta^2`; a wrong but well-formatted answer of 100
+tokens at `B = 1499` then scored `0.15 + 0.15 (1 - 16 (1399/1499)^2) = -1.79` instead of the released `0.15`.)
 """
 
 from __future__ import annotations
@@ -206,23 +210,24 @@ def budgetthinker_format(text: str) -> int:
 
 
 def budgetthinker_length_score(length: float, budget: float, correct: bool, long_budget: float = 1500) -> float:
-    """`len` of the reward (module docstring); `long_budget` is the paper's 1500-token threshold.
+    """`len` of the reward (module docstring; released `anwser_length_reward`, every branch clipped at 0);
+    `long_budget` is the released code's 1500-token threshold.
 
     >>> budgetthinker_length_score(90, 100, True), budgetthinker_length_score(110, 100, True)  # 1 ; 1 - 16 * 0.01
     (1.0, 0.84)
-    >>> budgetthinker_length_score(50, 100, False)   # δ = -0.5: 1 - 16 * 0.25 = -3 (B < 1500: not clipped)
-    -3.0
+    >>> budgetthinker_length_score(50, 100, False)   # δ = -0.5: max(0, 1 - 16 * 0.25) = max(0, -3)
+    0.0
+    >>> budgetthinker_length_score(90, 100, False)   # δ = -0.1, B < 1500: max(0, 1 - 16 * 0.01)
+    0.84
     >>> budgetthinker_length_score(1000, 2000, False)  # δ = -0.5, B >= 1500: max(0, 1 - 0.25)
     0.75
     """
     if correct and length <= budget:
         return 1.0
     delta = (length - budget) / budget
-    if length >= budget:
-        return max(0.0, 1.0 - 16.0 * delta**2)
-    if budget >= long_budget:
+    if length < budget and budget >= long_budget:
         return max(0.0, 1.0 - delta**2)
-    return 1.0 - 16.0 * delta**2
+    return max(0.0, 1.0 - 16.0 * delta**2)  # L >= B (any budget), or L < B with B < 1500
 
 
 def get_budgetthinker_reward(
