@@ -8,22 +8,42 @@ These pieces live below `eval` and `methods` so that training (`trl_efficient.me
 tokenizer)` (released code: `Preparation/add_special_tokens.py`; on Qwen they get ids from 151665 up, inside the
 padded embedding matrix, so no resize is needed there).
 
-**Forcing.** With budget `B` the released vLLM patch (`vllm/worker/model_runner.py`) overwrites the sampled token by
-the next control token every
+**Forcing.** With budget `B` the released vLLM patch (MobileLLM/BudgetThinker `f0466b9`,
+`to_replace/vllm/worker/model_runner.py`, `ModelRunner.execute_model`, mode `remaining=8ratio`) computes
 
 .. math:: \Delta = \lfloor B / 8 \rfloor + 1
 
-generated tokens (the paper's text says `k \lfloor B/K \rfloor`; we follow the code, methods.md §23 pitfalls). We
-read "every Δ tokens" as: the generated token at 1-based position `k·Δ` is the k-th control token
-(`<remaining>{8-k}/8`), for `k = 1..7`; `Δ - 1 = ⌊B/8⌋` free tokens separate them, so the 8 parts each hold
-`⌊B/8⌋` free tokens (our reading of the "+1": the control token takes one slot). `BudgetControlProcessor` does this
-as a transformers `LogitsProcessor`: at a forced position every logit but the control token's is `-inf`.
+(`delta = budget // N + 1`, `N = 8`; the paper's text says `k \lfloor B/K \rfloor`, we follow the code, methods.md
+§23 pitfalls) and, after sampling each token, overwrites it with a control token when
+
+- no control token is in the output yet and `len(output_token_ids) == delta` (the first, `<remaining>7/8`), or
+- `len(output_token_ids) - last_special_token_idx - 1 == delta` (the next one, `last_special_token - 1`),
+
+and stops after `<remaining>1/8`. `output_token_ids` are the tokens generated *before* this step, so the token being
+sampled has 0-based index `len(output_token_ids)`. Walking the loop: the first control token lands at index `Δ`
+(after `Δ` free tokens, indices `0..Δ-1`); one at index `j` is followed by the next at `j + Δ + 1` (`Δ` free tokens
+in between). So the k-th control token (`<remaining>{8-k}/8`, k = 1..7) is the generated token at 0-based position
+
+.. math:: p_k = k\,(\Delta + 1) - 1 = k\,(\lfloor B/8 \rfloor + 2) - 1,
+
+with `⌊B/8⌋ + 1` free tokens before the first and between consecutive ones (B = 16: Δ = 3, positions 3, 7, ..., 27).
+We follow this reading of the code path because it is what produced the released model and the paper's numbers;
+an earlier version of this module placed the k-th token at `k·Δ - 1` (`⌊B/8⌋` free tokens, one fewer), reading "every
+Δ tokens" as a period that includes the control token, which the loop above does not do. `BudgetControlProcessor`
+does this as a transformers `LogitsProcessor`: at a forced position every logit but the control token's is `-inf`.
+
+Where we differ from the released patch (documented choices):
+- the patch reads one budget from the first prompt of the whole vLLM batch that states one and forces every sequence
+  of the batch at its interval; we force each row at its own budget (the curriculum's epochs 7-8 draw a budget per
+  example, so the rows of one batch can differ);
+- the patch counts from the last control token in the output, whoever produced it; we suppress control tokens the
+  model generates by itself (below), so every control token is a forced one and the count is the same.
 
 Edge cases (documented choices, not in the paper):
 - control tokens the model generates by itself are **suppressed** (logit `-inf`) at every non-forced position, so
   every control token in a completion is a forced one (the loss masks them, `BudgetThinkerTrainer`); if that would
   leave a row with no finite logit (top-k/top-p kept only control tokens) the row's logits are left untouched;
-- `B < 8`: `Δ = 1`, the first 7 generated tokens are the 7 control tokens (the formula, unchanged);
+- `B < 8`: `Δ = 1`, the control tokens are the generated tokens 1, 3, ..., 13 (0-based; the formula, unchanged);
 - a row without a budget (`None`, e.g. a prompt without one): nothing is forced, control tokens are suppressed;
 - forcing counts generated tokens only and does not stop at `</think>` (as the released patch, which counts
   output tokens); a forced token after EOS is replaced by padding by `generate` itself.
@@ -121,21 +141,23 @@ def budget_interval(budget: int | None) -> int | None:
 
 
 def forced_positions(budget: int | None, length: int) -> list[int]:
-    """0-based completion positions holding control tokens among the first `length` generated tokens.
+    """0-based completion positions holding control tokens among the first `length` generated tokens: the k-th at
+    `k·(Δ + 1) - 1`, k = 1..7 (module docstring: `Δ = ⌊B/8⌋ + 1` free tokens before and between them).
 
-    >>> forced_positions(16, 100)   # Δ = 16 // 8 + 1 = 3: tokens 3, 6, ..., 21 (1-based)
-    [2, 5, 8, 11, 14, 17, 20]
-    >>> forced_positions(16, 6), forced_positions(None, 50), forced_positions(3, 10)
-    ([2, 5], [], [0, 1, 2, 3, 4, 5, 6])
+    >>> forced_positions(16, 100)   # Δ = 16 // 8 + 1 = 3: period 4 -> 0-based 3, 7, ..., 27
+    [3, 7, 11, 15, 19, 23, 27]
+    >>> forced_positions(16, 8), forced_positions(None, 50), forced_positions(3, 20)
+    ([3, 7], [], [1, 3, 5, 7, 9, 11, 13])
     """
     delta = budget_interval(budget)
     if delta is None:
         return []
-    return [k * delta - 1 for k in range(1, NUM_PARTS) if k * delta - 1 < length]
+    return [k * (delta + 1) - 1 for k in range(1, NUM_PARTS) if k * (delta + 1) - 1 < length]
 
 
 class BudgetControlProcessor(LogitsProcessor):
-    """Force the next control token every `Δ = ⌊B/8⌋ + 1` generated tokens of each row (module docstring).
+    """Force the next control token after every `Δ = ⌊B/8⌋ + 1` free generated tokens of each row (the k-th at
+    0-based position `k·(Δ + 1) - 1`, module docstring).
 
     Args:
         budgets: one budget per row of the `generate` batch (`None`: no forcing for that row), or one `int` (or
@@ -161,9 +183,9 @@ class BudgetControlProcessor(LogitsProcessor):
     def forced_token(self, row: int, position: int) -> int | None:
         """The control id forced at 0-based generated `position` of `row`, or `None`."""
         delta = self.deltas[0 if self.broadcast else row]
-        if delta is None or (position + 1) % delta:
+        if delta is None or (position + 1) % (delta + 1):
             return None
-        k = (position + 1) // delta
+        k = (position + 1) // (delta + 1)
         return self.control_ids[k - 1] if 1 <= k < NUM_PARTS else None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
