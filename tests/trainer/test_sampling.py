@@ -1,5 +1,5 @@
 """Prompt samplers (trainer/sampling.py): TRL's RepeatSampler layout, LSPO's length-aware choice (methods.md §20),
-Frugal-Thinking's pass-rate weights (§30), and exact resume."""
+Frugal-Thinking's uniform sampling of the kept problems and its pass-rate weighting option (§30), and exact resume."""
 
 import json
 import os
@@ -142,14 +142,46 @@ def test_lspo_state_resumes_exactly(stop):
     assert expected != _simulate(PromptSampler(_ids(9), mini_repeat_count=2, batch_size=2, seed=3), 10)  # it acts
 
 
-def test_frugal_weights_by_hand_and_sampling():
-    # w = 1 + p for p < 1 (proposed default alpha = 1), 0 for p = 1
-    assert [frugal_weight(p) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.5, 1.75, 0.0]
-    assert frugal_weight(0.5, alpha=0.0) == 1.0  # alpha = 0: the paper's uniform Stage-1 sampling
+@pytest.mark.parametrize("n, shuffle", [(10, True), (8, True), (7, False)])
+def test_frugal_default_is_uniform_trls_shuffled_order(n, shuffle):
+    # arXiv 2511.01937 Stage 1 samples the kept problems (p < 1) uniformly; the released run reads them with verl's
+    # shuffled dataloader (Frugal-Thinking 7348824b, stage_1/q3_4b_it_math_xp.slurm: SHUFFLE=true, data.shuffle).
+    # Over a dataset of kept problems only (what prepare_dataset leaves) the default sampler is therefore TRL's own
+    # RepeatSampler: one seeded permutation per epoch, every kept problem once per epoch.
+    rates = Dataset.from_dict({"pass_rate": [(i % 4) / 4 for i in range(n)]})  # 0, 0.25, 0.5, 0.75: all kept
+    layout = dict(mini_repeat_count=3, batch_size=2, repeat_count=2, shuffle=shuffle, seed=7)
+    trl, ours = RepeatSampler(rates, **layout), FrugalSampler(rates, **layout)
+    assert ours.alpha == 0.0 and ours.weights.tolist() == [1.0] * n  # uniform: w = 1 + 0 * p
+    for _epoch in range(3):
+        assert list(ours) == list(trl)
+
+
+def test_frugal_uniform_skips_always_solved_problems_by_hand():
+    # no shuffle, pass order [0, 1, 2, 3, 4, 5]; p = 1 at rows 1 and 4 (never drawn)
+    s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 1.0, 0.75]}), 1, batch_size=2,
+                      shuffle=False, seed=0)  # fmt: skip
+    # 6 // 2 = 3 chunks an epoch. pass 0: kept positions 0, 2, 3, 5 -> [0, 2], then [3, 5]; the rest (nothing kept)
+    # ends the pass; pass 1 starts over: [0, 2]
+    assert _chunks(s, 3) == [[0, 2], [3, 5], [0, 2]]
+    # uniform over the kept four with shuffling: each drawn 1/4 of the time, p = 1 never
+    u = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 1.0, 0.75]}), 1, batch_size=1, seed=0)
+    counts = torch.zeros(6)
+    for _ in range(200):
+        for i in u:
+            counts[i] += 1
+    freq = counts / counts.sum()
+    assert freq[1] == 0 and freq[4] == 0
+    assert freq[[0, 2, 3, 5]].tolist() == pytest.approx([0.25] * 4, abs=0.03)
+
+
+def test_frugal_weighting_option_by_hand_and_sampling():
+    # option alpha > 0: w = 1 + alpha p for p < 1, 0 for p = 1
+    assert [frugal_weight(p, alpha=1.0) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.5, 1.75, 0.0]
+    assert [frugal_weight(p) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.0, 1.0, 0.0]  # default: uniform
     with pytest.raises(ValueError, match="pass_rate"):
         frugal_weight(1.5)
-    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]  # weights 1, 1.75, 0, 1, 1.75, 0: total 5.5
-    s = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=1, batch_size=1, seed=0)
+    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]  # alpha = 1: weights 1, 1.75, 0, 1, 1.75, 0: total 5.5
+    s = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=1, batch_size=1, seed=0, alpha=1.0)
     counts = torch.zeros(6)
     for _ in range(700):  # 6 // 1 = 6 chunks an epoch
         for i in s:
@@ -158,14 +190,18 @@ def test_frugal_weights_by_hand_and_sampling():
     assert freq[2] == 0 and freq[5] == 0  # always-solved problems are never drawn
     # P(p = 0.75) = 1.75 / 5.5 = 0.318, P(p = 0) = 1 / 5.5 = 0.182
     assert freq[1].item() == pytest.approx(0.318, abs=0.03) and freq[0].item() == pytest.approx(0.182, abs=0.03)
-    # seeded: the same seed gives the same sequence; the state resumes it
-    a = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=2, batch_size=2, seed=5)
-    b = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=2, batch_size=2, seed=5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_frugal_state_resumes_exactly(alpha):
+    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]
+    make = lambda: FrugalSampler(Dataset.from_dict({"pass_rate": rates}), 2, batch_size=2, seed=5, alpha=alpha)  # noqa: E731
+    a, b = make(), make()
     first = list(a)
     b.load_state_dict(json.loads(json.dumps(a.state_dict())))
     next_b = list(b)
     assert next_b and list(a) == next_b  # the next epoch is identical
-    assert first == list(FrugalSampler(Dataset.from_dict({"pass_rate": rates}), 2, batch_size=2, seed=5))
+    assert first == list(make())  # seeded: the same seed gives the same sequence
     with pytest.raises(ValueError, match="pass_rate"):
         FrugalSampler(Dataset.from_dict({"idx": [0, 1]}), mini_repeat_count=1)
     with pytest.raises(ValueError, match="pass_rate < 1"):

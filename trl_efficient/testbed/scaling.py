@@ -286,7 +286,8 @@ def _revisits(name: str, why: str):
 def _frugal(cap: int, steps: int) -> RecipeScale:
     tasks = 256  # the run draws 4 prompts x 40 steps; 256 tasks keep the base model's profiling pass short
     return RecipeScale("frugal", f"pass rates from the base model on {tasks} training tasks, n = 4 samples at the cap "
-                       "(paper: 16 at 16k; methods.md proposes 4 on tiny setups); keep p < 1, weights 1 + p",
+                       "(paper: 16 at 16k; methods.md proposes 4 on tiny setups); keep p < 1, sampled uniformly "
+                       "(the paper)",
                        needs=("frugal_pass_rates",), num_train=tasks)  # fmt: skip
 
 

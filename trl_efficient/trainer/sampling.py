@@ -39,7 +39,7 @@ PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
 LSPO_LOW = 0.3  # proposed default (methods.md §20: quantiles not published)
 LSPO_HIGH = 0.7  # proposed default
 LSPO_MAX_RATIO = 0.95  # proposed default: L_max = 0.95 * max_completion_length
-FRUGAL_ALPHA = 1.0  # proposed default: w(p) = 1 + alpha * p
+FRUGAL_ALPHA = 0.0  # [paper] uniform over the kept problems; alpha > 0 (option) weights w(p) = 1 + alpha * p
 
 
 def _dataset_column(data_source, column: str, sampler: str) -> list:
@@ -316,11 +316,13 @@ class LSPOSampler(PromptSampler):
 
 def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:
     r"""Sampling weight of a problem with base-model pass rate $p$: $w(p) = 1 + \alpha p$ for $p < 1$, $0$ for
-    $p \ge 1$ (problems the base model always solves are out, arXiv 2511.01937 Stage 1). $\alpha = 1$ is a proposed
-    default (moderately easy problems up to twice as often as never-solved ones); $\alpha = 0$ samples uniformly, as
-    the paper's Stage 1 does over its already easy-skewed set.
+    $p \ge 1$ (problems the base model always solves are out, arXiv 2511.01937 Stage 1). $\alpha = 0$ (default) is
+    the paper's uniform sampling over the kept problems; $\alpha > 0$ is an option of ours (not in the paper) that
+    draws moderately easy problems more often ($\alpha = 1$: up to twice as often as never-solved ones).
 
     >>> [frugal_weight(p) for p in (0.0, 0.25, 0.9375, 1.0)]
+    [1.0, 1.0, 1.0, 0.0]
+    >>> [frugal_weight(p, alpha=1.0) for p in (0.0, 0.25, 0.9375, 1.0)]
     [1.0, 1.25, 1.9375, 0.0]
     """
     p = float(p)
@@ -331,23 +333,29 @@ def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:
 
 @PROMPT_SAMPLERS.register("frugal")
 class FrugalSampler(PromptSampler):
-    r"""Frugal-Thinking's data mix as a sampler (arXiv 2511.01937; methods.md §30): every chunk draws `batch_size`
-    distinct prompts with probability proportional to $w(p)$ (`frugal_weight`) of their `pass_rate` column (the
-    base model's estimated pass rate, `trl_efficient.methods.frugal.estimate_pass_rate`), without replacement inside
-    a chunk and independently across chunks.
+    r"""Frugal-Thinking's data mix as a sampler (arXiv 2511.01937; methods.md §30): prompts whose `pass_rate` column
+    (the base model's estimated pass rate, `trl_efficient.methods.frugal.estimate_pass_rate`) is 1 are never drawn.
 
-    Chunk $k$ uses a generator seeded with `seed + k` (`k` = chunks drawn so far, in the state), so the draws are
-    identical on every rank and resume exactly.
+    - `alpha = 0` (default, the paper): **uniform** over the kept problems ($p < 1$). The paper's Stage 1 samples its
+      kept set uniformly; the released run (MBZUAI-Paris/Frugal-Thinking `7348824b`,
+      `src/train/verl_0.4/slurm_xp/informal_maths/stage_1/q3_4b_it_math_xp.slurm`: `SHUFFLE=true`,
+      `data.shuffle=$SHUFFLE`) reads it with verl's shuffled dataloader, one random permutation per epoch. So do we:
+      TRL's seeded permutation of each pass (`PromptSampler`), skipping the rows with $p = 1$; when the dataset holds
+      only kept problems (the `frugal` recipe's `prepare_dataset` filters them) the sequence is exactly TRL's
+      `RepeatSampler`'s.
+    - `alpha > 0` (option, not in the paper): every chunk draws `batch_size` distinct prompts with probability
+      proportional to $w(p) = 1 + \alpha p$ (`frugal_weight`), without replacement inside a chunk and independently
+      across chunks; chunk $k$ uses a generator seeded with `seed + k` (`k` = chunks drawn so far, in the state), so
+      the draws are identical on every rank and resume exactly.
 
     Args:
-        alpha: $\alpha$ in $w(p) = 1 + \alpha p$ (proposed default 1.0; 0 = the paper's uniform sampling).
+        alpha: $\alpha$ in $w(p) = 1 + \alpha p$, >= 0 (default 0: uniform, the paper).
 
     >>> from datasets import Dataset
-    >>> s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 0.5, 1.0, 0.25]}), 2, batch_size=2, seed=0)
-    >>> len(s), s.weights.tolist()  # 2 chunks of 2 prompts x 2 repeats; w = 1 + p, 0 for p = 1
-    (8, [1.0, 1.5, 0.0, 1.25])
-    >>> 2 in list(s)
-    False
+    >>> s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 0.75]}), 2, batch_size=2, seed=0,
+    ...                   shuffle=False)
+    >>> len(s), s.weights.tolist(), list(s)  # 5 // 2 = 2 chunks of 2 prompts x 2 repeats; row 1 (p = 1) skipped
+    (8, [1.0, 0.0, 1.0, 1.0, 1.0], [0, 0, 2, 2, 3, 3, 4, 4])
     """
 
     needs_columns = ("pass_rate",)
@@ -381,9 +389,20 @@ class FrugalSampler(PromptSampler):
             raise ValueError(f"sampler_kwargs alpha must be >= 0 (w = 1 + alpha * pass_rate), got {alpha}.")
 
     def draw_chunk(self) -> list[int]:
-        generator = torch.Generator()
-        generator.manual_seed(self.seed + self.chunks_drawn)
-        return torch.multinomial(self.weights, self.batch_size, replacement=False, generator=generator).tolist()
+        if self.alpha > 0:  # option: weighted, independent chunks
+            generator = torch.Generator()
+            generator.manual_seed(self.seed + self.chunks_drawn)
+            return torch.multinomial(self.weights, self.batch_size, replacement=False, generator=generator).tolist()
+        # uniform (the paper): the next batch_size kept prompts of the pass's permutation
+        while True:
+            remaining = self._pass_permutation(self.pass_index)[self.offset :]
+            kept = [pos for pos, index in enumerate(remaining) if self.weights[index] > 0]
+            if len(kept) < self.batch_size:  # the pass is spent (a partial chunk dropped, as TRL does)
+                self.pass_index, self.offset = self.pass_index + 1, 0
+                continue
+            picks = kept[: self.batch_size]
+            self.offset += picks[-1] + 1
+            return [remaining[pos] for pos in picks]
 
 
 def build_prompt_sampler(args, dataset, **layout) -> PromptSampler | None:
