@@ -19,10 +19,12 @@ def _ids(n):
     return Dataset.from_dict({"idx": list(range(n))})
 
 
-def _batch(ids, lengths, group_size=1):
+def _batch(ids, lengths, group_size=2, rewards=None):
+    # rewards 1, 0, 1, 0, ... by default: every group of 2 has non-zero variance (LSPO records its length)
     n = len(ids)
+    rewards = [float(i % 2 == 0) for i in range(n)] if rewards is None else rewards
     return GroupBatch(
-        rewards=torch.zeros(n, 1),
+        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1),
         reward_names=["r"],
         reward_weights=torch.ones(1),
         lengths=torch.tensor(lengths, dtype=torch.float32),
@@ -76,11 +78,33 @@ def test_lspo_skips_the_middle_and_the_overlong_by_hand():
     assert [s.eligible(i, (22.0, 38.0)) for i in (1, 2)] == [True, True]
 
 
+def test_lspo_drops_zero_variance_groups_before_the_quantiles_by_hand():
+    # LSPO (arXiv 2510.01459): zero-variance groups are dropped first; L(q) and the quantiles use the groups left.
+    s = LSPOSampler(_ids(5), mini_repeat_count=2, batch_size=2, shuffle=False, seed=0, l_max=100)
+    s.update(_batch([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], [8, 12, 80, 80, 90, 90, 36, 44, 50, 50],
+                    rewards=[1, 0, 1, 1, 0, 0, 0, 1, 1, 0]))  # fmt: skip
+    # idx 1 (rewards 1, 1) and idx 2 (0, 0) have zero variance: no length. Kept: idx 0 (8 + 12) / 2 = 10,
+    # idx 3 (36 + 44) / 2 = 40, idx 4 50.
+    assert s.lengths == {0: 10.0, 3: 40.0, 4: 50.0}
+    # quantiles of [10, 40, 50]: Q(0.3): h = 0.3 * 2 = 0.6 -> 10 + 0.6 * 30 = 28; Q(0.7): h = 1.4 -> 40 + 0.4 * 10 = 44
+    assert s.thresholds() == pytest.approx((28.0, 44.0))
+    # kept: idx 0 (10 <= 28), idx 4 (44 <= 50 <= 100), idx 1 and 2 (no length: unseen, eligible); skipped: idx 3
+    # (28 < 40 < 44). Counting the zero-variance groups instead (the other reading) would take the quantiles of
+    # [10, 40, 50, 80, 90]: Q(0.3) = h 1.2 -> 40 + 0.2 * 10 = 42, Q(0.7) = h 2.8 -> 50 + 0.8 * 30 = 74, keeping idx 3
+    # (40 <= 42) and skipping idx 4 (42 < 50 < 74): the opposite choice.
+    assert [s.eligible(i, s.thresholds()) for i in range(5)] == [True, True, True, False, True]
+    # pass [0, 1, 2, 3, 4], 5 // 2 = 2 chunks: [0, 1], then [2, 4] (3 skipped)
+    assert _chunks(s, 2) == [[0, 1], [2, 4]]
+    # a later zero-variance group of idx 0 removes its length: quantiles over [40, 50] only
+    s.update(_batch([0, 0], [30, 30], rewards=[1, 1]))
+    assert s.lengths == {3: 40.0, 4: 50.0}
+
+
 def test_lspo_fills_with_skipped_prompts_in_order_and_defaults_l_max():
     args = EfficientGRPOConfig(output_dir="/tmp/x", max_completion_length=100, report_to="none", use_cpu=True)
     s = LSPOSampler(_ids(4), mini_repeat_count=2, batch_size=3, shuffle=False, seed=0, args=args)
     assert s.l_max == pytest.approx(95.0)  # 0.95 * 100 (proposed default)
-    s.update(_batch([0, 1, 2], [96, 97, 98]))  # all three above L_max; idx 3 unseen
+    s.update(_batch([0, 0, 1, 1, 2, 2], [96, 96, 97, 97, 98, 98]))  # all three above L_max; idx 3 unseen
     # only idx 3 is eligible in the pass [0, 1, 2, 3]: fill with the first two skipped, emitted in pass order
     assert _chunks(s, 1) == [[0, 1, 3]]
     with pytest.raises(ValueError, match="'idx' column"):

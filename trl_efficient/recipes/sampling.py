@@ -31,8 +31,9 @@ register_recipe(
         proposed_defaults=(
             f"LSPO quantiles L_low = {LSPO_LOW}, L_high = {LSPO_HIGH} of the known per-prompt mean lengths",
             f"LSPO L_max = {LSPO_MAX_RATIO} x max_completion_length",
-            "LSPO as a prompt sampler: the latest group mean length per prompt; unseen prompts always eligible; a "
-            "chunk short of eligible prompts is filled with skipped ones in order",
+            "LSPO as a prompt sampler: the latest group mean length per prompt (zero-variance groups give none, as "
+            "the paper drops them first), quantiles over every prompt known so far; unseen prompts always eligible; "
+            "a chunk short of eligible prompts is filled with skipped ones in order",
             "LSPO zero-variance groups masked (completion_filter zero_std), not resampled",
         ),
     )

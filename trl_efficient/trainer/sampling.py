@@ -32,6 +32,7 @@ from torch.utils.data import Sampler
 
 from ..core.registry import Registry
 from ..core.state import StatefulComponent
+from .filters import zero_std_filter
 from .group import GroupBatch
 
 PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
@@ -224,16 +225,22 @@ class LSPOSampler(PromptSampler):
     filled with the skipped ones in pass order (documented choice; the paper resamples until the batch is full,
     which TRL cannot do). With no history it yields exactly TRL's `RepeatSampler` sequence.
 
-    LSPO also drops zero-variance groups (DAPO dynamic sampling): the `lspo` recipe adds `completion_filter:
-    zero_std`, which masks them (TRL cannot resample).
+    Zero-variance groups. LSPO first drops the groups whose rewards are all equal (DAPO dynamic sampling) and only
+    then computes $L(q)$ and the length quantiles over the groups left (arXiv 2510.01459, the LSPO method: the
+    length filter is applied after the accuracy-based filter). So does `update`: a group that `zero_std_filter`
+    drops (the same rule as the recipe's `completion_filter: zero_std`, which masks those rows out of the loss; TRL
+    cannot resample) gives no length, and its prompt's earlier record is removed, so it neither counts in the
+    quantiles nor is skipped for its length (it is unseen again: always eligible, as the paper generates every
+    sampled prompt before filtering).
 
     Args:
         low, high: quantile levels $L_{low}$, $L_{high}$ (proposed defaults 0.3 / 0.7; the paper does not publish them).
         l_max: $L_{max}$ in tokens; `None` -> `l_max_ratio * args.max_completion_length` (proposed default 0.95,
             to exclude mostly-truncated groups), or no cap without `args`.
 
-    Which lengths: the latest group mean per prompt (the current policy), including zero-variance groups (the length is
-    a property of the prompt; LSPO's zero-variance drop acts on the loss). Documented choice.
+    Which lengths: the latest group mean per prompt (the current policy) with non-zero reward variance; the quantiles
+    are over all such prompts known so far rather than over one batch, since a sampler decides before generating
+    (documented choice).
     """
 
     needs_columns = ("idx",)
@@ -298,8 +305,12 @@ class LSPOSampler(PromptSampler):
     def update(self, batch: GroupBatch) -> None:
         if "idx" not in batch.metadata:
             raise ValueError("prompt_sampler='lspo' needs the `idx` column in the gathered batch metadata.")
+        keep = zero_std_filter(batch).tolist()  # False on every row of a zero-variance group
         sums: dict[int, list[float]] = {}
-        for idx, length in zip(batch.metadata["idx"], batch.lengths.tolist(), strict=True):
+        for idx, length, kept in zip(batch.metadata["idx"], batch.lengths.tolist(), keep, strict=True):
+            if not kept:  # dropped before L(q) and the quantiles (the paper): forget the prompt's length
+                self.lengths.pop(int(idx), None)
+                continue
             acc = sums.setdefault(int(idx), [0.0, 0])
             acc[0] += float(length)
             acc[1] += 1
