@@ -45,24 +45,64 @@ def test_add_budget_tokens_is_idempotent(model_and_tokenizer):
         control_token_ids(AutoTokenizer.from_pretrained(model.name_or_path))
 
 
-def test_forced_positions_by_hand():
-    # B = 16: Δ = 16 // 8 + 1 = 3 -> 1-based tokens 3, 6, ..., 21 -> 0-based 2, 5, ..., 20
-    assert forced_positions(16, 100) == [2, 5, 8, 11, 14, 17, 20]
-    # B = 100: Δ = 13 -> 0-based 12, 25, 38, 51, 64, 77, 90; only those below 40
-    assert forced_positions(100, 40) == [12, 25, 38]
-    assert forced_positions(7, 20) == [0, 1, 2, 3, 4, 5, 6]  # B < 8: Δ = 1, the first 7 tokens
+def _released_ratio_mode(budget: int, steps: int) -> dict[int, int]:
+    """The released forcing loop, transcribed for one sequence: MobileLLM/BudgetThinker f0466b9,
+    to_replace/vllm/worker/model_runner.py, ModelRunner.execute_model, `elif "ratio" in os.getenv("remaining")`
+    with N = 8 (`remaining=8ratio`, easyr1/examples/8ratio_v1.sh). Control ids as in the patch: 151665 + i, i < 7,
+    `<remaining>7/8` = 151671 ... `<remaining>1/8` = 151665. Returns {0-based generated position: control id}."""
+    delta = budget // 8 + 1  # `delta = budget // N + 1`
+    special_tokens = [151665 + i for i in range(8 - 1)]
+    out: list[int] = []  # `output_token_ids_till_now`: the tokens generated before this step
+    for _ in range(steps):
+        token = 0  # the sampled (free) token
+        last_idx, last = None, None
+        for idx in range(len(out) - 1, -1, -1):  # the last special token in the output
+            if out[idx] in special_tokens:
+                last_idx, last = idx, out[idx]
+                break
+        if last == 151665:  # `<remaining>1/8` reached: no more forcing
+            pass
+        elif last_idx is not None:
+            if len(out) - last_idx - 1 == delta:  # `distance_to_last_special_token == delta`
+                token = last - 1
+        elif len(out) == delta:  # no special token yet: `last_special_token = 151671 + 1`
+            token = 151671
+        out.append(token)
+    return {p: t for p, t in enumerate(out) if t}
+
+
+def test_forced_positions_follow_the_released_vllm_patch():
+    # Walking the released loop by hand for B = 16: delta = 16 // 8 + 1 = 3.
+    #   step with len(out) = 0, 1, 2: no special yet, len != 3 -> free tokens at 0, 1, 2
+    #   len(out) = 3 == delta -> index 3 is forced to 151671 (<remaining>7/8)
+    #   len(out) = 4, 5, 6: distance 4 - 3 - 1 = 0, 1, 2 != 3 -> free at 4, 5, 6
+    #   len(out) = 7: distance 7 - 3 - 1 = 3 == delta -> index 7 forced to 151670 (<remaining>6/8)
+    #   ... period delta + 1 = 4: indices 3, 7, 11, 15, 19, 23, 27; after 151665 (1/8) at 27 nothing more
+    # i.e. delta = floor(B/8) + 1 = 3 free tokens before and between the control tokens.
+    released = _released_ratio_mode(16, 40)
+    assert released == {3: 151671, 7: 151670, 11: 151669, 15: 151668, 19: 151667, 23: 151666, 27: 151665}
+    assert forced_positions(16, 40) == [3, 7, 11, 15, 19, 23, 27]
+    for budget in (1, 7, 8, 15, 100, 1499, 2000):  # ours == the transcription, positions and order
+        steps = 8 * (budget // 8 + 2) + 5
+        want = _released_ratio_mode(budget, steps)
+        assert forced_positions(budget, steps) == sorted(want), budget
+        assert [151671 - k for k in range(len(want))] == [want[p] for p in sorted(want)]
+    # B = 100: delta = 13, period 14 -> 13, 27, 41, ...; only those below 40
+    assert forced_positions(100, 40) == [13, 27]
+    assert forced_positions(7, 20) == [1, 3, 5, 7, 9, 11, 13]  # B < 8: delta = 1, one free token before each
     assert forced_positions(None, 20) == []  # no budget: nothing forced
     with pytest.raises(ValueError, match="positive"):
         forced_positions(0, 5)
 
 
 def test_processor_token_by_token():
-    # rows: B = 16 (Δ = 3), B = 3 (Δ = 1), no budget, B = 8 (Δ = 2); prompt length 5; 25 decoding steps
+    # rows: B = 16 (Δ = 3, period 4), B = 3 (Δ = 1, period 2), no budget, B = 8 (Δ = 2, period 3); prompt length 5;
+    # 25 decoding steps. The k-th control token at 0-based k (Δ + 1) - 1 (test above).
     proc = BudgetControlProcessor([16, 3, None, 8], CTRL)
-    expected = {0: {2: 100, 5: 101, 8: 102, 11: 103, 14: 104, 17: 105, 20: 106},
-                1: {p: 100 + p for p in range(7)},
+    expected = {0: {3: 100, 7: 101, 11: 102, 15: 103, 19: 104, 23: 105},
+                1: {2 * k + 1: 100 + k for k in range(7)},
                 2: {},
-                3: {1: 100, 3: 101, 5: 102, 7: 103, 9: 104, 11: 105, 13: 106}}  # fmt: skip
+                3: {2: 100, 5: 101, 8: 102, 11: 103, 14: 104, 17: 105, 20: 106}}  # fmt: skip
     ids = torch.zeros(4, 5, dtype=torch.long)
     for pos in range(25):
         scores = torch.zeros(4, 200)
@@ -77,7 +117,9 @@ def test_processor_token_by_token():
         ids = torch.cat([ids, out.argmax(-1, keepdim=True)], dim=1)
     # a new generate call (shorter input) restarts the count at its own prompt length
     fresh = proc(torch.zeros(4, 3, dtype=torch.long), torch.zeros(4, 200))
-    assert torch.isfinite(fresh[1]).nonzero().flatten().tolist() == [100]  # row 1 (Δ = 1): position 0 forced
+    assert torch.isinf(fresh[1, CTRL]).all()  # row 1 (Δ = 1): position 0 is free
+    again = proc(torch.zeros(4, 4, dtype=torch.long), torch.zeros(4, 200))  # the same call's next step
+    assert torch.isfinite(again[1]).nonzero().flatten().tolist() == [100]  # position 1 forced
     # a row whose only finite logits are control tokens keeps them (no all -inf row)
     only_ctrl = torch.full((1, 200), float("-inf"))
     only_ctrl[0, 103] = 1.0
@@ -99,7 +141,7 @@ def test_forcing_in_generate_token_by_token(model_and_tokenizer):
     ctrl = add_budget_tokens(model, tok)
     tok.padding_side = "left"
     enc = tok(["What is 2 + 3?", "6 * 7?", "Hi"], return_tensors="pt", padding=True, add_special_tokens=False)
-    budgets = [16, None, 5]  # Δ = 3, none, 1
+    budgets = [16, None, 5]  # Δ = 3 (positions 3, 7, ..., 23), none, Δ = 1 (1, 3, ..., 13)
     torch.manual_seed(0)
     gen = model.generate(
         **enc, max_new_tokens=24, min_new_tokens=24, do_sample=True, pad_token_id=tok.pad_token_id,
@@ -128,13 +170,52 @@ def test_reward_by_hand():
     # 5) correct, L = 1000 <= 2000: len 1 -> 1.0
     # 6) no budget: len 0 -> 0.85
     assert out == pytest.approx([1.0, 0.85, 0.85, 0.0, 1.0, 0.85])
-    # wrong and short: B < 1500 unclipped, B >= 1500 mild (δ = -0.5)
-    assert budgetthinker_length_score(50, 100, False) == pytest.approx(1 - 16 * 0.25)  # -3
+    # wrong and short: every branch clipped at 0 (B < 1500: 1 - 16 δ², B >= 1500: 1 - δ²)
+    assert budgetthinker_length_score(50, 100, False) == 0.0  # δ = -0.5: max(0, 1 - 4) = 0
     assert budgetthinker_length_score(1000, 2000, False) == pytest.approx(1 - 0.25)
     assert budgetthinker_length_score(2500, 2000, True) == pytest.approx(0.0)  # δ = 0.25: 1 - 16/16
     assert budgetthinker_length_score(2200, 2000, True) == pytest.approx(1 - 16 * 0.01)  # 0.84
     with pytest.raises(ValueError, match="budget"):
         reward(completions=[good], solution=["4"], completion_ids=[[0]])
+
+
+def test_reward_clips_every_length_branch_as_the_released_code():
+    """MobileLLM/BudgetThinker f0466b9, easyr1/verl/utils/reward_score/reason_with_in_limit.py:
+
+        def anwser_length_reward(current_length, budget) -> float:
+            target_length = budget
+            if budget >= 1500:
+                if current_length >= budget:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+                else:
+                    anwser_length_reward = max((1 - ((current_length - target_length) / target_length) * (...)), 0)
+            else:
+                if current_length >= budget:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+                else:
+                    anwser_length_reward = max((1 - 16 * ((current_length - target_length) / target_length) * (...)), 0)
+            return anwser_length_reward
+
+    and `reason_with_in_limit_compute_score`: len = 1 if accuracy == 1 and L <= B; overall = 0.7 acc + 0.15 format
+    + 0.15 len. (`(...)` repeats the first factor.)
+    """
+    reward = get_budgetthinker_reward()
+    good_wrong = "x</think>\n**Final Answer**\\boxed{5}"  # format 1, accuracy 0
+    out = reward(
+        completions=[good_wrong, good_wrong, good_wrong, good_wrong],
+        solution=["4"] * 4,
+        completion_ids=[[0] * 100, [0] * 1300, [0] * 100, [0] * 1000],
+        budget=[1499, 1499, 1500, 2000],
+    )
+    # 1) L = 100, B = 1499 < 1500, L < B: δ = -1399/1499 = -0.93329, 16 δ² = 13.936 -> max(0, -12.936) = 0
+    #    -> 0.7 * 0 + 0.15 * 1 + 0.15 * 0 = 0.15 (the unclipped branch gave 0.15 + 0.15 * -12.936 = -1.79)
+    # 2) L = 1300, B = 1499: δ = -199/1499 = -0.132755, δ² = 0.0176239, 1 - 16 δ² = 0.718017 -> 0.15 + 0.107703
+    # 3) L = 100, B = 1500 (>= 1500), L < B: δ = -1400/1500, δ² = 0.871111 -> 1 - δ² = 0.128889 -> 0.15 + 0.019333
+    # 4) L = 1000, B = 2000: δ = -0.5 -> 1 - 0.25 = 0.75 -> 0.15 + 0.1125
+    assert out == pytest.approx([0.15, 0.257703, 0.169333, 0.2625], abs=1e-6)
+    # the length term is never negative: the reward of a wrong answer stays >= 0 (>= 0.15 with the format)
+    for length in (1, 10, 100, 500, 1000, 1498):
+        assert budgetthinker_length_score(length, 1499, False) >= 0.0
 
 
 def test_curriculum_by_epoch():

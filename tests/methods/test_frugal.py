@@ -74,9 +74,11 @@ def test_recipe_prepare_dataset_and_sampler(tmp_path, monkeypatch):
     assert out["idx"] == [0, 2, 3]
     monkeypatch.setenv(FRUGAL_PASS_RATES_ENV, path)
     assert prepare_dataset(ds, args)["pass_rate"] == [0.0, 0.5, 0.25]
-    # the sampler reads the column: w = 1 + p -> 1.0, 1.5, 1.25
-    sampler = FrugalSampler(out, mini_repeat_count=2, batch_size=1, seed=0)
+    # the sampler reads the column: uniform by default (the paper), w = 1 + p with the option alpha = 1
+    assert FrugalSampler(out, mini_repeat_count=2, batch_size=1, seed=0).weights.tolist() == [1.0, 1.0, 1.0]
+    sampler = FrugalSampler(out, mini_repeat_count=2, batch_size=1, seed=0, alpha=1.0)
     assert sampler.weights.tolist() == [1.0, 1.5, 1.25]
     assert get_recipe("frugal").config_overrides["prompt_sampler"] == "frugal"
+    assert get_recipe("frugal").config_overrides["sampler_kwargs"] == {"alpha": 0.0}  # uniform, the paper
     with pytest.raises(ValueError, match="do not exist"):
         prepare_dataset(Dataset.from_dict({"idx": [0]}), args, pass_rates=str(tmp_path / "missing.jsonl"))

@@ -64,16 +64,36 @@ def test_unscorable_batch_skips_the_update_and_state_round_trips():
     assert other.state_dict() == {"lambda": 0.003, "steps": 7}
 
 
-def test_logs_lambda_and_builder_caps_at_one_over_the_cap():
+def test_logs_lambda_and_the_recipe_is_the_released_uncapped_controller():
     logged = []
     reward = get_adlp_reward(lambda_init=0.004)
     _scores(reward, [3], log_metric=lambda name, value: logged.append((name, value)))
     assert logged == [("adlp/lambda", 0.004)]
+    # Released code (JinyanSu1/A-DLP afbc411): scripts/train.sh lambda_init=1e-3, lr=1e-3, acc_init=0.62;
+    # main_ppo.py constrained_reward_fn: r_acc - lambda_len * resp_len; ray_trainer.py:
+    # lambda_len = max(0.0, lambda_len + lr * (seq_acc - acc_init)) -- no upper bound.
     args = tiny_config("/tmp/unused", max_completion_length=8192)
     built = build_adlp_length_reward(args, None, **get_recipe("a-dlp").rewards[1].kwargs)
+    assert built.lambda_max is None and built.lam == 1e-3
+    # a 4096-token answer at lambda_0: -1e-3 * 4096 = -4.096 (wrong: 0 - 4.096; correct: 1 - 4.096 = -3.096)
+    assert _scores(built, [4096]) == [pytest.approx(-4.096)]
+    built.update(_batch([1, 1, 1, 1]))  # acc 1: 1e-3 + 1e-3 * (1 - 0.62) = 1.38e-3, above 1/8192 = 1.22e-4
+    assert built.lam == pytest.approx(1.38e-3)
+
+
+def test_cap_lambda_option_caps_at_one_over_the_completion_cap():
+    args = tiny_config("/tmp/unused", max_completion_length=8192)
+    kwargs = {**get_recipe("a-dlp").rewards[1].kwargs, "cap_lambda": True}
+    built = build_adlp_length_reward(args, None, **kwargs)
     assert built.lambda_max == 1 / 8192 and built.lam == 1 / 8192  # lambda_0 = 1e-3 clipped to 1/8192 = 1.22e-4
     # a correct answer at the cap never drops below 0: 1 - (1/8192) * 8192 = 0
     assert 1 + _scores(built, [8192])[0] == pytest.approx(0.0)
+    built.update(_batch([1, 1, 1, 1]))  # 1.22e-4 + 3.8e-4 -> clipped to the cap 1/8192
+    assert built.lam == 1 / 8192
+    # an explicit lambda_max wins over cap_lambda
+    assert build_adlp_length_reward(args, None, cap_lambda=True, lambda_max=0.5).lambda_max == 0.5
+    with pytest.raises(ValueError, match="max_completion_length"):
+        get_adlp_reward(cap_lambda=True)
 
 
 @pytest.mark.parametrize(

@@ -132,6 +132,18 @@ class TestGRPOLambda:
         ]  # fmt: skip
         assert out == pytest.approx(expected, abs=1e-6)
 
+    def test_population_std_not_sample_std(self):
+        # arXiv 2505.18086 writes std_c without saying population or sample std; we use the population std
+        # (divide by n). Correct lengths 10, 20, 30: mean 20, squared deviations 100 + 0 + 100 = 200.
+        #   population: std = sqrt(200 / 3) = 8.164966, z = -+10 / 8.164966 = -+1.224745
+        #     -> 1 - 0.6 sigmoid(-1.224745) = 1 - 0.6 * 0.227103 = 0.863738 ; 0.7 ; 1 - 0.6 * 0.772897 = 0.536262
+        #   sample (the other reading, divide by n - 1): std = sqrt(200 / 2) = 10, z = -+1
+        #     -> 1 - 0.6 sigmoid(-1) = 1 - 0.6 * 0.268941 = 0.838635 ; 0.7 ; 1 - 0.6 * 0.731059 = 0.561365
+        reward = get_grpo_lambda_reward(num_generations=3, top_fraction=1.0)
+        out = reward(**rows((True, 10), (True, 20), (True, 30)))
+        assert out == pytest.approx([0.863738, 0.7, 0.536262], abs=1e-6)
+        assert out[0] != pytest.approx(0.838635, abs=1e-3) and out[2] != pytest.approx(0.561365, abs=1e-3)
+
     def test_single_correct_and_equal_lengths(self):
         reward = get_grpo_lambda_reward(num_generations=3, top_fraction=1.0)
         out = reward(**rows((True, 50), (False, 10), (False, 90), (True, 8), (True, 8), (True, 8)))

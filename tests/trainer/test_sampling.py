@@ -1,5 +1,5 @@
 """Prompt samplers (trainer/sampling.py): TRL's RepeatSampler layout, LSPO's length-aware choice (methods.md §20),
-Frugal-Thinking's pass-rate weights (§30), and exact resume."""
+Frugal-Thinking's uniform sampling of the kept problems and its pass-rate weighting option (§30), and exact resume."""
 
 import json
 import os
@@ -19,10 +19,12 @@ def _ids(n):
     return Dataset.from_dict({"idx": list(range(n))})
 
 
-def _batch(ids, lengths, group_size=1):
+def _batch(ids, lengths, group_size=2, rewards=None):
+    # rewards 1, 0, 1, 0, ... by default: every group of 2 has non-zero variance (LSPO records its length)
     n = len(ids)
+    rewards = [float(i % 2 == 0) for i in range(n)] if rewards is None else rewards
     return GroupBatch(
-        rewards=torch.zeros(n, 1),
+        rewards=torch.tensor(rewards, dtype=torch.float32).view(n, 1),
         reward_names=["r"],
         reward_weights=torch.ones(1),
         lengths=torch.tensor(lengths, dtype=torch.float32),
@@ -76,11 +78,33 @@ def test_lspo_skips_the_middle_and_the_overlong_by_hand():
     assert [s.eligible(i, (22.0, 38.0)) for i in (1, 2)] == [True, True]
 
 
+def test_lspo_drops_zero_variance_groups_before_the_quantiles_by_hand():
+    # LSPO (arXiv 2510.01459): zero-variance groups are dropped first; L(q) and the quantiles use the groups left.
+    s = LSPOSampler(_ids(5), mini_repeat_count=2, batch_size=2, shuffle=False, seed=0, l_max=100)
+    s.update(_batch([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], [8, 12, 80, 80, 90, 90, 36, 44, 50, 50],
+                    rewards=[1, 0, 1, 1, 0, 0, 0, 1, 1, 0]))  # fmt: skip
+    # idx 1 (rewards 1, 1) and idx 2 (0, 0) have zero variance: no length. Kept: idx 0 (8 + 12) / 2 = 10,
+    # idx 3 (36 + 44) / 2 = 40, idx 4 50.
+    assert s.lengths == {0: 10.0, 3: 40.0, 4: 50.0}
+    # quantiles of [10, 40, 50]: Q(0.3): h = 0.3 * 2 = 0.6 -> 10 + 0.6 * 30 = 28; Q(0.7): h = 1.4 -> 40 + 0.4 * 10 = 44
+    assert s.thresholds() == pytest.approx((28.0, 44.0))
+    # kept: idx 0 (10 <= 28), idx 4 (44 <= 50 <= 100), idx 1 and 2 (no length: unseen, eligible); skipped: idx 3
+    # (28 < 40 < 44). Counting the zero-variance groups instead (the other reading) would take the quantiles of
+    # [10, 40, 50, 80, 90]: Q(0.3) = h 1.2 -> 40 + 0.2 * 10 = 42, Q(0.7) = h 2.8 -> 50 + 0.8 * 30 = 74, keeping idx 3
+    # (40 <= 42) and skipping idx 4 (42 < 50 < 74): the opposite choice.
+    assert [s.eligible(i, s.thresholds()) for i in range(5)] == [True, True, True, False, True]
+    # pass [0, 1, 2, 3, 4], 5 // 2 = 2 chunks: [0, 1], then [2, 4] (3 skipped)
+    assert _chunks(s, 2) == [[0, 1], [2, 4]]
+    # a later zero-variance group of idx 0 removes its length: quantiles over [40, 50] only
+    s.update(_batch([0, 0], [30, 30], rewards=[1, 1]))
+    assert s.lengths == {3: 40.0, 4: 50.0}
+
+
 def test_lspo_fills_with_skipped_prompts_in_order_and_defaults_l_max():
     args = EfficientGRPOConfig(output_dir="/tmp/x", max_completion_length=100, report_to="none", use_cpu=True)
     s = LSPOSampler(_ids(4), mini_repeat_count=2, batch_size=3, shuffle=False, seed=0, args=args)
     assert s.l_max == pytest.approx(95.0)  # 0.95 * 100 (proposed default)
-    s.update(_batch([0, 1, 2], [96, 97, 98]))  # all three above L_max; idx 3 unseen
+    s.update(_batch([0, 0, 1, 1, 2, 2], [96, 96, 97, 97, 98, 98]))  # all three above L_max; idx 3 unseen
     # only idx 3 is eligible in the pass [0, 1, 2, 3]: fill with the first two skipped, emitted in pass order
     assert _chunks(s, 1) == [[0, 1, 3]]
     with pytest.raises(ValueError, match="'idx' column"):
@@ -142,14 +166,46 @@ def test_lspo_state_resumes_exactly(stop):
     assert expected != _simulate(PromptSampler(_ids(9), mini_repeat_count=2, batch_size=2, seed=3), 10)  # it acts
 
 
-def test_frugal_weights_by_hand_and_sampling():
-    # w = 1 + p for p < 1 (proposed default alpha = 1), 0 for p = 1
-    assert [frugal_weight(p) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.5, 1.75, 0.0]
-    assert frugal_weight(0.5, alpha=0.0) == 1.0  # alpha = 0: the paper's uniform Stage-1 sampling
+@pytest.mark.parametrize("n, shuffle", [(10, True), (8, True), (7, False)])
+def test_frugal_default_is_uniform_trls_shuffled_order(n, shuffle):
+    # arXiv 2511.01937 Stage 1 samples the kept problems (p < 1) uniformly; the released run reads them with verl's
+    # shuffled dataloader (Frugal-Thinking 7348824b, stage_1/q3_4b_it_math_xp.slurm: SHUFFLE=true, data.shuffle).
+    # Over a dataset of kept problems only (what prepare_dataset leaves) the default sampler is therefore TRL's own
+    # RepeatSampler: one seeded permutation per epoch, every kept problem once per epoch.
+    rates = Dataset.from_dict({"pass_rate": [(i % 4) / 4 for i in range(n)]})  # 0, 0.25, 0.5, 0.75: all kept
+    layout = dict(mini_repeat_count=3, batch_size=2, repeat_count=2, shuffle=shuffle, seed=7)
+    trl, ours = RepeatSampler(rates, **layout), FrugalSampler(rates, **layout)
+    assert ours.alpha == 0.0 and ours.weights.tolist() == [1.0] * n  # uniform: w = 1 + 0 * p
+    for _epoch in range(3):
+        assert list(ours) == list(trl)
+
+
+def test_frugal_uniform_skips_always_solved_problems_by_hand():
+    # no shuffle, pass order [0, 1, 2, 3, 4, 5]; p = 1 at rows 1 and 4 (never drawn)
+    s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 1.0, 0.75]}), 1, batch_size=2,
+                      shuffle=False, seed=0)  # fmt: skip
+    # 6 // 2 = 3 chunks an epoch. pass 0: kept positions 0, 2, 3, 5 -> [0, 2], then [3, 5]; the rest (nothing kept)
+    # ends the pass; pass 1 starts over: [0, 2]
+    assert _chunks(s, 3) == [[0, 2], [3, 5], [0, 2]]
+    # uniform over the kept four with shuffling: each drawn 1/4 of the time, p = 1 never
+    u = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 1.0, 0.75]}), 1, batch_size=1, seed=0)
+    counts = torch.zeros(6)
+    for _ in range(200):
+        for i in u:
+            counts[i] += 1
+    freq = counts / counts.sum()
+    assert freq[1] == 0 and freq[4] == 0
+    assert freq[[0, 2, 3, 5]].tolist() == pytest.approx([0.25] * 4, abs=0.03)
+
+
+def test_frugal_weighting_option_by_hand_and_sampling():
+    # option alpha > 0: w = 1 + alpha p for p < 1, 0 for p = 1
+    assert [frugal_weight(p, alpha=1.0) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.5, 1.75, 0.0]
+    assert [frugal_weight(p) for p in (0.0, 0.5, 0.75, 1.0)] == [1.0, 1.0, 1.0, 0.0]  # default: uniform
     with pytest.raises(ValueError, match="pass_rate"):
         frugal_weight(1.5)
-    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]  # weights 1, 1.75, 0, 1, 1.75, 0: total 5.5
-    s = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=1, batch_size=1, seed=0)
+    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]  # alpha = 1: weights 1, 1.75, 0, 1, 1.75, 0: total 5.5
+    s = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=1, batch_size=1, seed=0, alpha=1.0)
     counts = torch.zeros(6)
     for _ in range(700):  # 6 // 1 = 6 chunks an epoch
         for i in s:
@@ -158,14 +214,18 @@ def test_frugal_weights_by_hand_and_sampling():
     assert freq[2] == 0 and freq[5] == 0  # always-solved problems are never drawn
     # P(p = 0.75) = 1.75 / 5.5 = 0.318, P(p = 0) = 1 / 5.5 = 0.182
     assert freq[1].item() == pytest.approx(0.318, abs=0.03) and freq[0].item() == pytest.approx(0.182, abs=0.03)
-    # seeded: the same seed gives the same sequence; the state resumes it
-    a = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=2, batch_size=2, seed=5)
-    b = FrugalSampler(Dataset.from_dict({"pass_rate": rates}), mini_repeat_count=2, batch_size=2, seed=5)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_frugal_state_resumes_exactly(alpha):
+    rates = [0.0, 0.75, 1.0, 0.0, 0.75, 1.0]
+    make = lambda: FrugalSampler(Dataset.from_dict({"pass_rate": rates}), 2, batch_size=2, seed=5, alpha=alpha)  # noqa: E731
+    a, b = make(), make()
     first = list(a)
     b.load_state_dict(json.loads(json.dumps(a.state_dict())))
     next_b = list(b)
     assert next_b and list(a) == next_b  # the next epoch is identical
-    assert first == list(FrugalSampler(Dataset.from_dict({"pass_rate": rates}), 2, batch_size=2, seed=5))
+    assert first == list(make())  # seeded: the same seed gives the same sequence
     with pytest.raises(ValueError, match="pass_rate"):
         FrugalSampler(Dataset.from_dict({"idx": [0, 1]}), mini_repeat_count=1)
     with pytest.raises(ValueError, match="pass_rate < 1"):

@@ -94,7 +94,7 @@ class EvalMode:
     prefill: str | None = None
     value: int | None = None
     forcing: str | None = None  # s1 budget forcing at decoding time: "force:<B>" or "wait:<N>" (budget_forcing.py)
-    # BudgetThinker (§23): control tokens forced every floor(B/8)+1 generated tokens (transformers backend)
+    # BudgetThinker (§23): control tokens forced after every floor(B/8)+1 free generated tokens (transformers backend)
     control_budget: int | None = field(default=None, repr=False)
 
     def assignment(self) -> RolloutAssignment:

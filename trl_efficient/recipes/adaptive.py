@@ -29,9 +29,9 @@ def build_hapo_length_reward(args, tokenizer, **kwargs) -> Callable:
 
 
 def build_adlp_length_reward(args, tokenizer, **kwargs) -> Callable:
-    """`adlp_length` builder: A-DLP's `-lambda_t * L`, with `lambda_max = 1 / max_completion_length` unless given
-    (methods.md §18, proposed default: a correct answer never scores below 0)."""
-    kwargs.setdefault("lambda_max", 1.0 / args.max_completion_length)
+    """`adlp_length` builder: A-DLP's `-lambda_t * L`, lambda unbounded above as in the released code (methods.md
+    §18). The option `cap_lambda: true` caps it at `1 / max_completion_length` (the config's, passed here)."""
+    kwargs.setdefault("max_completion_length", args.max_completion_length)
     return get_adlp_reward(**_length_kwargs(args, tokenizer), **kwargs)
 
 
@@ -73,15 +73,17 @@ register_recipe(
     Recipe(
         name="a-dlp",
         method="A-DLP (adaptive direct length penalty)",
-        description="r = 1[correct] - lambda_t L, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - 0.62)) from the "
-        "gathered batch accuracy, capped at 1 / max_completion_length (§18).",
+        description="r = 1[correct] - lambda_t L, lambda_0 = 1e-3, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - "
+        "0.62)) from the gathered batch accuracy, unbounded above as the released code (§18).",
         rewards=(
             RewardSpec("correctness"),
+            # [code] scripts/train.sh: lambda_init 1e-3, lr 1e-3, acc_init 0.62; no cap (cap_lambda: true is ours)
             RewardSpec("adlp_length", kwargs={"lambda_init": 1e-3, "eta": 1e-3, "acc_ref": 0.62}),
         ),
         papers=("2505.18298",),
         proposed_defaults=(
-            "A-DLP lambda capped at 1 / max_completion_length (lambda_0 clipped to it too)",
+            "A-DLP option reward_kwargs {adlp_length: {cap_lambda: true}}: lambda capped at 1 / max_completion_length "
+            "(off by default, as the released code)",
             "A-DLP update skipped for a batch with no scorable row",
         ),
     )

@@ -1,5 +1,5 @@
 """BudgetThinker recipe (arXiv 2508.17196, methods.md §23): budget prompts on an epoch curriculum, control tokens
-forced every ⌊B/8⌋ + 1 generated tokens (transformers generation), reward 0.7 acc + 0.15 format + 0.15 len.
+forced after every ⌊B/8⌋ + 1 free generated tokens (transformers generation), reward 0.7 acc + 0.15 format + 0.15 len.
 
 Reward builder `budgetthinker`: `get_budgetthinker_reward`, reading the plan's `budget` column.
 """
@@ -35,8 +35,8 @@ register_recipe(
         method="BudgetThinker (forced budget control tokens)",
         description=(
             "The prompt states a budget B (6000, 4000, 3500, 3000, 2500, 2000 tokens in epochs 1-6, then one of "
-            "2000/4000/6000); control tokens <remaining>7/8 ... 1/8 are forced every floor(B/8)+1 generated tokens "
-            "and masked out of the loss; r = 0.7 acc + 0.15 format + 0.15 len (§23)."
+            "2000/4000/6000); control tokens <remaining>7/8 ... 1/8 are forced after every floor(B/8)+1 free generated "
+            "tokens and masked out of the loss; r = 0.7 acc + 0.15 format + 0.15 len (§23)."
         ),
         rewards=(
             RewardSpec(
@@ -63,8 +63,9 @@ register_recipe(
             "use_vllm": False,  # forcing is a transformers LogitsProcessor in this version
         },
         proposed_defaults=(
-            "budgetthinker: the k-th control token is the (k * (floor(B/8) + 1))-th generated token (our reading of "
-            "the released code's interval)",
+            "budgetthinker: one budget per row (the released vLLM patch forces a whole batch at its first prompt's "
+            "budget); the k-th control token is the (k * (floor(B/8) + 2))-th generated token, as the released "
+            "patch's loop places it",
             "budgetthinker: control tokens the model generates itself are suppressed outside the forced positions",
             "budgetthinker: epochs after the 8th keep the random choice among 2000/4000/6000; a row without a budget "
             "gets length term 0",

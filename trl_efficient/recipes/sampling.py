@@ -31,8 +31,9 @@ register_recipe(
         proposed_defaults=(
             f"LSPO quantiles L_low = {LSPO_LOW}, L_high = {LSPO_HIGH} of the known per-prompt mean lengths",
             f"LSPO L_max = {LSPO_MAX_RATIO} x max_completion_length",
-            "LSPO as a prompt sampler: the latest group mean length per prompt; unseen prompts always eligible; a "
-            "chunk short of eligible prompts is filled with skipped ones in order",
+            "LSPO as a prompt sampler: the latest group mean length per prompt (zero-variance groups give none, as "
+            "the paper drops them first), quantiles over every prompt known so far; unseen prompts always eligible; "
+            "a chunk short of eligible prompts is filled with skipped ones in order",
             "LSPO zero-variance groups masked (completion_filter zero_std), not resampled",
         ),
     )
@@ -43,13 +44,14 @@ register_recipe(
         name="frugal",
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(
-            "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample prompts "
-            "with weight 1 + p; binary correctness, no length term, tight cap (§30)."
+            "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample them "
+            "uniformly (seeded shuffle); binary correctness, no length term, tight cap (§30)."
         ),
         rewards=(RewardSpec("correctness"),),
         papers=("2511.01937",),
         config_overrides={
             "prompt_sampler": "frugal",
+            # [paper] uniform over the kept problems (alpha = 0); alpha > 0 weights w(p) = 1 + alpha p (an option)
             "sampler_kwargs": {"alpha": FRUGAL_ALPHA},
             "loss_type": "dapo",  # token-mean [code]
             "epsilon_high": 0.28,  # clip 0.2 / 0.28 [code]
@@ -57,8 +59,8 @@ register_recipe(
             "beta": 0.0,
         },
         proposed_defaults=(
-            f"Frugal sampling weight w(p) = 1 + {FRUGAL_ALPHA} p for p < 1 (the paper samples its easy-skewed set "
-            "uniformly: sampler_kwargs alpha = 0)",
+            "Frugal uniform sampling as TRL's seeded shuffle of each pass over the kept problems (the released run "
+            "uses verl's shuffled dataloader)",
             "Frugal pass-rate estimate at the training cap and temperature, top_p 1.0, correct = answer after </think>",
         ),
         prepare_dataset="trl_efficient.methods.frugal:prepare_dataset",

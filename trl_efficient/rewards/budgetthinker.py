@@ -8,36 +8,60 @@ These pieces live below `eval` and `methods` so that training (`trl_efficient.me
 tokenizer)` (released code: `Preparation/add_special_tokens.py`; on Qwen they get ids from 151665 up, inside the
 padded embedding matrix, so no resize is needed there).
 
-**Forcing.** With budget `B` the released vLLM patch (`vllm/worker/model_runner.py`) overwrites the sampled token by
-the next control token every
+**Forcing.** With budget `B` the released vLLM patch (MobileLLM/BudgetThinker `f0466b9`,
+`to_replace/vllm/worker/model_runner.py`, `ModelRunner.execute_model`, mode `remaining=8ratio`) computes
 
 .. math:: \Delta = \lfloor B / 8 \rfloor + 1
 
-generated tokens (the paper's text says `k \lfloor B/K \rfloor`; we follow the code, methods.md §23 pitfalls). We
-read "every Δ tokens" as: the generated token at 1-based position `k·Δ` is the k-th control token
-(`<remaining>{8-k}/8`), for `k = 1..7`; `Δ - 1 = ⌊B/8⌋` free tokens separate them, so the 8 parts each hold
-`⌊B/8⌋` free tokens (our reading of the "+1": the control token takes one slot). `BudgetControlProcessor` does this
-as a transformers `LogitsProcessor`: at a forced position every logit but the control token's is `-inf`.
+(`delta = budget // N + 1`, `N = 8`; the paper's text says `k \lfloor B/K \rfloor`, we follow the code, methods.md
+§23 pitfalls) and, after sampling each token, overwrites it with a control token when
+
+- no control token is in the output yet and `len(output_token_ids) == delta` (the first, `<remaining>7/8`), or
+- `len(output_token_ids) - last_special_token_idx - 1 == delta` (the next one, `last_special_token - 1`),
+
+and stops after `<remaining>1/8`. `output_token_ids` are the tokens generated *before* this step, so the token being
+sampled has 0-based index `len(output_token_ids)`. Walking the loop: the first control token lands at index `Δ`
+(after `Δ` free tokens, indices `0..Δ-1`); one at index `j` is followed by the next at `j + Δ + 1` (`Δ` free tokens
+in between). So the k-th control token (`<remaining>{8-k}/8`, k = 1..7) is the generated token at 0-based position
+
+.. math:: p_k = k\,(\Delta + 1) - 1 = k\,(\lfloor B/8 \rfloor + 2) - 1,
+
+with `⌊B/8⌋ + 1` free tokens before the first and between consecutive ones (B = 16: Δ = 3, positions 3, 7, ..., 27).
+We follow this reading of the code path because it is what produced the released model and the paper's numbers;
+an earlier version of this module placed the k-th token at `k·Δ - 1` (`⌊B/8⌋` free tokens, one fewer), reading "every
+Δ tokens" as a period that includes the control token, which the loop above does not do. `BudgetControlProcessor`
+does this as a transformers `LogitsProcessor`: at a forced position every logit but the control token's is `-inf`.
+
+Where we differ from the released patch (documented choices):
+- the patch reads one budget from the first prompt of the whole vLLM batch that states one and forces every sequence
+  of the batch at its interval; we force each row at its own budget (the curriculum's epochs 7-8 draw a budget per
+  example, so the rows of one batch can differ);
+- the patch counts from the last control token in the output, whoever produced it; we suppress control tokens the
+  model generates by itself (below), so every control token is a forced one and the count is the same.
 
 Edge cases (documented choices, not in the paper):
 - control tokens the model generates by itself are **suppressed** (logit `-inf`) at every non-forced position, so
   every control token in a completion is a forced one (the loss masks them, `BudgetThinkerTrainer`); if that would
   leave a row with no finite logit (top-k/top-p kept only control tokens) the row's logits are left untouched;
-- `B < 8`: `Δ = 1`, the first 7 generated tokens are the 7 control tokens (the formula, unchanged);
+- `B < 8`: `Δ = 1`, the control tokens are the generated tokens 1, 3, ..., 13 (0-based; the formula, unchanged);
 - a row without a budget (`None`, e.g. a prompt without one): nothing is forced, control tokens are suppressed;
 - forcing counts generated tokens only and does not stop at `</think>` (as the released patch, which counts
   output tokens); a forced token after EOS is replaced by padding by `generate` itself.
 
-**Reward** (released `easyr1/verl/utils/reward_score/reason_with_in_limit.py`):
+**Reward** (released `easyr1/verl/utils/reward_score/reason_with_in_limit.py` at MobileLLM/BudgetThinker `f0466b9`,
+`reason_with_in_limit_compute_score` and `anwser_length_reward`):
 
 .. math::
     r = 0.7\,\mathrm{acc} + 0.15\,\mathrm{format} + 0.15\,\mathrm{len},\qquad \delta = (L - B) / B,
 
     \mathrm{len} = \begin{cases} 1 & \text{correct and } L \le B \\ \max(0, 1 - 16\delta^2) & L \ge B \\
-    \max(0, 1 - \delta^2) & L < B,\ B \ge 1500 \\ 1 - 16\delta^2 & L < B,\ B < 1500 \end{cases}
+    \max(0, 1 - \delta^2) & L < B,\ B \ge 1500 \\ \max(0, 1 - 16\delta^2) & L < B,\ B < 1500 \end{cases}
 
-`format` = 1 when the answer is written `**Final Answer**\boxed{...}`. The last case is not clipped (as in the
-code): a very short answer under a small budget can get a negative length term.
+`format` = 1 when the answer is written `**Final Answer**\boxed{...}`. Every branch is clipped at 0, as
+`anwser_length_reward` writes each one `max((1 - 16 * d * d), 0)` (or `max((1 - d * d), 0)` for `B >= 1500`,
+`L < B`), so `len` lies in [0, 1] and the reward in [0, 1]. (An earlier version of this module and of the methods
+notes left the `L < B, B < 1500` branch unclipped, `1 - 16 delta^2`; a wrong but well-formatted answer of 100
+tokens at `B = 1499` then scored `0.15 + 0.15 (1 - 16 (1399/1499)^2) = -1.79` instead of the released `0.15`.)
 """
 
 from __future__ import annotations
@@ -117,21 +141,23 @@ def budget_interval(budget: int | None) -> int | None:
 
 
 def forced_positions(budget: int | None, length: int) -> list[int]:
-    """0-based completion positions holding control tokens among the first `length` generated tokens.
+    """0-based completion positions holding control tokens among the first `length` generated tokens: the k-th at
+    `k·(Δ + 1) - 1`, k = 1..7 (module docstring: `Δ = ⌊B/8⌋ + 1` free tokens before and between them).
 
-    >>> forced_positions(16, 100)   # Δ = 16 // 8 + 1 = 3: tokens 3, 6, ..., 21 (1-based)
-    [2, 5, 8, 11, 14, 17, 20]
-    >>> forced_positions(16, 6), forced_positions(None, 50), forced_positions(3, 10)
-    ([2, 5], [], [0, 1, 2, 3, 4, 5, 6])
+    >>> forced_positions(16, 100)   # Δ = 16 // 8 + 1 = 3: period 4 -> 0-based 3, 7, ..., 27
+    [3, 7, 11, 15, 19, 23, 27]
+    >>> forced_positions(16, 8), forced_positions(None, 50), forced_positions(3, 20)
+    ([3, 7], [], [1, 3, 5, 7, 9, 11, 13])
     """
     delta = budget_interval(budget)
     if delta is None:
         return []
-    return [k * delta - 1 for k in range(1, NUM_PARTS) if k * delta - 1 < length]
+    return [k * (delta + 1) - 1 for k in range(1, NUM_PARTS) if k * (delta + 1) - 1 < length]
 
 
 class BudgetControlProcessor(LogitsProcessor):
-    """Force the next control token every `Δ = ⌊B/8⌋ + 1` generated tokens of each row (module docstring).
+    """Force the next control token after every `Δ = ⌊B/8⌋ + 1` free generated tokens of each row (the k-th at
+    0-based position `k·(Δ + 1) - 1`, module docstring).
 
     Args:
         budgets: one budget per row of the `generate` batch (`None`: no forcing for that row), or one `int` (or
@@ -157,9 +183,9 @@ class BudgetControlProcessor(LogitsProcessor):
     def forced_token(self, row: int, position: int) -> int | None:
         """The control id forced at 0-based generated `position` of `row`, or `None`."""
         delta = self.deltas[0 if self.broadcast else row]
-        if delta is None or (position + 1) % delta:
+        if delta is None or (position + 1) % (delta + 1):
             return None
-        k = (position + 1) // delta
+        k = (position + 1) // (delta + 1)
         return self.control_ids[k - 1] if 1 <= k < NUM_PARTS else None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
@@ -206,23 +232,24 @@ def budgetthinker_format(text: str) -> int:
 
 
 def budgetthinker_length_score(length: float, budget: float, correct: bool, long_budget: float = 1500) -> float:
-    """`len` of the reward (module docstring); `long_budget` is the paper's 1500-token threshold.
+    """`len` of the reward (module docstring; released `anwser_length_reward`, every branch clipped at 0);
+    `long_budget` is the released code's 1500-token threshold.
 
     >>> budgetthinker_length_score(90, 100, True), budgetthinker_length_score(110, 100, True)  # 1 ; 1 - 16 * 0.01
     (1.0, 0.84)
-    >>> budgetthinker_length_score(50, 100, False)   # δ = -0.5: 1 - 16 * 0.25 = -3 (B < 1500: not clipped)
-    -3.0
+    >>> budgetthinker_length_score(50, 100, False)   # δ = -0.5: max(0, 1 - 16 * 0.25) = max(0, -3)
+    0.0
+    >>> budgetthinker_length_score(90, 100, False)   # δ = -0.1, B < 1500: max(0, 1 - 16 * 0.01)
+    0.84
     >>> budgetthinker_length_score(1000, 2000, False)  # δ = -0.5, B >= 1500: max(0, 1 - 0.25)
     0.75
     """
     if correct and length <= budget:
         return 1.0
     delta = (length - budget) / budget
-    if length >= budget:
-        return max(0.0, 1.0 - 16.0 * delta**2)
-    if budget >= long_budget:
+    if length < budget and budget >= long_budget:
         return max(0.0, 1.0 - delta**2)
-    return 1.0 - 16.0 * delta**2
+    return max(0.0, 1.0 - 16.0 * delta**2)  # L >= B (any budget), or L < B with B < 1500
 
 
 def get_budgetthinker_reward(

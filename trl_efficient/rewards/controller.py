@@ -33,6 +33,8 @@ def get_adlp_reward(
     eta: float = 1e-3,
     acc_ref: float = 0.62,
     lambda_max: float | None = None,
+    cap_lambda: bool = False,
+    max_completion_length: int | None = None,
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
@@ -51,10 +53,14 @@ def get_adlp_reward(
     rows that cannot be scored left out). Correctness stays a separate reward so it stays the trainer's correctness
     column, which the update reads.
 
-    $\lambda_{\max}$ is not in the paper ($\lambda$ is unbounded above there); the `a-dlp` recipe passes the
-    **proposed default** $\lambda_{\max} = 1/\text{max\_completion\_length}$, so a correct answer never scores below
-    0 (with `length_unit="tokens"`, `length_scope="total"`). `lambda_init` is clipped to $[0, \lambda_{\max}]$ as
-    well ("clipped as specified"; with a 8192-token cap the script's 1e-3 starts at the cap, 1.22e-4).
+    By default there is no upper bound ($\lambda_{\max} = \infty$), as in the released code: `ray_trainer.py` updates
+    `self.lambda_len = max(0.0, self.lambda_len + lr * gap)` and `constrained_reward_fn` subtracts
+    `lambda_len * resp_len` (JinyanSu1/A-DLP `afbc411`), with `lambda_init=1e-3` in `scripts/train.sh`. So a 4096-token
+    answer scores $1 - 10^{-3} \cdot 4096 = -3.096$ when correct ($-4.096$ when wrong) at $\lambda_0$. `lambda_max`
+    is an option of ours, and so is `cap_lambda=True`, which sets $\lambda_{\max} = 1/\text{max\_completion\_length}$
+    (the `a-dlp` recipe passes the config's cap; `reward_kwargs: {adlp_length: {cap_lambda: true}}`) so a correct
+    answer never scores below 0 (with `length_unit="tokens"`, `length_scope="total"`). `lambda_init` is clipped to
+    $[0, \lambda_{\max}]$ as well (with a 8192-token cap the script's 1e-3 starts at 1.22e-4).
 
     Update rules (`update(batch)`, called by `EfficientGRPOTrainer` in training only, after the batch is scored):
     a batch with no scorable row (no correctness reward, or no parseable gold) leaves $\lambda$ and the step count
@@ -65,7 +71,11 @@ def get_adlp_reward(
         lambda_init (`float`, *optional*, defaults to `1e-3`): $\lambda_0$, >= 0 (script value; the YAML has 0.1).
         eta (`float`, *optional*, defaults to `1e-3`): controller step size $\eta$, >= 0 (script value; YAML 0.01).
         acc_ref (`float`, *optional*, defaults to `0.62`): reference accuracy, in [0, 1] (script value).
-        lambda_max (`float`, *optional*): upper bound on $\lambda$, > 0; `None` = unbounded (the paper).
+        lambda_max (`float`, *optional*): upper bound on $\lambda$, > 0; `None` (default) = unbounded (the paper
+            and the released code).
+        cap_lambda (`bool`, *optional*, defaults to `False`): set `lambda_max = 1 / max_completion_length` (an
+            option, not in the paper); an explicit `lambda_max` wins.
+        max_completion_length (`int`, *optional*): the completion cap in tokens, needed by `cap_lambda`.
         length_unit, length_scope, tokenizer: see `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `adlp_length_reward` with `state_dict`/`load_state_dict`/`update` and
@@ -79,6 +89,11 @@ def get_adlp_reward(
     _check_number("eta", eta, 0.0)
     _check_number("acc_ref", acc_ref, 0.0, 1.0)
     _check_number("lambda_max", lambda_max, 0.0, low_open=True, allow_none=True)
+    if cap_lambda and lambda_max is None:
+        if max_completion_length is None:
+            raise ValueError("cap_lambda=True needs max_completion_length (lambda_max = 1 / max_completion_length).")
+        _check_number("max_completion_length", max_completion_length, 1)
+        lambda_max = 1.0 / max_completion_length
     meter = LengthMeter(length_unit, length_scope, tokenizer)
     return _ADLPLengthReward(float(lambda_init), float(eta), float(acc_ref), lambda_max, meter)
 

@@ -47,7 +47,8 @@ GRPO_LAMBDA_PROPOSED_DEFAULTS = (
     "GRPO-lambda alpha 0.6, lambda 0.2 (a third-party implementation; the paper's alpha is not confirmed)",
     "GRPO-lambda number of efficiency groups = ceil(lambda * number of groups in the gathered batch), ties in "
     "correctness ratio broken by group index (lower first)",
-    "GRPO-lambda std_c: population std of the group's correct lengths + eps 1e-6; std 1 with <= 1 correct answer",
+    "GRPO-lambda std_c: population std of the group's correct lengths (the paper does not say population or sample) "
+    "+ eps 1e-6; std 1 with <= 1 correct answer",
 )
 ASRR_PROPOSED_DEFAULTS = (
     "ASRR eps 1e-6 in the accuracy gate",
@@ -169,8 +170,13 @@ def get_grpo_lambda_reward(
     \text{ correct} \\ 0 & o_i \text{ wrong} \\ 1 & g \notin \text{top-}\lambda,\ o_i \text{ correct}
     \end{cases} $$
 
-    with $\mu_c, \sigma_c$ the mean and population standard deviation of the group's *correct* lengths
-    ($\sigma_c = 1$ when the group has <= 1 correct answer) and $\sigma$ the logistic function. Wrong answers get 0 in
+    with $\mu_c, \sigma_c$ the mean and standard deviation of the group's *correct* lengths ($\sigma_c = 1$ when
+    the group has <= 1 correct answer) and $\sigma$ the logistic function. The paper does not say whether
+    $\sigma_c$ is the population or the sample standard deviation, and no official code is known; we use the
+    **population** std ($\sqrt{\frac{1}{n}\sum (L - \mu_c)^2}$, documented choice). The two readings differ: with
+    correct lengths 10, 20, 30 the population std is $\sqrt{200/3} = 8.16$ and the shortest answer scores
+    $1 - 0.6\,\sigma(-1.2247) = 0.8637$, where the sample std ($\sqrt{200/2} = 10$) gives
+    $1 - 0.6\,\sigma(-1) = 0.8386$ (`tests/rewards/test_solve_rate.py`). Wrong answers get 0 in
     every group, as in the paper (the third-party class that also penalises them contradicts it, methods.md §17).
     `alpha = 0.6`, `top_fraction = 0.2`, `eps = 1e-6`, the rounding and the population std are **proposed defaults**.
 

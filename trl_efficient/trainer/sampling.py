@@ -32,6 +32,7 @@ from torch.utils.data import Sampler
 
 from ..core.registry import Registry
 from ..core.state import StatefulComponent
+from .filters import zero_std_filter
 from .group import GroupBatch
 
 PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
@@ -39,7 +40,7 @@ PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
 LSPO_LOW = 0.3  # proposed default (methods.md §20: quantiles not published)
 LSPO_HIGH = 0.7  # proposed default
 LSPO_MAX_RATIO = 0.95  # proposed default: L_max = 0.95 * max_completion_length
-FRUGAL_ALPHA = 1.0  # proposed default: w(p) = 1 + alpha * p
+FRUGAL_ALPHA = 0.0  # [paper] uniform over the kept problems; alpha > 0 (option) weights w(p) = 1 + alpha * p
 
 
 def _dataset_column(data_source, column: str, sampler: str) -> list:
@@ -224,16 +225,22 @@ class LSPOSampler(PromptSampler):
     filled with the skipped ones in pass order (documented choice; the paper resamples until the batch is full,
     which TRL cannot do). With no history it yields exactly TRL's `RepeatSampler` sequence.
 
-    LSPO also drops zero-variance groups (DAPO dynamic sampling): the `lspo` recipe adds `completion_filter:
-    zero_std`, which masks them (TRL cannot resample).
+    Zero-variance groups. LSPO first drops the groups whose rewards are all equal (DAPO dynamic sampling) and only
+    then computes $L(q)$ and the length quantiles over the groups left (arXiv 2510.01459, the LSPO method: the
+    length filter is applied after the accuracy-based filter). So does `update`: a group that `zero_std_filter`
+    drops (the same rule as the recipe's `completion_filter: zero_std`, which masks those rows out of the loss; TRL
+    cannot resample) gives no length, and its prompt's earlier record is removed, so it neither counts in the
+    quantiles nor is skipped for its length (it is unseen again: always eligible, as the paper generates every
+    sampled prompt before filtering).
 
     Args:
         low, high: quantile levels $L_{low}$, $L_{high}$ (proposed defaults 0.3 / 0.7; the paper does not publish them).
         l_max: $L_{max}$ in tokens; `None` -> `l_max_ratio * args.max_completion_length` (proposed default 0.95,
             to exclude mostly-truncated groups), or no cap without `args`.
 
-    Which lengths: the latest group mean per prompt (the current policy), including zero-variance groups (the length is
-    a property of the prompt; LSPO's zero-variance drop acts on the loss). Documented choice.
+    Which lengths: the latest group mean per prompt (the current policy) with non-zero reward variance; the quantiles
+    are over all such prompts known so far rather than over one batch, since a sampler decides before generating
+    (documented choice).
     """
 
     needs_columns = ("idx",)
@@ -298,8 +305,12 @@ class LSPOSampler(PromptSampler):
     def update(self, batch: GroupBatch) -> None:
         if "idx" not in batch.metadata:
             raise ValueError("prompt_sampler='lspo' needs the `idx` column in the gathered batch metadata.")
+        keep = zero_std_filter(batch).tolist()  # False on every row of a zero-variance group
         sums: dict[int, list[float]] = {}
-        for idx, length in zip(batch.metadata["idx"], batch.lengths.tolist(), strict=True):
+        for idx, length, kept in zip(batch.metadata["idx"], batch.lengths.tolist(), keep, strict=True):
+            if not kept:  # dropped before L(q) and the quantiles (the paper): forget the prompt's length
+                self.lengths.pop(int(idx), None)
+                continue
             acc = sums.setdefault(int(idx), [0.0, 0])
             acc[0] += float(length)
             acc[1] += 1
@@ -316,11 +327,13 @@ class LSPOSampler(PromptSampler):
 
 def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:
     r"""Sampling weight of a problem with base-model pass rate $p$: $w(p) = 1 + \alpha p$ for $p < 1$, $0$ for
-    $p \ge 1$ (problems the base model always solves are out, arXiv 2511.01937 Stage 1). $\alpha = 1$ is a proposed
-    default (moderately easy problems up to twice as often as never-solved ones); $\alpha = 0$ samples uniformly, as
-    the paper's Stage 1 does over its already easy-skewed set.
+    $p \ge 1$ (problems the base model always solves are out, arXiv 2511.01937 Stage 1). $\alpha = 0$ (default) is
+    the paper's uniform sampling over the kept problems; $\alpha > 0$ is an option of ours (not in the paper) that
+    draws moderately easy problems more often ($\alpha = 1$: up to twice as often as never-solved ones).
 
     >>> [frugal_weight(p) for p in (0.0, 0.25, 0.9375, 1.0)]
+    [1.0, 1.0, 1.0, 0.0]
+    >>> [frugal_weight(p, alpha=1.0) for p in (0.0, 0.25, 0.9375, 1.0)]
     [1.0, 1.25, 1.9375, 0.0]
     """
     p = float(p)
@@ -331,23 +344,29 @@ def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:
 
 @PROMPT_SAMPLERS.register("frugal")
 class FrugalSampler(PromptSampler):
-    r"""Frugal-Thinking's data mix as a sampler (arXiv 2511.01937; methods.md §30): every chunk draws `batch_size`
-    distinct prompts with probability proportional to $w(p)$ (`frugal_weight`) of their `pass_rate` column (the
-    base model's estimated pass rate, `trl_efficient.methods.frugal.estimate_pass_rate`), without replacement inside
-    a chunk and independently across chunks.
+    r"""Frugal-Thinking's data mix as a sampler (arXiv 2511.01937; methods.md §30): prompts whose `pass_rate` column
+    (the base model's estimated pass rate, `trl_efficient.methods.frugal.estimate_pass_rate`) is 1 are never drawn.
 
-    Chunk $k$ uses a generator seeded with `seed + k` (`k` = chunks drawn so far, in the state), so the draws are
-    identical on every rank and resume exactly.
+    - `alpha = 0` (default, the paper): **uniform** over the kept problems ($p < 1$). The paper's Stage 1 samples its
+      kept set uniformly; the released run (MBZUAI-Paris/Frugal-Thinking `7348824b`,
+      `src/train/verl_0.4/slurm_xp/informal_maths/stage_1/q3_4b_it_math_xp.slurm`: `SHUFFLE=true`,
+      `data.shuffle=$SHUFFLE`) reads it with verl's shuffled dataloader, one random permutation per epoch. So do we:
+      TRL's seeded permutation of each pass (`PromptSampler`), skipping the rows with $p = 1$; when the dataset holds
+      only kept problems (the `frugal` recipe's `prepare_dataset` filters them) the sequence is exactly TRL's
+      `RepeatSampler`'s.
+    - `alpha > 0` (option, not in the paper): every chunk draws `batch_size` distinct prompts with probability
+      proportional to $w(p) = 1 + \alpha p$ (`frugal_weight`), without replacement inside a chunk and independently
+      across chunks; chunk $k$ uses a generator seeded with `seed + k` (`k` = chunks drawn so far, in the state), so
+      the draws are identical on every rank and resume exactly.
 
     Args:
-        alpha: $\alpha$ in $w(p) = 1 + \alpha p$ (proposed default 1.0; 0 = the paper's uniform sampling).
+        alpha: $\alpha$ in $w(p) = 1 + \alpha p$, >= 0 (default 0: uniform, the paper).
 
     >>> from datasets import Dataset
-    >>> s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 0.5, 1.0, 0.25]}), 2, batch_size=2, seed=0)
-    >>> len(s), s.weights.tolist()  # 2 chunks of 2 prompts x 2 repeats; w = 1 + p, 0 for p = 1
-    (8, [1.0, 1.5, 0.0, 1.25])
-    >>> 2 in list(s)
-    False
+    >>> s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 0.75]}), 2, batch_size=2, seed=0,
+    ...                   shuffle=False)
+    >>> len(s), s.weights.tolist(), list(s)  # 5 // 2 = 2 chunks of 2 prompts x 2 repeats; row 1 (p = 1) skipped
+    (8, [1.0, 0.0, 1.0, 1.0, 1.0], [0, 0, 2, 2, 3, 3, 4, 4])
     """
 
     needs_columns = ("pass_rate",)
@@ -381,9 +400,20 @@ class FrugalSampler(PromptSampler):
             raise ValueError(f"sampler_kwargs alpha must be >= 0 (w = 1 + alpha * pass_rate), got {alpha}.")
 
     def draw_chunk(self) -> list[int]:
-        generator = torch.Generator()
-        generator.manual_seed(self.seed + self.chunks_drawn)
-        return torch.multinomial(self.weights, self.batch_size, replacement=False, generator=generator).tolist()
+        if self.alpha > 0:  # option: weighted, independent chunks
+            generator = torch.Generator()
+            generator.manual_seed(self.seed + self.chunks_drawn)
+            return torch.multinomial(self.weights, self.batch_size, replacement=False, generator=generator).tolist()
+        # uniform (the paper): the next batch_size kept prompts of the pass's permutation
+        while True:
+            remaining = self._pass_permutation(self.pass_index)[self.offset :]
+            kept = [pos for pos, index in enumerate(remaining) if self.weights[index] > 0]
+            if len(kept) < self.batch_size:  # the pass is spent (a partial chunk dropped, as TRL does)
+                self.pass_index, self.offset = self.pass_index + 1, 0
+                continue
+            picks = kept[: self.batch_size]
+            self.offset += picks[-1] + 1
+            return [remaining[pos] for pos in picks]
 
 
 def build_prompt_sampler(args, dataset, **layout) -> PromptSampler | None:
