@@ -172,22 +172,37 @@ def test_five_way_token_accounting_by_hand(tok):
     assert stats["useful_checks"] == 1 and stats["useless_checks"] == 1 and stats["correct"]
 
 
-def test_v2_teacher_slips_only_on_long_chains_and_always_repairs():
+def test_v2_teacher_slips_only_on_long_chains_and_a_check_repairs_them():
     rng = random.Random(0)
-    slips_at = []
-    for task in make_tasks(400, seed=11):
+    slips_at, caught, missed, wrong = [], 0, 0, 0
+    for task in make_tasks(600, seed=11):
         trace = make_trace(task, rng, WORLD_V2)
-        assert trace.endswith(f"\\boxed{{{task.answer}}}")
         body = trace[len("<think>") : trace.rfind("</think>")]
         segments = classify_sentences(task, body)
         kinds = [s.kind for s in segments]
+        # every operation is done exactly once, from the running value as written
         assert kinds.count("step") + 2 * kinds.count("skip") == task.difficulty
+        # a step whose written result is not the arithmetic of its own operands is a slip
+        slipped = []
         for i, seg in enumerate(segments):
-            if seg.kind == "check_useful":  # a slip: the step right before it wrote a wrong value
-                step = segments[i - 1]
-                assert step.kind == "step"
-                slips_at.append("abcdefgh".index(step.text[0]))
+            if seg.kind == "step":
+                a, op, b, c = seg.text.split(": ")[1].rstrip(".").replace("=", "").split()
+                if apply_op(int(a), op, int(b)) != int(c):
+                    slipped.append(i)
+                    slips_at.append("abcdefgh".index(seg.text[0]))
+        for i in slipped:
+            if i + 1 < len(segments) and segments[i + 1].kind == "check_useful":
+                caught += 1
+            else:
+                missed += 1
+        # every slip caught: the answer is right (a missed one is usually fatal; `* 5` can still land on it)
+        right = trace.endswith(f"\\boxed{{{task.answer}}}")
+        if all(i + 1 < len(segments) and segments[i + 1].kind == "check_useful" for i in slipped):
+            assert right
+        wrong += not right
     assert slips_at and min(slips_at) >= WORLD_V2.slip_from  # the first `slip_from` operations never slip
+    assert 0.6 < caught / (caught + missed) < 0.8  # check_prob = 0.7
+    assert 0.5 * missed < wrong <= missed
 
 
 def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
@@ -204,7 +219,9 @@ def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
         ids = tok2(make_trace(task, rng, WORLD_V2), add_special_tokens=False)["input_ids"] + [tok2.eos_token_id]
         records.append(analyze_completion(task, ids, tok2))
     s = summarize(records)
-    assert s["accuracy"] == 1.0 and s["mean_tokens"] / s["mean_floor_tokens"] >= 2.5 and s["redundant_share"] >= 0.5
+    # unchecked slips make some teacher answers wrong (world v2: 15% slips from the third operation, 70% caught)
+    assert 0.75 < s["accuracy"] < 0.95
+    assert s["mean_tokens"] / s["mean_floor_tokens"] >= 2.5 and s["redundant_share"] >= 0.5
 
     def ratio(levels):
         cells = [s["by_difficulty"][str(k)] for k in levels]

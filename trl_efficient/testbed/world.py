@@ -185,9 +185,12 @@ class TraceStyle:
         skip_prob: probability that two consecutive operations are merged into one (skipped) step.
         filler_kinds: weights of the filler kinds in `FILLERS`.
         slip_prob: world v2. Probability that a step from the `slip_from`-th operation on (0-based) writes a wrong
-            result (a *slip*: the correct digit plus 1-9, mod 10); the teacher always follows a slip with a check
-            (`"Check: a op b = c."`, the correct value) and continues from the check's value, so a model trained on
-            these traces slips at about this rate and learns that a check repairs a slip. 0: no slips (world v1).
+            result (a *slip*: the correct digit plus 1-9, mod 10). With probability `check_prob` the teacher catches
+            it with a check (`"Check: a op b = c."`, the correct value) and continues from the check's value;
+            otherwise the chain continues from the wrong value (the trace's answer is then wrong, as a real model's
+            would be). A model trained on these traces slips at about this rate, cannot repair a slip that it does
+            not check, and learns that a check repairs one. 0: no slips (world v1).
+        check_prob: world v2. See `slip_prob`.
         slip_from: world v2. The first operation (0-based) that can slip: chains are error-free for their first
             `slip_from` operations, so easy tasks gain nothing from checks and hard ones gain much.
         framing_prob: world v2. A trace of verbosity `v` opens with `Binomial(framing_per_level * v, framing_prob)`
@@ -204,6 +207,7 @@ class TraceStyle:
     )
     slip_prob: float = 0.0
     slip_from: int = 2
+    check_prob: float = 1.0
     framing_prob: float = 0.0
     framing_per_level: int = 2
 
@@ -211,7 +215,7 @@ class TraceStyle:
         """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
-        for name in ("slip_prob", "slip_from", "framing_prob", "framing_per_level"):
+        for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level"):
             if out[name] == getattr(TraceStyle, name) and not (self.slip_prob or self.framing_prob):
                 out.pop(name)
         return out
@@ -221,17 +225,19 @@ class TraceStyle:
 # long chains, repaired by checks; see docs/testbed.md ("World v2").
 WORLD_V2 = TraceStyle(
     verbosity_weights=(0.05, 0.1, 0.2, 0.3, 0.35),
-    filler_prob=0.6,
+    filler_prob=0.55,
     skip_prob=0.04,
-    slip_prob=0.12,
+    slip_prob=0.15,
     slip_from=2,
+    check_prob=0.7,
     framing_prob=0.5,
-    framing_per_level=2,
+    framing_per_level=3,
 )
 
 
 def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle()) -> str:
-    """A teacher trace for `task`: correct, with redundant sentences and occasional merged steps.
+    """A teacher trace for `task`, with redundant sentences and occasional merged steps; correct unless a world-v2
+    slip goes unchecked.
 
     >>> t = Task(start=4, ops=(("+", 7), ("*", 3)))
     >>> make_trace(t, random.Random(1), TraceStyle(verbosity_weights=(1.0,), skip_prob=0.0)) == minimal_trace(t)
@@ -240,8 +246,7 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
     levels = list(range(len(style.verbosity_weights)))
     verbosity = rng.choices(levels, weights=style.verbosity_weights)[0]
     kinds, kind_weights = zip(*style.filler_kinds.items(), strict=True)
-    sentences, a, i = [], task.start, 0
-    values = task.values
+    sentences, a, i = [], task.start, 0  # `a`: the running value as written (a slip left unchecked changes it)
     (op0, b0), k = task.ops[0], task.difficulty
     if style.framing_prob:
         for _ in range(sum(rng.random() < style.framing_prob for _ in range(style.framing_per_level * verbosity))):
@@ -250,16 +255,20 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
         op, b = task.ops[i]
         if i + 1 < len(task.ops) and rng.random() < style.skip_prob:
             op2, b2 = task.ops[i + 1]
-            c = values[i + 1]
+            mid = apply_op(a, op, b)
+            c = apply_op(mid, op2, b2)
             sentences.append(f"{LABELS[i]}: {a} {op} {b} {op2} {b2} = {c}.")
             i += 2
-            prev = (values[i - 2], op2, b2, c)  # re-checks of a merged step restate its last operation
+            prev = (mid, op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
-            c = values[i]
+            c = apply_op(a, op, b)
             if style.slip_prob and i >= style.slip_from and rng.random() < style.slip_prob:
-                # a slip, then the check that catches it: the chain continues from the check's (correct) value
-                sentences.append(_step(i, a, op, b, (c + rng.randint(1, 9)) % 10))
-                sentences.append(rng.choice(CHECK_TEMPLATES).format(a=a, op=op, b=b, c=c))
+                slipped = (c + rng.randint(1, 9)) % 10
+                sentences.append(_step(i, a, op, b, slipped))
+                if rng.random() < style.check_prob:  # caught: the chain continues from the check's (correct) value
+                    sentences.append(rng.choice(CHECK_TEMPLATES).format(a=a, op=op, b=b, c=c))
+                else:  # not caught: the chain continues from the wrong value
+                    c = slipped
             else:
                 sentences.append(_step(i, a, op, b, c))
             prev = (a, op, b, c)
@@ -276,8 +285,8 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             sentences.append(template.format(a=prev[0], op=prev[1], b=prev[2], c=prev[3], nop=nop, nb=nb))
     if style.framing_prob:
         for _ in range(sum(rng.random() < style.framing_prob for _ in range(style.framing_per_level * verbosity))):
-            sentences.append(rng.choice(EPILOGUE).format(ans=task.answer, k=k))
-    return f"{THINK_OPEN} {' '.join(sentences)} {THINK_CLOSE} \\boxed{{{task.answer}}}"
+            sentences.append(rng.choice(EPILOGUE).format(ans=a, k=k))
+    return f"{THINK_OPEN} {' '.join(sentences)} {THINK_CLOSE} \\boxed{{{a}}}"
 
 
 def world_corpus(style: TraceStyle | None = None) -> list[str]:
