@@ -79,6 +79,7 @@ __all__ = [
     "PromptMode",
     "adapter_config_of",
     "card_data_from_trainer",
+    "card_label",
     "base_model_license",
     "choose_license",
     "eval_results_metadata",
@@ -481,11 +482,11 @@ def base_model_license(
     found = {} if given else next(({s: lic} for s in sources if (lic := model_license(s))), {})
     if not found:
         found = {str(base_model or name_or_path or "the base model"): None}
-    label = {name: _card_label(name) for name in found}
+    label = {name: card_label(name) for name in found}
     return choose_license({label[name]: lic for name, lic in found.items()}, given)
 
 
-def _card_label(name: str) -> str:
+def card_label(name: str) -> str:
     """How a card names a model it read: a Hub id, or a local directory's name (not this machine's path)."""
     if hub_id := hub_cache_id(name):
         return hub_id
@@ -505,15 +506,18 @@ def choose_license(found: dict[str, str | None], given: str | None = None) -> tu
     if given:
         return given, f"License: `{given}`, as given by whoever published this model."
     known = {name: lic for name, lic in found.items() if lic}
-    names = " and ".join(f"`{n}`" for n in found) or "the base model"
+    names = ("the cards of " if len(found) > 1 else "the card of ") + (
+        " and ".join(f"`{n}`" for n in found) or "the base model"
+    )
     fix = "check the terms of the models it derives from; `trl-efficient push --license <id>` sets one."
     if len(set(known.values())) == 1:
         lic = next(iter(known.values()))
-        return lic, f"License: `{lic}`, as the card of {' and '.join(f'`{n}`' for n in known)} states."
+        cards = ("the cards of " if len(known) > 1 else "the card of ") + " and ".join(f"`{n}`" for n in known)
+        return lic, f"License: `{lic}`, as {cards} {'state' if len(known) > 1 else 'states'}."
     if known:
         listed = ", ".join(f"`{lic}` ({n})" for n, lic in known.items())
         return None, f"No license is set: the cards of the source models state different licenses ({listed}); {fix}"
-    return None, f"No license is set: none could be read from the card of {names}; {fix}"
+    return None, f"No license is set: none could be read from {names}; {fix}"
 
 
 def adapter_config_of(model) -> dict | None:

@@ -61,6 +61,7 @@ from huggingface_hub import ModelCardData
 from ..core.models import model_scheme, resolve_model_name
 from .card import (
     EVAL_RESULTS_PATH,
+    card_label,
     choose_license,
     eval_results_metadata,
     eval_table,
@@ -403,7 +404,7 @@ def card_info(method: str, models: list[str], params: dict, tokenizer_from: str 
     `base_model`: Hub ids only), parameters, tokenizer source, and the license their cards state
     (`hub.card.choose_license`)."""
     described = [describe_model(name) for name in models]
-    license, license_text = choose_license({name: model_license(name) for name in models})
+    license, license_text = choose_license({card_label(name): model_license(name) for name in models})
     return {
         "method": method,
         "models": list(models),

@@ -36,14 +36,13 @@ import sys
 
 from .card import (
     CARD_DATA_FILE,
-    base_model_license,
     EVAL_RESULTS_PATH,
     SUMMARY_FILE,
     CardData,
+    base_model_license,
     choose_license,
     load_eval_results,
     mark_adapter,
-    model_license,
     render_card,
     resolve_base_model,
     summary_markdown,
