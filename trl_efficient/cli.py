@@ -28,7 +28,7 @@ from importlib import resources
 from trl import ModelConfig
 
 logger = logging.getLogger("trl_efficient")
-QUIET_LOGGERS = ("httpx", "httpcore", "huggingface_hub")  # WARNING and above unless --debug
+QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "huggingface_hub")  # WARNING+ unless --debug
 
 QUICKSTART_NOTE = (
     "This is a SMOKE RUN of the whole pipeline (data -> rollouts -> length-aware rewards -> GRPO updates -> "

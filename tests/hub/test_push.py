@@ -345,7 +345,7 @@ def test_full_merge_then_push_with_its_merge_card(licensed_base, trained_run, tm
     assert meta["license"] == "mit" and meta["merge_method"] == method and meta["library_name"] == "transformers"
     assert {"merge", "trl-efficient", method} <= set(meta["tags"])
     text = ModelCard.load(repo / "README.md").text
-    assert text.startswith(f"# Merged model (`{method}`)")
+    assert text.lstrip().startswith(f"# Merged model (`{method}`)")
     assert (
         f"- base model: `{licensed_base}`, a local model whose card names [{BASE}](https://huggingface.co/{BASE})"
         in text
@@ -399,7 +399,9 @@ def test_lora_run_local_card_is_the_pushed_card(lora_run, tmp_path):
     proc = _push(lora_run, f"tester/{lora_run.name}", root, tmp_path)  # same name: same `model_name`
     assert proc.returncode == 0, proc.stderr[-3000:]
     pushed_meta = metadata_load(root / "tester" / lora_run.name / "README.md")
-    # the fixture wrote its eval results after the card, so only the pushed card has them as model-index
+    # the fixture wrote its eval results after the card, so only the pushed card has them as model-index (which
+    # then holds the model name: huggingface_hub moves `model_name` into it)
+    assert pushed_meta["model-index"][0]["name"] == local_meta.pop("model_name") == lora_run.name
     assert {k: v for k, v in pushed_meta.items() if k != "model-index"} == local_meta
     assert local_meta["library_name"] == "peft" and {"peft", "lora", "transformers"} <= set(local_meta["tags"])
     assert "base_model" not in local_meta and "license" not in local_meta  # the local tiny base: neither known

@@ -24,22 +24,30 @@ Methods (α is always the weight of the *trained* model: α = 0 gives the base, 
 - `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
   2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
 
+The card (every method): YAML metadata with `base_model` holding Hub ids only (`describe_model`: a Hub id, a
+Hub-cache snapshot, or a local directory whose own card names its Hub base; a `tiny:`/`testbed:` name or a local
+model without such a card is named in the text and left out of the metadata, which has no `base_model` when neither
+model is on the Hub), `license` when the models' cards state one (`hub.card.choose_license`; else none, and the text
+says so), tags, method and parameters; the body (`hub_cards/merge.md`) names both models, the formula, the
+parameters, the layer bands of a layer-wise merge only, the tokenizer's source and the paper. Its data is saved as
+`trl_efficient_merge.json` (`card_info`), from which `trl-efficient push` renders the same card with the repo id
+(`push --license` overrides the license).
+
 The card of a `lora` merge of a trl-efficient run (an adapter directory holding `trl_efficient_card.json` and/or
 `trl_efficient_summary.json`, as `trl-efficient train --use_peft` leaves it): those files and the run's
 `trl-efficient eval` results (`eval/results.json`, `results.md`, `pareto.png`) are copied into the output, and the
 card is the *training card* (`hub.card.render_card`: recipe, rewards, hyperparameters, quick start, evaluation)
-with the merge card's body appended as a "How this model was merged" section, and tags `merge` and `lora`. Its
-`base_model` metadata is the training card's (the adapter's base; the adapter directory itself is local). The
-section and method are saved as `trl_efficient_merge.json`, so `trl-efficient push` of the merged directory renders
-the same card for the repo. The evaluation results were measured on the adapter; the merged model computes the same
-function (`merge_and_unload` folds `(α/r) B A` into the weights), so they are shown as its own (proposed default).
-Without run files (an adapter trained elsewhere, or any other method) the card is the merge card alone.
+with the merge card's body appended as a "How this model was merged" section (`merge_section`), and tags `merge` and
+`lora`. Its `base_model` metadata is the training card's (the adapter's base; the adapter directory itself is
+local). `trl-efficient push` of the merged directory renders the same card for the repo. The evaluation results
+were measured on the adapter; the merged model computes the same function (`merge_and_unload` folds `(α/r) B A`
+into the weights), so they are shown as its own (proposed default).
 
 Both models load with `AutoModelForCausalLM.from_pretrained` (local directories, Hub ids, or `tiny:<arch>` names via
 `trl_efficient.core.models`) in their saved dtype; each tensor is merged in float32 and cast back to the trained
 model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
 The output holds the merged model (the trained model's config), the trained model's tokenizer (the adapter's or the
-base's for `lora`), and README.md rendered from `hub_cards/merge.md`. Memory: both models at once, plus one float32
+base's for `lora`), README.md and `trl_efficient_merge.json`. Memory: both models at once, plus one float32
 tensor at a time.
 """
 

@@ -7,9 +7,11 @@ One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) wit
   `adapter_model.safetensors`): it is uploaded as such, and its card says so: `base_model` is the adapter's base
   (`base_model_name_or_path` of `adapter_config.json`, resolved like the trainer's base model; else the card's),
   `library_name: peft`, and PEFT's own tags (`transformers`, `lora` for a LoRA adapter, `base_model:adapter:<base>`);
-- a model merged by `trl-efficient merge --method lora` from such an adapter: the merge copied the run's card data,
-  so the card is the training card; `trl_efficient_merge.json` (written by the merge) adds its
-  "How this model was merged" section and the `merge` / method tags;
+- a model merged by `trl-efficient merge` (any method): its merge card (`hub.merge.render_card`), rendered again
+  from `trl_efficient_merge.json` with the repo id; a `lora` merge of such an adapter copied the run's card data,
+  so its card is the training card plus the "How this model was merged" section and the `merge` / method tags;
+- the license: `--license`, else the one the card data holds (the base model's card's, `hub.card.choose_license`),
+  else, when the run could not read it (offline), the base model's card on the Hub; else none, and the card says so;
 - `README.md`: the card rendered again (`hub.card.render_card`) from what the run saved: `trl_efficient_card.json`
   (written with the card by the trainer), `trl_efficient_summary.json` (`trl-efficient train`) and the evaluation
   results of `trl-efficient eval` (`--eval`, default `OUTPUT_DIR/eval/results.json`), uploaded as
