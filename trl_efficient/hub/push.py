@@ -123,7 +123,7 @@ def merge_info(output_dir: str) -> dict | None:
             merge = json.load(f)
     except (OSError, json.JSONDecodeError) as err:
         raise PushError(f"{path}: not readable ({err}); run `trl-efficient merge` again.") from err
-    if not isinstance(merge, dict) or "method" not in merge or "models" not in merge:
+    if not isinstance(merge, dict) or not {"method", "models", "model_lines", "parameters"} <= set(merge):
         raise PushError(f"{path}: not written by this version of `trl-efficient merge`; run the merge again.")
     return merge
 
