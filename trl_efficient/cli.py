@@ -28,6 +28,7 @@ from importlib import resources
 from trl import ModelConfig
 
 logger = logging.getLogger("trl_efficient")
+QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "huggingface_hub")  # WARNING+ unless --debug
 
 QUICKSTART_NOTE = (
     "This is a SMOKE RUN of the whole pipeline (data -> rollouts -> length-aware rewards -> GRPO updates -> "
@@ -298,6 +299,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         after = _evaluate("after training")
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
+    if before and after:  # which set the before/after table measured (hub.card.summary_markdown says so)
+        summary["eval_dataset"] = {"name": data_args.eval_dataset_name, "split": data_args.eval_split}
     if before and after:
         trainer.update_card_info(summary=summary_markdown(summary))
     # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
@@ -492,6 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv
     argv = [arg for arg in argv if arg != "--debug"]
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not debug:  # one INFO line per HTTP request (push, downloads) otherwise; --debug shows them
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     if not argv or argv[0] in ("-h", "--help"):
         parser = argparse.ArgumentParser(prog="trl-efficient", description="Efficient-reasoning RL on top of TRL.")
         parser.add_argument(

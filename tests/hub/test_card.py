@@ -75,7 +75,12 @@ def test_hub_base_card_metadata_fields(tmp_path, tiny_tokenizer):
     path, card = _write_card(_trainer("kimi", tmp_path, tiny_tokenizer, base_model_id=BASE), tmp_path)
     meta = metadata_load(path)
     assert meta["base_model"] == BASE and card.data.base_model == BASE
-    assert meta["license"] == "apache-2.0" and "licence" not in meta
+    # the base is a Hub id whose card is not in the (offline) cache: no license invented, and the card says so
+    assert "license" not in meta and "licence" not in meta
+    assert (
+        "No license is set: none could be read from the card of `Qwen/Qwen2.5-0.5B-Instruct`; check the terms of "
+        "the models it derives from; `trl-efficient push --license <id>` sets one." in card.text
+    )
     assert meta["datasets"] == ["openai/gsm8k"]  # the Hub id of the training data, once
     assert meta["library_name"] == "transformers" and meta["pipeline_tag"] == "text-generation"
     assert {"trl", "grpo", "trl-efficient", "efficient-reasoning"} <= set(meta["tags"])
@@ -111,19 +116,26 @@ def test_hub_base_card_metadata_fields(tmp_path, tiny_tokenizer):
 def test_local_base_with_its_own_card_and_without(tmp_path, tiny_tokenizer):
     local = tmp_path / "my-sft-model"
     local.mkdir()
-    ModelCard("---\nbase_model: Qwen/Qwen3-0.6B\nlicense: apache-2.0\n---\n# sft\n").save(local / "README.md")
+    ModelCard("---\nbase_model: Qwen/Qwen3-0.6B\nlicense: mit\n---\n# sft\n").save(local / "README.md")
     out = tmp_path / "out1"
     path, card = _write_card(_trainer("grpo", out, tiny_tokenizer, model_path=str(local)), out)
-    assert metadata_load(path)["base_model"] == "Qwen/Qwen3-0.6B"
+    meta = metadata_load(path)
+    assert meta["base_model"] == "Qwen/Qwen3-0.6B"
     assert "through the local model `my-sft-model`" in card.text
+    # the license the base model's own card states (read offline from the local directory), and where it came from
+    assert meta["license"] == "mit" and "License: `mit`, as the card of `my-sft-model` states." in card.text
+    # an explicit license (push --license, push_to_hub(license=...)) wins over the base card's
+    path, card = _write_card(_trainer("grpo", out, tiny_tokenizer, model_path=str(local)), out, license="gpl-3.0")
+    assert metadata_load(path)["license"] == "gpl-3.0" and "License: `gpl-3.0`, as given by" in card.text
 
     bare = tmp_path / "bare-model"
     bare.mkdir()
     out = tmp_path / "out2"
     path, card = _write_card(_trainer("grpo", out, tiny_tokenizer, model_path=str(bare)), out)
     meta = metadata_load(path)
-    assert "base_model" not in meta and "None" not in card.content
+    assert "base_model" not in meta and "license" not in meta and "None" not in card.content
     assert "a local model (`bare-model`) that is not on the Hugging Face Hub" in card.text
+    assert "No license is set: none could be read from the card of `bare-model`;" in card.text
     assert _urls(card.content) == {"https://arxiv.org/abs/2402.03300", "https://github.com/huggingface/trl"}
 
 
@@ -247,7 +259,7 @@ def test_card_written_by_training_is_idempotent(tiny_model_dir, tmp_path):
     trainer.create_model_card(model_name="m")  # idempotent: the section is rebuilt, not appended twice
     assert trainer.model_card_error is None
     card = ModelCard.load(os.path.join(tmp_path, "README.md"))
-    assert card.data.license == "apache-2.0" and "licence" not in card.data.to_dict()
+    assert "license" not in card.data.to_dict() and "licence" not in card.data.to_dict()  # a tiny base: none known
     assert "trl-efficient" in card.data.tags
     assert card.text.count(SECTION_MARKER) == 1
     assert "kimi length weight 0.4" in card.text  # a proposed default, labelled as such
@@ -275,8 +287,25 @@ def test_summary_markdown_is_the_before_after_table():
     summary = {"recipe": "kimi", "before": r, "after": {**r, "accuracy": 0.578, "mean_tokens": 67.14}}
     assert summary_markdown(summary) == (
         "### Evaluation before and after training\n\n"
+        "Measured by `trl-efficient train` on the run's evaluation set (not named in its summary): n not recorded, "
+        "the same before and after training.\n\n"
         "| | accuracy | mean tokens | truncated |\n|---|---|---|---|\n"
         "| before | 0.531 | 90.5 | 0.06 |\n"
         "| after | 0.578 | 67.1 | 0.06 |\n"
     )
     assert summary_markdown({**summary, "before": None}) is None  # a run without evaluation: no table
+
+
+def test_summary_markdown_names_the_eval_set_and_n():
+    """`trl-efficient train` saves which set the before/after table measured (`eval_dataset`) next to the results,
+    whose `num_problems` x `samples_per_problem` is the n: 32 problems x 2 samples = 64 samples."""
+    r = {"accuracy": 0.5, "mean_tokens": 40.0, "truncated_fraction": 0.0, "num_samples": 64, "num_problems": 32,
+         "samples_per_problem": 2}  # fmt: skip
+    summary = {"recipe": "kimi", "before": r, "after": {**r, "accuracy": 0.75},
+               "eval_dataset": {"name": "gsm8k", "split": "test"}}  # fmt: skip
+    assert summary_markdown(summary).splitlines()[2] == (
+        "Measured by `trl-efficient train` on `gsm8k` (split `test`): n = 32 problems x 2 samples = 64 samples, the "
+        "same before and after training."
+    )
+    one = {**r, "num_problems": 8, "samples_per_problem": 1, "num_samples": 8}
+    assert "n = 8 problems x 1 sample = 8 samples" in summary_markdown({**summary, "before": one, "after": one})

@@ -117,7 +117,9 @@ def test_push_uploads_model_card_and_eval_without_tokens(trained_run, tmp_path):
     assert arrived["model.safetensors"] == (trained_run / "model.safetensors").read_bytes()
     # the card's metadata, parsed by huggingface_hub
     meta = metadata_load(repo / "README.md")
-    assert meta["base_model"] == BASE and meta["license"] == "apache-2.0" and meta["datasets"] == ["openai/gsm8k"]
+    assert meta["base_model"] == BASE and meta["datasets"] == ["openai/gsm8k"]
+    # trained offline, and the local Hub has no card for the base: no license invented (the old card said apache-2.0)
+    assert "license" not in meta
     card = ModelCard.load(repo / "README.md")
     (result,) = [r for r in card.data.eval_results if r.metric_type == "accuracy"]
     assert (result.dataset_name, result.dataset_type, result.metric_value) == ("gsm8k", "openai/gsm8k", 0.75)
@@ -281,3 +283,127 @@ def test_card_data_from_the_summary_alone(tmp_path):
     data = load_card_data(str(tmp_path))
     assert data.recipe == "hbpo" and data.base_model == BASE
     assert "| before | 0.500 | 100.0 | 0.25 |" in data.summary and "| after | 0.625 | 60.0 | 0.25 |" in data.summary
+
+
+def _sections(text):
+    """`{heading: body}` of every Markdown heading outside code fences."""
+    out, heading, fence = {}, None, False
+    for line in text.splitlines():
+        fence ^= line.startswith("```")
+        if not fence and line.startswith("#"):
+            heading = line
+            out[heading] = ""
+        elif heading is not None:
+            out[heading] += line + "\n"
+    return out
+
+
+def _assert_no_empty_section(text):
+    for heading, body in _sections(text).items():
+        if not heading.startswith("# "):  # the title is followed by its first section
+            assert body.strip() and not body.strip().startswith("#"), heading
+    for placeholder in ("(not a layer-wise merge)", "None", "- none", "(none could be loaded)"):
+        assert placeholder not in text, placeholder
+
+
+@pytest.fixture(scope="module")
+def licensed_base(tiny_model_dir, tmp_path_factory):
+    """The tiny model as a local copy of a Hub model: its card names the Hub base and a license (MIT, not the old
+    hard-coded apache-2.0)."""
+    base = tmp_path_factory.mktemp("base") / "qwen-base"
+    shutil.copytree(tiny_model_dir, base)
+    (base / "README.md").write_text(f"---\nbase_model: {BASE}\nlicense: mit\n---\n# a local copy\n")
+    return base
+
+
+@pytest.mark.parametrize(
+    "method, options",
+    [
+        ("uniform", ["--alpha", "0.5"]),
+        ("layerwise", ["--ratios", "0.2,0.5,0.8"]),
+        ("update-selective", ["--keep", "0.5"]),
+    ],
+)
+def test_full_merge_then_push_with_its_merge_card(licensed_base, trained_run, tmp_path, method, options):
+    """train -> merge -> push for the full merges: the merged directory pushes with its merge card; `base_model`
+    holds the Hub id the two local models' cards name (once), the license is the base card's."""
+    from trl_efficient.hub.merge import main as merge_main
+
+    merged = tmp_path / "merged"
+    argv = ["--method", method, "--base", str(licensed_base), "--trained", str(trained_run), *options]
+    assert merge_main([*argv, "--output", str(merged)]) == 0
+    root = tmp_path / "hub"
+    proc = _push(merged, f"tester/tiny-{method}", root, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repo = root / "tester" / f"tiny-{method}"
+    arrived = dict(_all_bytes(repo))
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json", "README.md", "trl_efficient_merge.json"):
+        assert name in arrived, sorted(arrived)
+    meta = metadata_load(repo / "README.md")
+    # qwen-base and tiny-kimi are local; both cards name Qwen/Qwen2.5-0.5B-Instruct: one Hub id, no local path
+    assert meta["base_model"] == BASE
+    assert meta["license"] == "mit" and meta["merge_method"] == method and meta["library_name"] == "transformers"
+    assert {"merge", "trl-efficient", method} <= set(meta["tags"])
+    text = ModelCard.load(repo / "README.md").text
+    assert text.lstrip().startswith(f"# Merged model (`{method}`)")
+    assert (
+        f"- base model: `{licensed_base}`, a local model whose card names [{BASE}](https://huggingface.co/{BASE})"
+        in text
+    )
+    assert f"- trained model: `{trained_run}`, a local model whose card names [{BASE}]" in text
+    assert "License: `mit`, as the card of `qwen-base` states." in text
+    assert 'AutoModelForCausalLM.from_pretrained("tester/tiny-' + method + '")' in text  # the repo id, not a path
+    assert ("Layer bands" in text) == (method == "layerwise")
+    _assert_no_empty_section(text)
+    assert "HTTP Request" not in proc.stderr + proc.stdout and "httpx" not in proc.stderr + proc.stdout
+
+
+def test_merge_of_local_test_models_pushes_without_base_model(tiny_model_dir, tmp_path, monkeypatch):
+    """A merge of a `tiny:` model and a local model without card: no `base_model` (no Hub id), the local names in
+    the text; no license known until `push --license` sets one. `--debug` shows the HTTP requests the default hides."""
+    from trl_efficient.hub.merge import main as merge_main
+
+    monkeypatch.setenv("TRL_EFFICIENT_CACHE", str(tmp_path / "cache"))
+    smoke = tmp_path / "smoke"
+    shutil.copytree(tiny_model_dir, smoke)  # same shapes as tiny:qwen2-16 (hidden 16, 4 heads)
+    merged = tmp_path / "merged"
+    argv = ["--method", "uniform", "--base", "tiny:qwen2-16", "--trained", str(smoke), "--output", str(merged)]
+    assert merge_main(argv) == 0
+    local = (merged / "README.md").read_text()
+    assert "base_model" not in metadata_load(merged / "README.md") and "license" not in metadata_load(
+        merged / "README.md"
+    )
+    assert "No license is set: none could be read from the cards of `tiny:qwen2-16` and `smoke`;" in local
+    root = tmp_path / "hub"
+    proc = _run_with_hub(root, tmp_path, "-m", "trl_efficient.cli", "push", str(merged), "--repo-id", "tester/tiny-avg",
+                         "--license", "apache-2.0", "--debug")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "HTTP Request" in proc.stderr  # what the default hides (next test: none without --debug)
+    repo = root / "tester" / "tiny-avg"
+    meta = metadata_load(repo / "README.md")
+    assert "base_model" not in meta and meta["license"] == "apache-2.0"
+    text = ModelCard.load(repo / "README.md").text
+    assert "- base model: `tiny:qwen2-16`, an offline test model built by trl-efficient (not on the Hub)" in text
+    assert f"- trained model: `{smoke}`, a local model (not on the Hub)" in text
+    assert "License: `apache-2.0`, as given by whoever published this model." in text
+    assert json.loads((repo / "trl_efficient_merge.json").read_text())["license"] == "apache-2.0"
+    _assert_no_empty_section(text)
+
+
+def test_lora_run_local_card_is_the_pushed_card(lora_run, tmp_path):
+    """The README.md a LoRA run leaves locally is an adapter's card, as `push` renders it (one code path,
+    `hub.card.mark_adapter`): same metadata, same adapter notice."""
+    local_meta = metadata_load(lora_run / "README.md")
+    local_text = ModelCard.load(lora_run / "README.md").text
+    root = tmp_path / "hub"
+    proc = _push(lora_run, f"tester/{lora_run.name}", root, tmp_path)  # same name: same `model_name`
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pushed_meta = metadata_load(root / "tester" / lora_run.name / "README.md")
+    # the fixture wrote its eval results after the card, so only the pushed card has them as model-index (which
+    # then holds the model name: huggingface_hub moves `model_name` into it)
+    assert pushed_meta["model-index"][0]["name"] == local_meta.pop("model_name") == lora_run.name
+    assert {k: v for k, v in pushed_meta.items() if k != "model-index"} == local_meta
+    assert local_meta["library_name"] == "peft" and {"peft", "lora", "transformers"} <= set(local_meta["tags"])
+    assert "base_model" not in local_meta and "license" not in local_meta  # the local tiny base: neither known
+    assert "This repository holds a LoRA adapter (PEFT), not a full model" in local_text
+    assert "HTTP Request" not in proc.stderr + proc.stdout

@@ -15,6 +15,12 @@ What the card says and where each part comes from:
 - base model: `card_info.base_model_id` (a Hub id), else the model's `name_or_path`: a Hub id; a local Hub-cache
   snapshot (`models--org--name/snapshots/...`, the id is in the path); a local directory with its own card (its
   `base_model`); otherwise a local model that is not on the Hub (no `base_model` metadata, never "None");
+- license: the one the base model's own card states (`model_license`: a local directory's or Hub-cache snapshot's
+  `README.md`, offline; for a Hub id the cached card, else the Hub's when online), else none, and the card says so
+  (`choose_license`); an explicit license (`push --license`, `push_to_hub(license=...)`) wins;
+- a PEFT adapter (a LoRA run): `library_name: peft`, PEFT's tags and a sentence saying it is an adapter
+  (`mark_adapter`), the same in the local card (from the trainer's PEFT model) and the pushed one (from the
+  directory's `adapter_config.json`);
 - recipe, method and papers (`hub.papers`: one BibTeX entry per arXiv id, plus TRL's citation read from TRL);
 - hyperparameters the recipe uses: `CORE_HYPERPARAMETERS` (every GRPO run), the recipe's `config_overrides`, the
   config fields its rollout plan reads (recorded while the plan is rebuilt from the config) and any of our own
@@ -23,7 +29,8 @@ What the card says and where each part comes from:
 - quick start: the math prompt (`trl_efficient.data.format_prompt` with the training instruction) and every
   prompting mode with its exact text: each budget of a budget plan (from the plan's own assignments), the L1
   instructions for `L1_TARGETS` (`prompts.l1_instruction`), SABER's system prompts (`prompts.saber_mode_prompts`);
-- evaluation: the before/after table of `trl-efficient train`, and the results of `trl-efficient eval` (a
+- evaluation: the before/after table of `trl-efficient train` (`summary_markdown`: which evaluation set and how
+  many problems and samples), and the results of `trl-efficient eval` (a
   `results.json`, found in `OUTPUT_DIR/eval/` or given to `push --eval`) as a table and as `model-index`
   metadata (`huggingface_hub.EvalResult`).
 
@@ -34,6 +41,7 @@ package data shipped in the wheel.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -45,6 +53,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..core.models import model_scheme
 from ..data.loaders import DEFAULT_INSTRUCTION, format_prompt
 from ..prompts import (
     HBPO_MINIMAL_PROMPT,
@@ -68,13 +77,23 @@ __all__ = [
     "CardData",
     "ModelCardInfo",
     "PromptMode",
+    "adapter_config_of",
     "card_data_from_trainer",
+    "card_label",
+    "base_model_license",
+    "choose_license",
     "eval_results_metadata",
+    "eval_table",
     "finalize_model_card",
+    "hub_cache_id",
     "load_eval_results",
+    "mark_adapter",
+    "own_entries",
+    "model_license",
     "render_card",
     "render_method_section",
     "resolve_base_model",
+    "summary_markdown",
 ]
 
 SECTION_MARKER = "## Efficient reasoning with trl-efficient"
@@ -170,7 +189,8 @@ class CardData:
     datasets: list[str] = field(default_factory=list)
     base_model: str | None = None
     base_model_text: str = "It was fine-tuned from a model that is not on the Hugging Face Hub."
-    license: str = "apache-2.0"
+    license: str | None = None  # the base model's (`choose_license`); None: no `license` metadata, said in the text
+    license_text: str = ""  # the sentence saying where the license comes from, or that there is none
     summary: str | None = None
     example_question: str | None = None  # a training prompt's user text, when the data has its own format
     model_id: str = "path/to/this/model"
@@ -360,6 +380,16 @@ def _saber_modes(trainer, recipe) -> list[PromptMode]:
     return modes + [PromptMode("Unlimited", system=trained.get(("unlimited", None), UNLIMITED_PROMPT))]
 
 
+def hub_cache_id(path: str | None) -> str | None:
+    """The Hub id of a local Hub-cache snapshot path (`.../models--org--name/snapshots/<sha>`), else `None`.
+
+    >>> hub_cache_id("/cache/models--Qwen--Qwen3-0.6B/snapshots/abc"), hub_cache_id("outputs/run")
+    ('Qwen/Qwen3-0.6B', None)
+    """
+    found = _HUB_CACHE_SNAPSHOT.search(str(path or "").replace("\\", "/"))
+    return f"{found.group(1)}/{found.group(2)}" if found else None
+
+
 def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> tuple[str | None, str]:
     """`(hub id or None, sentence)` for the card's base model. See the module docstring for the rules.
 
@@ -379,9 +409,8 @@ def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> t
     path = str(name_or_path or "")
     if not path or path == "None":
         return None, "It was fine-tuned from a model that is not on the Hugging Face Hub."
-    found = _HUB_CACHE_SNAPSHOT.search(path.replace("\\", "/"))
-    if found:
-        return hub(f"{found.group(1)}/{found.group(2)}")
+    if found := hub_cache_id(path):
+        return hub(found)
     if os.path.isdir(path):
         name = os.path.basename(os.path.normpath(path))
         readme = os.path.join(path, "README.md")
@@ -394,11 +423,135 @@ def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> t
             if isinstance(base, str) and _HUB_ID.match(base):
                 return hub(base, f", through the local model `{name}` (whose own card names it as its base model)")
         return None, f"It was fine-tuned from a local model (`{name}`) that is not on the Hugging Face Hub."
-    if path.startswith(("tiny:", "testbed:")):
+    if model_scheme(path) is not None:  # `tiny:` / `testbed:`: built locally (core.models)
         return None, f"It was trained from an offline test model (`{path}`), not a model on the Hugging Face Hub."
     if _HUB_ID.match(path):
         return hub(path)
     return None, f"It was fine-tuned from `{path}`, which is not a Hugging Face Hub id."
+
+
+def _card_metadata(readme: str) -> dict:
+    try:
+        data = ModelCard.load(readme).data.to_dict()
+    except Exception:  # an unreadable card: nothing known from it
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+@functools.lru_cache(maxsize=64)  # every checkpoint writes the card: look each model up once
+def model_license(name_or_path: str | None) -> str | None:
+    """The `license` a model's own card states, or `None` when no card states one or none can be read.
+
+    The card is `README.md` of a local directory or of a Hub-cache snapshot (offline); for a Hub id, its cached
+    `README.md`, else (not in offline mode) the Hub's. `tiny:`/`testbed:` models have no card.
+
+    >>> model_license("tiny:qwen2") is None
+    True
+    """
+    path = str(name_or_path or "")
+    if not path or model_scheme(path) is not None:
+        return None
+    if os.path.isdir(os.path.expanduser(path)):
+        readme = os.path.join(os.path.expanduser(path), "README.md")
+        found = _card_metadata(readme).get("license") if os.path.isfile(readme) else None
+        return str(found) if found else None
+    repo_id = hub_cache_id(path) or path
+    if not _HUB_ID.match(repo_id):
+        return None
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    readme = try_to_load_from_cache(repo_id, "README.md")
+    if isinstance(readme, str):
+        found = _card_metadata(readme).get("license")
+    elif constants.HF_HUB_OFFLINE:
+        return None
+    else:
+        try:
+            found = ModelCard.load(repo_id).data.to_dict().get("license")
+        except Exception:  # no card, no network, a private repo: the license is not known
+            return None
+    return str(found) if found else None
+
+
+def base_model_license(
+    name_or_path: str | None, base_model: str | None, given: str | None = None
+) -> tuple[str | None, str]:
+    """`choose_license` for a model fine-tuned from `name_or_path` (its local card, offline, first) whose Hub base is
+    `base_model` (`resolve_base_model`); the sentence names the card the license was read from."""
+    sources = [str(s) for s in dict.fromkeys((name_or_path, base_model)) if s and str(s) != "None"]
+    found = {} if given else next(({s: lic} for s in sources if (lic := model_license(s))), {})
+    if not found:
+        found = {str(base_model or name_or_path or "the base model"): None}
+    label = {name: card_label(name) for name in found}
+    return choose_license({label[name]: lic for name, lic in found.items()}, given)
+
+
+def card_label(name: str) -> str:
+    """How a card names a model it read: a Hub id, or a local directory's name (not this machine's path)."""
+    if hub_id := hub_cache_id(name):
+        return hub_id
+    return os.path.basename(os.path.normpath(name)) if os.path.isdir(os.path.expanduser(name)) else name
+
+
+def choose_license(found: dict[str, str | None], given: str | None = None) -> tuple[str | None, str]:
+    """`(license or None, sentence for the card)`. `found`: the license each source model's card states
+    (`model_license`), by the name the card shows. `given` (`push --license`, `push_to_hub(license=...)`) wins;
+    else the one license the cards state (when they state different ones, none is chosen); else none.
+
+    >>> choose_license({"Qwen/Qwen3-0.6B": "apache-2.0"})
+    ('apache-2.0', 'License: `apache-2.0`, as the card of `Qwen/Qwen3-0.6B` states.')
+    >>> choose_license({"tiny:qwen2": None})[0] is None
+    True
+    """
+    if given:
+        return given, f"License: `{given}`, as given by whoever published this model."
+    known = {name: lic for name, lic in found.items() if lic}
+    names = ("the cards of " if len(found) > 1 else "the card of ") + (
+        " and ".join(f"`{n}`" for n in found) or "the base model"
+    )
+    fix = "check the terms of the models it derives from; `trl-efficient push --license <id>` sets one."
+    if len(set(known.values())) == 1:
+        lic = next(iter(known.values()))
+        cards = ("the cards of " if len(known) > 1 else "the card of ") + " and ".join(f"`{n}`" for n in known)
+        return lic, f"License: `{lic}`, as {cards} {'state' if len(known) > 1 else 'states'}."
+    if known:
+        listed = ", ".join(f"`{lic}` ({n})" for n, lic in known.items())
+        return None, f"No license is set: the cards of the source models state different licenses ({listed}); {fix}"
+    return None, f"No license is set: none could be read from {names}; {fix}"
+
+
+def adapter_config_of(model) -> dict | None:
+    """The active PEFT adapter's config of `model` (a `peft.PeftModel`) as `adapter_config.json` holds it, else
+    `None` (a full model)."""
+    configs = getattr(model, "peft_config", None)
+    if not isinstance(configs, dict) or not configs or not hasattr(model, "get_base_model"):
+        return None
+    config = configs.get(getattr(model, "active_adapter", None)) or next(iter(configs.values()))
+    out = config.to_dict() if hasattr(config, "to_dict") else dict(vars(config))
+    return {k: getattr(v, "value", v) for k, v in out.items()}  # PeftType / TaskType enums -> their value
+
+
+def mark_adapter(data: CardData, adapter_config: dict) -> None:
+    """Make `data` the card of a PEFT adapter: `base_model` the adapter's base (its `base_model_name_or_path`
+    resolved by `resolve_base_model`; when that is no Hub id, the base the card already names),
+    `library_name: peft`, PEFT's own tags (`peft_model.create_or_update_model_card`: `transformers`, `lora`,
+    `base_model:adapter:<base>`) and `peft`, and a sentence saying how to load it. The trainer's card (from its
+    `PeftModel`, `adapter_config_of`) and `push` (from `adapter_config.json`) both mark it here."""
+    base_path = adapter_config.get("base_model_name_or_path")
+    base, _ = resolve_base_model(None, base_path)
+    base = base or data.base_model
+    peft_type = str(adapter_config.get("peft_type") or "")
+    label = {"LORA": "LoRA"}.get(peft_type, peft_type or "PEFT")
+    data.base_model = base
+    data.library_name = "peft"
+    extra = ["peft", "transformers", *(["lora"] if peft_type == "LORA" else [])]
+    data.tags = list(dict.fromkeys([*data.tags, *extra, *([f"base_model:adapter:{base}"] if base else [])]))
+    where = f"[{base}](https://huggingface.co/{base})" if base else f"`{base_path}`, which is not on the Hub"
+    data.base_model_text = (
+        f"This repository holds a {label} adapter (PEFT), not a full model; its base model is {where}. With `peft` "
+        "installed, `AutoModelForCausalLM.from_pretrained` (quick start below) loads the base and applies the "
+        "adapter; `trl-efficient merge --method lora --adapter <this repo>` merges it into a full model."
+    )
 
 
 def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) -> tuple:
@@ -424,8 +577,9 @@ def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) 
     return None, system, user or None
 
 
-def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> CardData:
-    """The `CardData` of a trainer (an `EfficientGRPOTrainer` or anything with its attributes)."""
+def card_data_from_trainer(trainer, license: str | None = None, tags=None) -> CardData:
+    """The `CardData` of a trainer (an `EfficientGRPOTrainer` or anything with its attributes). `license`: given
+    explicitly, else the base model's (`model_license`), else none (`choose_license`)."""
     args = getattr(trainer, "args", None)
     info = getattr(trainer, "card_info", None) or ModelCardInfo()
     recipe = info.recipe
@@ -434,6 +588,7 @@ def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> C
     config = getattr(model, "config", None)
     name_or_path = getattr(config, "_name_or_path", None) or getattr(config, "name_or_path", None)
     base_model, base_text = resolve_base_model(info.base_model_id, name_or_path)
+    license, license_text = base_model_license(name_or_path, base_model, license)
     output_dir = getattr(args, "output_dir", None)
     hub_id = getattr(args, "hub_model_id", None) if getattr(args, "push_to_hub", False) else None
     saber_modes = _saber_modes(trainer, recipe)
@@ -462,6 +617,7 @@ def card_data_from_trainer(trainer, license: str = "apache-2.0", tags=None) -> C
         base_model=base_model,
         base_model_text=base_text,
         license=license,
+        license_text=license_text,
         summary=info.summary,
         model_id=hub_id or (os.path.abspath(output_dir) if output_dir else "path/to/this/model"),
         max_new_tokens=int(getattr(args, "max_completion_length", None) or 1024),
@@ -484,12 +640,31 @@ def summary_markdown(summary: dict) -> str | None:
     lines = [
         "### Evaluation before and after training",
         "",
+        f"Measured by `trl-efficient train` on {_eval_set(summary)}: {_eval_size(after)}, the same before and after "
+        "training.",
+        "",
         "| | accuracy | mean tokens | truncated |",
         "|---|---|---|---|",
     ]
     for tag, r in rows:
         lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+def _eval_set(summary: dict) -> str:
+    """The evaluation set of a run summary (`eval_dataset`: `{"name", "split"}`, as `trl-efficient train` saves it)."""
+    eval_set = summary.get("eval_dataset") or {}
+    if not eval_set.get("name"):
+        return "the run's evaluation set (not named in its summary)"
+    return f"`{eval_set['name']}`" + (f" (split `{eval_set['split']}`)" if eval_set.get("split") else "")
+
+
+def _eval_size(result: dict) -> str:
+    """n of an evaluation (`EvalResult.to_dict()`): problems x samples per problem, or samples alone."""
+    problems, per, total = result.get("num_problems"), result.get("samples_per_problem"), result.get("num_samples")
+    if problems and per:
+        return f"n = {problems} problems x {per} sample{'s' if per != 1 else ''} = {problems * per} samples"
+    return f"n = {total} samples" if total else "n not recorded"
 
 
 def load_eval_results(path: str) -> list[dict]:
@@ -522,7 +697,7 @@ def _benchmark_hub_id(name: str) -> str | None:
         return None
 
 
-def _own_entries(entries: list[dict], model_refs: tuple[str, ...]) -> list[dict]:
+def own_entries(entries: list[dict], model_refs: tuple[str, ...]) -> list[dict]:
     """The entries of this model: its path or repo id is the entry's model; all of them when only one model ran."""
     refs = {r for r in model_refs if r}
     refs |= {os.path.realpath(r) for r in refs if os.path.exists(r)}
@@ -563,7 +738,8 @@ def _fmt(value, digits: int = 3) -> str:
     return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
 
 
-def _eval_table(entries: list[dict]) -> str:
+def eval_table(entries: list[dict]) -> str:
+    """The Markdown table of `trl-efficient eval` entries: model, mode, benchmark, n, accuracy, tokens, truncation."""
     lines = ["| model | mode | benchmark | problems x samples | accuracy | mean tokens | truncated |", "|" + "---|" * 7]
     for e in entries:
         r = e["result"]
@@ -674,7 +850,7 @@ def render_card(data: CardData, eval_entries: list[dict] | None = None, model_re
     """The whole card: metadata (`huggingface_hub.ModelCardData`) and text. `eval_entries`: `trl-efficient eval`
     results; those of this model (`model_refs`: its paths and repo id) also become `model-index` metadata."""
     entries = list(eval_entries or [])
-    own = _own_entries(entries, (data.model_id, *model_refs))
+    own = own_entries(entries, (data.model_id, *model_refs))
     eval_results = eval_results_metadata(own) or None
     datasets = [d for d in dict.fromkeys(_benchmark_hub_id(n) for n in data.datasets) if d]
     tags = list(dict.fromkeys(["trl", "grpo", "trl-efficient", "efficient-reasoning", *data.tags]))
@@ -690,27 +866,35 @@ def render_card(data: CardData, eval_entries: list[dict] | None = None, model_re
     )
     evaluation = ""
     if entries:
-        evaluation = "Results of `trl-efficient eval`:\n\n" + _eval_table(entries)
+        evaluation = "Results of `trl-efficient eval`:\n\n" + eval_table(entries)
     if not evaluation and not data.summary:
         evaluation = "No evaluation was run with this model (see `trl-efficient eval`)."
     section = render_method_section(dataclasses.replace(data, evaluation=evaluation))
+    license_text = data.license_text  # card data saved before licenses were looked up has none: say what it has
+    if not license_text:
+        license_text = choose_license({str(data.base_model or "the base model"): None}, data.license)[1]
     text = _template("model_card.md").substitute(
-        model_name=data.model_name, base_model_text=data.base_model_text, section=section
+        model_name=data.model_name, base_model_text=data.base_model_text, license_text=license_text, section=section
     )
     return ModelCard(f"---\n{meta.to_yaml()}\n---\n\n{text.strip()}\n")
 
 
-def finalize_model_card(trainer, path: str, license: str = "apache-2.0", **kwargs) -> ModelCard | None:
+def finalize_model_card(trainer, path: str, license: str | None = None, **kwargs) -> ModelCard | None:
     """Replace the card TRL wrote at `path` by ours, and save its data next to it (`trl_efficient_card.json`).
 
-    Evaluation results in `<card folder>/eval/results.json` are included when present. Extra keyword arguments
-    of TRL's `push_to_hub` card call are ignored, except `tags`."""
+    Evaluation results in `<card folder>/eval/results.json` are included when present. A PEFT model's card is an
+    adapter's (`mark_adapter`), as `push` renders it; the saved data stays the model's, so that a `merge --method
+    lora` of the adapter gets a full model's card. Extra keyword arguments of TRL's `push_to_hub` card call are
+    ignored, except `tags`."""
     if not os.path.exists(path):
         return None
     data = card_data_from_trainer(trainer, license=license, tags=kwargs.get("tags"))
     folder = os.path.dirname(os.path.abspath(path))
     with open(os.path.join(folder, CARD_DATA_FILE), "w", encoding="utf-8") as f:
         f.write(data.to_json())
+    adapter = adapter_config_of(getattr(trainer, "model", None))
+    if adapter is not None:
+        mark_adapter(data, adapter)
     results = os.path.join(folder, EVAL_RESULTS_PATH)
     entries = load_eval_results(results) if os.path.isfile(results) else None
     card = render_card(data, entries, model_refs=(folder,))

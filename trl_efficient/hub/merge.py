@@ -24,22 +24,30 @@ Methods (α is always the weight of the *trained* model: α = 0 gives the base, 
 - `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
   2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
 
+The card (every method): YAML metadata with `base_model` holding Hub ids only (`describe_model`: a Hub id, a
+Hub-cache snapshot, or a local directory whose own card names its Hub base; a `tiny:`/`testbed:` name or a local
+model without such a card is named in the text and left out of the metadata, which has no `base_model` when neither
+model is on the Hub), `license` when the models' cards state one (`hub.card.choose_license`; else none, and the text
+says so), tags, method and parameters; the body (`hub_cards/merge.md`) names both models, the formula, the
+parameters, the layer bands of a layer-wise merge only, the tokenizer's source and the paper. Its data is saved as
+`trl_efficient_merge.json` (`card_info`), from which `trl-efficient push` renders the same card with the repo id
+(`push --license` overrides the license).
+
 The card of a `lora` merge of a trl-efficient run (an adapter directory holding `trl_efficient_card.json` and/or
 `trl_efficient_summary.json`, as `trl-efficient train --use_peft` leaves it): those files and the run's
 `trl-efficient eval` results (`eval/results.json`, `results.md`, `pareto.png`) are copied into the output, and the
 card is the *training card* (`hub.card.render_card`: recipe, rewards, hyperparameters, quick start, evaluation)
-with the merge card's body appended as a "How this model was merged" section, and tags `merge` and `lora`. Its
-`base_model` metadata is the training card's (the adapter's base; the adapter directory itself is local). The
-section and method are saved as `trl_efficient_merge.json`, so `trl-efficient push` of the merged directory renders
-the same card for the repo. The evaluation results were measured on the adapter; the merged model computes the same
-function (`merge_and_unload` folds `(α/r) B A` into the weights), so they are shown as its own (proposed default).
-Without run files (an adapter trained elsewhere, or any other method) the card is the merge card alone.
+with the merge card's body appended as a "How this model was merged" section (`merge_section`), and tags `merge` and
+`lora`. Its `base_model` metadata is the training card's (the adapter's base; the adapter directory itself is
+local). `trl-efficient push` of the merged directory renders the same card for the repo. The evaluation results
+were measured on the adapter; the merged model computes the same function (`merge_and_unload` folds `(α/r) B A`
+into the weights), so they are shown as its own (proposed default).
 
 Both models load with `AutoModelForCausalLM.from_pretrained` (local directories, Hub ids, or `tiny:<arch>` names via
 `trl_efficient.core.models`) in their saved dtype; each tensor is merged in float32 and cast back to the trained
 model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
 The output holds the merged model (the trained model's config), the trained model's tokenizer (the adapter's or the
-base's for `lora`), and README.md rendered from `hub_cards/merge.md`. Memory: both models at once, plus one float32
+base's for `lora`), README.md and `trl_efficient_merge.json`. Memory: both models at once, plus one float32
 tensor at a time.
 """
 
@@ -56,18 +64,31 @@ from collections.abc import Mapping
 from importlib import resources
 
 import torch
-import yaml
+from huggingface_hub import ModelCardData
 
-from ..core.models import resolve_model_name
-from .card import CARD_DATA_FILE, EVAL_RESULTS_PATH, SUMMARY_FILE, load_eval_results
+from ..core.models import model_scheme, resolve_model_name
+from .card import (
+    EVAL_RESULTS_PATH,
+    card_label,
+    choose_license,
+    eval_results_metadata,
+    eval_table,
+    hub_cache_id,
+    load_eval_results,
+    model_license,
+    own_entries,
+    resolve_base_model,
+)
 from .card import render_card as render_training_card
 from .papers import PAPERS, bibtex
-from .push import MERGE_DATA_FILE, load_card_data
+from .push import MERGE_DATA_FILE, RUN_FILES, load_card_data
 
 __all__ = [
     "METHODS",
     "MERGE_PAPERS",
+    "card_info",
     "check_compatible",
+    "describe_model",
     "keep_count",
     "layer_bands",
     "layerwise_merge",
@@ -291,7 +312,7 @@ def merge_models(
     del base_model
     trained_model.save_pretrained(output)
     tokenizer_from = _save_tokenizer([trained, base], output)
-    _write_card(output, method, [base, trained], params, tokenizer_from)
+    _write_card(output, card_info(method, [base, trained], params, tokenizer_from))
     return params
 
 
@@ -337,14 +358,14 @@ def merge_lora(adapter: str, output: str, base: str | None = None) -> dict:
         if getattr(config, key, None) is not None:
             params[key] = getattr(config, key)
     adapter_dir = os.path.expanduser(adapter)
+    info = card_info("lora", [base, adapter], params, tokenizer_from)
     if os.path.isdir(adapter_dir) and _copy_run_files(adapter_dir, output):
-        _write_training_card(output, [base, adapter], params, tokenizer_from, adapter_dir)
+        _write_training_card(output, info, adapter_dir)
     else:
-        _write_card(output, "lora", [base, adapter], params, tokenizer_from)
+        _write_card(output, info)
     return params
 
 
-RUN_FILES = (CARD_DATA_FILE, SUMMARY_FILE)
 EVAL_FILES = ("results.json", "results.md", "pareto.png")
 
 
@@ -364,22 +385,121 @@ def _copy_run_files(adapter_dir: str, output: str) -> bool:
     return True
 
 
-def merge_section(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:
-    """The merge card's body (`hub_cards/merge.md` without its title) as a "How this model was merged" section of
-    another card, its headings one level down."""
-    body = render_card(method, models, params, tokenizer_from).split("---\n", 2)[2].strip()
-    lines = body.splitlines()[1:]  # the "# Merged model" title
+def describe_model(name: str) -> tuple[str | None, str]:
+    """`(Hub id or None, Markdown)` naming one source model of a merge on its card: a Hub id (or Hub-cache snapshot)
+    is linked; a local directory whose card names a Hub base (`hub.card.resolve_base_model`) says so; a `tiny:` /
+    `testbed:` name (`core.models.model_scheme`) or another local model is named as not on the Hub.
+
+    >>> describe_model("Qwen/Qwen3-0.6B")
+    ('Qwen/Qwen3-0.6B', '[Qwen/Qwen3-0.6B](https://huggingface.co/Qwen/Qwen3-0.6B)')
+    >>> describe_model("tiny:qwen2")
+    (None, '`tiny:qwen2`, an offline test model built by trl-efficient (not on the Hub)')
+    """
+    hub_id, _ = resolve_base_model(None, name)
+    link = f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else ""
+    if hub_id and (hub_id == name or hub_cache_id(name) == hub_id):
+        return hub_id, link
+    if hub_id:
+        return hub_id, f"`{name}`, a local model whose card names {link} as its base"
+    if model_scheme(name) is not None:
+        return None, f"`{name}`, an offline test model built by trl-efficient (not on the Hub)"
+    return None, f"`{name}`, a local model (not on the Hub)"
+
+
+def card_info(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> dict:
+    """Everything the merge card shows, as JSON (saved as `trl_efficient_merge.json`, re-rendered by `push`):
+    method, the two models as given and described (`describe_model`), their Hub ids (`base_models`, the card's
+    `base_model`: Hub ids only), parameters, tokenizer source, and the license their cards state
+    (`hub.card.choose_license`)."""
+    described = [describe_model(name) for name in models]
+    license, license_text = choose_license({card_label(name): model_license(name) for name in models})
+    return {
+        "method": method,
+        "models": list(models),
+        "model_lines": [text for _, text in described],
+        "base_models": list(dict.fromkeys(hub_id for hub_id, _ in described if hub_id)),
+        "parameters": params,
+        "tokenizer": tokenizer_from,
+        "license": license,
+        "license_text": license_text,
+    }
+
+
+def _body(info: dict, model_id: str, with_license: bool = True) -> str:
+    """`hub_cards/merge.md` rendered with `str.format` for `card_info(...)`; no empty part (no bands outside a
+    layer-wise merge)."""
+    method, params = info["method"], info["parameters"]
+    second_role = "adapter" if method == "lora" else "trained model"
+    bands = params.get("bands") or {}
+    band_lines = "\n".join(f"- {name}: ratio {b['ratio']} — {b['tensors']}" for name, b in bands.items())
+    if method == "lora":
+        how = "The adapter was folded into the base model's weights by PEFT's `merge_and_unload`."
+    else:
+        how = (f"Every parameter tensor was merged once (tied weights are one tensor), in float32, and saved in the "
+               f"dtype of the {second_role}.")  # fmt: skip
+    tokenizer = info.get("tokenizer")
+    arxiv = MERGE_PAPERS[method]
+    template = resources.files("trl_efficient").joinpath("hub_cards/merge.md").read_text(encoding="utf-8")
+    body = template.format(
+        method=method,
+        first=info["model_lines"][0],
+        second=info["model_lines"][1],
+        second_role=second_role,
+        license_text=info.get("license_text") or "" if with_license else "",
+        model_id=model_id,
+        formula=FORMULAS[method],
+        parameters="\n".join(f"- `{k}`: {v}" for k, v in params.items() if k != "bands"),
+        bands=f"Layer bands (α of each band, and the tensors in it):\n\n{band_lines}" if band_lines else "",
+        how=how,
+        tokenizer=f"The tokenizer was copied from `{tokenizer}`."
+        if tokenizer
+        else "No tokenizer could be loaded from either model: save one into the model directory before use.",
+        paper_title=PAPERS[arxiv].title,
+        arxiv=arxiv,
+        bibtex=bibtex(arxiv),
+    )
+    return re.sub(r"\n{3,}", "\n\n", body).strip() + "\n"
+
+
+def render_card(info: dict, model_id: str, eval_entries: list[dict] | None = None) -> str:
+    """README.md of a merged model from `card_info(...)`: metadata (`base_model`: the Hub ids among the two models,
+    left out when neither is on the Hub; `license` when their cards state one; tags, method and parameters;
+    `model-index` from `trl-efficient eval` results of this model) and the body. `model_id`: the local directory,
+    or the repo id when pushed."""
+    entries = list(eval_entries or [])
+    own = own_entries(entries, (model_id,))
+    base_models = info.get("base_models") or []
+    meta = ModelCardData(
+        base_model=(base_models[0] if len(base_models) == 1 else base_models) or None,
+        license=info.get("license") or None,
+        library_name="transformers",
+        model_name=os.path.basename(os.path.normpath(model_id)),
+        pipeline_tag="text-generation",
+        tags=["merge", "trl-efficient", info["method"]],
+        eval_results=eval_results_metadata(own) or None,
+        merge_method=info["method"],
+        merge_parameters=info["parameters"],
+    )
+    body = _body(info, model_id)
+    if entries:
+        body += "\n## Evaluation\n\nResults of `trl-efficient eval`:\n\n" + eval_table(entries) + "\n"
+    return f"---\n{meta.to_yaml()}\n---\n\n{body}"
+
+
+def merge_section(info: dict, model_id: str) -> str:
+    """The merge card's body (without title, license line and metadata) as a "How this model was merged" section
+    of another card (the training card of a `lora` merge of a run), its headings one level down."""
+    lines = _body(info, model_id, with_license=False).splitlines()[1:]  # the "# Merged model" title
     lines = ["#" + line if line.startswith("## ") else line for line in lines]
     return "## How this model was merged\n\n" + "\n".join(lines).strip() + "\n"
 
 
-def _write_training_card(output: str, models: list[str], params: dict, tokenizer_from, adapter_dir: str) -> None:
+def _write_training_card(output: str, info: dict, adapter_dir: str) -> None:
     """README.md = the run's training card + `merge_section`; `trl_efficient_merge.json` for `push`."""
-    section = merge_section("lora", models, params, tokenizer_from)
-    refs = [os.path.abspath(adapter_dir), models[1]]
+    section = merge_section(info, os.path.abspath(output))
+    refs = [os.path.abspath(adapter_dir), info["models"][1]]
     with open(os.path.join(output, MERGE_DATA_FILE), "w", encoding="utf-8") as f:
-        merge = {"method": "lora", "models": models, "parameters": params, "tokenizer": tokenizer_from}
-        json.dump({**merge, "eval_model_refs": refs, "section": section}, f, indent=1, ensure_ascii=False)
+        json.dump({**info, "eval_model_refs": refs}, f, indent=1, ensure_ascii=False)
     data = load_card_data(output)
     data.model_id = os.path.abspath(output)
     data.model_name = os.path.basename(os.path.normpath(output))
@@ -391,39 +511,12 @@ def _write_training_card(output: str, models: list[str], params: dict, tokenizer
         f.write(str(card).rstrip("\n") + "\n\n" + section)
 
 
-def render_card(method: str, models: list[str], params: dict, tokenizer_from: str | None = None) -> str:
-    """README.md of a merged model: YAML metadata (both models as `base_model`, tags, method and parameters) and the
-    `hub_cards/merge.md` body rendered with `str.format`."""
-    arxiv = MERGE_PAPERS[method]
-    metadata = {
-        "base_model": list(models),
-        "tags": ["merge", "trl-efficient", method],
-        "library_name": "transformers",
-        "merge_method": method,
-        "merge_parameters": params,
-    }
-    template = resources.files("trl_efficient").joinpath("hub_cards/merge.md").read_text(encoding="utf-8")
-    body = template.format(
-        method=method,
-        first=models[0],
-        second=models[1],
-        second_role="adapter" if method == "lora" else "trained model",
-        parameters="\n".join(f"- `{k}`: {v}" for k, v in params.items() if k != "bands"),
-        bands="\n".join(f"- {name}: ratio {b['ratio']} — {b['tensors']}" for name, b in params.get("bands", {}).items())
-        or "(not a layer-wise merge)",
-        formula=FORMULAS[method],
-        paper_title=PAPERS[arxiv].title,
-        arxiv=arxiv,
-        bibtex=bibtex(arxiv),
-        tokenizer=tokenizer_from or "(none could be loaded)",
-    )
-    dumped = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
-    return f"---\n{dumped}---\n\n{body}"
-
-
-def _write_card(output: str, method: str, models: list[str], params: dict, tokenizer_from: str | None) -> None:
+def _write_card(output: str, info: dict) -> None:
+    """README.md (the merge card) and `trl_efficient_merge.json`, from which `push` renders it again."""
+    with open(os.path.join(output, MERGE_DATA_FILE), "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=1, ensure_ascii=False)
     with open(os.path.join(output, "README.md"), "w", encoding="utf-8") as f:
-        f.write(render_card(method, models, params, tokenizer_from))
+        f.write(render_card(info, os.path.abspath(output)))
 
 
 def _unit(text: str, flag: str, low_open: bool = False) -> float:

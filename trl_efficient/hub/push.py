@@ -7,9 +7,11 @@ One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) wit
   `adapter_model.safetensors`): it is uploaded as such, and its card says so: `base_model` is the adapter's base
   (`base_model_name_or_path` of `adapter_config.json`, resolved like the trainer's base model; else the card's),
   `library_name: peft`, and PEFT's own tags (`transformers`, `lora` for a LoRA adapter, `base_model:adapter:<base>`);
-- a model merged by `trl-efficient merge --method lora` from such an adapter: the merge copied the run's card data,
-  so the card is the training card; `trl_efficient_merge.json` (written by the merge) adds its
-  "How this model was merged" section and the `merge` / method tags;
+- a model merged by `trl-efficient merge` (any method): its merge card (`hub.merge.render_card`), rendered again
+  from `trl_efficient_merge.json` with the repo id; a `lora` merge of such an adapter copied the run's card data,
+  so its card is the training card plus the "How this model was merged" section and the `merge` / method tags;
+- the license: `--license`, else the one the card data holds (the base model's card's, `hub.card.choose_license`),
+  else, when the run could not read it (offline), the base model's card on the Hub; else none, and the card says so;
 - `README.md`: the card rendered again (`hub.card.render_card`) from what the run saved: `trl_efficient_card.json`
   (written with the card by the trainer), `trl_efficient_summary.json` (`trl-efficient train`) and the evaluation
   results of `trl-efficient eval` (`--eval`, default `OUTPUT_DIR/eval/results.json`), uploaded as
@@ -39,11 +41,14 @@ from .card import (
     EVAL_RESULTS_PATH,
     SUMMARY_FILE,
     CardData,
+    base_model_license,
+    choose_license,
     load_eval_results,
+    mark_adapter,
     render_card,
+    resolve_base_model,
     summary_markdown,
 )
-from .card import resolve_base_model as _resolve_base_model
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +59,6 @@ __all__ = [
     "collect_files",
     "load_card_data",
     "main",
-    "mark_adapter",
     "merge_info",
     "push",
     "sanitized_training_args",
@@ -65,7 +69,8 @@ TOKEN_FIELDS = ("hub_token", "push_to_hub_token")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
-MERGE_DATA_FILE = "trl_efficient_merge.json"  # `trl-efficient merge --method lora` of a run: {..., "section": md}
+RUN_FILES = (CARD_DATA_FILE, SUMMARY_FILE)  # a trl-efficient run's card data
+MERGE_DATA_FILE = "trl_efficient_merge.json"  # written by `trl-efficient merge`: `hub.merge.card_info`
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either one turns huggingface_hub offline
 _SCAN_LIMIT = 64 * 1024 * 1024  # weights are larger and hold no text; every other file is searched for tokens
 
@@ -107,39 +112,20 @@ def _adapter_config(folder: str) -> dict | None:
     return config if isinstance(config, dict) else None
 
 
-def mark_adapter(data: CardData, adapter_config: dict) -> None:
-    """Make `data` the card of a PEFT adapter: `base_model` the adapter's base (its `base_model_name_or_path`
-    resolved by `card.resolve_base_model`; when that is no Hub id, the base the card already names),
-    `library_name: peft`, PEFT's own tags (`peft_model.create_or_update_model_card`: `transformers`, `lora`,
-    `base_model:adapter:<base>`) and `peft`, and a sentence saying how to load it."""
-    base_path = adapter_config.get("base_model_name_or_path")
-    base, _ = _resolve_base_model(None, base_path)
-    base = base or data.base_model
-    peft_type = str(adapter_config.get("peft_type") or "")
-    label = {"LORA": "LoRA"}.get(peft_type, peft_type or "PEFT")
-    data.base_model = base
-    data.library_name = "peft"
-    extra = ["peft", "transformers", *(["lora"] if peft_type == "LORA" else [])]
-    data.tags = list(dict.fromkeys([*data.tags, *extra, *([f"base_model:adapter:{base}"] if base else [])]))
-    where = f"[{base}](https://huggingface.co/{base})" if base else f"`{base_path}`, which is not on the Hub"
-    data.base_model_text = (
-        f"This repository holds a {label} adapter (PEFT), not a full model; its base model is {where}. With `peft` "
-        "installed, `AutoModelForCausalLM.from_pretrained` (quick start below) loads the base and applies the "
-        "adapter; `trl-efficient merge --method lora --adapter <this repo>` merges it into a full model."
-    )
-
-
-def merge_info(output_dir: str) -> tuple[str, list[str], list[str]]:
-    """`(markdown section, tags, eval model refs)` of a model merged from a run by `trl-efficient merge`
-    (`MERGE_DATA_FILE`: the section, the method, and the adapter whose evaluation results the merged model keeps),
-    else `("", [], [])`."""
+def merge_info(output_dir: str) -> dict | None:
+    """The merge card data (`hub.merge.card_info`, plus `eval_model_refs` for a `lora` merge of a run) that
+    `trl-efficient merge` saved in `output_dir`, else `None`."""
     path = os.path.join(output_dir, MERGE_DATA_FILE)
     if not os.path.isfile(path):
-        return "", [], []
-    with open(path, encoding="utf-8") as f:
-        merge = json.load(f)
-    tags = ["merge", str(merge.get("method") or "merge")]
-    return str(merge.get("section") or ""), tags, [str(r) for r in merge.get("eval_model_refs") or []]
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            merge = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise PushError(f"{path}: not readable ({err}); run `trl-efficient merge` again.") from err
+    if not isinstance(merge, dict) or not {"method", "models", "model_lines", "parameters"} <= set(merge):
+        raise PushError(f"{path}: not written by this version of `trl-efficient merge`; run the merge again.")
+    return merge
 
 
 def _offline_variable() -> str | None:
@@ -169,12 +155,13 @@ def load_card_data(output_dir: str) -> CardData:
     if os.path.isfile(card_path):
         data = CardData.load(card_path)
     elif summary is not None:
-        base, text = _resolve_base_model(None, summary.get("model"))
+        base, text = resolve_base_model(None, summary.get("model"))
         data = CardData(recipe=summary.get("recipe", "custom"), base_model=base, base_model_text=text)
     else:
         raise PushError(
-            f"{output_dir} has neither {CARD_DATA_FILE} nor {SUMMARY_FILE}: push the output directory of "
-            "`trl-efficient train` (or of an EfficientGRPOTrainer that wrote its model card)."
+            f"{output_dir} has none of {CARD_DATA_FILE}, {SUMMARY_FILE} or {MERGE_DATA_FILE}: push the output "
+            "directory of `trl-efficient train` or `trl-efficient merge` (or of an EfficientGRPOTrainer that wrote "
+            "its model card)."
         )
     if summary is not None and not data.summary:
         data.summary = summary_markdown(summary)
@@ -267,20 +254,34 @@ def push(
         entries = load_eval_results(eval_path) if eval_path else None
     except ValueError as err:
         raise PushError(str(err)) from err
-    data = load_card_data(output_dir)
-    if adapter is not None:
-        mark_adapter(data, adapter)
-    merge_section, merge_tags, merge_refs = merge_info(output_dir)
-    data.tags = list(dict.fromkeys([*data.tags, *merge_tags]))
-    data.model_id = repo_id
-    data.model_name = repo_id.split("/")[-1]
-    if license:
-        data.license = license
-    card = render_card(data, entries, model_refs=(output_dir, repo_id, *merge_refs))
+    merge = merge_info(output_dir)
+    if merge is not None and not any(os.path.isfile(os.path.join(output_dir, n)) for n in RUN_FILES):
+        readme, card_json, what = _merge_card(merge, repo_id, license, entries)
+        card_file = MERGE_DATA_FILE
+    else:
+        data = load_card_data(output_dir)
+        data.model_id = repo_id
+        data.model_name = repo_id.split("/")[-1]
+        if license or (not data.license and data.base_model):  # given; or unknown when the run saved its card
+            # (trained offline): look again, online now
+            data.license, data.license_text = base_model_license(None, data.base_model, license)
+        card_json = data.to_json()  # the model's data, with the repo id (not this machine's path), as the run saved it
+        if adapter is not None:
+            mark_adapter(data, adapter)
+        refs: tuple[str, ...] = ()
+        if merge is not None:  # a `lora` merge of a run: the training card + how it was merged
+            from .merge import merge_section
+
+            data.tags = list(dict.fromkeys([*data.tags, "merge", merge["method"]]))
+            refs = tuple(str(r) for r in merge.get("eval_model_refs") or [])
+        card = render_card(data, entries, model_refs=(output_dir, repo_id, *refs))
+        readme = str(card).rstrip("\n") + "\n"
+        if merge is not None:
+            readme += "\n" + merge_section(merge, repo_id)
+        card_file, what = CARD_DATA_FILE, f"{data.recipe} {'adapter' if adapter is not None else 'model'}"
     files, secrets = collect_files(output_dir, eval_path)
-    readme = str(card).rstrip("\n") + "\n" + (f"\n{merge_section.strip()}\n" if merge_section else "")
     files["README.md"] = readme.encode("utf-8")
-    files[CARD_DATA_FILE] = data.to_json().encode("utf-8")  # with the repo id, not this machine's path
+    files[card_file] = card_json.encode("utf-8")
     token = token or get_token()
     _check_no_secret(files, [*secrets, *([token] if token else [])])
     offline = _offline_variable()
@@ -288,7 +289,6 @@ def push(
         raise _offline_error(offline)
     from huggingface_hub.errors import OfflineModeIsEnabled
 
-    what = "adapter" if adapter is not None else "model"
     api = HfApi(token=token)
     operations = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=c) for p, c in files.items()]
     try:
@@ -296,13 +296,25 @@ def push(
         info = api.create_commit(
             repo_id,
             operations,
-            commit_message=commit_message or f"Upload {data.recipe} {what} trained with trl-efficient",
+            commit_message=commit_message or f"Upload {what} made with trl-efficient",
             revision=revision,
         )
     except OfflineModeIsEnabled as err:  # offline mode turned on after huggingface_hub was imported
         raise _offline_error(_offline_variable() or "HF_HUB_OFFLINE") from err
     logger.info("pushed %d files of %s to %s", len(operations), output_dir, repo_id)
     return str(getattr(info, "commit_url", "") or repo_id)
+
+
+def _merge_card(merge: dict, repo_id: str, license: str | None, entries) -> tuple[str, str, str]:
+    """`(README.md, trl_efficient_merge.json, what)` of a model merged by `trl-efficient merge` (not from a run):
+    the merge card rendered again with the repo id, `license` (`--license`) over the one the merge found."""
+    from .merge import render_card as render_merge_card
+
+    if license:
+        merge = {**merge}
+        merge["license"], merge["license_text"] = choose_license({}, license)
+    readme = render_merge_card(merge, repo_id, entries)
+    return readme, json.dumps(merge, indent=1, ensure_ascii=False), f"{merge['method']} merge"
 
 
 def main(argv: list[str] | None = None) -> int:
