@@ -290,6 +290,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     `peft_config=get_peft_config(...)` and `quantization_config=get_quantization_config(...)` to the trainer, which
     loads the model (TRL's `create_model_from_path`, device map included)."""
     from trl import get_peft_config, get_quantization_config
+    from trl.models import unwrap_model_for_generation
 
     from .core.models import load_tokenizer, model_init_kwargs, resolve_model_name
     from .eval.evaluate import evaluate_model
@@ -341,19 +342,26 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         if eval_dataset is None or not script_args.eval_before_after:
             return None
         result = None
-        if trainer.accelerator.is_main_process:
-            unwrapped = trainer.accelerator.unwrap_model(trainer.model)
-            gen_kwargs = {k: v for k, v in (training_args.generation_kwargs or {}).items() if k == "sequence_bias"}
-            result = evaluate_model(
-                unwrapped,
-                tokenizer,
-                eval_dataset,
-                max_new_tokens=script_args.eval_max_new_tokens or training_args.max_completion_length,
-                generation_kwargs=gen_kwargs,
-                chat_template_kwargs=training_args.chat_template_kwargs,
-                seed=training_args.seed,
-                description=f"eval ({tag})",
-            ).to_dict()
+        # Every process enters TRL's generation unwrap (as GRPOTrainer does to generate): under DeepSpeed ZeRO-3 it
+        # gathers the sharded parameters on all ranks (a collective) and lifts ZeRO's forward hooks, so the main
+        # process can generate from the whole model alone; elsewhere it is `accelerator.unwrap_model`.
+        with unwrap_model_for_generation(
+            trainer.model_wrapped,
+            trainer.accelerator,
+            gradient_checkpointing_kwargs=training_args.gradient_checkpointing_kwargs,
+        ) as unwrapped:
+            if trainer.accelerator.is_main_process:
+                gen_kwargs = {k: v for k, v in (training_args.generation_kwargs or {}).items() if k == "sequence_bias"}
+                result = evaluate_model(
+                    unwrapped,
+                    tokenizer,
+                    eval_dataset,
+                    max_new_tokens=script_args.eval_max_new_tokens or training_args.max_completion_length,
+                    generation_kwargs=gen_kwargs,
+                    chat_template_kwargs=training_args.chat_template_kwargs,
+                    seed=training_args.seed,
+                    description=f"eval ({tag})",
+                ).to_dict()
         trainer.accelerator.wait_for_everyone()
         return result
 
