@@ -74,7 +74,7 @@ def test_launch_cpu_two_processes(tmp_path):
 @pytest.mark.parametrize("section", ["zero2-cpu", "zero3-cpu"])
 def test_launch_deepspeed_on_cpu(section, tmp_path):
     pytest.importorskip("deepspeed")
-    _run(["bash", "examples/launch.sh", section], tmp_path)
+    _run(["bash", "examples/launch.sh", section], tmp_path, DS_ACCELERATOR="cpu", timeout=1800)
     assert _epoch(tmp_path / "out") == pytest.approx(2 / 16)
 
 

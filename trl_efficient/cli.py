@@ -254,6 +254,30 @@ def _config_error(err: ValueError, argv: list[str]) -> UserError:
     return UserError(message)
 
 
+def _zero3_enabled(training_args) -> bool:
+    """DeepSpeed ZeRO-3 is on: from `accelerate launch` (a ZeRO-3 config sets ACCELERATE_DEEPSPEED_ZERO_STAGE=3) or
+    from `--deepspeed <config>` (transformers reads the stage from it)."""
+    if os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3":
+        return True
+    if training_args.deepspeed:
+        from transformers.integrations import is_deepspeed_zero3_enabled
+
+        return is_deepspeed_zero3_enabled()
+    return False
+
+
+def _check_zero3_eval(script_args, data_args, training_args) -> None:
+    """Refuse, before any model loads, the before/after evaluation under ZeRO-3: it generates on the main process
+    from `accelerator.unwrap_model(model)`, whose weights ZeRO-3 shards across the processes (it died mid-run with
+    `RuntimeError: 'weight' must be 2-D`)."""
+    if script_args.eval_before_after and data_args.eval_dataset_name is not None and _zero3_enabled(training_args):
+        raise UserError(
+            "the before/after evaluation (eval_before_after) cannot run under DeepSpeed ZeRO-3, which shards the "
+            "weights it generates from: pass --eval_before_after false and evaluate the saved model with "
+            "`trl-efficient eval`"
+        )
+
+
 def parse_train_args(argv: list[str]) -> tuple:
     """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
     line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
@@ -275,6 +299,7 @@ def parse_train_args(argv: list[str]) -> tuple:
             parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
         check_quantization(script_args)
+        _check_zero3_eval(script_args, data_args, training_args)
     except UserError:
         raise
     except ValueError as err:
@@ -290,7 +315,6 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     `peft_config=get_peft_config(...)` and `quantization_config=get_quantization_config(...)` to the trainer, which
     loads the model (TRL's `create_model_from_path`, device map included)."""
     from trl import get_peft_config, get_quantization_config
-    from trl.models import unwrap_model_for_generation
 
     from .core.models import load_tokenizer, model_init_kwargs, resolve_model_name
     from .eval.evaluate import evaluate_model
@@ -342,26 +366,19 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         if eval_dataset is None or not script_args.eval_before_after:
             return None
         result = None
-        # Every process enters TRL's generation unwrap (as GRPOTrainer does to generate): under DeepSpeed ZeRO-3 it
-        # gathers the sharded parameters on all ranks (a collective) and lifts ZeRO's forward hooks, so the main
-        # process can generate from the whole model alone; elsewhere it is `accelerator.unwrap_model`.
-        with unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gradient_checkpointing_kwargs=training_args.gradient_checkpointing_kwargs,
-        ) as unwrapped:
-            if trainer.accelerator.is_main_process:
-                gen_kwargs = {k: v for k, v in (training_args.generation_kwargs or {}).items() if k == "sequence_bias"}
-                result = evaluate_model(
-                    unwrapped,
-                    tokenizer,
-                    eval_dataset,
-                    max_new_tokens=script_args.eval_max_new_tokens or training_args.max_completion_length,
-                    generation_kwargs=gen_kwargs,
-                    chat_template_kwargs=training_args.chat_template_kwargs,
-                    seed=training_args.seed,
-                    description=f"eval ({tag})",
-                ).to_dict()
+        if trainer.accelerator.is_main_process:
+            unwrapped = trainer.accelerator.unwrap_model(trainer.model)
+            gen_kwargs = {k: v for k, v in (training_args.generation_kwargs or {}).items() if k == "sequence_bias"}
+            result = evaluate_model(
+                unwrapped,
+                tokenizer,
+                eval_dataset,
+                max_new_tokens=script_args.eval_max_new_tokens or training_args.max_completion_length,
+                generation_kwargs=gen_kwargs,
+                chat_template_kwargs=training_args.chat_template_kwargs,
+                seed=training_args.seed,
+                description=f"eval ({tag})",
+            ).to_dict()
         trainer.accelerator.wait_for_everyone()
         return result
 
