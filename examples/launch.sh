@@ -14,7 +14,7 @@ SMOKE_ARGS=()
 if [[ "${SMOKE:-0}" == "1" ]]; then
   SMOKE_ARGS=(--model_name_or_path tiny:qwen2-16 --max_steps 1 --per_device_train_batch_size 4 --num_generations 4
               --max_completion_length 16 --dataset_limit 16 --eval_before_after false --use_vllm false --bf16 false
-              --use_cpu true --eos_logit_bias 3.0 --save_strategy steps --save_steps 1
+              --use_cpu true --eos_logit_bias 3.0 --gradient_accumulation_steps 1 --save_strategy steps --save_steps 1
               --output_dir "${OUTPUT_DIR:-$(mktemp -d)}")
 fi
 

@@ -50,7 +50,8 @@ def test_plain_trl_rewards_example(tmp_path):
 
 def test_bingo_with_scorer_server_example(tmp_path):
     # a scorer server process, then the `bingo` recipe training 2 steps against it over HTTP
-    proc = _run(["bash", "examples/bingo_with_scorer_server.sh", "--output_dir", str(tmp_path / "out")], tmp_path)
+    argv = ["bash", "examples/bingo_with_scorer_server.sh", "--output_dir", str(tmp_path / "out")]
+    proc = _run(argv, tmp_path, timeout=1800)  # two processes load models: 5 min on 2 busy cores, 15+ under load
     assert "scorer ready at http://127.0.0.1:" in proc.stdout
     assert "recipe 'bingo'" in proc.stdout
     assert os.path.exists(tmp_path / "out" / "trl_efficient_summary.json")
