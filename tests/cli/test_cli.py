@@ -69,7 +69,10 @@ def test_l1_yaml_agrees_with_recipe_defaults(recipe, mode, tmp_path, monkeypatch
     monkeypatch.chdir(ROOT)
     fields = ("rollout_plan", "target_length_range", "target_length_mode", "target_length_per")
     _, _, from_yaml = parse_train_args(["--config", f"configs/{recipe}.yaml", *tiny_cli_args(tmp_path)])
-    _, _, from_recipe = parse_train_args(["--recipe", recipe, *tiny_cli_args(tmp_path)])
+    # the recipe alone, without its YAML (`--recipe NAME` with no --config reads the shipped NAME.yaml)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(f"recipe: {recipe}\n")
+    _, _, from_recipe = parse_train_args(["--config", str(bare), *tiny_cli_args(tmp_path)])
     got = {f: getattr(from_yaml, f) for f in fields}
     assert got == {f: getattr(from_recipe, f) for f in fields}
     assert got == {
@@ -142,8 +145,10 @@ def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
 
     _, _, config = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), "--dtype", "float16"])
     assert model_init_kwargs(script, overrides=config.model_init_kwargs)["dtype"] == "bfloat16"
-    # without a YAML, the flags decide (the default dtype is TRL's float32)
-    train_main(["--recipe", "grpo", *tiny_cli_args(tmp_path, max_steps=1), *flags])
+    # without model_init_kwargs in the YAML, the flags decide (the default dtype is TRL's float32)
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("recipe: grpo\n")
+    train_main(["--config", str(bare), *tiny_cli_args(tmp_path, max_steps=1), *flags])
     (trainer,) = built
     assert isinstance(trainer.model, peft.PeftModel)
     assert trainer.model.peft_config["default"].r == 2 and trainer.model.peft_config["default"].lora_alpha == 4

@@ -30,7 +30,12 @@ def _write(path, text):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["train", "--config", "missing.yaml"], "config file not found: missing.yaml (pass --config <a recipe YAML"),
+        (
+            ["train", "--config", "missing.yaml"],
+            "config file not found: missing.yaml (pass a shipped recipe by name, e.g. --config kimi (`trl-efficient "
+            "recipes` lists them, `trl-efficient recipes show kimi` prints one to copy and edit), or the path of a "
+            "YAML file)",
+        ),
         (["train", "--config", "."], "cannot read config file .: it is a directory (pass --config <a YAML file>)"),
         (["train", "--recipe", "nope", *CPU], "Unknown recipe 'nope'. Valid choices: ['a-dlp',"),
         (["train", *CPU, "--no_such_field", "1"], "unknown argument(s): --no_such_field 1; fix their names (see"),
@@ -148,7 +153,9 @@ def test_debug_shows_the_traceback(tmp_path, capsys):
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr
     assert proc.stderr.rstrip().endswith(f"UserError: config file not found: {tmp_path / 'missing.yaml'} (pass "
-                                         "--config <a recipe YAML, e.g. configs/grpo.yaml>)")  # fmt: skip
+                                         "a shipped recipe by name, e.g. --config kimi (`trl-efficient recipes` lists "
+                                         "them, `trl-efficient recipes show kimi` prints one to copy and edit), or "
+                                         "the path of a YAML file)")  # fmt: skip
 
 
 def test_a_hub_request_refused_offline_is_not_a_missing_model(capsys, monkeypatch):

@@ -1,6 +1,6 @@
 """Real DeepSpeed ZeRO-2/3 on CPU (2 processes, gloo): same rewards and advantages as one plain process.
 
-Opt-in tier: `pip install -e .[deepspeed]` (with DS_BUILD_OPS=0), then `python -m pytest -m deepspeed`.
+Opt-in tier: `DS_BUILD_OPS=0 pip install -e ".[deepspeed]"` (deepspeed==0.19.8), then `python -m pytest -m deepspeed`.
 """
 
 import json
