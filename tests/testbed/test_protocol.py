@@ -239,7 +239,7 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path):
         for key in ROW_METRICS:
             low, high = row["ci"][key]
             assert low <= row[key] + 1e-9 and row[key] <= high + 1e-9, (row["recipe"], key)
-        for k, cell in row["by_difficulty"].items():
+        for cell in row["by_difficulty"].values():
             low, high = cell["ci"]["accuracy"]
             assert low <= cell["accuracy"] <= high
     diff = rows["kimi"]["vs_reference"]

@@ -12,14 +12,14 @@
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
-`compare` trains every recipe with `--seeds` training seeds from the same base model with the same data and number
-of GRPO steps, each at its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the table),
-evaluates every model on the same tasks and sampling streams, then writes `compare.json`, `compare.md` (G, accuracy,
-mean tokens, floor, excess over floor, redundant share, truncation, each with its 95% interval over tasks and seeds,
-the paired differences from grpo, each recipe's method check, tokens by difficulty, the scaling rules),
-`pareto.png`, `per_difficulty.png` and `checks.png`. Runs are resumable (each (recipe, seed) run is a result file
-named by its config hash under `<output-dir>/runs/`) and run on `--workers` processes with a progress bar. A recipe that fails is a row with its error; the
-others still run, and the command exits with status 1 at the end when any recipe failed.
+`compare` trains every recipe with `--seeds` training seeds from the same base model with the same data and number of
+GRPO steps, each at its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the table), evaluates
+every model on the same tasks and sampling streams, then writes `compare.json`, `compare.md` (G, accuracy, mean tokens,
+floor, excess over floor, redundant share, truncation, each with its 95% interval over tasks and seeds, the paired
+differences from grpo, each recipe's method check, tokens by difficulty, the scaling rules), `pareto.png`,
+`per_difficulty.png` and `checks.png`. Runs are resumable (each (recipe, seed) run is a result file named by its config
+hash under `<output-dir>/runs/`) and run on `--workers` processes with a progress bar. A recipe that fails is a row with
+its error; the others still run, and the command exits with status 1 at the end when any recipe failed.
 
 `sweep` trains one recipe at every point of a grid over `--set` (an `EfficientGRPOConfig` field, `field.entry` of a
 dict field, or `reward.<builder>.<kwarg>`; values `x<m>` = m times the value at testbed scale) and writes

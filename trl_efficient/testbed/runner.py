@@ -564,7 +564,9 @@ def _pm(cell: dict, key: str, digits: int) -> str:
     if value is None:
         return "-"
     low, high = ((cell.get("ci") or {}).get(key) or [None, None])[:2]
-    return f"{value:.{digits}f}" if low is None or high is None else f"{value:.{digits}f}±{(high - low) / 2:.{digits}f}"
+    if low is None or high is None:
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f}±{(high - low) / 2:.{digits}f}"
 
 
 def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None) -> str:
