@@ -78,7 +78,7 @@ def _family_panels(rows: Sequence[dict]) -> list[tuple[str, list[dict]]]:
     return [(name, refs + members) for name, members in panels.items()]
 
 
-def _band(ax, ks, row, key_ci, k_values, color):
+def _band(ax, ks, row, key_ci, color):
     ci = (row.get("ci_by_difficulty") or {}).get(key_ci) or {}
     pts = [(int(k), ci[k][0], ci[k][1]) for k in ks if ci.get(k) and None not in ci[k][:2]]
     if pts:
@@ -122,7 +122,7 @@ def per_difficulty_plot(rows: Sequence[dict], path: str, title: str = "Testbed: 
                 ks = [k for k in levels if r[key].get(k) is not None]
                 ax.plot([int(k) for k in ks], [r[key][k] for k in ks], marker="o", markersize=3, label=r["recipe"],
                         **style)  # fmt: skip
-                _band(ax, ks, r, ci_key, levels, style["color"])
+                _band(ax, ks, r, ci_key, style["color"])
         ax_ratio.axhline(1.0, color="gray", linestyle=":", linewidth=1)
         ax_ratio.set_title(family)
         ax_acc.set_ylim(-0.02, 1.02)
