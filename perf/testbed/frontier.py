@@ -73,10 +73,14 @@ def main(argv=None) -> int:
     parser.add_argument("--output-dir", default=RESULTS)
     parser.add_argument("--out", default=None, help="the frontier PNG (default <output-dir>/frontier.png)")
     parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--seeds", type=int, default=None, help="training seeds per point (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2: the two CPU cores)")
     args = parser.parse_args(argv)
     settings = TestbedSettings(base_model=args.base_model)
     if args.max_steps is not None:
         settings.max_steps = args.max_steps
+    if args.seeds is not None:
+        settings.seeds = args.seeds
     runnable, skipped = plan(args.recipes, settings)
     for name, why in skipped.items():
         print(f"note: skipping {name}: {why}")
@@ -86,7 +90,7 @@ def main(argv=None) -> int:
     sweeps, failed = [], []
     for name, sets in runnable:
         print(f"sweeping {name}: {sets}")
-        out = run_sweep(name, sets, settings, args.output_dir, overwrite=args.overwrite)
+        out = run_sweep(name, sets, settings, args.output_dir, overwrite=args.overwrite, workers=args.workers)
         sweeps.append(out)
         failed += [f"{name} {label}" for label in out["failed"]]
     files = write_frontier(sweeps, args.out or os.path.join(args.output_dir, "frontier.png"), skipped)

@@ -155,12 +155,12 @@ def test_sweep_keys_resolve_and_fail_fast():
         with pytest.raises(ValueError, match=match):
             resolve_point("laser", point, settings)
     from trl_efficient.testbed.scaling import recipe_scale
-    from trl_efficient.testbed.sweep import _is_default
+    from trl_efficient.testbed.sweep import changed_overrides
 
     scale = recipe_scale("laser", 192, 40)
-    assert _is_default("laser", {"reward.laser.target_length": 24}, settings, scale)  # the scaled L_T itself
-    assert not _is_default("laser", {"reward.laser.target_length": 48}, settings, scale)
-    assert not _is_default("laser", {"loss_type": "grpo"}, settings, scale)  # no number to compare: trained
+    # a config value equal to the recipe's testbed config changes nothing (the point shares compare's runs)
+    assert changed_overrides("laser", {"learning_rate": 1e-4}, settings, scale) == {}
+    assert changed_overrides("laser", {"learning_rate": 2e-4}, settings, scale) == {"learning_rate": 2e-4}
     key, values = parse_sweep_set("reward.laser.target_length=24,48")
     assert len(sweep_grid({key: values, "learning_rate": [1e-4, 2e-4]})) == 4
     with pytest.raises(ValueError, match="key=v1,v2"):
@@ -183,24 +183,19 @@ def small_base(tmp_path_factory):
 
 TINY = ["--base-model", "testbed:small", "--setting", "max_steps=1", "--setting", "num_train=16", "--setting",
         "num_eval=4", "--setting", "eval_samples=1", "--setting", "per_device_train_batch_size=8", "--setting",
-        "num_generations=4", "--setting", "max_completion_length=24", "--setting", "max_ops=3"]  # fmt: skip
+        "num_generations=4", "--setting", "max_completion_length=24", "--setting", "max_ops=3", "--setting", "seeds=1",
+        "--setting", "bootstrap=100"]  # fmt: skip
 
 
 def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     from trl_efficient.testbed.cli import main
+    from trl_efficient.testbed.jobs import plan_job
     from trl_efficient.testbed.runner import TestbedSettings
-    from trl_efficient.testbed.scaling import recipe_scale
 
     out = tmp_path / "sw"
-    # compare's cached row of laser in the same directory: the sweep point equal to the recipe (x1) reuses it
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
-                               max_ops=3)  # fmt: skip
-    from_compare = {**_rows()[2], "recipe": "laser", "mean_tokens": 11.5}
-    (out / "laser").mkdir(parents=True)
-    (out / "laser" / "result.json").write_text(json.dumps({
-        "settings": settings.to_dict(), "testbed_scale": recipe_scale("laser", 24, 1).to_dict(),
-        "base_model_dir": os.path.basename(small_base), "row": from_compare}))  # fmt: skip
+                               max_ops=3, seeds=1, bootstrap=100)  # fmt: skip
     argv = ["sweep", "--recipe", "laser", "--set", "reward.laser.target_length=x1,x2", *TINY, "--references",
             "base", "--output-dir", str(out)]  # fmt: skip
     assert main(argv) == 0
@@ -208,18 +203,23 @@ def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     # cap 24: L_T 2048 x 24/16384 = 3, so x1 -> 3 and x2 -> 6
     assert [p["label"] for p in sweep["points"]] == ["target_length=3", "target_length=6"]
     assert [p["point"] for p in sweep["points"]] == [{"reward.laser.target_length": v} for v in (3, 6)]
-    assert all(p["status"] == "ok" and "pareto" in p and p["accuracy_by_difficulty"] for p in sweep["points"])
-    assert sweep["points"][0]["mean_tokens"] == 11.5 and sweep["points"][1]["mean_tokens"] != 11.5
+    for p in sweep["points"]:  # every point has its intervals and its pairing with the reference
+        assert p["status"] == "ok" and "pareto" in p and p["accuracy_by_difficulty"] and p["seeds"] == [0]
+        assert p["ci"]["mean_tokens"][0] <= p["mean_tokens"] <= p["ci"]["mean_tokens"][1]
+        assert p["vs_reference"]["reference"] == "base"
     assert [r["recipe"] for r in sweep["references"]] == ["base"] and sweep["settings"]["max_steps"] == 1
     assert (out / "sweep_laser.png").read_bytes()[:8] == PNG_MAGIC
     md = (out / "sweep_laser.md").read_text()
     assert "| target_length=6 |" in md and "| base |" in md
-    point_dirs = sorted(os.listdir(out / "sweep-laser"))  # only x2 trained
-    assert len(point_dirs) == 1 and not any(f.endswith(".safetensors") for f in os.listdir(out / "sweep-laser" /
-                                                                                            point_dirs[0]))  # fmt: skip
-    stamp = os.path.getmtime(out / "sweep-laser" / point_dirs[0] / "result.json")
+    # the x1 point is laser as compare trains it: the same run file (job hash) as compare's laser seed 0
+    base_dir = os.path.basename(small_base)
+    same = plan_job("laser", 0, settings, str(out), base_dir)
+    assert os.path.isfile(same.path)
+    runs = sorted((out / "runs" / "laser").glob("*.json"))
+    assert len(runs) == 2 and not any(f.suffix == ".safetensors" for f in (out / "runs" / "laser").rglob("*"))
+    stamps = [os.path.getmtime(p) for p in runs]
     assert main(argv) == 0  # cached: nothing retrained
-    assert os.path.getmtime(out / "sweep-laser" / point_dirs[0] / "result.json") == stamp
+    assert [os.path.getmtime(p) for p in runs] == stamps
     assert main(["frontier", str(out / "sweep_laser.json"), "--out", str(tmp_path / "f" / "frontier.png")]) == 0
     assert (tmp_path / "f" / "frontier.png").read_bytes()[:8] == PNG_MAGIC
     assert "### laser" in (tmp_path / "f" / "frontier.md").read_text()
@@ -227,7 +227,7 @@ def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     with pytest.raises(ValueError, match="has no reward 'kimi_length'"):
         main(["sweep", "--recipe", "laser", "--set", "reward.kimi_length.weight=1,2", *TINY, "--output-dir",
               str(tmp_path / "bad")])  # fmt: skip
-    assert not (tmp_path / "bad" / "sweep-laser").exists()
+    assert not (tmp_path / "bad" / "runs").exists()
 
 
 def test_plots_cli_redraws_from_compare_json(tmp_path):

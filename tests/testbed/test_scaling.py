@@ -1,5 +1,6 @@
-"""Testbed scaling rules (`trl_efficient/testbed/scaling.py`), per-recipe G, the failure row and the method checks:
-no training here except the `testbed:small` failure-isolation run (seconds)."""
+"""Testbed scaling rules (`trl_efficient/testbed/scaling.py`), per-recipe G, the failure row, the check prompts and the
+method families (the checks' statistics: tests/testbed/test_protocol.py): no training here except the `testbed:small`
+failure-isolation run (seconds)."""
 
 import json
 import math
@@ -9,7 +10,7 @@ import pytest
 
 import trl_efficient  # noqa: F401  (registers every recipe)
 from trl_efficient.recipes import RECIPES, get_recipe
-from trl_efficient.testbed.checks import check_modes, method_check, pearson, rank, spearman
+from trl_efficient.testbed.checks import check_modes, pearson, rank, spearman
 from trl_efficient.testbed.runner import TestbedSettings as Settings
 from trl_efficient.testbed.runner import build_config, failed_row, scaled_recipe
 from trl_efficient.testbed.scaling import SCALING_RULES, recipe_scale, resolve_placeholders
@@ -141,72 +142,11 @@ def test_correlations_and_ranks_by_hand():
     assert pearson([1, 1], [2, 3]) is None and pearson([1], [1]) is None
 
 
-def _row(tokens, acc, trunc=0.0, redundant=0.2, by=None):
-    return {"recipe": "x", "status": "ok", "mean_tokens": tokens, "accuracy": acc, "truncated_fraction": trunc,
-            "redundant_share": redundant, "by_difficulty": by or {}}  # fmt: skip
+def test_every_registered_recipe_is_in_exactly_one_method_family():
+    from trl_efficient.testbed.checks import FAMILIES
 
-
-def test_method_checks_report_measured_values_and_failures():
-    grpo = _row(72.8, 0.613)
-    assert method_check("kimi", _row(66.3, 0.613), {}, grpo, "grpo")["held"] is True
-    assert method_check("kimi", _row(60.0, 0.55), {}, grpo, "grpo")["held"] is False  # shorter, but 0.063 worse
-    assert method_check("gfpo", _row(75.0, 0.62), {}, grpo, "grpo")["held"] is False  # longer
-    noisy = dict(_row(77.2, 0.578), std_tokens=35.0, num_samples=256)
-    c = method_check("canon", noisy, {}, dict(_row(77.8, 0.555), std_tokens=35.0, num_samples=256), "grpo")
-    assert c["held"] is None and "noise +-6.2" in c["measured"]  # 2 sqrt(2 * 35^2 / 256) = 6.19 > 0.6 tokens
-    assert method_check("grpo", grpo, {}, None, "-")["held"] is None
-    assert method_check("bingo", _row(60, 0.6, redundant=0.1), {}, grpo, "grpo")["held"] is True
-
-
-def _modes(prefix, per_value, key="lengths"):
-    """Check records: `per_value[v]` = per-task lengths under the prompt with value v (same tasks, same order)."""
-    return {f"{prefix}:{v}": {"value": v, key: list(xs)} for v, xs in per_value.items()}
-
-
-def test_conditioned_checks_are_relative_to_the_base_model_under_the_same_prompts():
-    tasks = range(40)
-    # L1-Exact: the base ignores the target (length 60 + task noise), the trained model follows it
-    base = _modes("l1", {t: [60 + (i % 7) for i in tasks] for t in (20, 60, 100)})
-    follows = _modes("l1", {t: [t + (i % 7) for i in tasks] for t in (20, 60, 100)})
-    c = method_check("l1-exact", _row(60, 0.6), follows, None, "-", _row(60, 0.6), base)
-    assert c["held"] is True and "mean abs(length - target) 27.6 (base) -> 2.9" in c["measured"]
-    assert "pearson 0.00 -> 1.00" in c["measured"]
-    # the same model as the base: no gain, not held (however well the base already follows)
-    assert method_check("l1-exact", _row(60, 0.6), follows, None, "-", _row(60, 0.6), follows)["held"] is False
-    # uniformly shorter without following the target: overshoot falls, but the correlation does not rise
-    short = _modes("l1-max", {t: [30 + (i % 7) for i in tasks] for t in (20, 60, 100)})
-    base_max = _modes("l1-max", {t: [60 + (i % 7) for i in tasks] for t in (20, 60, 100)})
-    assert method_check("l1-max", _row(30, 0.6), short, None, "-", _row(60, 0.6), base_max)["held"] is False
-    # without base records: inconclusive, the measured values still printed
-    c = method_check("l1-exact", _row(60, 0.6), follows, None, "-")
-    assert c["held"] is None and "pearson" in c["measured"]
-    # HBPO: the spread over budgets grows and easy tasks shorten vs the base's easy tasks
-    by_base = {"1": {"n": 50, "mean_tokens": 40.0, "std_tokens": 5.0}, "2": {"n": 50, "mean_tokens": 50.0,
-               "std_tokens": 5.0}, "8": {"n": 50, "mean_tokens": 110.0, "std_tokens": 5.0}}  # fmt: skip
-    by_easier = {**by_base, "1": {"n": 50, "mean_tokens": 30.0, "std_tokens": 5.0}}
-    flat = _modes("hbpo", {b: [70 + (i % 5) for i in tasks] for b in (24, 48, 96, 120)})
-    ordered = _modes("hbpo", {b: [40 + b // 3 + (i % 5) for i in tasks] for b in (24, 48, 96, 120)})
-    c = method_check("hbpo", _row(60, 0.6, by=by_easier), ordered, None, "-", _row(70, 0.6, by=by_base), flat)
-    assert c["held"] is True and "budget spread 0.0 (base) -> 32.0" in c["measured"]
-    assert "easy tokens 45.0 (base) -> 40.0" in c["measured"]  # (30 + 50) / 2 vs (40 + 50) / 2
-    c = method_check("hbpo", _row(60, 0.6, by=by_base), ordered, None, "-", _row(70, 0.6, by=by_base), flat)
-    assert c["held"] is False  # the budgets are followed, but easy tasks are no shorter than the base's
-    # SABER: the tier gap grows over the base's
-    base_s = _modes("saber", {16: [60 + i % 3 for i in tasks], 192: [62 + i % 3 for i in tasks]}, "thinking")
-    tiered = _modes("saber", {16: [30 + i % 3 for i in tasks], 192: [62 + i % 3 for i in tasks]}, "thinking")
-    assert method_check("saber", _row(60, 0.6), tiered, grpo := _row(70, 0.6), "grpo", grpo, base_s)["held"] is True
-    assert method_check("saber", _row(60, 0.6), base_s, grpo, "grpo", grpo, base_s)["held"] is False
-
-
-def test_dler_check_reads_truncation_at_the_tight_cap():
-    def row(tokens, trunc_tight, trunc=0.004):
-        return dict(_row(tokens, 0.6, trunc=trunc), num_samples=256, tight_cap=96, tight_truncated_fraction=trunc_tight)
-
-    c = method_check("dler", row(80, 0.10), {}, None, "-", row(94, 0.40))
-    assert c["held"] is True and "truncated at 96: 0.100 vs base 0.400" in c["measured"]
-    assert method_check("dler", row(80, 0.39), {}, None, "-", row(94, 0.40))["held"] is None  # within noise
-    assert method_check("dler", row(99, 0.10), {}, None, "-", row(94, 0.40))["held"] is False  # longer
-    assert method_check("dler", _row(80, 0.6), {}, None, "-", _row(94, 0.6))["held"] is None  # no tight-cap numbers
+    members = [name for family in FAMILIES.values() for name in family]
+    assert sorted(members) == sorted(RECIPES) and len(members) == len(set(members))
 
 
 def test_check_modes_follow_the_scaled_constants():
@@ -270,4 +210,5 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     md = open(out_dir / "compare.md").read()
     assert "| saber | 8 | **failed**: RuntimeError: boom \\| second line |" in md
     assert "- `saber`: tiers x cap/16384" in md and os.path.isfile(out_dir / "pareto.png")
-    assert not os.path.exists(out_dir / "saber" / "result.json")  # a failure is not cached: a rerun retries it
+    assert not list((out_dir / "runs").glob("saber/*.json"))  # a failure is not cached: a rerun retries it
+    assert len(list((out_dir / "runs").glob("grpo/seed*.json"))) == 3  # one file per training seed

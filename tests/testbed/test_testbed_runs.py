@@ -64,6 +64,10 @@ def test_evaluate_testbed_reports_accounting(small_base):
     s = evaluate_testbed(model, tok, load_testbed_dataset("test", 4, max_ops=3), num_samples=2, max_new_tokens=24)
     assert s["n"] == 8 and s["num_samples"] == 8 and 0 <= s["redundant_share"] <= 1
     assert s["mean_floor_tokens"] > 0 and set(s["by_difficulty"]) <= {"1", "2", "3"}
+    rec = s["records"]  # one entry per completion, task-major: the cells of the intervals
+    assert rec["task"] == [0, 0, 1, 1, 2, 2, 3, 3] and rec["sample"] == [0, 1] * 4
+    assert sum(rec["tokens"]) / 8 == s["mean_tokens"] and sum(rec["correct"]) / 8 == s["accuracy"]
+    assert len(rec["useful_checks"]) == len(rec["useless_checks"]) == 8
 
 
 def test_eval_cli_on_testbed_benchmark(small_base, tmp_path):
@@ -81,20 +85,21 @@ def test_compare_two_recipes_one_step(small_base, tmp_path):
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
-                               max_ops=3)  # fmt: skip
-    out = compare(["grpo", "kimi"], settings, str(tmp_path / "cmp"))
+                               max_ops=3, seeds=1, check_eval=2, bootstrap=100)  # fmt: skip
+    out = compare(["grpo", "kimi"], settings, str(tmp_path / "cmp"), show_progress=False)
     assert [r["recipe"] for r in out["rows"]] == ["base", "grpo", "kimi"]
-    for name in ("json", "markdown", "plot", "per_difficulty"):
+    for name in ("json", "markdown", "plot", "per_difficulty", "checks"):
         assert os.path.isfile(out["files"][name])
     md = open(out["files"]["markdown"]).read()
     assert "| kimi |" in md and "floor" in md
-    saved = json.load(open(tmp_path / "cmp" / "kimi" / "result.json"))
-    assert saved["settings"]["max_steps"] == 1 and saved["log_history"]
-    assert not any(f.endswith(".safetensors") for f in os.listdir(tmp_path / "cmp" / "kimi"))  # weights dropped
-    # cached: a second call reuses the results without training
-    again = compare(["kimi"], settings, str(tmp_path / "cmp"))
-    strip = lambda row: {k: v for k, v in row.items() if k != "method_check"}  # noqa: E731 (reference differs)
-    assert strip(again["rows"][1]) == strip(out["rows"][2])
+    (path,) = (tmp_path / "cmp" / "runs" / "kimi").glob("seed0-*.json")
+    saved = json.load(open(path))
+    assert saved["key"]["settings"]["max_steps"] == 1 and saved["log_history"] and saved["seed"] == 0
+    assert len(saved["records"]["tokens"]) == 4 and not list((tmp_path / "cmp" / "runs" / "kimi").glob("*/"))
+    # cached: a second call reuses the results without training; kimi's reference is then the base model
+    stamp = os.path.getmtime(path)
+    again = compare(["kimi"], settings, str(tmp_path / "cmp"), show_progress=False)
+    assert os.path.getmtime(path) == stamp and again["rows"][1]["mean_tokens"] == out["rows"][2]["mean_tokens"]
     assert out["rows"][2]["method_check"]["claim"].startswith("shorter than grpo")
     assert again["rows"][1]["method_check"]["claim"].startswith("shorter than base")
     assert out["rows"][2]["num_generations"] == 4 and "G |" in md and "Testbed scaling rules" in md
@@ -105,17 +110,22 @@ def test_conditioned_recipe_is_checked_against_the_base_under_the_same_prompts(s
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
-                               max_ops=3, check_eval=3)  # fmt: skip
-    out = compare(["l1-max"], settings, str(tmp_path / "cmp"))
-    saved = json.load(open(tmp_path / "cmp" / "base" / "result.json"))
-    trained = json.load(open(tmp_path / "cmp" / "l1-max" / "result.json"))
-    assert set(saved["check_modes"]) == set(trained["check_modes"]) and len(trained["check_modes"]) == 5
-    assert all(len(r["lengths"]) == 3 for r in saved["check_modes"].values())
+                               max_ops=3, check_eval=3, seeds=1, bootstrap=100)  # fmt: skip
+    out = compare(["l1-max"], settings, str(tmp_path / "cmp"), show_progress=False)
+    (base,) = (tmp_path / "cmp" / "runs" / "base").glob("*.json")
+    (trained,) = (tmp_path / "cmp" / "runs" / "l1-max").glob("*.json")
+    base, trained = json.load(open(base)), json.load(open(trained))
+    # the base model is evaluated under every conditioned recipe's prompts, once: hbpo 4 budgets, l1 5 + 5 targets,
+    # saber 2 tiers, asrr 1
+    assert set(trained["modes"]) <= set(base["modes"]) and len(trained["modes"]) == 5 and len(base["modes"]) == 17
+    assert all(len(r["lengths"]) == len(r["correct"]) == 3 for r in base["modes"].values())
     assert out["rows"][0]["tight_cap"] == 12 and "tight_truncated_fraction" in out["rows"][1]
     assert "(base) ->" in out["rows"][1]["method_check"]["measured"]
-    # the cached base lacks a new recipe's prompts: it is evaluated again, not reused without them
-    out = compare(["saber"], settings, str(tmp_path / "cmp"))
-    assert "saber:16" in json.load(open(tmp_path / "cmp" / "base" / "result.json"))["check_modes"]
+    # another conditioned recipe reuses the base model's evaluation
+    stamp = os.path.getmtime(next((tmp_path / "cmp" / "runs" / "base").glob("*.json")))
+    out = compare(["l1-exact"], settings, str(tmp_path / "cmp"), show_progress=False)
+    (base_file,) = (tmp_path / "cmp" / "runs" / "base").glob("*.json")
+    assert os.path.getmtime(base_file) == stamp and "(base) ->" in out["rows"][1]["method_check"]["measured"]
 
 
 def test_quickstart_config_runs_through_train(small_base, tmp_path, monkeypatch):
@@ -175,7 +185,7 @@ def test_full_base_overthinks(tmp_path):
 def test_length_recipe_cuts_tokens_at_kept_accuracy(tmp_path):
     from trl_efficient.testbed.runner import TestbedSettings, compare
 
-    out = compare(["grpo", "kimi"], TestbedSettings(), str(tmp_path / "cmp"))
+    out = compare(["grpo", "kimi"], TestbedSettings(), str(tmp_path / "cmp"), workers=2)
     rows = {r["recipe"]: r for r in out["rows"]}
     assert rows["kimi"]["mean_tokens"] < 0.8 * rows["base"]["mean_tokens"]
     assert rows["kimi"]["accuracy"] >= rows["base"]["accuracy"] - 0.05

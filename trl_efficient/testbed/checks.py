@@ -1,38 +1,38 @@
-"""
+r"""
 Method checks: does each recipe do on the testbed what its paper says it does?
 
-A check is measured from evaluations under the recipe's own conditions (`check_modes`: HBPO prompted with each
-budget, L1 with each target, SABER with each tier's system prompt) plus the plain evaluation of every row, and is
-reported as the measured values and whether the claim held (`True`/`False`, or `None` = inconclusive: the claim
-cannot be tested, or the effect goes the claimed way but within two standard errors). Nothing is hidden: a claim that
-fails is printed as failed.
+Every check is a claimed **paired difference** with a 95% bootstrap interval (`testbed.stats`: the same evaluation
+tasks and sampling streams for every model, cells paired by task and training seed, tasks and seeds resampled
+jointly, 2,000 seeded resamples) and a three-way verdict (`stats.decide`): **held** when the interval excludes 0 on
+the claimed side (and the accuracy side condition holds within its interval: `stats.constraint`), **not held** when
+it excludes the claimed side, or lies inside the equivalence margin (decisively no effect: `TOKEN_MARGIN` x the mean
+floor in tokens, `FRACTION_MARGIN` for accuracy and other fractions, `PEARSON_MARGIN` for a correlation), or when
+the side condition fails beyond its interval, else **inconclusive**. A claim of several parts combines them
+(`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference and its
+interval are printed; `differences` holds them as `[point, low, high]`.
 
 The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:formats`
 already follows the formats loosely, so "length follows the prompt" alone would credit the method with what the
-base model brings): the effect of training is the change from the base, per task (the same check tasks under the
-same prompts, so differences are paired by task and their noise is two standard errors of the paired differences):
+base model brings):
 
-- HBPO: the budget spread (mean length at the largest prompted budget minus at the smallest) grows over the base's
-  beyond noise, *and* easy tasks (1-2 ops) get shorter than the base's easy tasks beyond noise (adaptive: HBPO cuts
-  where little thinking is needed); the per-budget means, Spearman rho and hard-easy gaps of both are printed;
-- L1-Exact: mean abs(length - target) falls from the base's beyond noise *and* the Pearson correlation of target and
-  length rises over the base's (a uniform cut that does not follow the target is not L1's claim);
-- L1-Max: mean overshoot max(0, length - target) falls from the base's beyond noise *and* the Pearson correlation
-  rises over the base's;
-- SABER: the tier gap (thinking tokens under the largest tier's prompt minus the smallest's) grows over the base's
-  beyond noise;
-- DLER / DA-DLER: fewer truncations than the base model, not longer, measured at a tighter cap
-  (`TIGHT_CAP_FRACTION` of the cap: 96 tokens at the testbed's 192): the base model truncates 0.4% of completions at
-  192, so a difference at the training cap is untestable; at 96 a completion is truncated when it has not ended
-  (EOS) within 96 tokens, read from the same 192-token samples (sampling is token by token, so this is exactly what
-  a 96-token generation would give);
-- Bingo: redundant share below the reference's at similar accuracy;
-- DAPO overlong: truncated fraction not above the reference's;
-- ASRR: under the no-think prefix (the `asrr` evaluation mode), accuracy above the base model's under the same prefix
-  beyond noise (it learns to reason after the prefix where needed) and fewer tokens than the reference;
-- LSPO (which targets accuracy, not length): accuracy above the reference's beyond noise;
-- the other length methods: shorter than the reference by more than two standard errors, at similar accuracy
-  (within `ACCURACY_TOLERANCE`).
+- HBPO: the budget spread (length at the largest prompted budget minus at the smallest, per task) grows over the
+  base's, *and* easy tasks (1-2 ops) get shorter than the base's easy tasks (adaptive: HBPO cuts where little
+  thinking is needed);
+- L1-Exact: mean abs(length - target) falls from the base's *and* the Pearson correlation of target and length rises
+  over the base's (a uniform cut that does not follow the target is not L1's claim);
+- L1-Max: mean overshoot max(0, length - target) falls from the base's *and* the Pearson correlation rises;
+- SABER: the tier gap (thinking tokens under the largest tier's prompt minus the smallest's) grows over the base's;
+- DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 96 tokens
+  at the testbed's 192; the base model rarely truncates at 192), read from the same samples (a completion that has
+  not ended within 96 tokens), and not longer (tokens within the token margin);
+- ASRR: under the no-think prefix, accuracy above the base model's under the same prefix, and fewer tokens than the
+  reference's plain evaluation on the same tasks;
+- Bingo: a lower redundant share than the reference at similar accuracy;
+- DAPO overlong: no more truncations than the reference (non-inferiority: the interval of reference - recipe stays
+  above -`FRACTION_MARGIN`);
+- LSPO, CANON-entropy (which target accuracy, not length): accuracy above the reference's;
+- the other length methods: shorter than the reference at similar accuracy (accuracy difference above
+  -`ACCURACY_TOLERANCE` within its interval).
 
 The reference is the `grpo` row when the comparison has one, else the base model.
 
@@ -43,22 +43,34 @@ The reference is the `grpo` row when the comparison has one, else the base model
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .stats import Bootstrap, Panel, combine, constraint, decide, interval, wmean, wpearson, wratio
 
 __all__ = [
     "ACCURACY_TOLERANCE",
     "CONDITIONED",
+    "FAMILIES",
+    "FRACTION_MARGIN",
+    "PEARSON_MARGIN",
     "TIGHT_CAP_FRACTION",
+    "TOKEN_MARGIN",
+    "CheckInputs",
     "check_modes",
+    "family_of",
     "fraction_noise",
-    "mean_noise",
     "method_check",
-    "paired_gain",
     "pearson",
     "rank",
     "spearman",
 ]
 
-ACCURACY_TOLERANCE = 0.04  # about the noise of 256 eval samples (two per task on 128 tasks)
+ACCURACY_TOLERANCE = 0.04  # "at similar accuracy": the recipe may lose at most this much accuracy
+FRACTION_MARGIN = 0.02  # equivalence margin of a difference of accuracies or fractions ("decisively no effect")
+TOKEN_MARGIN = 0.02  # equivalence margin of a difference in tokens, as a fraction of the mean floor
+PEARSON_MARGIN = 0.02  # equivalence margin of a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
 CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber", "asrr")  # checked under their prompts, against the base
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (96 of 192 tokens)
@@ -67,6 +79,27 @@ _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-l
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
             "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
+
+# The method families of the per-difficulty small multiples (one panel each); the registry has no family field, so
+# this is the one mapping (tests/testbed check that it covers every registered recipe).
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "baselines": ("grpo", "dr-grpo"),
+    "length penalties": ("kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "o1-pruner",
+                         "sar", "dapo-overlong", "dler", "grpo-lambda"),
+    "budget / prompted": ("l1-exact", "l1-max", "hbpo", "saber", "budgetthinker", "curriculum", "asrr"),
+    "adaptive / history": ("hapo", "alp", "a-dlp", "laser-d", "laser-de", "lapo", "da-dler"),
+    "structure / signal": ("bingo", "step-pruner", "grsp", "pear", "canon", "canon-entropy"),
+    "sampling": ("gfpo", "gfpo-adaptive", "lspo", "dot", "frugal"),
+}  # fmt: skip
+
+
+def family_of(recipe: str) -> str:
+    """The family of `recipe` in `FAMILIES` ("other" when unlisted).
+
+    >>> family_of("hbpo"), family_of("gfpo"), family_of("no-such")
+    ('budget / prompted', 'sampling', 'other')
+    """
+    return next((name for name, members in FAMILIES.items() if recipe in members), "other")
 
 
 def pearson(xs, ys) -> float | None:
@@ -127,183 +160,9 @@ def check_modes(recipe: str, scale) -> list:
     return []
 
 
-def paired_gain(before: list[float], after: list[float]) -> tuple[float, float]:
-    """Mean of `before[i] - after[i]` and two standard errors of it (pairs = the same task under the same prompt).
-
-    >>> paired_gain([10, 20, 30, 40], [8, 18, 28, 38])
-    (2.0, 0.0)
-    """
-    d = [b - a for b, a in zip(before, after, strict=True)]
-    if not d:
-        return 0.0, 0.0
-    m = sum(d) / len(d)
-    var = sum((x - m) ** 2 for x in d) / max(1, len(d) - 1)
-    return m, 2 * math.sqrt(var / len(d))
-
-
-def _verdict(gain: float, noise: float, also: bool = True) -> bool | None:
-    """held when the gain exceeds the noise (and `also`), inconclusive when it is positive within noise (and `also`),
-    not held otherwise."""
-    if gain > noise and also:
-        return True
-    if 0 < gain <= noise and also:
-        return None
-    return False
-
-
-def _fmt(x, digits=1) -> str:
-    return "-" if x is None else f"{x:.{digits}f}"
-
-
-def _cells(by_difficulty: dict, levels) -> list[dict]:
-    return [
-        by_difficulty.get(d, by_difficulty.get(int(d))) for d in levels if d in by_difficulty or int(d) in by_difficulty
-    ]
-
-
-def _mean_over(by_difficulty: dict, levels) -> float | None:
-    cells = _cells(by_difficulty, levels)
-    n = sum(c["n"] for c in cells)
-    return sum(c["mean_tokens"] * c["n"] for c in cells) / n if n else None
-
-
-def _pooled(by_difficulty: dict, levels) -> dict:
-    """`{"mean_tokens", "std_tokens", "num_samples"}` of the samples of these difficulty levels together."""
-    cells = _cells(by_difficulty, levels)
-    n = sum(c["n"] for c in cells)
-    if not n:
-        return {"mean_tokens": None, "std_tokens": None, "num_samples": 0}
-    mean = sum(c["mean_tokens"] * c["n"] for c in cells) / n
-    second = sum(((c.get("std_tokens") or 0.0) ** 2 + c["mean_tokens"] ** 2) * c["n"] for c in cells) / n
-    return {"mean_tokens": mean, "std_tokens": math.sqrt(max(0.0, second - mean**2)), "num_samples": n}
-
-
-def _by_value(records: dict, key: str = "lengths") -> list[tuple[int, list[float]]]:
-    return sorted((rec["value"], rec[key]) for rec in records.values())
-
-
-def _budget_summary(records: dict) -> tuple[str, float | None]:
-    per = [(v, sum(xs) / len(xs)) for v, xs in _by_value(records)]
-    rho = spearman([v for v, _ in per], [m for _, m in per])
-    return ", ".join(f"{v}: {m:.1f}" for v, m in per), rho
-
-
-def _target_pairs(records: dict) -> tuple[list[int], list[float]]:
-    targets, lengths = [], []
-    for value, xs in _by_value(records):
-        targets += [value] * len(xs)
-        lengths += xs
-    return targets, lengths
-
-
-def _l1_check(recipe: str, mode_records: dict, base_records: dict | None) -> dict:
-    exact = recipe == "l1-exact"
-    name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
-    claim = (f"length follows the prompted target better than the base model under the same prompts: mean {name} "
-             "falls beyond noise (paired by task) and the target-length Pearson rises")  # fmt: skip
-    targets, lengths = _target_pairs(mode_records)
-    r, rho = pearson(targets, lengths), spearman(targets, lengths)
-    if not base_records or any(k not in base_records for k in mode_records):
-        return {"claim": claim, "measured": f"pearson {_fmt(r, 2)}, spearman {_fmt(rho, 2)}; no base evaluation under "
-                "the same prompts", "held": None}  # fmt: skip
-    b_targets, b_lengths = _target_pairs({k: base_records[k] for k in mode_records})
-    err = (lambda n, t: abs(n - t)) if exact else (lambda n, t: max(0, n - t))
-    before = [err(n, t) for n, t in zip(b_lengths, b_targets, strict=True)]
-    after = [err(n, t) for n, t in zip(lengths, targets, strict=True)]
-    gain, noise = paired_gain(before, after)
-    r_b, rho_b = pearson(b_targets, b_lengths), spearman(b_targets, b_lengths)
-    rises = r is not None and (r_b is None or r > r_b)
-    means = lambda recs: ", ".join(f"{v}: {sum(xs) / len(xs):.1f}" for v, xs in _by_value(recs))  # noqa: E731
-    measured = (f"mean {'abs(length - target)' if exact else 'overshoot'} {sum(before) / len(before):.1f} (base) -> "
-                f"{sum(after) / len(after):.1f} (gain {gain:.1f}, noise +-{noise:.1f}, n {len(after)}); pearson "
-                f"{_fmt(r_b, 2)} -> {_fmt(r, 2)}, spearman {_fmt(rho_b, 2)} -> {_fmt(rho, 2)}; mean tokens by target: "
-                f"base {means({k: base_records[k] for k in mode_records})}; trained {means(mode_records)}")  # fmt: skip
-    return {"claim": claim, "measured": measured, "held": _verdict(gain, noise, rises)}
-
-
-def _hbpo_check(row: dict, mode_records: dict, base: dict | None, base_records: dict | None) -> dict:
-    claim = (
-        "vs the base model under the same budget prefills: the budget spread (length at the largest budget minus "
-        "the smallest) grows beyond noise, and easy tasks (1-2 ops) get shorter than the base's beyond noise"
-    )
-    by = row["by_difficulty"]
-    easy, hard = _mean_over(by, EASY_OPS), _mean_over(by, HARD_OPS)
-    per, rho = _budget_summary(mode_records)
-    if base is None or not base_records or any(k not in base_records for k in mode_records) or len(mode_records) < 2:
-        return {"claim": claim, "measured": f"easy {_fmt(easy)} vs hard {_fmt(hard)} tokens; by budget {per} (rho "
-                f"{_fmt(rho, 2)}); no base evaluation under the same prompts", "held": None}  # fmt: skip
-    vals = _by_value(mode_records)
-    b_vals = _by_value({k: base_records[k] for k in mode_records})
-    spread = [hi - lo for lo, hi in zip(vals[0][1], vals[-1][1], strict=True)]
-    b_spread = [hi - lo for lo, hi in zip(b_vals[0][1], b_vals[-1][1], strict=True)]
-    s_gain, s_noise = paired_gain(spread, b_spread)  # spread - base spread
-    b_easy, t_easy = _pooled(base["by_difficulty"], EASY_OPS), _pooled(by, EASY_OPS)
-    e_gain = (b_easy["mean_tokens"] or 0.0) - (t_easy["mean_tokens"] or 0.0)
-    e_noise = mean_noise(t_easy, b_easy)
-    b_per, b_rho = _budget_summary({k: base_records[k] for k in mode_records})
-    b_hard = _mean_over(base["by_difficulty"], HARD_OPS)
-    measured = (f"budget spread {sum(b_spread) / len(b_spread):.1f} (base) -> {sum(spread) / len(spread):.1f} "
-                f"(gain {s_gain:.1f}, noise +-{s_noise:.1f}); easy tokens {_fmt(b_easy['mean_tokens'])} (base) -> "
-                f"{_fmt(easy)} (noise +-{e_noise:.1f}); hard-easy gap "
-                f"{_fmt((b_hard or 0) - (b_easy['mean_tokens'] or 0))} -> {_fmt((hard or 0) - (easy or 0))}; "
-                f"by budget: base {b_per} (rho {_fmt(b_rho, 2)}); trained {per} "
-                f"(rho {_fmt(rho, 2)})")  # fmt: skip
-    v1, v2 = _verdict(s_gain, s_noise), _verdict(e_gain, e_noise)
-    held = False if False in (v1, v2) else (True if (v1, v2) == (True, True) else None)
-    return {"claim": claim, "measured": measured, "held": held}
-
-
-def _saber_check(mode_records: dict, base_records: dict | None) -> dict:
-    vals = _by_value(mode_records, "thinking")
-    if len(vals) < 2:
-        return {"claim": "-", "measured": "no tier evaluations", "held": None}
-    (lo_v, lo), (hi_v, hi) = vals[0], vals[-1]
-    claim = (f"vs the base model under the same tier prompts: the gap in thinking tokens between the {hi_v}-token and "
-             f"the {lo_v}-token tier prompt grows beyond noise")  # fmt: skip
-    m = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    if not base_records or any(k not in base_records for k in mode_records):
-        return {"claim": claim, "measured": f"thinking tokens {m(lo):.1f} vs {m(hi):.1f}; no base evaluation",
-                "held": None}  # fmt: skip
-    b_vals = _by_value({k: base_records[k] for k in mode_records}, "thinking")
-    b_lo, b_hi = b_vals[0][1], b_vals[-1][1]
-    gap = [h - low for low, h in zip(lo, hi, strict=True)]
-    b_gap = [h - low for low, h in zip(b_lo, b_hi, strict=True)]
-    gain, noise = paired_gain(gap, b_gap)
-    measured = (
-        f"thinking tokens at tier {lo_v} / {hi_v}: base {m(b_lo):.1f} / {m(b_hi):.1f} (gap {m(b_gap):.1f}) -> "
-        f"trained {m(lo):.1f} / {m(hi):.1f} (gap {m(gap):.1f}); gain {gain:.1f}, noise +-{noise:.1f}"
-    )
-    return {"claim": claim, "measured": measured, "held": _verdict(gain, noise)}
-
-
-def _dler_check(row: dict, base: dict, base_name: str) -> dict:
-    cap = row.get("tight_cap")
-    if cap is None or base.get("tight_cap") != cap:
-        return {"claim": f"fewer truncations than {base_name} at a tight cap, not longer",
-                "measured": "no truncation rate at the tight cap", "held": None}  # fmt: skip
-    claim = f"fewer truncations than {base_name} at a {cap}-token cap (half the training cap), not longer"
-    t, t_ref = row["tight_truncated_fraction"], base["tight_truncated_fraction"]
-    noise = fraction_noise(t, row.get("num_samples"), t_ref, base.get("num_samples"))
-    measured = (f"truncated at {cap}: {t:.3f} vs {base_name} {t_ref:.3f} (noise +-{noise:.3f}); at the cap: "
-                f"{row['truncated_fraction']:.3f} vs {base['truncated_fraction']:.3f}; tokens {row['mean_tokens']:.1f} "
-                f"vs {base['mean_tokens']:.1f}")  # fmt: skip
-    return {"claim": claim, "measured": measured,
-            "held": _verdict(t_ref - t, noise, row["mean_tokens"] <= base["mean_tokens"])}  # fmt: skip
-
-
-def mean_noise(row: dict, ref: dict) -> float:
-    """Two standard errors of a difference of mean tokens (0 when the rows lack `std_tokens` / `num_samples`).
-
-    >>> mean_noise({"std_tokens": 30.0, "num_samples": 100}, {"std_tokens": 40.0, "num_samples": 100})  # 2 sqrt(9 + 16)
-    10.0
-    """
-    if not all(r.get("std_tokens") is not None and r.get("num_samples") for r in (row, ref)):
-        return 0.0
-    return 2 * math.sqrt(row["std_tokens"] ** 2 / row["num_samples"] + ref["std_tokens"] ** 2 / ref["num_samples"])
-
-
 def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> float:
-    """Two standard errors of a difference of two fractions (0 without sample counts).
+    """Two standard errors of a difference of two fractions (0 without sample counts): what rows written before
+    the bootstrap intervals are judged by (`analysis.worst_ratio_at_kept_accuracy` on old rows).
 
     >>> round(fraction_noise(0.5, 100, 0.5, 100), 4)
     0.1414
@@ -313,96 +172,255 @@ def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> floa
     return 2 * math.sqrt(p1 * (1 - p1) / n1 + p2 * (1 - p2) / n2)
 
 
-def _asrr_check(row: dict, mode_records: dict, reference: dict | None, reference_name: str,
-                base_records: dict | None) -> dict:  # fmt: skip
-    """ASRR (methods.md §24): under the no-think prefix the trained model recovers accuracy over the base model under
-    the same prefix (it learns to reason in the answer where needed) beyond noise, and stays shorter than the
-    reference's plain evaluation."""
-    claim = (f"under the no-think prefix: accuracy above the base's under the same prefix (beyond noise) and fewer "
-             f"tokens than {reference_name}")  # fmt: skip
-    mine, base = mode_records.get("asrr"), (base_records or {}).get("asrr")
-    if not mine or not base or reference is None or mine.get("accuracy") is None or base.get("accuracy") is None:
-        return {"claim": claim, "measured": "no asrr-mode records", "held": None}
-    n1, n2 = len(mine["lengths"]), len(base["lengths"])
-    gain, noise = mine["accuracy"] - base["accuracy"], fraction_noise(mine["accuracy"], n1, base["accuracy"], n2)
-    tokens = sum(mine["lengths"]) / max(1, n1)
-    shorter = tokens < reference["mean_tokens"]
-    measured = (f"prefix accuracy {mine['accuracy']:.3f} vs base {base['accuracy']:.3f} (noise +-{noise:.3f}); "
-                f"prefix tokens {tokens:.1f} vs {reference_name} {reference['mean_tokens']:.1f}")  # fmt: skip
-    return {"claim": claim, "measured": measured, "held": _verdict(gain, noise, shorter)}
+@dataclass
+class CheckInputs:
+    """What a check reads: the recipe's `panel`, the `reference` panel (grpo, else the base) and its name, the
+    `base` panel (with its records under every conditioned recipe's prompts), the mean `floor` in tokens (the token
+    margin is `TOKEN_MARGIN` x it) and the bootstrap's `resamples` and `seed`."""
+
+    panel: Panel
+    reference: Panel | None = None
+    reference_name: str = "-"
+    base: Panel | None = None
+    floor: float = 0.0
+    resamples: int = 2000
+    seed: int = 0
+
+    @property
+    def token_margin(self) -> float:
+        return TOKEN_MARGIN * self.floor
+
+    def paired(self, a: np.ndarray, b: np.ndarray, den_a=None, den_b=None, mask=None) -> tuple:
+        """`(point, low, high)` of the paired difference of the cells `a` - `b` (both (S, T), the same seeds and
+        tasks), each a weighted mean (a ratio of sums with `den_*`), over the tasks in `mask`."""
+        boot = Bootstrap(a.shape[0], a.shape[1], self.resamples, self.seed)
+        one_a = np.ones_like(a) if den_a is None else den_a
+        one_b = np.ones_like(b) if den_b is None else den_b
+        return interval(boot, lambda w, v: wratio(a, one_a, w, v, mask) - wratio(b, one_b, w, v, mask))
 
 
-def _not_less_accurate(row, ref, ref_name) -> dict:
-    noise = fraction_noise(row["accuracy"], row.get("num_samples"), ref["accuracy"], ref.get("num_samples"))
-    gain = row["accuracy"] - ref["accuracy"]
-    measured = f"accuracy {row['accuracy']:.3f} vs {ref['accuracy']:.3f} (noise +-{noise:.3f})"
-    held = True if gain > noise else (None if gain >= -noise else False)
-    return {"claim": f"more accurate than {ref_name} (the method targets accuracy, not length)", "measured": measured,
-            "held": held}  # fmt: skip
+def _fmt(x, digits=1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _shorter_at_similar_accuracy(row, ref, ref_name) -> dict:
-    noise = mean_noise(row, ref)
-    gap = ref["mean_tokens"] - row["mean_tokens"]
-    similar = row["accuracy"] >= ref["accuracy"] - ACCURACY_TOLERANCE
-    measured = (f"tokens {row['mean_tokens']:.1f} vs {ref['mean_tokens']:.1f} (noise +-{noise:.1f}), accuracy "
-                f"{row['accuracy']:.3f} vs {ref['accuracy']:.3f}")  # fmt: skip
-    held = bool(gap > noise and similar)
-    if similar and 0 < gap <= noise:
-        held, measured = None, measured + ": shorter, within noise"
-    return {"claim": f"shorter than {ref_name} at similar accuracy (>= {ref_name} - {ACCURACY_TOLERANCE})",
-            "measured": measured, "held": held}  # fmt: skip
+def _d(est, digits=1) -> str:
+    """`+2.3 [+1.1, +3.5]`: a difference and its 95% interval."""
+    p, lo, hi = est
+    if p is None:
+        return "-"
+    if lo is None:
+        return f"{p:+.{digits}f} [no interval]"
+    return f"{p:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
-def method_check(
-    recipe: str,
-    row: dict,
-    mode_records: dict,
-    reference: dict | None,
-    reference_name: str,
-    base: dict | None = None,
-    base_records: dict | None = None,
-) -> dict:
-    """The check of one recipe: `{"claim", "measured", "held"}` (`held` is `None` when inconclusive or untestable).
+def _point(panel: Panel, key: str, mask=None) -> float | None:
+    value = wmean(panel.metrics[key], np.ones((1, len(panel.seeds))), np.ones((1, panel.num_tasks)), mask)[0]
+    return float(value) if np.isfinite(value) else None
 
-    `row` is the recipe's comparison row, `mode_records[mode_name] = {"value": int, "lengths": [...],
-    "thinking": [...] }` its per-sample lengths under each of `check_modes` (one sample per check task, in task
-    order), `reference` the reference row, `base` the base model's row and `base_records` its records under the same
-    modes (the conditioned recipes and DLER are checked against the base model).
-    """
+
+def _result(claim: str, measured: str, held, differences: dict) -> dict:
+    return {"claim": claim, "measured": measured, "held": held,
+            "differences": {k: list(v) for k, v in differences.items()}}  # fmt: skip
+
+
+def _similar_accuracy(c: CheckInputs, rec: Panel, ref: Panel) -> tuple[tuple, bool | None, str]:
+    d = c.paired(rec.metrics["correct"], ref.metrics["correct"])
+    text = (f"accuracy {_fmt(_point(rec, 'correct'), 3)} vs {_fmt(_point(ref, 'correct'), 3)}: diff {_d(d, 3)} "
+            f"(allowed >= -{ACCURACY_TOLERANCE})")  # fmt: skip
+    return d, constraint(d, ACCURACY_TOLERANCE), text
+
+
+def _shorter_at_similar_accuracy(c: CheckInputs) -> dict:
+    rec, ref = c.panel.aligned(c.reference)
+    d_tokens = c.paired(ref.metrics["tokens"], rec.metrics["tokens"])
+    d_acc, similar, acc_text = _similar_accuracy(c, rec, ref)
+    measured = (f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(ref, 'tokens'))}: {c.reference_name} - recipe "
+                f"{_d(d_tokens)} (margin +-{c.token_margin:.1f}); {acc_text}")  # fmt: skip
+    return _result(f"shorter than {c.reference_name} at similar accuracy (>= {c.reference_name} - "
+                   f"{ACCURACY_TOLERANCE})", measured, combine(decide(d_tokens, c.token_margin), similar),
+                   {"tokens_saved": d_tokens, "accuracy": d_acc})  # fmt: skip
+
+
+def _not_less_accurate(c: CheckInputs) -> dict:
+    rec, ref = c.panel.aligned(c.reference)
+    d = c.paired(rec.metrics["correct"], ref.metrics["correct"])
+    measured = (f"accuracy {_fmt(_point(rec, 'correct'), 3)} vs {_fmt(_point(ref, 'correct'), 3)}: diff {_d(d, 3)} "
+                f"(margin +-{FRACTION_MARGIN})")  # fmt: skip
+    return _result(f"more accurate than {c.reference_name} (the method targets accuracy, not length)", measured,
+                   decide(d, FRACTION_MARGIN), {"accuracy": d})  # fmt: skip
+
+
+def _bingo(c: CheckInputs) -> dict:
+    rec, ref = c.panel.aligned(c.reference)
+    d = c.paired(ref.metrics["redundant_tokens"], rec.metrics["redundant_tokens"], ref.metrics["tokens"],
+                 rec.metrics["tokens"])  # fmt: skip
+    d_acc, similar, acc_text = _similar_accuracy(c, rec, ref)
+    measured = f"redundant share: {c.reference_name} - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); {acc_text}"
+    return _result(
+        f"fewer insignificant (redundant) tokens than {c.reference_name} at similar accuracy",
+        measured,
+        combine(decide(d, FRACTION_MARGIN), similar),
+        {"redundant_share_saved": d, "accuracy": d_acc},
+    )
+
+
+def _dapo(c: CheckInputs) -> dict:
+    rec, ref = c.panel.aligned(c.reference)
+    d = c.paired(ref.metrics["truncated"], rec.metrics["truncated"])
+    measured = (f"truncated {_fmt(_point(rec, 'truncated'), 3)} vs {_fmt(_point(ref, 'truncated'), 3)}: "
+                f"{c.reference_name} - recipe {_d(d, 3)} (allowed >= -{FRACTION_MARGIN})")  # fmt: skip
+    return _result(f"no more truncations than {c.reference_name}", measured, constraint(d, FRACTION_MARGIN),
+                   {"truncations_saved": d})  # fmt: skip
+
+
+def _dler(c: CheckInputs, cap: int | None) -> dict:
+    claim = f"fewer truncations than the base at a {cap}-token cap (half the training cap), not longer"
+    if c.base is None:
+        return _result(claim, "no base row", None, {})
+    rec, base = c.panel.aligned(c.base)
+    d = c.paired(base.metrics["tight_truncated"], rec.metrics["tight_truncated"])
+    d_tokens = c.paired(base.metrics["tokens"], rec.metrics["tokens"])
+    measured = (f"truncated at {cap}: {_fmt(_point(rec, 'tight_truncated'), 3)} vs base "
+                f"{_fmt(_point(base, 'tight_truncated'), 3)}: base - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); "
+                f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(base, 'tokens'))}: base - recipe "
+                f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
+    return _result(claim, measured, combine(decide(d, FRACTION_MARGIN), constraint(d_tokens, c.token_margin)),
+                   {"tight_truncations_saved": d, "tokens_saved": d_tokens})  # fmt: skip
+
+
+def _modes_pair(c: CheckInputs) -> tuple[Panel, Panel] | None:
+    """The recipe and the base, aligned, when the base has records under every prompt of the recipe."""
+    if c.base is None or not c.panel.modes or any(m not in c.base.modes for m in c.panel.modes):
+        return None
+    return c.panel.aligned(c.base)
+
+
+def _by_value(panel: Panel, names) -> list[str]:
+    return sorted(names, key=lambda m: panel.mode_values.get(m) or 0)
+
+
+def _mode_means(panel: Panel, names, key="lengths") -> str:
+    return ", ".join(f"{panel.mode_values.get(m)}: {float(panel.modes[m][key].mean()):.1f}" for m in names)
+
+
+def _hbpo(c: CheckInputs) -> dict:
+    claim = ("vs the base model under the same budget prefills: the budget spread (length at the largest budget minus "
+             "the smallest) grows, and easy tasks (1-2 ops) get shorter than the base's")  # fmt: skip
+    pair = _modes_pair(c)
+    if pair is None or len(c.panel.modes) < 2:
+        return _result(claim, "no base evaluation under the same prompts", None, {})
+    rec, base = pair
+    names = _by_value(rec, rec.modes)
+    lo, hi = names[0], names[-1]
+    spread = rec.modes[hi]["lengths"] - rec.modes[lo]["lengths"]
+    b_spread = base.modes[hi]["lengths"] - base.modes[lo]["lengths"]
+    d_spread = c.paired(spread, b_spread)
+    easy = np.isin(rec.difficulty.astype(str), EASY_OPS)
+    d_easy = c.paired(base.metrics["tokens"], rec.metrics["tokens"], mask=easy)
+    hard = np.isin(rec.difficulty.astype(str), HARD_OPS)
+    gap = lambda p: (_point(p, "tokens", hard) or 0.0) - (_point(p, "tokens", easy) or 0.0)  # noqa: E731
+    measured = (f"budget spread {float(b_spread.mean()):.1f} (base) -> {float(spread.mean()):.1f}: diff "
+                f"{_d(d_spread)}; easy tokens {_fmt(_point(base, 'tokens', easy))} (base) -> "
+                f"{_fmt(_point(rec, 'tokens', easy))}: base - recipe {_d(d_easy)} (margin +-{c.token_margin:.1f}); "
+                f"hard-easy gap {gap(base):.1f} -> {gap(rec):.1f}; by budget: base {_mode_means(base, names)}; "
+                f"trained {_mode_means(rec, names)}")  # fmt: skip
+    held = combine(decide(d_spread, c.token_margin), decide(d_easy, c.token_margin))
+    return _result(claim, measured, held, {"spread_gain": d_spread, "easy_tokens_saved": d_easy})
+
+
+def _l1(c: CheckInputs, recipe: str) -> dict:
+    exact = recipe == "l1-exact"
+    name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
+    claim = (f"length follows the prompted target better than the base model under the same prompts: mean {name} "
+             "falls and the target-length Pearson rises")  # fmt: skip
+    pair = _modes_pair(c)
+    if pair is None:
+        return _result(claim, "no base evaluation under the same prompts", None, {})
+    rec, base = pair
+    names = _by_value(rec, rec.modes)
+    targets = [float(rec.mode_values[m]) for m in names]
+
+    def error(p):
+        errs = [p.modes[m]["lengths"] - t for m, t in zip(names, targets, strict=True)]
+        return np.mean([np.abs(e) if exact else np.maximum(e, 0.0) for e in errs], axis=0)
+
+    d_err = c.paired(error(base), error(rec))
+    x = np.stack([np.full_like(rec.modes[m]["lengths"], t) for m, t in zip(names, targets, strict=True)])
+    y_rec, y_base = (np.stack([p.modes[m]["lengths"] for m in names]) for p in (rec, base))
+    boot = Bootstrap(x.shape[1], x.shape[2], c.resamples, c.seed)
+    d_r = interval(boot, lambda w, v: wpearson(x, y_rec, w, v) - wpearson(x, y_base, w, v))
+    r = lambda y: wpearson(x, y, boot.point_w, boot.point_v)[0]  # noqa: E731
+    measured = (f"mean {'abs(length - target)' if exact else 'overshoot'} {float(error(base).mean()):.1f} (base) -> "
+                f"{float(error(rec).mean()):.1f}: base - recipe {_d(d_err)} (margin +-{c.token_margin:.1f}); pearson "
+                f"{_fmt(r(y_base), 2)} -> {_fmt(r(y_rec), 2)}: diff {_d(d_r, 2)}; mean tokens by target: base "
+                f"{_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
+    held = combine(decide(d_err, c.token_margin), decide(d_r, PEARSON_MARGIN))
+    return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r})
+
+
+def _saber(c: CheckInputs) -> dict:
+    pair = _modes_pair(c)
+    if pair is None or len(c.panel.modes) < 2:
+        return _result("-", "no base evaluation under the tier prompts", None, {})
+    rec, base = pair
+    names = _by_value(rec, rec.modes)
+    lo, hi = names[0], names[-1]
+    claim = (f"vs the base model under the same tier prompts: the gap in thinking tokens between the "
+             f"{rec.mode_values[hi]}-token and the {rec.mode_values[lo]}-token tier prompt grows")  # fmt: skip
+    gap = rec.modes[hi]["thinking"] - rec.modes[lo]["thinking"]
+    b_gap = base.modes[hi]["thinking"] - base.modes[lo]["thinking"]
+    d = c.paired(gap, b_gap)
+    measured = (f"thinking tokens by tier: base {_mode_means(base, names, 'thinking')} (gap {float(b_gap.mean()):.1f})"
+                f" -> trained {_mode_means(rec, names, 'thinking')} (gap {float(gap.mean()):.1f}): diff {_d(d)} "
+                f"(margin +-{c.token_margin:.1f})")  # fmt: skip
+    return _result(claim, measured, decide(d, c.token_margin), {"gap_gain": d})
+
+
+def _asrr(c: CheckInputs) -> dict:
+    claim = (f"under the no-think prefix: accuracy above the base's under the same prefix and fewer tokens than "
+             f"{c.reference_name}")  # fmt: skip
+    pair = _modes_pair(c)
+    if pair is None or "asrr" not in c.panel.modes or c.reference is None or "correct" not in c.panel.modes["asrr"]:
+        return _result(claim, "no asrr-mode records", None, {})
+    rec, base = pair
+    d_acc = c.paired(rec.modes["asrr"]["correct"], base.modes["asrr"]["correct"])
+    rec2, ref = c.panel.aligned(c.reference)
+    lengths = rec2.modes["asrr"]["lengths"]
+    d_tokens = c.paired(ref.metrics["tokens"][:, : lengths.shape[1]], lengths)
+    measured = (f"prefix accuracy {float(rec.modes['asrr']['correct'].mean()):.3f} vs base "
+                f"{float(base.modes['asrr']['correct'].mean()):.3f}: diff {_d(d_acc, 3)}; prefix tokens "
+                f"{float(lengths.mean()):.1f}: {c.reference_name} (plain) - recipe {_d(d_tokens)}")  # fmt: skip
+    held = combine(decide(d_acc, FRACTION_MARGIN), decide(d_tokens, c.token_margin))
+    return _result(claim, measured, held, {"prefix_accuracy_gain": d_acc, "tokens_saved": d_tokens})
+
+
+def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None) -> dict:
+    """The check of one recipe: `{"claim", "measured", "held", "differences"}` (`held` is `None` when inconclusive
+    or untestable; `differences[name] = [point, low, high]`), from the per-(seed, task) panels of `inputs`."""
     if recipe == "grpo":
         return {"claim": "baseline", "measured": "-", "held": None}
     if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method
         return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
     if recipe == "hbpo":
-        return _hbpo_check(row, mode_records, base, base_records)
+        return _hbpo(inputs)
     if recipe in ("l1-exact", "l1-max"):
-        return _l1_check(recipe, mode_records, base_records)
+        return _l1(inputs, recipe)
     if recipe == "saber":
-        return _saber_check(mode_records, base_records)
+        return _saber(inputs)
     if recipe in ("dler", "da-dler"):
-        if base is None:
-            return {"claim": "-", "measured": "no base row", "held": None}
-        return _dler_check(row, base, "base")
+        return _dler(inputs, tight_cap)
     if recipe == "asrr":
-        return _asrr_check(row, mode_records, reference, reference_name, base_records)
-    if reference is None:
+        return _asrr(inputs)
+    if inputs.reference is None:
         return {"claim": "-", "measured": "no reference row", "held": None}
     if recipe in _NOT_LESS_ACCURATE:
-        return _not_less_accurate(row, reference, reference_name)
+        return _not_less_accurate(inputs)
     if recipe == "bingo":
-        lower = row["redundant_share"] < reference["redundant_share"]
-        similar = row["accuracy"] >= reference["accuracy"] - ACCURACY_TOLERANCE
-        return {"claim": f"fewer insignificant (redundant) tokens than {reference_name} at similar accuracy",
-                "measured": f"redundant share {row['redundant_share']:.3f} vs {reference['redundant_share']:.3f}, "
-                f"accuracy {row['accuracy']:.3f} vs {reference['accuracy']:.3f}",
-                "held": bool(lower and similar)}  # fmt: skip
+        return _bingo(inputs)
     if recipe == "dapo-overlong":
-        t, t_ref = row["truncated_fraction"], reference["truncated_fraction"]
-        return {"claim": f"no more truncations than {reference_name}",
-                "measured": f"truncated {t:.3f} vs {t_ref:.3f}", "held": bool(t <= t_ref)}  # fmt: skip
+        return _dapo(inputs)
     if recipe in _SHORTER:
-        check = _shorter_at_similar_accuracy(row, reference, reference_name)
+        check = _shorter_at_similar_accuracy(inputs)
         if recipe == "budgetthinker":  # its budget claim needs the control tokens: perf/testbed/budget_forcing.py
             check["claim"] += " under the plain prompt (budgets: perf/testbed/budget_forcing.py)"
         return check

@@ -2,26 +2,30 @@
 
     trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
-    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--output-dir DIR]
-                                  [--set key=value ...] [--overwrite]
+    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--workers 2]
+                                  [--output-dir DIR] [--set key=value ...] [--overwrite]
     trl-efficient testbed sweep --recipe laser --set reward.laser.target_length=24,48,96 [--set key2=...]
-                                [--setting key=value ...] [--max-steps 40] [--output-dir DIR] [--overwrite]
+                                [--setting key=value ...] [--max-steps 40] [--seeds 3] [--workers 2]
+                                [--output-dir DIR] [--overwrite]
     trl-efficient testbed frontier DIR/sweep_laser.json DIR/sweep_kimi.json ... --out frontier.png
     trl-efficient testbed plots perf/testbed/results/compare.json      per_difficulty.png next to it
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
-`compare` trains every recipe from the same base model with the same data, seed and number of GRPO steps, each at
-its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the table), then writes `compare.json`,
-`compare.md` (G, accuracy, mean tokens, floor, excess over floor, redundant share, truncation, each recipe's method
-check, tokens by difficulty, the scaling rules) and `pareto.png`. A recipe that fails is a row with its error; the
-others still run, and the command exits with status 1 at the end when any recipe failed.
+`compare` trains every recipe with `--seeds` training seeds from the same base model with the same data and number of
+GRPO steps, each at its testbed scale (`testbed/scaling.py`: one rule per recipe, printed with the table), evaluates
+every model on the same tasks and sampling streams, then writes `compare.json`, `compare.md` (G, accuracy, mean tokens,
+floor, excess over floor, redundant share, truncation, each with its 95% interval over tasks and seeds, the paired
+differences from grpo, each recipe's method check, tokens by difficulty, the scaling rules), `pareto.png`,
+`per_difficulty.png` and `checks.png`. Runs are resumable (each (recipe, seed) run is a result file named by its config
+hash under `<output-dir>/runs/`) and run on `--workers` processes with a progress bar. A recipe that fails is a row with
+its error; the others still run, and the command exits with status 1 at the end when any recipe failed.
 
 `sweep` trains one recipe at every point of a grid over `--set` (an `EfficientGRPOConfig` field, `field.entry` of a
 dict field, or `reward.<builder>.<kwarg>`; values `x<m>` = m times the value at testbed scale) and writes
 `sweep_<recipe>.{json,md,png}` (the frontier: accuracy vs tokens, Pareto-optimal points ringed, base and grpo
 shown); `frontier` draws several sweeps on one plot (`testbed/sweep.py`). `plots` redraws a comparison's
-`per_difficulty.png` from its `compare.json`.
+`per_difficulty.png` and `checks.png` from its `compare.json`.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def _parse_sets(items: list[str]) -> dict:
 
 def _settings(args, items: list[str]):
     """`TestbedSettings` from `--base-model`, `--set`/`--setting` items (a `TestbedSettings` field, else an
-    `EfficientGRPOConfig` field for every recipe: `extra`) and `--max-steps`, `--num-eval`, `--seed`."""
+    `EfficientGRPOConfig` field for every recipe: `extra`) and `--max-steps`, `--num-eval`, `--seed`, `--seeds`."""
     import dataclasses
 
     from .runner import TestbedSettings
@@ -63,8 +67,8 @@ def _settings(args, items: list[str]):
             setattr(settings, key, value)
         else:
             settings.extra[key] = value
-    for key in ("max_steps", "num_eval", "seed"):
-        if getattr(args, key) is not None:
+    for key in ("max_steps", "num_eval", "seed", "seeds"):
+        if getattr(args, key, None) is not None:
             setattr(settings, key, getattr(args, key))
     return settings
 
@@ -127,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
-    p_cmp.add_argument("--seed", type=int, default=None)
+    p_cmp.add_argument("--seed", type=int, default=None, help="data, evaluation and bootstrap seed (default 0)")
+    p_cmp.add_argument("--seeds", type=int, default=None, help="training seeds per recipe (default 3)")
+    p_cmp.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
     p_cmp.add_argument(
         "--set",
         action="append",
@@ -165,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     p_sweep.add_argument("--max-steps", type=int, default=None)
     p_sweep.add_argument("--num-eval", type=int, default=None)
     p_sweep.add_argument("--seed", type=int, default=None)
+    p_sweep.add_argument("--seeds", type=int, default=None, help="training seeds per point (default 3)")
+    p_sweep.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
     p_sweep.add_argument("--references", nargs="*", default=["base", "grpo"], help="reference rows (default base grpo)")
     p_sweep.add_argument("--output-dir", default="outputs/testbed")
     p_sweep.add_argument("--overwrite", action="store_true")
@@ -181,13 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_world.add_argument("--model", default="testbed:v2")
     p_world.add_argument("--num-tasks", type=int, default=512)
-    p_world.add_argument("--max-new-tokens", type=int, default=256)
-    p_world.add_argument("--temperature", type=float, default=0.6)
+    p_world.add_argument("--max-new-tokens", type=int, default=384)
+    p_world.add_argument("--temperature", type=float, default=1.0)
     p_world.add_argument("--seed", type=int, default=0)
     p_world.add_argument("--json", default=None, help="also write the report's data to this JSON file")
-    p_plots = sub.add_parser("plots", help="redraw per_difficulty.png from a compare.json")
+    p_plots = sub.add_parser("plots", help="redraw per_difficulty.png and checks.png from a compare.json")
     p_plots.add_argument("compare_json")
-    p_plots.add_argument("--out", default=None, help="default: per_difficulty.png next to the JSON")
+    p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "base":
@@ -235,14 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "plots":
         import os
 
-        from .plots import per_difficulty_plot
+        from .runner import draw_compare_plots
 
         with open(args.compare_json) as f:
             data = json.load(f)
         rows = [r for r in data["rows"] if r.get("status", "ok") == "ok"]
-        out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.compare_json)), "per_difficulty.png")
+        out = args.out_dir or os.path.dirname(os.path.abspath(args.compare_json))
         steps = (data.get("settings") or {}).get("max_steps")
-        print(per_difficulty_plot(rows, out, f"Testbed after {steps} GRPO steps"))
+        for name, path in draw_compare_plots(rows, out, f"Testbed after {steps} GRPO steps").items():
+            print(f"{name:14s}: {path}")
         return 0
     if args.command == "frontier":
         from .sweep import write_frontier
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args, args.setting)
         sets = dict(parse_sweep_set(item) for item in args.set)
         out = run_sweep(args.recipe, sets, settings, args.output_dir, overwrite=args.overwrite,
-                        references=args.references, keep_models=args.keep_models)  # fmt: skip
+                        references=args.references, keep_models=args.keep_models, workers=args.workers)  # fmt: skip
         return _report(out, "failed points", "; ")
     if args.command == "compare":
         from .runner import compare
@@ -271,7 +280,14 @@ def main(argv: list[str] | None = None) -> int:
             from ..recipes import RECIPES
 
             recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo")]
-        out = compare(recipes, settings, args.output_dir, overwrite=args.overwrite, keep_models=args.keep_models)
+        out = compare(
+            recipes,
+            settings,
+            args.output_dir,
+            overwrite=args.overwrite,
+            keep_models=args.keep_models,
+            workers=args.workers,
+        )
         return _report(out, "failed", ", ")
     return 2
 

@@ -3,10 +3,12 @@ Sweep one recipe's setting on the testbed and draw its frontier: `trl-efficient 
 
 `run_sweep("laser", {"reward.laser.target_length": [24, 48, 96]}, TestbedSettings(), "outputs/testbed")` trains the
 recipe at every point of the grid over the sets (in order: the first key varies slowest), each on top of the recipe's
-testbed scale (`testbed.scaling`) and with everything else as in `compare` (same base model, data, seed, steps), then
-evaluates every point on the same held-out tasks (`runner.evaluate_testbed`) and writes `sweep_<recipe>.json`,
-`sweep_<recipe>.md` and `sweep_<recipe>.png` (the frontier: accuracy vs mean tokens, the points connected in sweep
-order, the Pareto-optimal ones ringed, base and grpo shown).
+testbed scale (`testbed.scaling`) and with everything else as in `compare` (same base model, data, training seeds,
+steps), then evaluates every point on the same held-out tasks and sampling streams (`runner.evaluate_testbed`) and
+writes `sweep_<recipe>.json`, `sweep_<recipe>.md` and `sweep_<recipe>.png` (the frontier: accuracy vs mean tokens
+with 95% error bars, the points connected in sweep order, the Pareto-optimal ones ringed, base and grpo shown).
+Every point carries the intervals of `runner.panel_row`; the front is interval-aware (`stats.dominates`: a point is
+dominated only by one better in both tokens and accuracy beyond the intervals).
 
 A key is
 - an `EfficientGRPOConfig` field (`max_completion_length`), or one entry of a dict field (`advantage_kwargs.alpha`);
@@ -15,11 +17,10 @@ A key is
 
 A value `x<m>` (`x0.5`) is `m` times the value the recipe has at its testbed scale (else the reward factory's
 default): per-token coefficients and lengths already scaled to the cap are swept around the scaled value without
-restating it. The base and grpo rows (the references) are cached in `<output_dir>/<name>/result.json` exactly as
-`compare` caches them, so a sweep in a comparison's output directory reuses its base and grpo; each point is cached
-in `<output_dir>/sweep-<recipe>/<point>/result.json` (reused when the settings, the scale and the point match); the
-point where every key has the recipe's own value (at testbed scale) reuses `compare`'s row of the recipe from
-`<output_dir>/<recipe>/result.json` when there is one (same settings, scale and base model).
+restating it. Every (point, seed) and the references (base, grpo) are `jobs.Job`s with result files in
+`<output_dir>/runs/` named by the hash of their config, exactly as `compare` runs them: a sweep in a comparison's
+output directory reuses its base and grpo, and the point where every key has the recipe's own value (the same
+effective reward specs, no config change: `changed_overrides`) reuses the recipe's runs.
 """
 
 from __future__ import annotations
@@ -30,25 +31,14 @@ import json
 import logging
 import os
 import re
-import shutil
 from typing import Any
 
-from .runner import (
-    TestbedSettings,
-    _row,
-    evaluate_testbed,
-    failed_row,
-    hub_offline,
-    num_generations_for,
-    scaled_recipe,
-    torch_threads,
-    train_recipe,
-    worst_ratio_cell,
-)
+from .runner import TestbedSettings, _num, hub_offline, scaled_recipe, torch_threads, worst_ratio_cell
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "changed_overrides",
     "frontier_markdown",
     "parse_sweep_set",
     "resolve_point",
@@ -211,158 +201,71 @@ def point_label(resolved: dict) -> str:
     return ", ".join(f"{key.rsplit('.', 1)[-1]}={_fmt(value)}" for key, value in resolved.items())
 
 
-def _slug(resolved: dict) -> str:
-    text = "__".join(f"{key}={_fmt(value)}" for key, value in resolved.items())
-    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text)[:150]
+def changed_overrides(recipe_name: str, config_overrides: dict, settings: TestbedSettings, scale) -> dict:
+    """The entries of `config_overrides` that change the recipe's testbed config (`runner.build_config`): a point
+    whose every key is at the recipe's own value has none, so its runs are `compare`'s runs (the same job hash)."""
+    if not config_overrides:
+        return {}
+    from ..recipes import get_recipe
+    from .runner import build_config
 
-
-def _load_cached(path: str, key: dict) -> dict | None:
-    if not os.path.isfile(path):
-        return None
-    with open(path) as f:
-        saved = json.load(f)
-    if all(saved.get(k) == json.loads(json.dumps(v)) for k, v in key.items()):
-        return saved
-    return None
-
-
-def _drop_weights(folder: str) -> None:
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if name.endswith((".safetensors", ".bin")):
-            os.remove(path)
-        elif name.startswith("checkpoint-") and os.path.isdir(path):
-            shutil.rmtree(path)
-
-
-def _evaluate(name: str, settings: TestbedSettings, folder: str, overrides: dict | None = None,
-              reward_overrides: dict | None = None, keep_models: bool = False) -> tuple[dict, dict, dict]:  # fmt: skip
-    """Train `name` (`runner.train_recipe`; the base model is only loaded) and evaluate it (`runner.evaluate_testbed`
-    with the comparison's sampling): `(row, summary, train_info)`."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from .base import resolve_base_model
-    from .data import load_testbed_dataset
-    from .scaling import recipe_scale
-
-    base_path = resolve_base_model(settings.base_model)
-    tokenizer = AutoTokenizer.from_pretrained(base_path)
-    info, seconds, g = {}, None, None
-    os.makedirs(folder, exist_ok=True)
-    if name == "base":
-        model = AutoModelForCausalLM.from_pretrained(base_path)
-    else:
-        g = num_generations_for(recipe_scale(name, settings.max_completion_length, settings.max_steps), settings)
-        info = train_recipe(name, settings, folder, overrides=overrides, reward_overrides=reward_overrides)
-        model, seconds = info.pop("model"), info["seconds"]
-        if not keep_models:
-            _drop_weights(folder)
-    eval_ds = load_testbed_dataset("test", settings.num_eval, settings.seed, settings.min_ops, settings.max_ops)
-    with torch.no_grad():
-        summary = evaluate_testbed(model, tokenizer, eval_ds, num_samples=settings.eval_samples,
-                                   max_new_tokens=settings.max_completion_length,
-                                   temperature=settings.eval_temperature, top_p=settings.eval_top_p,
-                                   seed=settings.seed)  # fmt: skip
-    return _row(name, summary, seconds, g), summary, info
-
-
-def _is_default(recipe: str, resolved: dict, settings: TestbedSettings, scale) -> bool:
-    """Whether the point is the recipe as `compare` trains it (every key at its value at testbed scale)."""
-    try:
-        defaults = resolve_point(recipe, dict.fromkeys(resolved, "x1"), settings, scale)[2]
-    except ValueError:  # a key without a numeric value at testbed scale
-        return False
-    return all(defaults[k] == v for k, v in resolved.items())
-
-
-def _compare_row(name: str, settings: TestbedSettings, output_dir: str, scale, base_dir: str) -> dict | None:
-    """`name`'s row from `compare`'s cache in `output_dir` when it matches the settings, the scale and the base."""
-    key = {"settings": settings.to_dict(), "testbed_scale": scale.to_dict(), "base_model_dir": base_dir}
-    cached = _load_cached(os.path.join(output_dir, name, "result.json"), key)
-    if cached is not None and "accuracy_by_difficulty" in cached["row"]:
-        return cached["row"]
-    return None
-
-
-def _reference_row(name: str, settings: TestbedSettings, output_dir: str, overwrite: bool) -> dict:
-    """The base or grpo row, through `compare`'s per-recipe cache (`<output_dir>/<name>/result.json`, same key)."""
-    from .base import resolve_base_model
-    from .scaling import recipe_scale
-
-    scale = None if name == "base" else recipe_scale(name, settings.max_completion_length, settings.max_steps)
-    base_dir = os.path.basename(os.path.normpath(resolve_base_model(settings.base_model)))
-    key = {"settings": settings.to_dict(), "testbed_scale": None if scale is None else scale.to_dict(),
-           "base_model_dir": base_dir}  # fmt: skip
-    folder = os.path.join(output_dir, name)
-    cached = None if overwrite else _load_cached(os.path.join(folder, "result.json"), key)
-    if cached is not None and "accuracy_by_difficulty" in cached["row"]:
-        logger.info("testbed sweep: reusing %s", os.path.join(folder, "result.json"))
-        return cached["row"]
-    try:
-        row, summary, info = _evaluate(name, settings, folder)
-    except Exception as err:  # noqa: BLE001 - a failed reference is a row, the sweep still runs
-        logger.exception("testbed sweep: reference %s failed", name)
-        return failed_row(name, err)
-    with open(os.path.join(folder, "result.json"), "w") as f:
-        json.dump({**key, "row": row, "summary": summary, "check_modes": {},
-                   "log_history": info.get("log_history")}, f, indent=1)  # fmt: skip
-    return row
+    args = build_config(scaled_recipe(get_recipe(recipe_name), scale), settings,
+                        os.path.join("outputs", "testbed", "_sweep_probe"), None, scale)  # fmt: skip
+    return {k: v for k, v in config_overrides.items() if getattr(args, k, object()) != v}
 
 
 def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | None = None,
               output_dir: str = "outputs/testbed", overwrite: bool = False, references=REFERENCES,
-              keep_models: bool = False, show_progress: bool = True) -> dict:  # fmt: skip
-    """Train and evaluate `recipe` at every point of `sweep_grid(sets)`; write `sweep_<recipe>.{json,md,png}` under
-    `output_dir`. Every point is resolved (`resolve_point`) before anything trains, so a bad key fails at once. A point
-    that raises is a failed row; the others still run. Returns the sweep (what the JSON holds) plus `"files"`."""
-    from tqdm.auto import tqdm
-
+              keep_models: bool = False, show_progress: bool = True, workers: int = 1) -> dict:  # fmt: skip
+    """Train (with `settings.seeds` training seeds) and evaluate `recipe` at every point of `sweep_grid(sets)`; write
+    `sweep_<recipe>.{json,md,png}` under `output_dir`. Every point is resolved (`resolve_point`) before anything
+    trains, so a bad key fails at once. Runs are `jobs.Job`s in `<output_dir>/runs/`, shared with `compare` (the
+    references, and a point equal to the recipe as `compare` trains it, reuse its files), run on `workers`
+    processes. A point's row has 95% intervals and its paired differences from grpo (`runner.panel_row`); a point
+    whose run raises is a failed row, the others still run. Returns the sweep (what the JSON holds) plus `"files"`."""
     from ..recipes import get_recipe
+    from .base import resolve_base_model
+    from .jobs import plan_job, run_jobs
     from .plots import frontier_plot
+    from .runner import load_panels, panel_row, panel_rows, plan_runs
     from .scaling import recipe_scale
 
     settings = settings or TestbedSettings()
     get_recipe(recipe)
     scale = recipe_scale(recipe, settings.max_completion_length, settings.max_steps)
     points = [resolve_point(recipe, p, settings, scale) + (p,) for p in sweep_grid(sets)]
+    for _, reward_overrides, _, _ in points:
+        scaled_recipe(get_recipe(recipe), scale).with_reward_kwargs(reward_overrides, "sweep")
     os.makedirs(output_dir, exist_ok=True)
-    from .base import resolve_base_model
-
-    base_dir = os.path.basename(os.path.normpath(resolve_base_model(settings.base_model)))
-    rows, refs = [], []
     with torch_threads(), hub_offline():
-        for name in tqdm(list(references), desc="references", disable=not show_progress):
-            refs.append(_reference_row(name, settings, output_dir, overwrite))
-        for config_overrides, reward_overrides, resolved, given in tqdm(points, desc=f"sweep {recipe}",
-                                                                        disable=not show_progress):  # fmt: skip
-            label = point_label(resolved)
-            folder = os.path.join(output_dir, f"sweep-{recipe}", _slug(resolved))
-            key = {"settings": settings.to_dict(), "testbed_scale": scale.to_dict(), "base_model_dir": base_dir,
-                   "point": resolved, "config_overrides": config_overrides,
-                   "reward_overrides": reward_overrides}  # fmt: skip
-            key = json.loads(json.dumps(key))  # as the cache file holds it (tuples -> lists)
-            cached = None if overwrite else _load_cached(os.path.join(folder, "result.json"), key)
-            if cached is None and not overwrite and _is_default(recipe, resolved, settings, scale):
-                # the recipe as compare trains it: reuse compare's row from the same directory when it has one
-                row = _compare_row(recipe, settings, output_dir, scale, base_dir)
-                cached = None if row is None else {"row": row}
-            if cached is not None:
-                logger.info("testbed sweep: reusing the result of %s at %s", recipe, label)
-                row = cached["row"]
-            else:
-                try:
-                    scaled_recipe(get_recipe(recipe), scale).with_reward_kwargs(reward_overrides, "sweep")
-                    row, summary, info = _evaluate(recipe, settings, folder, config_overrides, reward_overrides,
-                                                   keep_models)  # fmt: skip
-                except Exception as err:  # noqa: BLE001 - one point's failure must not lose the others
-                    logger.exception("testbed sweep: %s at %s failed", recipe, label)
-                    row = failed_row(recipe, err)
-                else:
-                    with open(os.path.join(folder, "result.json"), "w") as f:
-                        json.dump({**key, "row": row, "summary": summary,
-                                   "log_history": info.get("log_history")}, f, indent=1)  # fmt: skip
-            rows.append({**row, "label": label, "point": resolved, "given": given})
+        ref_plan = plan_runs(list(references), settings, output_dir, keep_models, overwrite)
+        base_dir = os.path.basename(os.path.normpath(resolve_base_model(settings.base_model)))
+        point_plan = {}
+        for config_overrides, reward_overrides, resolved, _ in points:
+            changed = changed_overrides(recipe, config_overrides, settings, scale)
+            point_plan[point_label(resolved)] = [
+                plan_job(recipe, s, settings, output_dir, base_dir, changed, reward_overrides, keep_models)
+                for s in settings.training_seeds()
+            ]  # fmt: skip
+        if overwrite:
+            for job in (j for js in point_plan.values() for j in js if os.path.isfile(j.path)):
+                os.remove(job.path)
+        jobs = [j for js in (*ref_plan.values(), *point_plan.values()) for j in js]
+        outcomes = run_jobs(jobs, workers, show_progress, f"sweep {recipe}")
+    panels, infos, errors = load_panels(ref_plan, outcomes)
+    refs = panel_rows(panels, infos, errors, list(references), settings, checks=False)
+    p_panels, p_infos, p_errors = load_panels(point_plan, outcomes)
+    reference = "grpo" if "grpo" in panels else ("base" if "base" in panels else None)
+    rows = []
+    for _, _, resolved, given in points:
+        label = point_label(resolved)
+        if label in p_errors:
+            row = {"recipe": recipe, "status": "failed", "num_generations": None, "error": p_errors[label]}
+        else:
+            info = p_infos[label]
+            row = panel_row(recipe, p_panels[label], settings, panels.get(reference), reference, info["train_seconds"],
+                            info["num_generations"], info["tight_cap"])  # fmt: skip
+        rows.append({**row, "label": label, "point": resolved, "given": given})
     sweep = {"recipe": recipe, "keys": list(sets), "sets": sets, "settings": settings.to_dict(),
              "testbed_scale": scale.to_dict(), "references": refs, "points": rows}  # fmt: skip
     _mark_pareto([sweep])
@@ -415,9 +318,10 @@ def _table(sweep: dict) -> list[str]:
             lines.append(f"| {name} | **failed**: {error} |" + " |" * (len(head) - 2))
             continue
         secs = "-" if r.get("train_seconds") is None else f"{r['train_seconds']:.0f}"
-        lines.append(f"| {name} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['excess_over_floor']:.1f} | "
-                     f"{worst_ratio_cell(r, refs + [r])} | {r['redundant_share']:.3f} | "
-                     f"{r['truncated_fraction']:.3f} | {'**yes**' if r.get('pareto') else ''} | {secs} |")  # fmt: skip
+        lines.append(f"| {name} | {_num(r, 'accuracy', 3)} | {_num(r, 'mean_tokens', 1)} | "
+                     f"{_num(r, 'excess_over_floor', 1)} | {worst_ratio_cell(r, refs + [r])} | "
+                     f"{_num(r, 'redundant_share', 3)} | {_num(r, 'truncated_fraction', 3)} | "
+                     f"{'**yes**' if r.get('pareto') else ''} | {secs} |")  # fmt: skip
     return lines
 
 
@@ -435,8 +339,9 @@ def sweep_markdown(sweep: dict) -> str:
 def frontier_markdown(sweeps: list[dict], skipped: dict | None = None) -> str:
     """Several sweeps as Markdown: one table per recipe, Pareto-optimal over every point of every sweep."""
     lines = ["Frontier of the length-penalty recipes on the testbed: each recipe swept over one setting, accuracy vs "
-             "mean tokens; **Pareto** = no other point (of any recipe, base or grpo) has fewer or equal tokens and "
-             "higher or equal accuracy, one strictly.", ""]  # fmt: skip
+             "mean tokens (values with their 95% intervals over tasks and seeds); **Pareto** = no other point (of any "
+             "recipe, base or grpo) has fewer tokens and higher accuracy beyond both intervals (points without "
+             "intervals: fewer or equal tokens and higher or equal accuracy, one strictly).", ""]  # fmt: skip
     for s in sweeps:
         lines += [f"### {s['recipe']}: " + ", ".join(f"`{k}` = {s['sets'][k]}" for k in s["keys"]), ""]
         lines += _table(s) + ["", f"Testbed scale: {s['testbed_scale']['rule']}", ""]

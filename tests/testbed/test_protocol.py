@@ -1,0 +1,270 @@
+"""The testbed protocol: bootstrap intervals over tasks and seeds, paired differences, verdicts, interval-aware
+Pareto dominance, paired sampling streams, and a smoke of `compare` with 2 seeds (intervals contain the mean, runs
+paired by task, resumption, a changed config reruns, 2 workers give the numbers of 1). Values by hand in comments;
+the smoke trains the `small` base model (seconds) for 1 step."""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+
+from trl_efficient.testbed.stats import (
+    Bootstrap,
+    Panel,
+    combine,
+    constraint,
+    decide,
+    dominates,
+    interval,
+    interval_pareto_flags,
+    wmean,
+    wpearson,
+    wratio,
+)
+
+
+def test_bootstrap_interval_by_hand():
+    # one seed, two tasks with values 0 and 1: a resample draws (2, 0), (1, 1) or (0, 2) tasks with probabilities
+    # 1/4, 1/2, 1/4, i.e. means 0, 0.5, 1: the 2.5% and 97.5% percentiles are 0 and 1, the point 0.5
+    x = np.array([[0.0, 1.0]])
+    point, low, high = interval(Bootstrap(1, 2, 2000, seed=0), lambda w, v: wmean(x, w, v))
+    assert (point, low, high) == (0.5, 0.0, 1.0)
+    # the same seed gives the same resamples; weights are multinomial counts summing to S and T
+    a, b = Bootstrap(3, 5, 100, seed=7), Bootstrap(3, 5, 100, seed=7)
+    assert np.array_equal(a.v, b.v) and set(a.w.sum(1)) == {3.0} and set(a.v.sum(1)) == {5.0}
+    # seeds are resampled too: two seeds whose cells differ by a constant give a non-zero interval even with one task
+    s = np.array([[1.0], [3.0]])
+    _, low, high = interval(Bootstrap(2, 1, 2000, seed=0), lambda w, v: wmean(s, w, v))
+    assert (low, high) == (1.0, 3.0)  # resampled seeds (1,1), (1,3)/(3,1), (3,3): means 1, 2, 3
+
+
+def test_ratio_mask_and_weighted_pearson():
+    num, den = np.array([[1.0, 3.0, 5.0]]), np.array([[2.0, 2.0, 10.0]])
+    one = np.ones((1, 1)), np.ones((1, 3))
+    assert wratio(num, den, *one)[0] == pytest.approx(9 / 14)  # a ratio of sums: (1 + 3 + 5) / (2 + 2 + 10)
+    assert wratio(num, den, *one, mask=np.array([True, True, False]))[0] == pytest.approx(4 / 4)
+    assert np.isnan(wratio(num, np.zeros_like(den), *one)[0])  # no denominator: undefined, not 0
+    # with unit weights the weighted Pearson is numpy's
+    rng = np.random.default_rng(0)
+    x = np.stack([np.full((2, 5), t) for t in (10.0, 20.0, 30.0)])  # (C=3 targets, S=2, T=5)
+    y = x + rng.normal(0, 5, size=x.shape)
+    expected = np.corrcoef(x.ravel(), y.ravel())[0, 1]
+    assert wpearson(x, y, np.ones((1, 2)), np.ones((1, 5)))[0] == pytest.approx(expected)
+
+
+def test_verdicts_by_hand():
+    assert decide((2.0, 0.5, 3.5), margin=1.0) is True  # excludes 0 on the claimed side
+    assert decide((-2.0, -3.5, -0.5), margin=1.0) is False  # excludes the claimed side
+    assert decide((0.1, -0.4, 0.6), margin=1.0) is False  # inside [-1, 1]: decisively no effect
+    assert decide((0.5, -0.4, 1.6), margin=1.0) is None  # could be 0, could be more than the margin
+    assert decide((0.5, None, None)) is None
+    assert constraint((-0.01, -0.03, 0.01), 0.04) is True and constraint((-0.1, -0.12, -0.08), 0.04) is False
+    assert constraint((-0.04, -0.07, -0.01), 0.04) is None
+    assert combine(True, True) is True and combine(True, None) is None and combine(None, False) is False
+
+
+def _p(tokens, t_ci, acc, a_ci, label="p"):
+    return {"label": label, "mean_tokens": tokens, "accuracy": acc, "ci": {"mean_tokens": t_ci, "accuracy": a_ci}}
+
+
+def test_interval_aware_pareto():
+    a = _p(60, [58, 62], 0.60, [0.58, 0.62], "a")
+    b = _p(70, [68, 72], 0.50, [0.48, 0.52], "b")  # worse in both, intervals clear: dominated by a
+    c = _p(63, [61, 65], 0.55, [0.53, 0.57], "c")  # worse point values than a, but the token intervals overlap
+    d = _p(80, [75, 85], 0.58, [0.50, 0.66], "d")  # longer than a beyond the intervals, accuracy overlaps a's
+    assert dominates(a, b) and not dominates(a, c) and not dominates(a, d) and not dominates(b, a)
+    assert interval_pareto_flags([a, b, c, d]) == [True, False, True, True]
+    # without intervals: the classic front (fewer or equal tokens and higher or equal accuracy, one strictly)
+    plain = [{"mean_tokens": 60, "accuracy": 0.5}, {"mean_tokens": 70, "accuracy": 0.5}]
+    assert interval_pareto_flags(plain) == [True, False]
+
+
+def _records(tasks, values, samples=1, **extra):
+    n = len(tasks) * samples
+    rec = {"task": [t for t in tasks for _ in range(samples)], "sample": [j for _ in tasks for j in range(samples)],
+           "difficulty": [1 + t % 2 for t in tasks for _ in range(samples)], "tokens": list(values),
+           "correct": [1] * n, "floor_tokens": [10] * n}  # fmt: skip
+    rec.update(extra)
+    return rec
+
+
+def test_panel_cells_are_means_per_task_and_align_by_seed():
+    # two samples per task: task 0 -> (10 + 20) / 2 = 15, task 1 -> (30 + 50) / 2 = 40
+    run = {"seed": 0, "records": _records([0, 1], [10, 20, 30, 50], samples=2)}
+    panel = Panel.from_runs([run, {**run, "seed": 1}])
+    assert panel.metrics["tokens"].tolist() == [[15.0, 40.0], [15.0, 40.0]] and panel.samples == 2
+    assert panel.metrics["excess"].tolist() == [[5.0, 30.0], [5.0, 30.0]] and panel.difficulty.tolist() == [1, 2]
+    base = Panel.from_runs([{"seed": None, "records": _records([0, 1], [1, 2, 3, 4], samples=2)}])
+    p, b = panel.aligned(base)  # the seedless base model is repeated over the seeds
+    assert b.seeds == [0, 1] and b.metrics["tokens"].tolist() == [[1.5, 3.5], [1.5, 3.5]]
+    other = Panel.from_runs([{**run, "seed": 1}, {**run, "seed": 2}])
+    assert [x.seeds for x in panel.aligned(other)] == [[1], [1]]  # only common seeds pair
+    with pytest.raises(ValueError, match="different tasks"):
+        Panel.from_runs([run, {"seed": 1, "records": _records([1, 0], [10, 20, 30, 50], samples=2)}])
+
+
+def test_paired_difference_cancels_shared_task_variation():
+    from trl_efficient.testbed.checks import CheckInputs
+
+    rng = np.random.default_rng(1)
+    hard = rng.normal(60, 30, size=(3, 200))  # tasks differ a lot: unpaired intervals would be wide
+    inputs = CheckInputs(panel=None, resamples=1000)
+    point, low, high = inputs.paired(hard, hard - 2.0)  # every task 2 tokens shorter, in every seed
+    assert point == pytest.approx(2.0) and low == pytest.approx(2.0) and high == pytest.approx(2.0)
+
+
+def _panel(tokens, correct=None, seeds=(0, 1), modes=None, values=None, difficulty=None, **metrics):
+    tokens = np.asarray(tokens, dtype=float)
+    metrics = {"tokens": tokens, "correct": np.ones_like(tokens) if correct is None else np.asarray(correct, float),
+               **{k: np.asarray(v, dtype=float) for k, v in metrics.items()}}  # fmt: skip
+    diff = np.asarray(difficulty if difficulty is not None else [1 + i % 8 for i in range(tokens.shape[1])])
+    return Panel(list(seeds), diff, metrics, modes or {}, values or {})
+
+
+def test_shorter_check_held_not_held_and_inconclusive():
+    from trl_efficient.testbed.checks import CheckInputs, method_check
+
+    rng = np.random.default_rng(0)
+    ref_tokens = rng.normal(70, 20, size=(2, 300))
+    acc = (rng.random((2, 300)) < 0.6).astype(float)
+    ref = _panel(ref_tokens, acc)
+
+    def check(tokens, correct, recipe="kimi"):
+        inputs = CheckInputs(_panel(tokens, correct), ref, "grpo", ref, floor=60.0, resamples=500)
+        return method_check(recipe, inputs)
+
+    c = check(ref_tokens - 5, acc)  # 5 tokens shorter on every task, same answers
+    assert c["held"] is True and c["differences"]["tokens_saved"][1] == pytest.approx(5.0)
+    assert "margin +-1.2" in c["measured"]  # 2% of the 60-token floor
+    assert check(ref_tokens + 5, acc)["held"] is False  # longer
+    assert check(ref_tokens, acc)["held"] is False  # identical: the interval is [0, 0], inside the margin
+    worse = acc.copy()
+    worse[:, :150] = 0  # shorter, but 0.3 less accurate on half the tasks
+    assert check(ref_tokens - 5, worse)["held"] is False
+    noise = rng.normal(0.5, 15, size=(2, 300))  # 0.5 tokens shorter on average, per-task noise 15 tokens
+    assert check(ref_tokens - noise, acc)["held"] is None
+    assert method_check("grpo", CheckInputs(ref))["held"] is None
+
+
+def test_conditioned_checks_against_the_base_under_the_same_prompts():
+    from trl_efficient.testbed.checks import CheckInputs, method_check
+
+    rng = np.random.default_rng(0)
+    tasks = 120
+    noise = rng.normal(0, 3, size=(2, tasks))
+
+    def modes(lengths_by_value, prefix="l1", key="lengths"):
+        return ({f"{prefix}:{v}": {key: np.asarray(x, float)} for v, x in lengths_by_value.items()},
+                {f"{prefix}:{v}": v for v in lengths_by_value})  # fmt: skip
+
+    flat = modes({t: 60 + noise[:1] for t in (20, 60, 100)})  # the base model: one row (no training seed)
+    follows = modes({t: t + noise for t in (20, 60, 100)})
+    base = _panel(np.full((1, tasks), 60.0), seeds=[None], modes=flat[0], values=flat[1])
+    rec = _panel(np.full((2, tasks), 60.0), modes=follows[0], values=follows[1])
+    c = method_check("l1-exact", CheckInputs(rec, base, "base", base, floor=60.0, resamples=300))
+    # |length - target| averages 80/3 = 26.7 (+noise) for the base, about 2.4 (mean |N(0, 3)|) for the recipe
+    assert c["held"] is True and c["differences"]["pearson_gain"][1] > 0.5
+    same_modes = modes({t: np.repeat(60 + noise[:1], 2, axis=0) for t in (20, 60, 100)})
+    same = _panel(np.full((2, tasks), 60.0), modes=same_modes[0], values=same_modes[1])
+    assert method_check("l1-exact", CheckInputs(same, base, "base", base, 60.0, 300))["held"] is False
+    assert method_check("l1-exact", CheckInputs(rec, base, "base", None, 60.0, 300))["held"] is None  # no base
+    # HBPO: the budget spread grows and easy tasks (k = 1-2) get shorter than the base's
+    difficulty = [1 + i % 8 for i in range(tasks)]
+    b_flat = modes({b: 70 + noise[:1] for b in (24, 120)}, "hbpo")
+    ordered = modes({b: 40 + b // 3 + noise for b in (24, 120)}, "hbpo")
+    hbpo_base = _panel(70 + noise[:1], seeds=[None], modes=b_flat[0], values=b_flat[1])
+    easier = np.where(np.isin(difficulty, [1, 2]), 50.0, 70.0) + noise
+    c = method_check("hbpo", CheckInputs(_panel(easier, modes=ordered[0], values=ordered[1]), hbpo_base, "base",
+                                         hbpo_base, 60.0, 300))  # fmt: skip
+    assert c["held"] is True and c["differences"]["spread_gain"][0] == pytest.approx(32.0)  # 120 // 3 - 24 // 3
+    same_len = _panel(np.repeat(70 + noise[:1], 2, axis=0), modes=ordered[0], values=ordered[1])  # easy: no shorter
+    assert method_check("hbpo", CheckInputs(same_len, hbpo_base, "base", hbpo_base, 60.0, 300))["held"] is False
+    # DLER: fewer completions unfinished at the tight cap than the base's, not longer
+    tight_base = (rng.random((1, tasks)) < 0.4).astype(float)
+    dler = _panel(np.full((2, tasks), 60.0), tight_truncated=np.zeros((2, tasks)))
+    base_d = _panel(np.full((1, tasks), 60.0), seeds=[None], tight_truncated=tight_base)
+    c = method_check("dler", CheckInputs(dler, base_d, "base", base_d, 60.0, 300), tight_cap=96)
+    assert c["held"] is True and "truncated at 96: 0.000" in c["measured"]
+
+
+def test_paired_streams_do_not_depend_on_the_batch(small_base):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.testbed.sampling import generate_paired, sample_seed
+
+    tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
+    prompts = [tok(f"Start at {i}. Apply + {i % 9 + 1}", add_special_tokens=False)["input_ids"][: 3 + i % 5]
+               for i in range(7)]  # fmt: skip
+    seeds = [sample_seed(0, i, 0) for i in range(7)]
+    eos = [tok.eos_token_id]
+    one = generate_paired(model, prompts, seeds, 12, eos, tok.pad_token_id, 1.0, 0.95, batch_size=7)
+    small = generate_paired(model, prompts, seeds, 12, eos, tok.pad_token_id, 1.0, 0.95, batch_size=2)
+    shuffled = generate_paired(model, prompts[::-1], seeds[::-1], 12, eos, tok.pad_token_id, 1.0, 0.95, batch_size=3)
+    assert one == small == shuffled[::-1]
+    other = generate_paired(model, prompts, [sample_seed(1, i, 0) for i in range(7)], 12, eos, tok.pad_token_id, 1.0)
+    assert other != one  # another evaluation seed draws other samples
+
+
+@pytest.fixture(scope="module")
+def small_base(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("tbcache"))
+    old = os.environ.get("TRL_EFFICIENT_CACHE")
+    os.environ["TRL_EFFICIENT_CACHE"] = root
+    from trl_efficient.testbed.base import resolve_base_model
+
+    yield resolve_base_model("testbed:small")
+    if old is None:
+        os.environ.pop("TRL_EFFICIENT_CACHE", None)
+    else:
+        os.environ["TRL_EFFICIENT_CACHE"] = old
+
+
+def _runs(folder):
+    return {os.path.relpath(os.path.join(d, f), folder): os.path.getmtime(os.path.join(d, f))
+            for d, _, files in os.walk(os.path.join(folder, "runs")) for f in files if f.endswith(".json")}  # fmt: skip
+
+
+def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path):
+    from trl_efficient.testbed.runner import ROW_METRICS, TestbedSettings, compare
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
+                               seeds=2, check_eval=3, bootstrap=200)  # fmt: skip
+    out = compare(["grpo", "kimi"], settings, str(tmp_path / "one"), show_progress=False)
+    rows = {r["recipe"]: r for r in out["rows"]}
+    assert list(rows) == ["base", "grpo", "kimi"] and rows["kimi"]["seeds"] == [0, 1] and rows["base"]["seeds"] == []
+    for row in rows.values():  # every number has an interval that contains it
+        for key in ROW_METRICS:
+            low, high = row["ci"][key]
+            assert low <= row[key] + 1e-9 and row[key] <= high + 1e-9, (row["recipe"], key)
+        for cell in row["by_difficulty"].values():
+            low, high = cell["ci"]["accuracy"]
+            assert low <= cell["accuracy"] <= high
+    diff = rows["kimi"]["vs_reference"]
+    assert diff["reference"] == "grpo" and diff["mean_tokens"][1] <= diff["mean_tokens"][0] <= diff["mean_tokens"][2]
+    assert rows["kimi"]["method_check"]["differences"]["tokens_saved"]
+    # pairing: 1 base run + 2 recipes x 2 seeds, every run on the same tasks in the same order
+    runs = _runs(str(tmp_path / "one"))
+    assert len(runs) == 5
+    records = [json.load(open(tmp_path / "one" / p))["records"] for p in runs]
+    assert all(r["task"] == records[0]["task"] == list(range(6)) for r in records)
+    assert all(r["difficulty"] == records[0]["difficulty"] for r in records)
+    md = open(out["files"]["markdown"]).read()
+    assert "| kimi | 4 | 2 |" in md and "Verdicts:" in md and os.path.isfile(out["files"]["checks"])
+    # resumption: a rerun trains nothing and gives the same rows
+    again = compare(["grpo", "kimi"], settings, str(tmp_path / "one"), show_progress=False)
+    assert _runs(str(tmp_path / "one")) == runs
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "train_seconds"} for r in rs]  # noqa: E731
+    assert strip(again["rows"]) == strip(out["rows"])
+    # a changed training setting reruns the recipes (new files), not the base model's evaluation; a third seed
+    # trains only that seed
+    compare(["kimi"], dataclasses.replace(settings, learning_rate=2e-4), str(tmp_path / "one"), show_progress=False)
+    after = _runs(str(tmp_path / "one"))
+    assert len(after) == 7 and all(after[p] == t for p, t in runs.items())
+    compare(["kimi"], dataclasses.replace(settings, seeds=3), str(tmp_path / "one"), show_progress=False)
+    assert len(_runs(str(tmp_path / "one"))) == 8
+    # 2 worker processes give the numbers of 1
+    two = compare(["grpo", "kimi"], settings, str(tmp_path / "two"), workers=2, show_progress=False)
+    assert strip(two["rows"]) == strip(out["rows"])

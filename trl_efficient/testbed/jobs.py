@@ -1,0 +1,251 @@
+"""
+Runs of the testbed protocol: one job = one model trained with one seed (or the base model) and evaluated, its
+per-completion records written to a result file named by the hash of everything that determines it.
+
+- `Job` / `plan_job`: a (recipe, training seed) run, or the base model's evaluation (`seed=None`), with its key:
+  the protocol version, the recipe, the training seed, the settings (all but `seeds`, the number of seeds: adding seeds
+  reuses the finished ones; for the base model only `EVAL_SETTINGS`), the recipe's testbed scale, its effective reward
+  specs (after the scale and any sweep override), its config overrides, the base model's directory (which names its
+  config hash) and the check prompts evaluated. `hash` = the first 16 hex digits of SHA-256 of the key as sorted JSON;
+  the result file is `<output_dir>/runs/<recipe>/seed<s>-<hash>.json` (`runs/base/<hash>.json`), so a sweep point equal
+  to the recipe as `compare` trains it is the same file, and a changed config is a new file.
+- `run_job`: train (`runner.train_recipe` with the training seed: it seeds the training tasks, the GRPO sampling and
+  the data order), then evaluate with the evaluation seed `settings.seed` (the same tasks and the same sampling
+  streams for every model: `sampling.sample_seed`), write the file atomically. A job that raises writes nothing and
+  reports its error, so a rerun retries it.
+- `run_jobs`: the jobs whose file is missing, on `workers` processes (multiprocessing spawn, each torch
+  single-threaded, the tqdm bar over jobs gives the ETA; a script that calls it with workers > 1 needs the usual `if
+  __name__ == "__main__":` guard, since spawned workers import the main module); finished jobs are skipped, so an
+  interrupted comparison resumes where it stopped. Every job is seeded and self-contained: 1 and 2 workers give the same
+  files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PROTOCOL", "Job", "load_result", "plan_job", "run_job", "run_jobs"]
+
+PROTOCOL = 2  # bump when evaluation or records change: every result file is then recomputed
+BASE = "base"
+# the settings the base model's evaluation depends on (its key leaves out the training settings, so changing how
+# recipes train does not evaluate the base model again)
+EVAL_SETTINGS = ("base_model", "num_eval", "eval_samples", "max_completion_length", "eval_temperature", "eval_top_p",
+                 "seed", "min_ops", "max_ops", "check_eval")  # fmt: skip
+
+
+@dataclass
+class Job:
+    """One run: `name` (a recipe or `"base"`), its training `seed` (`None` for the base model), the settings as a
+    dict, sweep `overrides` / `reward_overrides`, the result file `path` and the key's `hash`."""
+
+    name: str
+    seed: int | None
+    settings: dict
+    key: dict
+    hash: str
+    path: str
+    overrides: dict = field(default_factory=dict)
+    reward_overrides: dict = field(default_factory=dict)
+    keep_models: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.name if self.seed is None else f"{self.name} seed {self.seed}"
+
+    def finished(self) -> bool:
+        """Whether the result file exists with this job's hash (a partial write never has the name)."""
+        if not os.path.isfile(self.path):
+            return False
+        try:
+            with open(self.path) as f:
+                return json.load(f).get("hash") == self.hash
+        except (OSError, json.JSONDecodeError):
+            return False
+
+
+def config_hash(key: dict) -> str:
+    """First 16 hex digits of SHA-256 of `key` as sorted JSON (non-JSON values by `str`).
+
+    >>> config_hash({"a": 1, "b": [1, 2]}) == config_hash({"b": [1, 2], "a": 1})
+    True
+    """
+    text = json.dumps(key, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def mode_names(name: str, settings) -> list[str]:
+    """The check prompts a run evaluates: the recipe's own (`checks.check_modes`), for the base model those of every
+    conditioned recipe (their checks compare with the base under the same prompts)."""
+    return [m.name for m in job_modes(name, settings)]
+
+
+def job_modes(name: str, settings) -> list:
+    from ..recipes import RECIPES
+    from .checks import CONDITIONED, check_modes
+    from .scaling import recipe_scale
+
+    def modes_of(recipe):
+        return check_modes(recipe, recipe_scale(recipe, settings.max_completion_length, settings.max_steps))
+
+    if name != BASE:
+        return modes_of(name)
+    out = {}
+    for recipe in CONDITIONED:
+        if recipe in RECIPES:
+            for mode in modes_of(recipe):
+                out.setdefault(mode.name, mode)
+    return list(out.values())
+
+
+def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: str, overrides: dict | None = None,
+             reward_overrides: dict | None = None, keep_models: bool = False) -> Job:  # fmt: skip
+    """The job of `name` at training seed `seed` (module docstring: its key and result file). `overrides` are
+    `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
+    change something, so a point equal to the recipe shares its file)."""
+    from ..recipes import get_recipe
+    from .runner import scaled_recipe
+    from .scaling import recipe_scale
+
+    settings_d = settings.to_dict()
+    settings_d.pop("seeds", None)
+    if name == BASE:
+        settings_d = {k: settings_d[k] for k in EVAL_SETTINGS}
+    key = {"protocol": PROTOCOL, "recipe": name, "train_seed": seed, "settings": settings_d,
+           "base_model_dir": base_dir, "check_modes": mode_names(name, settings)}  # fmt: skip
+    if name != BASE:
+        scale = recipe_scale(name, settings.max_completion_length, settings.max_steps)
+        recipe = scaled_recipe(get_recipe(name), scale).with_reward_kwargs(reward_overrides, "sweep point")
+        key["testbed_scale"] = scale.to_dict()
+        key["rewards"] = [[s.builder, s.weight, s.kwargs] for s in recipe.rewards]
+        key["config_overrides"] = overrides or {}
+    key = json.loads(json.dumps(key, default=str))  # as the file holds it (tuples -> lists)
+    digest = config_hash(key)
+    stem = digest if seed is None else f"seed{seed}-{digest}"
+    path = os.path.join(output_dir, "runs", name, stem + ".json")
+    return Job(name, seed, settings.to_dict(), key, digest, path, dict(overrides or {}), dict(reward_overrides or {}),
+               keep_models)  # fmt: skip
+
+
+def load_result(job: Job) -> dict:
+    with open(job.path) as f:
+        return json.load(f)
+
+
+def run_job(job: Job) -> dict:
+    """Train (unless the base) and evaluate one job, write its result file; `{"path", "label", "seconds", "error"}`
+    (`error` is `None` on success; nothing is written on failure)."""
+    from .runner import TestbedSettings, hub_offline, torch_threads
+
+    t0 = time.time()
+    try:
+        with torch_threads(), hub_offline():
+            result = _run(job, TestbedSettings(**job.settings))
+        os.makedirs(os.path.dirname(job.path), exist_ok=True)
+        tmp = job.path + f".tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(result, f)
+        os.replace(tmp, job.path)  # atomic: a killed run leaves no file under the final name
+        error = None
+    except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
+        logger.exception("testbed: %s failed", job.label)
+        from .runner import failed_row
+
+        error = failed_row(job.name, err)["error"]
+    return {"path": job.path, "label": job.label, "seconds": round(time.time() - t0, 1), "error": error}
+
+
+def _run(job: Job, settings) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .base import resolve_base_model
+    from .data import load_testbed_dataset
+    from .runner import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
+    from .scaling import recipe_scale
+
+    base_path = resolve_base_model(settings.base_model)
+    tokenizer = AutoTokenizer.from_pretrained(base_path)
+    info, seconds, g = {}, None, None
+    if job.name == BASE:
+        model = AutoModelForCausalLM.from_pretrained(base_path)
+    else:
+        g = num_generations_for(recipe_scale(job.name, settings.max_completion_length, settings.max_steps), settings)
+        folder = os.path.splitext(job.path)[0]
+        info = train_recipe(job.name, dataclasses.replace(settings, seed=job.seed), folder, overrides=job.overrides,
+                            reward_overrides=job.reward_overrides)  # fmt: skip
+        model, seconds = info.pop("model"), info["seconds"]
+        if not job.keep_models:
+            shutil.rmtree(folder, ignore_errors=True)
+    eval_ds = load_testbed_dataset("test", settings.num_eval, settings.seed, settings.min_ops, settings.max_ops)
+    check_ds = eval_ds.select(range(min(settings.check_eval, len(eval_ds))))
+    sampling = dict(max_new_tokens=settings.max_completion_length, temperature=settings.eval_temperature,
+                    top_p=settings.eval_top_p, seed=settings.seed)  # fmt: skip
+    with torch.no_grad():
+        summary = evaluate_testbed(model, tokenizer, eval_ds, num_samples=settings.eval_samples, **sampling)
+        modes = job_modes(job.name, settings)
+        mode_records = evaluate_modes(model, tokenizer, check_ds, modes, **sampling) if modes else {}
+    records = summary.pop("records")
+    return {"hash": job.hash, "key": job.key, "recipe": job.name, "seed": job.seed, "num_generations": g,
+            "train_seconds": seconds, "records": records, "modes": mode_records, "summary": summary,
+            "log_history": info.get("log_history")}  # fmt: skip
+
+
+def _worker_init() -> None:
+    """Each worker: one torch thread (`runner.torch_threads` inside every job), no per-step progress bars (the
+    parent's bar over jobs is the one to read), quiet libraries."""
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    logging.basicConfig(level=logging.WARNING)
+    for name in ("transformers", "trl", "datasets"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True, description: str = "testbed runs"
+             ) -> dict[str, dict]:  # fmt: skip
+    """Run the unfinished `jobs` (finished ones, same hash, are skipped) on `workers` spawned processes (1: in this
+    process); returns `{job.path: outcome}` for the jobs run now (`run_job`'s dict). The bar counts every job,
+    finished ones as already done, and its ETA is over the remaining ones."""
+    from tqdm.auto import tqdm
+
+    todo = [j for j in jobs if not j.finished()]
+    outcomes: dict[str, dict] = {}
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=description, unit="run",
+               disable=not show_progress, dynamic_ncols=True)  # fmt: skip
+    try:
+        if workers <= 1 or len(todo) <= 1:
+            for job in todo:
+                bar.set_postfix_str(job.label)
+                outcomes[job.path] = run_job(job)
+                bar.update(1)
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            # concurrent.futures, not multiprocessing.Pool: a worker that dies raises BrokenProcessPool here instead
+            # of leaving the parent waiting forever
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(min(workers, len(todo)), mp_context=context, initializer=_worker_init) as pool:
+                for future in as_completed([pool.submit(run_job, job) for job in todo]):
+                    out = future.result()
+                    outcomes[out["path"]] = out
+                    bar.set_postfix_str(out["label"])
+                    bar.update(1)
+    finally:
+        bar.close()
+    for out in outcomes.values():
+        if out["error"]:
+            logger.warning("testbed: %s failed: %s", out["label"], out["error"])
+    return outcomes

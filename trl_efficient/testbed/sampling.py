@@ -1,0 +1,119 @@
+r"""
+Paired sampling for the testbed's evaluations: every (task, sample) draws from its own random stream, so two models
+evaluated on the same tasks see the same random numbers (common random numbers), whatever the batch they run in.
+
+`sample_seed(seed, task, sample)` names the stream (`numpy.random.SeedSequence([seed, task, sample])`); the stream
+is `max_new_tokens` uniforms $u_1, u_2, \dots$ (`torch.Generator` seeded with it). At step $i$ the next token is
+drawn by inverse CDF in vocabulary order from the temperature-scaled, top-p filtered distribution $p$:
+
+$$ y_i = \min\{ j : \textstyle\sum_{j' \le j} p_{j'} > u_i \} $$
+
+so two models whose next-token distributions are close pick the same token with probability close to 1: their
+samples stay coupled, and per-task differences between them measure the models, not the dice. Top-p keeps the
+smallest set of most probable tokens whose mass reaches `top_p` (as `transformers`' `TopPLogitsWarper`).
+
+`generate_paired` runs the tiny model itself instead of `model.generate`: prompts are sorted by length and batched
+(so little left padding), the KV cache is kept (`use_cache=True`; one token per step after the prompt), and rows that
+have emitted EOS leave the batch (`DynamicCache.batch_select_indices`), so a batch costs what its unfinished rows cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+__all__ = ["generate_paired", "sample_seed"]
+
+
+def sample_seed(seed: int, task: int, sample: int) -> int:
+    """The random stream of one (task, sample) of an evaluation seeded `seed`: the same for every model.
+
+    >>> sample_seed(0, 3, 1) == sample_seed(0, 3, 1), sample_seed(0, 3, 1) == sample_seed(0, 3, 0)
+    (True, False)
+    """
+    return int(np.random.SeedSequence([seed, task, sample]).generate_state(1, dtype=np.uint64)[0] % (2**63))
+
+
+def _next_tokens(logits: torch.Tensor, u: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """Inverse-CDF draw (module docstring) of one token per row of `logits` (B, V) with uniforms `u` (B,); greedy at
+    temperature 0."""
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass of the more probable tokens
+        keep_sorted = before < top_p  # the smallest set reaching top_p (the most probable token always stays)
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        probs = probs * keep
+    cdf = probs.cumsum(dim=-1)
+    target = u.to(cdf.dtype) * cdf[:, -1]
+    return torch.searchsorted(cdf, target[:, None], right=True).squeeze(-1).clamp_max(probs.shape[-1] - 1)
+
+
+@torch.no_grad()
+def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_new_tokens: int, eos_ids,
+                    pad_id: int, temperature: float = 0.6, top_p: float = 0.95, batch_size: int = 128,
+                    show_progress: bool = False) -> list[list[int]]:  # fmt: skip
+    """Completion ids of every prompt (token ids), sampled with the stream `seeds[i]` (`sample_seed`), cut after the
+    first EOS (kept). The result does not depend on `batch_size` or on the other prompts of a batch (up to float
+    rounding of batched matrix products)."""
+    if len(prompt_ids) != len(seeds):
+        raise ValueError(f"generate_paired: {len(prompt_ids)} prompts but {len(seeds)} seeds.")
+    eos = torch.tensor(sorted(set(eos_ids)))
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out: list[list[int]] = [[] for _ in prompt_ids]
+    order = sorted(range(len(prompt_ids)), key=lambda i: (len(prompt_ids[i]), i))  # group by length: little padding
+    try:
+        for start in tqdm(range(0, len(order), batch_size), desc="generate", disable=not show_progress, leave=False):
+            rows = order[start : start + batch_size]
+            uniforms = torch.stack(
+                [torch.rand(max_new_tokens, generator=torch.Generator().manual_seed(seeds[i])) for i in rows]
+            )  # (B, max_new_tokens)
+            for i, ids in zip(rows, _generate_batch(model, [prompt_ids[i] for i in rows], uniforms, max_new_tokens,
+                                                    eos, pad_id, temperature, top_p, device), strict=True):  # fmt: skip
+                out[i] = ids
+    finally:
+        model.train(was_training)
+    return out
+
+
+def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, temperature, top_p, device):
+    width = max(len(p) for p in prompts)
+    input_ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+    positions = (mask.cumsum(-1) - 1).clamp_min(0)
+    out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
+    cache, logits = _cache_of(out), out.logits[:, -1, :]
+    alive = torch.arange(len(prompts))  # batch row -> prompt index in this batch
+    last_pos = positions[:, -1]
+    generated: list[list[int]] = [[] for _ in prompts]
+    eos = eos.to(device)
+    for step in range(max_new_tokens):
+        tokens = _next_tokens(logits, uniforms[alive, step].to(device), temperature, top_p)
+        for row, tok in zip(alive.tolist(), tokens.tolist(), strict=True):
+            generated[row].append(tok)
+        done = torch.isin(tokens, eos)
+        if step == max_new_tokens - 1:
+            break
+        if done.any():
+            keep = (~done).nonzero().squeeze(-1)
+            if keep.numel() == 0:
+                break
+            cache.batch_select_indices(keep)
+            alive, tokens, mask, last_pos = alive[keep.cpu()], tokens[keep], mask[keep], last_pos[keep]
+        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)
+        last_pos = last_pos + 1
+        out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None], cache=cache,
+                    use_cache=True)  # fmt: skip
+        cache, logits = _cache_of(out), out.logits[:, -1, :]
+    return generated
+
+
+def _cache_of(output):
+    """The KV cache of a forward pass (`cache` in transformers 5, `past_key_values` before)."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values

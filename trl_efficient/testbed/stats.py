@@ -1,0 +1,309 @@
+r"""
+The testbed's statistics: per-(seed, task) panels, a joint bootstrap over tasks and seeds, paired differences,
+three-way verdicts and interval-aware Pareto dominance.
+
+**Panels.** A model trained with seeds $s = 1..S$ and evaluated on the same tasks $t = 1..T$ (the same sampling
+streams for every model: `sampling.sample_seed`) gives for every metric a matrix $X_{st}$: the mean over the
+evaluation samples of task $t$ under training seed $s$. The base model has one "seed"; paired with a trained model
+its row is repeated over the seeds.
+
+**Estimates.** Every statistic is a ratio of weighted sums over the cells (a plain mean has $D = 1$):
+
+$$ \hat\theta(w, v) = \frac{\sum_{s,t \in M} w_s v_t N_{st}}{\sum_{s,t \in M} w_s v_t D_{st}} $$
+
+with $M$ a subset of tasks (a difficulty level), the point estimate at $w = v = 1$.
+
+**Bootstrap.** `resamples` (default 2,000) joint resamples, seeded (`numpy.random.default_rng(seed)`): the seeds
+are drawn with replacement ($w_s$ = how often seed $s$ is drawn, $w \sim \mathrm{Multinomial}(S, 1/S)$) and,
+independently, the tasks ($v \sim \mathrm{Multinomial}(T, 1/T)$); the 95% interval is the 2.5 and 97.5
+percentiles of $\hat\theta(w^{(b)}, v^{(b)})$ (resamples whose denominator is 0, possible for a small difficulty
+subset, are left out).
+
+**Paired differences.** Recipe minus reference is computed cell by cell on the same resample
+($\hat\theta_A(w, v) - \hat\theta_B(w, v)$, the same task and seed drawn for both), so the task-to-task variation that
+both models share cancels out of the interval.
+
+**Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and equivalence margin $m$ is
+*held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < 0$ (it excludes the claimed
+side) or $-m \le l \le h \le m$ (decisively no effect), else *inconclusive*. A side condition ("at similar accuracy":
+$\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else is unknown (`constraint`).
+
+>>> data = np.array([[1.0, 2.0, 3.0, 4.0]])
+>>> point, low, high = interval(Bootstrap(1, 4, resamples=500, seed=0), lambda w, v: wmean(data, w, v))
+>>> point, bool(low < point < high)
+(2.5, True)
+>>> decide((0.5, 0.1, 0.9), margin=0.2), decide((-0.05, -0.1, 0.1), margin=0.2), decide((0.3, -0.1, 0.7), margin=0.2)
+(True, False, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "CONFIDENCE",
+    "Bootstrap",
+    "Panel",
+    "combine",
+    "constraint",
+    "decide",
+    "dominates",
+    "interval",
+    "interval_pareto_flags",
+    "wmean",
+    "wpearson",
+    "wratio",
+]
+
+CONFIDENCE = 0.95
+
+
+@dataclass
+class Bootstrap:
+    """Seeded joint resampling weights: `w` (resamples, S) over seeds, `v` (resamples, T) over tasks (multinomial
+    counts, see the module docstring). Row 0 of `point_w` / `point_v` is the point estimate (all weights 1)."""
+
+    num_seeds: int
+    num_tasks: int
+    resamples: int = 2000
+    seed: int = 0
+    w: np.ndarray = field(init=False, repr=False)
+    v: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.num_seeds < 1 or self.num_tasks < 1:
+            raise ValueError(f"a bootstrap needs >= 1 seed and task, got {self.num_seeds} and {self.num_tasks}.")
+        rng = np.random.default_rng(self.seed)
+        self.w = rng.multinomial(self.num_seeds, [1 / self.num_seeds] * self.num_seeds, size=self.resamples).astype(
+            float
+        )
+        self.v = rng.multinomial(self.num_tasks, [1 / self.num_tasks] * self.num_tasks, size=self.resamples).astype(
+            float
+        )
+
+    @property
+    def point_w(self) -> np.ndarray:
+        return np.ones((1, self.num_seeds))
+
+    @property
+    def point_v(self) -> np.ndarray:
+        return np.ones((1, self.num_tasks))
+
+
+def _wsum(x: np.ndarray, w: np.ndarray, v: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """$\\sum_{s,t \\in M} w_s v_t x_{st}$ for every resample row of `w` (B, S) and `v` (B, T): shape (B,)."""
+    vv = v if mask is None else v * mask[None, :]
+    return np.einsum("bs,st,bt->b", w, x, vv, optimize=True)
+
+
+def wmean(x: np.ndarray, w: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Weighted mean of the cells `x` (S, T) over the tasks in `mask` (T,) bool, per resample: (B,)."""
+    return wratio(x, np.ones_like(x), w, v, mask)
+
+
+def wratio(
+    num: np.ndarray, den: np.ndarray, w: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """Ratio of weighted sums $\\sum w_s v_t N_{st} / \\sum w_s v_t D_{st}$ per resample (NaN where the denominator is
+    0): the redundant share (redundant / all tokens) and the tokens-to-floor ratio are ratios of sums, not means of
+    ratios."""
+    n, d = _wsum(num, w, v, mask), _wsum(den, w, v, mask)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(d != 0, n / np.where(d != 0, d, 1.0), np.nan)
+
+
+def wpearson(x: np.ndarray, y: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Weighted Pearson correlation of `x` and `y`, both (C, S, T) with C conditions (a target or budget per
+    condition), every cell weighted $w_s v_t$, per resample (NaN when either side is constant).
+
+    $$ r = \\frac{E[xy] - E[x]E[y]}{\\sqrt{(E[x^2] - E[x]^2)(E[y^2] - E[y]^2)}} $$
+    """
+    total = sum(_wsum(np.ones_like(xc), w, v, None) for xc in x)
+    e = lambda z: sum(_wsum(zc, w, v, None) for zc in z) / total  # noqa: E731
+    ex, ey = e(x), e(y)
+    cov = e(x * y) - ex * ey
+    var = (e(x * x) - ex**2) * (e(y * y) - ey**2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(var > 1e-12, cov / np.sqrt(np.where(var > 1e-12, var, 1.0)), np.nan)
+
+
+def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
+             confidence: float = CONFIDENCE) -> tuple[float | None, float | None, float | None]:  # fmt: skip
+    """`(point, low, high)`: `statistic(w, v)` at weights 1 and the percentile interval over the resamples (NaN
+    resamples left out; all `None` when the point estimate is undefined)."""
+    point = float(statistic(boot.point_w, boot.point_v)[0])
+    if not np.isfinite(point):
+        return None, None, None
+    draws = statistic(boot.w, boot.v)
+    draws = draws[np.isfinite(draws)]
+    if draws.size == 0:
+        return point, None, None
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    return point, float(low), float(high)
+
+
+def decide(estimate: Sequence[float | None], margin: float = 0.0) -> bool | None:
+    """The verdict of a claimed difference `(point, low, high)` oriented so that the claim is "> 0": `True` (held:
+    low > 0), `False` (not held: high < 0, or the whole interval inside [-margin, margin]), `None` (inconclusive,
+    or no interval)."""
+    _, low, high = estimate
+    if low is None or high is None:
+        return None
+    if low > 0:
+        return True
+    if high < 0 or (-margin <= low and high <= margin):
+        return False
+    return None
+
+
+def constraint(estimate: Sequence[float | None], tolerance: float) -> bool | None:
+    """Whether a difference `(point, low, high)` satisfies "> -tolerance" beyond its interval: `True` when
+    low >= -tolerance, `False` when high < -tolerance, else `None` (unknown)."""
+    _, low, high = estimate
+    if low is None or high is None:
+        return None
+    if low >= -tolerance:
+        return True
+    if high < -tolerance:
+        return False
+    return None
+
+
+def combine(*verdicts: bool | None) -> bool | None:
+    """All parts of a claim together: any `False` -> `False`, all `True` -> `True`, else `None`.
+
+    >>> combine(True, True), combine(True, None), combine(None, False)
+    (True, None, False)
+    """
+    if any(v is False for v in verdicts):
+        return False
+    return True if all(v is True for v in verdicts) else None
+
+
+@dataclass
+class Panel:
+    """One model's per-(seed, task) cells: `metrics[name]` is an (S, T) array (the mean over that task's evaluation
+    samples under that training seed), `seeds` the S training seeds (`[None]` for the base model), `difficulty` the
+    (T,) difficulty of every task. `modes[mode][key]` holds (S, T_check) cells under each check prompt, with
+    `mode_values[mode]` its prompted value."""
+
+    seeds: list
+    difficulty: np.ndarray
+    metrics: dict[str, np.ndarray]
+    modes: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    mode_values: dict[str, int | None] = field(default_factory=dict)
+    samples: int = 1
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[dict]) -> Panel:
+        """From run results (`runner.run_job`'s files) of one model, one per seed, all on the same tasks."""
+        if not runs:
+            raise ValueError("Panel.from_runs: no runs.")
+        metrics, modes, values = {}, {}, {}
+        first = runs[0]["records"]
+        difficulty, counts = _per_task(first, "difficulty", first)
+        for key in first:
+            if key in ("task", "sample"):
+                continue
+            metrics[key] = np.stack([_per_task(r["records"], key, first)[0] for r in runs])
+        if "tokens" in metrics and "floor_tokens" in metrics:
+            metrics["excess"] = metrics["tokens"] - metrics["floor_tokens"]
+        for name in runs[0].get("modes") or {}:
+            if not all(name in (r.get("modes") or {}) for r in runs):
+                continue
+            rec = runs[0]["modes"][name]
+            values[name] = rec.get("value")
+            modes[name] = {
+                key: np.stack([np.asarray(r["modes"][name][key], dtype=float) for r in runs])
+                for key in ("lengths", "thinking", "correct")
+                if key in rec
+            }
+        samples = int(counts.max()) if counts.size else 1
+        return cls([r.get("seed") for r in runs], difficulty.astype(int), metrics, modes, values, samples)
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self.difficulty)
+
+    def aligned(self, other: Panel) -> tuple[Panel, Panel]:
+        """`(self, other)` restricted to their common seeds (a seedless panel, the base model, is repeated over the
+        other's seeds), so cell (s, t) of both is the same seed and task."""
+        if self.num_tasks != other.num_tasks:
+            raise ValueError(f"panels on different tasks ({self.num_tasks} vs {other.num_tasks}) cannot be paired.")
+        if other.seeds == [None] and self.seeds != [None]:
+            return self, other._repeat(len(self.seeds), self.seeds)
+        if self.seeds == [None] and other.seeds != [None]:
+            return self._repeat(len(other.seeds), other.seeds), other
+        common = [s for s in self.seeds if s in other.seeds]
+        if not common:
+            raise ValueError(f"no common seeds between {self.seeds} and {other.seeds}.")
+        return self._select(common), other._select(common)
+
+    def _repeat(self, n: int, seeds: list) -> Panel:
+        rep = lambda a: np.repeat(a, n, axis=0)  # noqa: E731
+        return Panel(list(seeds), self.difficulty, {k: rep(a) for k, a in self.metrics.items()},
+                     {m: {k: rep(a) for k, a in d.items()} for m, d in self.modes.items()},
+                     dict(self.mode_values), self.samples)  # fmt: skip
+
+    def _select(self, seeds: list) -> Panel:
+        idx = [self.seeds.index(s) for s in seeds]
+        return Panel(list(seeds), self.difficulty, {k: a[idx] for k, a in self.metrics.items()},
+                     {m: {k: a[idx] for k, a in d.items()} for m, d in self.modes.items()},
+                     dict(self.mode_values), self.samples)  # fmt: skip
+
+
+def _per_task(records: dict, key: str, reference: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of `records[key]` per task (records are one entry per completion, `records["task"]` its task index):
+    `(means (T,), counts (T,))`, tasks in index order."""
+    tasks = np.asarray(reference["task"], dtype=int)
+    if list(records["task"]) != list(reference["task"]):
+        raise ValueError("runs evaluated on different tasks or samples cannot form one panel.")
+    values = np.asarray(records.get(key, [0] * len(tasks)), dtype=float)
+    num = int(tasks.max()) + 1 if tasks.size else 0
+    counts = np.bincount(tasks, minlength=num).astype(float)
+    sums = np.bincount(tasks, weights=values, minlength=num)
+    return sums / np.where(counts > 0, counts, 1.0), counts
+
+
+def dominates(a: dict, b: dict, x: str = "mean_tokens", y: str = "accuracy") -> bool:
+    """Whether point `a` dominates `b` beyond their intervals: `a` has fewer tokens and higher accuracy, each with
+    `a`'s interval clear of `b`'s (`a`'s upper token bound below `b`'s lower one and `a`'s lower accuracy bound above
+    `b`'s upper one). On an axis where either point has no interval the point values decide as in the classic
+    front (fewer or equal tokens and higher or equal accuracy, one strictly), so rows without intervals (written
+    before them) keep their old marking.
+
+    >>> p = lambda t, lo, hi, a, alo, ahi: {"mean_tokens": t, "accuracy": a,
+    ...                                     "ci": {"mean_tokens": [lo, hi], "accuracy": [alo, ahi]}}
+    >>> dominates(p(60, 58, 62, 0.6, 0.58, 0.62), p(70, 68, 72, 0.5, 0.48, 0.52))
+    True
+    >>> dominates(p(60, 58, 69, 0.6, 0.58, 0.62), p(70, 68, 72, 0.5, 0.48, 0.52))  # token intervals overlap
+    False
+    """
+
+    def bounds(p, key):
+        ci = (p.get("ci") or {}).get(key)
+        return (ci[0], ci[1]) if ci and ci[0] is not None and ci[1] is not None else None
+
+    ax, bx, ay, by = bounds(a, x), bounds(b, x), bounds(a, y), bounds(b, y)
+    if ax and bx:
+        fewer = fewer_or_equal = ax[1] < bx[0]
+    else:
+        fewer, fewer_or_equal = a[x] < b[x], a[x] <= b[x]
+    if ay and by:
+        better = better_or_equal = ay[0] > by[1]
+    else:
+        better, better_or_equal = a[y] > b[y], a[y] >= b[y]
+    return bool(fewer_or_equal and better_or_equal and (fewer or better))
+
+
+def interval_pareto_flags(points: Sequence[dict], x: str = "mean_tokens", y: str = "accuracy") -> list[bool]:
+    """For each point, whether no other point `dominates` it beyond the intervals (the interval-aware Pareto
+    front: a point is dropped only when another is better in both tokens and accuracy beyond their intervals)."""
+    for p in points:
+        if p.get(x) is None or p.get(y) is None:
+            raise ValueError(f"point {p.get('label') or p.get('recipe')!r} has no {x!r} / {y!r}.")
+    return [not any(dominates(q, p, x, y) for q in points if q is not p) for p in points]
