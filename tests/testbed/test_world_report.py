@@ -1,5 +1,5 @@
-"""`testbed world-report`: the forced-minimal-trace generation (with a scripted backend, exact texts), the bootstrap
-interval, and the whole report end to end on the `small` base (plumbing: seconds)."""
+"""`testbed world-report`: the forced-minimal-trace generation (with a scripted backend, exact texts) and the whole
+report end to end on the `small` base (plumbing: seconds)."""
 
 import json
 import os
@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from trl_efficient.eval.evaluate import GeneratedSample
-from trl_efficient.testbed.report import bootstrap_interval, forced_minimal_generate
+from trl_efficient.testbed.report import forced_minimal_generate
 from trl_efficient.testbed.world import Task
 
 
@@ -37,17 +37,6 @@ def test_forced_minimal_trace_writes_one_labelled_sentence_per_operation():
     assert [m for _, m in backend.calls] == [14, 14, 14, 10]
 
 
-def test_bootstrap_interval_brackets_the_mean_and_shrinks_with_n():
-    small = [0.0, 1.0] * 10
-    large = [0.0, 1.0] * 500
-    lo_s, hi_s = bootstrap_interval(small)
-    lo_l, hi_l = bootstrap_interval(large)
-    assert lo_s < 0.5 < hi_s and lo_l < 0.5 < hi_l
-    # the half-width of a mean of 0/1 values at p = 0.5 is about 1.96 * 0.5 / sqrt(n): 0.22 at n = 20, 0.031 at 1000
-    assert 0.15 < (hi_s - lo_s) / 2 < 0.28 and 0.02 < (hi_l - lo_l) / 2 < 0.04
-    assert bootstrap_interval([3.0] * 5) == (3.0, 3.0)
-
-
 @pytest.fixture(scope="module")
 def small_base(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("tbcache"))
@@ -73,7 +62,8 @@ def test_world_report_end_to_end(small_base, tmp_path, capsys):
     report = json.loads(out.read_text())
     dr, tr = report["dynamic_range"], report["tradeoff"]
     s = report["summary"]
-    assert dr["ratio_interval"][0] <= s["mean_tokens"] / s["mean_floor_tokens"] <= dr["ratio_interval"][1]
+    assert dr["ratio"] == pytest.approx(s["mean_tokens"] / s["mean_floor_tokens"])
+    assert dr["ratio_interval"][0] <= dr["ratio"] <= dr["ratio_interval"][1]
     assert sum(c["n"] for c in tr["by_difficulty"].values()) == 8
     assert tr["accuracy_own"] == pytest.approx(s["accuracy"])
     own = statistics.fmean(c["own"] * c["n"] for c in tr["by_difficulty"].values()) * len(tr["by_difficulty"]) / 8

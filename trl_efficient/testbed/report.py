@@ -18,42 +18,24 @@ on the base model's own generations (never on its training data), on the same se
    (`BaseModelConfig.method_prompt_values`); Pearson's r between the value and the generated length under L1's
    target suffix, L1-Max's maximum suffix and HBPO's budget prefill.
 
-Every mean comes with a 95% percentile-bootstrap interval over tasks (`bootstrap_interval`, 1,000 seeded resamples).
+Every number comes with a 95% percentile-bootstrap interval over tasks (`stats.Bootstrap` with one seed: the
+comparison's resampling, 2,000 seeded resamples).
 """
 
 from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from .world import LABELS, THINK_CLOSE, THINK_OPEN
 
-__all__ = ["bootstrap_interval", "forced_minimal_generate", "world_report", "world_report_markdown"]
+__all__ = ["forced_minimal_generate", "world_report", "world_report_markdown"]
 
 EASY, HARD = (1, 2), (7, 8)  # the difficulty bands of the dynamic-range comparison
 TRADEOFF_EASY, TRADEOFF_HARD = (1, 2), (6, 7, 8)  # ... and of the trade-off (k <= 2, k >= 6)
 FOLLOW_KINDS = ("l1", "l1-max", "hbpo")
-
-
-def bootstrap_interval(values: Sequence[float], statistic: Callable = statistics.fmean, resamples: int = 1000,
-                       seed: int = 0, level: float = 0.95) -> tuple[float, float]:  # fmt: skip
-    """Percentile-bootstrap interval of `statistic(values)`: resample `values` with replacement `resamples` times
-    (seeded), take the `(1 - level) / 2` and `(1 + level) / 2` quantiles of the statistic.
-
-    >>> lo, hi = bootstrap_interval([0.0, 1.0] * 50)
-    >>> 0.39 < lo < 0.5 < hi < 0.61
-    True
-    """
-    values = list(values)
-    if not values:
-        return (float("nan"), float("nan"))
-    rng = random.Random(seed)
-    n = len(values)
-    stats = sorted(statistic([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
-    lo = stats[int((1 - level) / 2 * (resamples - 1))]
-    hi = stats[int((1 + level) / 2 * (resamples - 1))]
-    return (float(lo), float(hi))
 
 
 def forced_minimal_generate(backend, tokenizer, prompts: list[str], tasks, temperature: float, top_p: float,
@@ -84,11 +66,23 @@ def _pooled_ratio(by_difficulty: dict, levels) -> float | None:
     return tokens / floor if floor else None
 
 
-def _paired_gain(records: list[tuple[int, bool, bool]], levels) -> dict:
-    diffs = [float(own) - float(forced) for k, own, forced in records if k in levels]
-    if not diffs:
+def _interval(boot, statistic) -> tuple[float | None, list | None]:
+    from .stats import interval
+
+    point, low, high = interval(boot, statistic)
+    return point, (None if low is None else [low, high])
+
+
+def _paired_gain(boot, records: list[tuple[int, bool, bool]], levels) -> dict:
+    """Accuracy with own thinking minus forced minimal trace on the tasks of `levels`, paired by task."""
+    from .stats import wmean
+
+    diff = np.array([[float(own) - float(forced) for _, own, forced in records]])
+    mask = np.array([k in levels for k, _, _ in records])
+    if not mask.any():
         return {"n": 0, "gain": None, "interval": None}
-    return {"n": len(diffs), "gain": statistics.fmean(diffs), "interval": bootstrap_interval(diffs)}
+    gain, ci = _interval(boot, lambda w, v: wmean(diff, w, v, mask))
+    return {"n": int(mask.sum()), "gain": gain, "interval": ci}
 
 
 def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 256, temperature: float = 0.6,
@@ -106,14 +100,15 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
     from ..rewards import is_correct
     from .analysis import analyze_completion, summarize
     from .base import MARKER, method_prompt_mode
-    from .checks import pearson
     from .data import load_testbed_dataset, task_from_row
     from .runner import torch_threads
+    from .stats import Bootstrap, wpearson, wratio
 
     marker = os.path.join(model_path, MARKER)
     info = json.load(open(marker)) if os.path.isfile(marker) else {}
     if values is None:
         values = tuple(info.get("config", {}).get("method_prompt_values", (16, 256)))
+    boot = Bootstrap(1, num_tasks, seed=seed)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     model = AutoModelForCausalLM.from_pretrained(model_path)
     dataset = load_testbed_dataset("test", n=num_tasks, seed=seed, min_ops=min_ops, max_ops=max_ops)
@@ -140,21 +135,18 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
             texts = [build_prompt_text(r["prompt"], m, tokenizer) for r, m in zip(rows, modes, strict=True)]
             gens = backend.generate(texts, 1, max_new_tokens, temperature, top_p, seed, f"world report: {kind}")
             lengths = [len(g.ids) for (g,) in gens]
-            r_value = pearson(vals, lengths)
-            pairs = list(zip(vals, lengths, strict=True))
-            follow[kind] = {
-                "pearson": r_value,
-                "interval": bootstrap_interval(pairs, lambda ps: pearson(*zip(*ps)) or 0.0),
-                "mean_length": statistics.fmean(lengths),
-            }
+            x, y = np.array([[vals]], dtype=float), np.array([[lengths]], dtype=float)
+            r_value, ci = _interval(boot, lambda w, v, x=x, y=y: wpearson(x, y, w, v))
+            follow[kind] = {"pearson": r_value, "interval": ci, "mean_length": statistics.fmean(lengths)}
     by_k = summary["by_difficulty"]
     forced_by_k = {}
     for k in sorted({t.difficulty for t in tasks}):
         own = [float(o) for d, o, _ in paired if d == k]
         frc = [float(f) for d, _, f in paired if d == k]
         forced_by_k[str(k)] = {"own": statistics.fmean(own), "forced": statistics.fmean(frc), "n": len(own)}
-    tokens = [r["tokens"] for r in records]
-    floors = [r["floor_tokens"] for r in records]
+    tokens = np.array([[r["tokens"] for r in records]], dtype=float)
+    floors = np.array([[r["floor_tokens"] for r in records]], dtype=float)
+    ratio, ratio_ci = _interval(boot, lambda w, v: wratio(tokens, floors, w, v))
     return {
         "model": model_path,
         "base_config": info.get("config"),
@@ -164,10 +156,8 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
         "seed": seed,
         "summary": summary,
         "dynamic_range": {
-            "ratio": statistics.fmean(tokens) / statistics.fmean(floors),
-            "ratio_interval": bootstrap_interval(
-                list(zip(tokens, floors, strict=True)), lambda ps: sum(a for a, _ in ps) / sum(b for _, b in ps)
-            ),
+            "ratio": ratio,
+            "ratio_interval": ratio_ci,
             "redundant_share": summary["redundant_share"],
             "easy_ratio": _pooled_ratio(by_k, EASY),
             "hard_ratio": _pooled_ratio(by_k, HARD),
@@ -175,8 +165,8 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
             "ratio_by_difficulty": {k: c["mean_tokens"] / c["mean_floor_tokens"] for k, c in by_k.items()},
         },
         "tradeoff": {
-            "easy": _paired_gain(paired, TRADEOFF_EASY),
-            "hard": _paired_gain(paired, TRADEOFF_HARD),
+            "easy": _paired_gain(boot, paired, TRADEOFF_EASY),
+            "hard": _paired_gain(boot, paired, TRADEOFF_HARD),
             "accuracy_own": statistics.fmean(float(o) for _, o, _ in paired),
             "accuracy_forced_minimal": statistics.fmean(float(f) for _, _, f in paired),
             "by_difficulty": forced_by_k,
