@@ -189,6 +189,7 @@ def _timeouts() -> tuple[int | None, int | None]:
 
 
 def _gold_text(gold: Any) -> str:
+    # The gold as math-verify is given it, before any `$..$` wrapping (see _parse_gold_text).
     if gold is None or isinstance(gold, bool):
         return ""
     if isinstance(gold, (int, float)):
@@ -196,35 +197,37 @@ def _gold_text(gold: Any) -> str:
     text = normalize_answer(str(gold)).strip()  # before the delimiter test: "\$36" holds no math delimiter
     if _GSM8K_MARK in text:
         # GSM8K: "<rationale> #### 1,234" -> "1234" (thousands separators are not decimal commas here).
-        text = text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
-        return f"${text}$" if text else ""
-    if not text or "\\boxed" in text or "\\fbox" in text or any(d in text for d in _MATH_DELIMITERS):
-        # MATH solutions: math-verify extracts the last \boxed{} (or the delimited LaTeX) itself.
-        return text
-    if _BARE_NUMBER.fullmatch(text):
-        # A plain number is parsed bare, as plain math-verify (and TRL's accuracy_reward) parse it: its number
-        # grammar reads "1,234" as 1234, "1 234" as 1234 and "1,22" as 1.22 (a decimal comma), where LaTeX reads
-        # "$1 234$" as 235 and "$1,22$" as the set {1, 22} (the latter is kept too: see _parse_gold_text).
-        return text
-    # Other bare LaTeX ("\frac{1}{3}", "x^2+2x+1", "3\sqrt{2}"): without delimiters math-verify reads only a leading
-    # number ("3\sqrt{2}" -> 3) or nothing, so wrap it.
-    return f"${text}$"
+        return text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
+    return text
 
 
 @lru_cache(maxsize=65536)
 def _parse_gold_text(text: str, parsing_timeout: int | None) -> tuple | None:
+    # Unparseable only when math-verify extracts nothing (TRL's accuracy_reward test). A reading only as a string
+    # (e.g. "$$x = \frac{-1 \pm \sqrt{13}}{4}$$", which latex2sympy cannot convert) is kept: `verify` compares strings.
     try:
-        parsed = parse(text, parsing_timeout=parsing_timeout)
-        if _DECIMAL_COMMA.fullmatch(text) and not _THOUSANDS_NUMBER.fullmatch(text):
-            # Ambiguous: "1,22" is 1.22 to math-verify, "-2,1" the list {-2, 1} in MATH. Both readings are kept;
-            # `verify` accepts an answer that matches any gold item.
-            parsed = parsed + parse(f"${text}$", parsing_timeout=parsing_timeout)
+        if "\\boxed" in text or "\\fbox" in text or any(d in text for d in _MATH_DELIMITERS):
+            # MATH solutions: math-verify extracts the last \boxed{} (or the delimited LaTeX) itself.
+            parsed = parse(text, parsing_timeout=parsing_timeout)
+        elif _BARE_NUMBER.fullmatch(text):
+            # A plain number is parsed bare, as plain math-verify (and TRL's accuracy_reward) parse it: its number
+            # grammar reads "1,234" and "1 234" as 1234 and "1,22" as 1.22 (a decimal comma), where LaTeX reads
+            # "$1 234$" as 235 and "$1,22$" as the set {1, 22}.
+            parsed = parse(text, parsing_timeout=parsing_timeout)
+            if _DECIMAL_COMMA.fullmatch(text) and not _THOUSANDS_NUMBER.fullmatch(text):
+                # Ambiguous: "1,22" is 1.22 to math-verify, "-2,1" the list {-2, 1} in MATH. Both readings are
+                # kept; `verify` accepts an answer that matches any gold item.
+                parsed = parsed + parse(f"${text}$", parsing_timeout=parsing_timeout)
+        else:
+            # Other bare LaTeX ("\frac{1}{3}", "x^2+2x+1", "3\sqrt{2}"): bare, math-verify reads only a leading number
+            # ("3\sqrt{2}" -> 3) or nothing, so it is wrapped. A reading only as a string is then the wrapping's, not
+            # the gold's (bare, math-verify finds nothing in "unparseable ???"): unparseable, as before wrapping.
+            parsed = parse(f"${text}$", parsing_timeout=parsing_timeout)
+            if all(isinstance(item, str) for item in parsed):
+                parsed = []
     except Exception:  # math-verify should not raise, but a bad gold must never crash a training step
         logger.debug("math-verify failed to parse gold %r", text, exc_info=True)
         return None
-    # Unparseable only when math-verify extracts nothing (TRL's accuracy_reward test). A result holding only strings
-    # (e.g. "$$x = \frac{-1 \pm \sqrt{13}}{4}$$", which latex2sympy cannot convert) is kept: `verify` compares it as a
-    # string.
     return tuple(parsed) if parsed else None
 
 
@@ -237,9 +240,10 @@ def parse_gold(gold: Any) -> list | None:
     1234, `"1,22"` -> 1.22, a decimal comma), and other bare LaTeX (`"\frac{1}{3}"`), wrapped in `$...$` before
     parsing. A bare `a,b` that is not a thousands group keeps both readings, math-verify's decimal comma and
     LaTeX's list (`"1,22"` -> 1.22 and {1, 22}; MATH writes the roots -2 and 1 as `"-2,1"`): an answer matching
-    either is correct. A gold that math-verify reads only as a string is kept (its `verify` compares strings).
-    `None`, empty strings and golds from which math-verify extracts nothing give `None`. Results are cached (golds
-    repeat `G` times per step); do not mutate the returned list.
+    either is correct. A gold that math-verify reads only as a string, as written, is kept (its `verify` compares
+    strings; a string reading of bare text comes from the wrapping and is dropped). `None`, empty strings and golds
+    from which math-verify extracts nothing give `None`. Results are cached (golds repeat `G` times per step); do
+    not mutate the returned list.
 
     >>> parse_gold("Natalia sold 48 + 24 = 72 clips. #### 1,272")[0]
     1272
