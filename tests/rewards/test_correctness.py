@@ -32,6 +32,15 @@ class TestCorrectnessReward:
     def test_name(self):
         assert correctness_reward.__name__ == "correctness_reward"
 
+    def test_issue_18_golds_are_scored(self):
+        # Issue 18 item 13: a decimal-comma gold (b) and a gold math-verify reads only as a string (c) are scored
+        # (they gave 0.0 and None before): the same answer 1.0, another answer 0.0; "$$" is still unscorable (None)
+        gold = r"$$x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}$$"
+        same = r"\boxed{x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}}"
+        completions = [r"\boxed{1.22}", r"\boxed{1.23}", same, r"\boxed{x = 2}", r"\boxed{1}"]
+        out = correctness_reward(completions=completions, solution=["1,22", "1,22", gold, gold, "$$"])
+        assert out == [1.0, 0.0, 1.0, 0.0, None]
+
 
 class TestGetCorrectnessReward:
     def test_values_and_options(self):

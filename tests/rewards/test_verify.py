@@ -82,12 +82,35 @@ class TestAnswerRegion:
         region = extract_answer_region("y" * 100 + "x" * (ANSWER_REGION_CHARS + 10))
         assert region == "x" * ANSWER_REGION_CHARS
 
+    def test_region_starts_at_a_last_box_before_the_final_window(self):
+        # the last box (9 characters) stands 9 + 2991 = 3000 characters before the end: the window is the 2000
+        # characters from it, the box and 1991 x
+        text = r"\boxed{1} " + r"\boxed{2}" + "x" * 2991
+        assert extract_answer_region(text) == r"\boxed{2}" + "x" * 1991
+        # a box inside the final window: the last 2000 characters, as before
+        text = r"\boxed{1}" + "x" * 3000 + r"\fbox{2}" + "y" * 100
+        assert extract_answer_region(text) == text[-ANSWER_REGION_CHARS:]
+
+    @pytest.mark.parametrize(("box", "expected"), [(r"\boxed{20 \%}", True), (r"\boxed{30 \%}", False)])
+    def test_boxed_answer_followed_by_a_long_note(self, box, expected):
+        # Issue 18 item 13a: a 4,420-character completion whose box stands 3,930 characters before the end (a long
+        # note follows) used to be wrong whatever it boxed, the box lying outside the last 2,000 characters. The
+        # note holds LaTeX and an anchored "the answer is 5": the box wins, as it does in a short answer.
+        note = "Note: we used $x = 5$ and $y = 7$ along the way; the answer is 5 in the other unit. "
+        prefix = "<think>" + "let me think. " * 30 + "</think> Putting it together, "
+        text = prefix.ljust(490) + box + (note * 60)[: 3930 - len(box)]
+        assert len(text) == 4420 and len(text) - text.index(box) == 3930
+        assert is_correct(text, r"20\%") is expected
+        assert is_correct(text, "5") is False
+
     def test_has_boxed(self):
         assert has_boxed(r"so \boxed{3}") and has_boxed(r"\fbox{3}") and not has_boxed("so 3")
 
 
 class TestUnparseableGold:
-    @pytest.mark.parametrize("gold", ["", "   ", None, r"\boxed{}", "$-$", "#### "])
+    # bare "-" and "unparseable ???" read only as strings once wrapped in $..$, and plain math-verify finds nothing
+    # in them: unparseable (unlike "$-$" as written, see test_string_only_gold_is_scored)
+    @pytest.mark.parametrize("gold", ["", "   ", None, r"\boxed{}", "$$", "#### ", "-", "unparseable ???"])
     def test_none(self, gold):
         assert parse_gold(gold) is None
         assert is_correct(r"\boxed{1}", gold) is None
@@ -98,10 +121,54 @@ class TestUnparseableGold:
         assert parse_gold(MATH_SOLUTION)[0] == 5
         assert str(parse_gold(r"\frac{1}{3}")[0]) == "1/3"
 
+    def test_string_only_gold_is_scored(self):
+        # Issue 18 item 13c: math-verify reads this gold only as a string; it used to be dropped (None for every
+        # completion). verify compares strings: the same string matches, any other answer is wrong.
+        gold = r"$$x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}$$"
+        assert parse_gold(gold) == [r"x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}"]
+        assert is_correct(r"\boxed{x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{13}}{4}}", gold) is True
+        assert is_correct(r"\boxed{x = \frac{1}{2},\, x = \frac{-1 \pm \sqrt{13}}{4}}", gold) is True  # spacing
+        assert is_correct(r"\boxed{x = \frac{1}{2}, x = \frac{-1 \pm \sqrt{14}}{4}}", gold) is False
+        assert is_correct(r"\boxed{x = \frac{-1 \pm \sqrt{13}}{4}, x = \frac{1}{2}}", gold) is False  # order
+        assert is_correct(r"\boxed{\frac{1}{2}}", gold) is False
+        # "$-$" reads as the string "-" (it used to give None, as "without mathematical content")
+        assert parse_gold("$-$") == ["-"]
+        assert (is_correct(r"\boxed{1}", "$-$"), is_correct(r"\boxed{-}", "$-$")) == (False, True)
+
     def test_gold_cache_returns_fresh_lists(self):
         first = parse_gold("18")
         first.append("mutated")
         assert parse_gold("18") == parse_gold("18") and "mutated" not in parse_gold("18")
+
+
+class TestBareNumberGold:
+    """Issue 18 item 13b: a bare number gold is read as plain math-verify reads it, not wrapped in `$..$`."""
+
+    @pytest.mark.parametrize(
+        ("gold", "completion", "expected"),
+        [
+            ("1,22", r"\boxed{1.22}", True),  # math-verify's decimal comma (was the set {1, 22}: wrong)
+            ("1,22", r"\boxed{1.23}", False),
+            ("1,22", r"\boxed{122}", False),
+            ("1,22", r"\boxed{22}", False),
+            ("1,22", r"\boxed{1, 22}", True),  # the list reading is kept as well
+            ("-2,1", r"\boxed{1, -2}", True),  # MATH-500's roots -2 and 1, in either order (a set)
+            ("-2,1", r"\boxed{-2}", False),
+            ("-2,1", r"\boxed{-2.1}", True),  # the other reading of the same gold: accepted by design
+            ("1,234", r"\boxed{1234}", True),  # a thousands group, both readings agree
+            ("1,234", r"\boxed{1.234}", False),
+            ("1 234", r"\boxed{1234}", True),  # math-verify's space-separated thousands (LaTeX read "$1 234$" as 235)
+            ("1 234", r"\boxed{235}", False),
+            ("0.5", r"\boxed{\frac{1}{2}}", True),
+        ],
+    )
+    def test_bare_numbers(self, gold, completion, expected):
+        assert is_correct(completion, gold) is expected
+
+    def test_gold_readings(self):
+        # "1,22": 1.22 (math-verify's bare reading) and {1, 22} (LaTeX's); "1,234": 1234 only
+        assert [str(item) for item in parse_gold("1,22")] == ["1.22000000000000", "1.22", "{1, 22}", "1,22"]
+        assert parse_gold("1,234") == [1234, "1234"]
 
 
 class TestBadCompletions:
@@ -117,6 +184,7 @@ class TestBadCompletions:
         start = time.perf_counter()
         assert is_correct(garbage, "5") is False
         assert is_correct(garbage + r" \boxed{5}", "5") is True  # the answer at the end is still found
+        assert is_correct(r"\boxed{5} " + garbage, "5") is True  # and so is a last box far from the end
         assert time.perf_counter() - start < 5.0
 
     def test_works_off_the_main_thread(self):

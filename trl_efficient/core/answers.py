@@ -3,14 +3,17 @@ The one shared answer checker used by every correctness-dependent reward in `trl
 
 It wraps math-verify (`parse`/`verify`, **gold first** in `verify`) the way TRL's `accuracy_reward` does, with
 these additions: gold normalisation (GSM8K `#### 1,234`, MATH solutions with `\boxed{}`, bare numbers and LaTeX),
-an answer region (the text after the last `</think>`, bounded to its last 2000 characters),
+an answer region (the text after the last `</think>`, bounded to 2000 characters that hold its last `\boxed{}`
+wherever it stands, else to its last 2000 characters),
 `ExprExtractionConfig` with an anchor so that "The answer is 18." is accepted while stray numbers are not,
 `normalize_answer` (escaped dollars, thin spaces in numbers, shorthand `\frac43`/`\sqrt2`, ...) applied to gold and
 answer before math-verify, and a normalised-string comparison of the boxed answer with the gold when math-verify
 says no (`answers_match_as_strings`).
 
-`is_correct` returns `None` **only** when the gold answer cannot be parsed: that row carries no signal, and every
-reward built on it returns `None` for it (TRL then skips that reward for that row).
+`is_correct` returns `None` **only** when the gold answer cannot be parsed, i.e. math-verify extracts nothing from it
+(the test TRL's `accuracy_reward` applies): that row carries no signal, and every reward built on it returns `None`
+for it (TRL then skips that reward for that row). A gold that math-verify reads only as a string (e.g.
+`$$x = \frac{-1 \pm \sqrt{13}}{4}$$`) is scored: math-verify's `verify` compares strings with strings.
 
 >>> is_correct(r"<think>maybe \boxed{3}</think> So the answer is \boxed{4}.", "#### 4")
 True
@@ -45,9 +48,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# The answer is looked for only in the last ANSWER_REGION_CHARS characters of the answer region. Final answers sit
-# at the end, and math-verify's regex extraction plus sympy conversion can take seconds on pathological, very long
-# garbage (degenerate RL rollouts of tens of thousands of characters); bounding the input keeps scoring fast.
+# math-verify sees at most ANSWER_REGION_CHARS characters of the answer region: its regex extraction plus sympy
+# conversion can take seconds on pathological, very long garbage (degenerate RL rollouts of tens of thousands of
+# characters). The window starts at the region's last \boxed (found by one reverse scan) when that box stands
+# further back (a long note may follow the answer), else it is the region's last ANSWER_REGION_CHARS characters.
 ANSWER_REGION_CHARS = 2000
 
 # Same timeouts as TRL's accuracy_reward (seconds). math-verify enforces them with signal.alarm, which only works in
@@ -71,6 +75,14 @@ _PRED_EXTRACTION = (
 
 _GSM8K_MARK = "####"
 _MATH_DELIMITERS = ("$", "\\(", "\\[")
+# One number in math-verify's own number grammar (math_verify 0.9.0, `parser.lazy_expr_regex`, `number_re` formats
+# 1-4, without the percent suffix): thousands groups ("1,234.5", "1 234"), a decimal point or comma ("1.22",
+# "1,22"), ".5", "123". math-verify reads such a gold bare, without math delimiters, as TRL's accuracy_reward passes it.
+_THOUSANDS_NUMBER = re.compile(r"-?[1-9]\d{0,2}(?:[ ,]\d{3})+(?:\.\d+)?")  # format 1
+_BARE_NUMBER = re.compile(rf"{_THOUSANDS_NUMBER.pattern}|-?\d+(?:[.,]\d+)?|\.\d+")
+# Format 2 with a comma: math-verify's decimal comma ("1,22" -> 1.22), but also a list in MATH-style golds ("-2,1",
+# the roots -2 and 1, which LaTeX reads as the set {-2, 1}).
+_DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -177,6 +189,7 @@ def _timeouts() -> tuple[int | None, int | None]:
 
 
 def _gold_text(gold: Any) -> str:
+    # The gold as math-verify is given it, before any `$..$` wrapping (see _parse_gold_text).
     if gold is None or isinstance(gold, bool):
         return ""
     if isinstance(gold, (int, float)):
@@ -184,27 +197,38 @@ def _gold_text(gold: Any) -> str:
     text = normalize_answer(str(gold)).strip()  # before the delimiter test: "\$36" holds no math delimiter
     if _GSM8K_MARK in text:
         # GSM8K: "<rationale> #### 1,234" -> "1234" (thousands separators are not decimal commas here).
-        text = text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
-        return f"${text}$" if text else ""
-    if not text or "\\boxed" in text or "\\fbox" in text or any(d in text for d in _MATH_DELIMITERS):
-        # MATH solutions: math-verify extracts the last \boxed{} (or the delimited LaTeX) itself.
-        return text
-    # Bare numbers and LaTeX ("18", "\frac{1}{3}", "x^2+2x+1"): without delimiters math-verify rejects bare LaTeX
-    # with implicit multiplication, so wrap them.
-    return f"${text}$"
+        return text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
+    return text
 
 
 @lru_cache(maxsize=65536)
 def _parse_gold_text(text: str, parsing_timeout: int | None) -> tuple | None:
+    # Unparseable only when math-verify extracts nothing (TRL's accuracy_reward test). A reading only as a string
+    # (e.g. "$$x = \frac{-1 \pm \sqrt{13}}{4}$$", which latex2sympy cannot convert) is kept: `verify` compares strings.
     try:
-        parsed = parse(text, parsing_timeout=parsing_timeout)
+        if "\\boxed" in text or "\\fbox" in text or any(d in text for d in _MATH_DELIMITERS):
+            # MATH solutions: math-verify extracts the last \boxed{} (or the delimited LaTeX) itself.
+            parsed = parse(text, parsing_timeout=parsing_timeout)
+        elif _BARE_NUMBER.fullmatch(text):
+            # A plain number is parsed bare, as plain math-verify (and TRL's accuracy_reward) parse it: its number
+            # grammar reads "1,234" and "1 234" as 1234 and "1,22" as 1.22 (a decimal comma), where LaTeX reads
+            # "$1 234$" as 235 and "$1,22$" as the set {1, 22}.
+            parsed = parse(text, parsing_timeout=parsing_timeout)
+            if _DECIMAL_COMMA.fullmatch(text) and not _THOUSANDS_NUMBER.fullmatch(text):
+                # Ambiguous: "1,22" is 1.22 to math-verify, "-2,1" the list {-2, 1} in MATH. Both readings are
+                # kept; `verify` accepts an answer that matches any gold item.
+                parsed = parsed + parse(f"${text}$", parsing_timeout=parsing_timeout)
+        else:
+            # Other bare LaTeX ("\frac{1}{3}", "x^2+2x+1", "3\sqrt{2}"): bare, math-verify reads only a leading number
+            # ("3\sqrt{2}" -> 3) or nothing, so it is wrapped. A reading only as a string is then the wrapping's, not
+            # the gold's (bare, math-verify finds nothing in "unparseable ???"): unparseable, as before wrapping.
+            parsed = parse(f"${text}$", parsing_timeout=parsing_timeout)
+            if all(isinstance(item, str) for item in parsed):
+                parsed = []
     except Exception:  # math-verify should not raise, but a bad gold must never crash a training step
         logger.debug("math-verify failed to parse gold %r", text, exc_info=True)
         return None
-    # A result holding only strings (e.g. "$-$" -> ['-']) has no mathematical content to verify against.
-    if not parsed or all(isinstance(item, str) for item in parsed):
-        return None
-    return tuple(parsed)
+    return tuple(parsed) if parsed else None
 
 
 def parse_gold(gold: Any) -> list | None:
@@ -212,14 +236,21 @@ def parse_gold(gold: Any) -> list | None:
     Parse a gold answer with math-verify, or return `None` when it cannot be parsed.
 
     Accepted forms: GSM8K answers (`"... #### 1,234"` -> 1234), MATH solutions (the last `\boxed{}` is used),
-    bare numbers or LaTeX (`"18"`, `"\frac{1}{3}"`, `"0.5"`, also `int`/`float`), which are wrapped in `$...$`
-    before parsing. `None`, empty strings and golds without mathematical content give `None`. Results are cached
-    (golds repeat `G` times per step); do not mutate the returned list.
+    bare numbers (`"18"`, `"0.5"`, also `int`/`float`), parsed bare as plain math-verify parses them (`"1,234"` ->
+    1234, `"1,22"` -> 1.22, a decimal comma), and other bare LaTeX (`"\frac{1}{3}"`), wrapped in `$...$` before
+    parsing. A bare `a,b` that is not a thousands group keeps both readings, math-verify's decimal comma and
+    LaTeX's list (`"1,22"` -> 1.22 and {1, 22}; MATH writes the roots -2 and 1 as `"-2,1"`): an answer matching
+    either is correct. A gold that math-verify reads only as a string, as written, is kept (its `verify` compares
+    strings; a string reading of bare text comes from the wrapping and is dropped). `None`, empty strings and golds
+    from which math-verify extracts nothing give `None`. Results are cached (golds repeat `G` times per step); do
+    not mutate the returned list.
 
     >>> parse_gold("Natalia sold 48 + 24 = 72 clips. #### 1,272")[0]
     1272
     >>> parse_gold(r"So the total is $2+3=\boxed{5}$.")[0], parse_gold(r"\frac{1}{3}")[0], parse_gold(7)[0]
     (5, 1/3, 7)
+    >>> parse_gold("1,22"), parse_gold(r"$$x = \frac{-1 \pm \sqrt{13}}{4}$$")
+    ([1.22000000000000, '1.22', {1, 22}, '1,22'], ['x = \\frac{-1 \\pm \\sqrt{13}}{4}'])
     >>> parse_gold(""), parse_gold(None), parse_gold(r"\boxed{}")
     (None, None, None)
     """
@@ -235,20 +266,26 @@ def extract_answer_region(text: str, answer_after_think: bool = True) -> str:
     Return the part of a completion in which the final answer is looked for.
 
     With `answer_after_think=True` and a `</think>` present, that is the text after the **last** `</think>`
-    (answers written while thinking do not count); otherwise the whole text. Only the last
-    `ANSWER_REGION_CHARS` (2000) characters are kept: final answers sit at the end, and parsing pathological
-    long garbage could otherwise take seconds.
+    (answers written while thinking do not count); otherwise the whole text. At most `ANSWER_REGION_CHARS` (2000)
+    characters are kept, since parsing pathological long garbage could otherwise take seconds: the text's last
+    `\boxed` (or `\fbox`) and the 2000 characters from it when that box stands before the last 2000 characters (a
+    long note may follow the final answer), else the last 2000 characters. Finding the last box is one reverse scan.
 
     >>> extract_answer_region(r"<think>\boxed{1}</think> \boxed{2}")
     ' \\boxed{2}'
-    >>> len(extract_answer_region("x" * 5000))
-    2000
+    >>> len(extract_answer_region("x" * 5000)), extract_answer_region(r"\boxed{1} \boxed{2}" + "x" * 5000)[:11]
+    (2000, '\\boxed{2}xx')
     """
     text = text or ""
     if answer_after_think:
         index = text.rfind(THINK_CLOSE)
         if index >= 0:
             text = text[index + len(THINK_CLOSE) :]
+    if len(text) <= ANSWER_REGION_CHARS:
+        return text
+    box = max(text.rfind("\\boxed"), text.rfind("\\fbox"))  # the last match of _BOX_RE, as extract_boxed reads it
+    if 0 <= box < len(text) - ANSWER_REGION_CHARS:
+        return text[box : box + ANSWER_REGION_CHARS]
     return text[-ANSWER_REGION_CHARS:]
 
 
