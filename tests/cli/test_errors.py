@@ -195,7 +195,7 @@ def test_a_dataset_file_in_a_yaml_dataset_name_says_dataset_source(capsys, tmp_p
 
 def test_eval_of_a_missing_directory_says_so(capsys, tmp_path):
     missing = str(tmp_path / "missing" / "dir")
-    assert main(["eval", "--model", missing, "--output_dir", str(tmp_path / "out")]) == 2
+    assert main(["eval", "--model", missing, "--output-dir", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err == (
         f"trl-efficient eval: error: model {missing!r}: no such directory; pass --model <an existing directory or a "
         "Hub id>\n"
