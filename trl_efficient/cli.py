@@ -279,13 +279,28 @@ def _check_zero3_eval(script_args, data_args, training_args) -> None:
         )
 
 
+def _check_vllm(training_args, config: str | None) -> None:
+    """`use_vllm` on a machine without vLLM: one line naming both ways out (TRL raises a long `ImportError` when the
+    trainer is built). Server mode needs the vllm package here too (TRL's client imports it)."""
+    from trl.import_utils import is_vllm_available
+
+    if not training_args.use_vllm or is_vllm_available():
+        return
+    asked = config is not None and read_config_file(config).get("use_vllm") is not None
+    source = f"{config} sets use_vllm: true" if asked else "use_vllm is on"
+    raise UserError(
+        f"{source} and vLLM is not installed: pass --use_vllm false to generate with transformers, or install it "
+        "with `pip install 'trl-efficient[vllm]'`"
+    )
+
+
 def parse_train_args(argv: list[str]) -> tuple:
     """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
     line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
     from trl import TrlParser
 
     from .core.models import check_quantization
-    from .data.loaders import DataArguments
+    from .data.loaders import DataArguments, check_dataset_name
     from .recipes import get_recipe
     from .trainer import EfficientGRPOConfig
 
@@ -295,12 +310,17 @@ def parse_train_args(argv: list[str]) -> tuple:
     config = _flag_value(argv, "--config")
     if config is not None:
         read_config_file(config)  # a missing or malformed file is named before TRL opens it
+    for flag in ("--dataset_name", "--eval_dataset_name"):  # before argparse's "invalid choice" for a file
+        check_dataset_name(flag, _flag_value(argv, flag) or _flag_value(argv, flag.replace("_", "-")))
     try:
         if recipe_name is not None:
             parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
+        _check_vllm(training_args, config)
+        # reward_kwargs may only name builders this recipe uses (the config checked each builder's arguments)
+        get_recipe(script_args.recipe).with_reward_kwargs(training_args.reward_kwargs)
     except UserError:
         raise
     except ValueError as err:

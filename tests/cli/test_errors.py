@@ -1,6 +1,8 @@
 """User errors in every `trl-efficient` command: one line `trl-efficient: error: <what to change>` on stderr, exit
 code 2; `--debug` anywhere on the command line shows the traceback instead."""
 
+import importlib.util
+import logging
 import os
 import re
 import subprocess
@@ -48,6 +50,58 @@ def _write(path, text):
         (["train", *CPU, "--rollout_plan", "budget"], "rollout_plan='budget' needs `budgets`, e.g. budgets: [512,"),
         (["train", *CPU, "--recipe_kwargs", "{bad"], "recipe_kwargs must be a JSON object, got '{bad'"),
         (["train", *CPU, "--model_name_or_path", "./no/such/dir"], "model './no/such/dir': no such directory; pass"),
+        (
+            ["train", *CPU, "--max_steps", "-3"],
+            "max_steps must be a positive number of optimizer steps, or -1 to train for num_train_epochs, got -3.",
+        ),
+        (["train", *CPU, "--max_steps", "0"], "max_steps must be a positive number of optimizer steps, or -1"),
+        (
+            ["train", *CPU, "--recipe", "kimi", "--reward_kwargs", '{"kimi_length": {"warmup_ratoi": 0.1}}'],
+            "reward_kwargs: unknown argument(s) ['warmup_ratoi'] for reward builder 'kimi_length' "
+            "(get_kimi_length_reward); valid names: ['length_scope', 'length_unit', 'num_generations', 'warmup_ratio', "
+            "'weight'].",
+        ),
+        (
+            ["train", *CPU, "--recipe", "kimi", "--reward_kwargs", '{"l1": {"alpha": 0.1}}'],
+            "reward_kwargs names ['l1'], which recipe 'kimi' does not use (it builds only ['correctness', "
+            "'kimi_length']).",
+        ),
+        (["train", *CPU, "--reward_kwargs", '{"no_such_builder": {}}'], "Unknown reward builder 'no_such_builder'."),
+        (
+            ["train", *CPU, "--reward_kwargs", "{bad"],
+            "reward_kwargs must be a JSON object, got '{bad': Expecting property name enclosed in double quotes",
+        ),
+        (["train", *CPU, "--reward_kwargs", "bad"], "reward_kwargs must be a JSON object such as '{\"key\": 1}', got"),
+        (["train", *CPU, "--advantage_kwargs", "{bad"], "advantage_kwargs must be a JSON object, got '{bad'"),
+        (
+            ["train", *CPU, "--recipe", "dler", "--advantage_kwargs", '{"corect_boost": 0.1}'],
+            "advantage_kwargs: unknown argument(s) ['corect_boost'] for DLERAdvantage; valid names: "
+            "['boost_threshold', 'correct_boost', 'eps', 'token_weighted', 'tol'].",
+        ),
+        (
+            ["train", *CPU, "--recipe", "dler", "--filter_kwargs", '{"max_batches": 4}'],
+            "filter_kwargs: unknown argument(s) ['max_batches'] for DynamicSamplingFilter; valid names: "
+            "['max_generation_batches', 'on_shortfall', 'tol'].",
+        ),
+        (
+            ["train", *CPU, "--recipe", "lspo", "--sampler_kwargs", '{"lo": 0.3}'],
+            "sampler_kwargs: unknown argument(s) ['lo'] for prompt_sampler='lspo'; valid names: ['high', 'l_max', "
+            "'l_max_ratio', 'low'].",
+        ),
+        (
+            ["train", *CPU, "--rollout_plan_kwargs", '{"initial_budget": 3}'],
+            "rollout_plan_kwargs={'initial_budget': 3} is set but rollout_plan is None: set rollout_plan (one of",
+        ),
+        (
+            ["train", *CPU, "--recipe", "curriculum", "--rollout_plan_kwargs", '{"inital_budget": 3}'],
+            "rollout_plan_kwargs ['inital_budget'] unknown to rollout_plan='curriculum' (it takes ['initial_budget',",
+        ),
+        (
+            ["train", *CPU, "--dataset_name", "data/train.jsonl"],
+            "--dataset_name 'data/train.jsonl' is a local file: pass it as --dataset_source data/train.jsonl and set "
+            "--dataset_name to its format, one of ['gsm8k', 'math', 'math500'].",
+        ),
+        (["train", *CPU, "--eval_dataset_name=./eval.parquet"], "--eval_dataset_name './eval.parquet' is a local file"),
         (["bogus"], "unknown command 'bogus'; choose one of data, eval, merge, profile, push, recipes, serve-scorer,"),
     ],
 )
@@ -92,6 +146,66 @@ def test_load_in_4bit_on_cpu_is_one_line(capsys, tmp_path):
         "--load_in_4bit needs a CUDA GPU (bitsandbytes quantisation) and this machine has none: drop --load_in_4bit "
         "to train the model unquantised on CPU"
     )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="the message for a machine without vLLM")
+def test_use_vllm_without_vllm_names_the_flag_and_the_extra(capsys, tmp_path):
+    config = _write(tmp_path / "vllm.yaml", "recipe: grpo\nuse_vllm: true\nbf16: false\nuse_cpu: true\n")
+    assert main(["train", "--config", config, "--output_dir", str(tmp_path)]) == 2
+    assert _one_error_line(capsys) == (
+        f"{config} sets use_vllm: true and vLLM is not installed: pass --use_vllm false to generate with "
+        "transformers, or install it with `pip install 'trl-efficient[vllm]'`"
+    )
+    # the extra named is the one pyproject declares, and the advice works: the same YAML parses with the flag
+    with open(os.path.join(ROOT, "pyproject.toml")) as f:
+        assert re.search(r"^\[project\.optional-dependencies\][^\[]*^vllm = ", f.read(), re.M | re.S)
+    from trl_efficient.cli import parse_train_args
+
+    assert (
+        parse_train_args(["--config", config, "--use_vllm", "false", "--output_dir", str(tmp_path)])[2].use_vllm
+        is False
+    )
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "[]"])
+def test_a_dataset_file_without_rows_is_one_line(content, tmp_path):
+    from trl_efficient.data.loaders import load_math_dataset
+
+    path = _write(tmp_path / ("train.json" if content == "[]" else "train.jsonl"), content)
+    with pytest.raises(ValueError) as err:
+        load_math_dataset("gsm8k", source=path)
+    assert str(err.value) == (
+        f"Data file {path!r} holds no examples: pass a file with one example per row (dataset_source)."
+    )
+
+
+def test_an_empty_dataset_file_through_the_cli_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "empty.jsonl", "")
+    assert main(["train", *CPU, "--dataset_source", "empty.jsonl", "--output_dir", str(tmp_path / "out")]) == 2
+    assert _one_error_line(capsys) == (
+        "Data file 'empty.jsonl' holds no examples: pass a file with one example per row (dataset_source)."
+    )
+
+
+def test_a_dataset_file_in_a_yaml_dataset_name_says_dataset_source(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "train.jsonl", '{"question": "1 + 1?", "answer": "#### 2"}\n')
+    config = _write(tmp_path / "c.yaml", "recipe: grpo\ndataset_name: train.jsonl\nbf16: false\nuse_cpu: true\n")
+    assert main(["train", "--config", config]) == 2
+    assert _one_error_line(capsys).startswith(
+        "--dataset_name 'train.jsonl' is a local file: pass it as --dataset_source"
+    )
+
+
+def test_eval_of_a_missing_directory_says_so(capsys, tmp_path):
+    missing = str(tmp_path / "missing" / "dir")
+    assert main(["eval", "--model", missing, "--output-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"trl-efficient eval: error: model {missing!r}: no such directory; pass --model <an existing directory or a "
+        "Hub id>\n"
+    )
+    assert not os.path.exists(tmp_path / "out")  # refused before anything was loaded or written
 
 
 # One user error per command: the dispatcher is shared, so every command's argparse errors (missing or unknown
@@ -205,3 +319,39 @@ def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_m
         "mode): unset HF_HUB_OFFLINE and push again."
     )
     assert not any("cache" in line for line in err)
+
+
+def test_recipe_lengths_above_the_cap_warn_in_one_line(caplog, tmp_path):
+    from trl_efficient.cli import parse_train_args
+
+    argv = ["--recipe", "hbpo", *CPU, "--num_generations", "4", "--per_device_train_batch_size", "4",
+            "--max_completion_length", "1024", "--output_dir", str(tmp_path)]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="trl_efficient"):
+        parse_train_args(argv)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "max_completion" in r.msg]
+    assert warnings == [
+        "rollout_plan='budget' uses lengths above max_completion_length=1024 tokens (budgets [2048, 2560]): "
+        "completions are cut at 1024 tokens and never reach them; lower them or raise max_completion_length."
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="trl_efficient"):
+        parse_train_args([*argv, "--max_completion_length", "2560"])
+    assert not [r for r in caplog.records if "max_completion_length" in r.getMessage()]
+
+
+def test_the_documented_cpu_hbpo_command_keeps_its_budgets_under_the_cap(caplog, tmp_path):
+    """docs/budget-methods.md's CPU command, run as written (parsed): its budgets fit `max_completion_length`."""
+    import shlex
+
+    from trl_efficient.cli import parse_train_args
+
+    with open(os.path.join(ROOT, "docs", "budget-methods.md")) as f:
+        text = f.read()
+    block = re.search(r"```bash\n(trl-efficient train --config configs/hbpo\.yaml --model_name_or_path tiny.*?)```",
+                      text, re.S).group(1)  # fmt: skip
+    argv = shlex.split(block.replace("\\\n", " "))[2:]
+    argv[argv.index("--output_dir") + 1] = str(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="trl_efficient"):
+        _, _, config = parse_train_args([arg.replace("configs/", f"{ROOT}/configs/") for arg in argv])
+    assert max(config.budgets) <= config.max_completion_length == 24
+    assert not [r for r in caplog.records if "max_completion_length" in r.getMessage()]

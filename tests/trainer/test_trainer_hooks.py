@@ -244,7 +244,10 @@ class TestConfigErrors:
             ({"length_unit": "words"}, "length_unit must be one of"),
             ({"length_scope": "middle"}, "length_scope must be one of"),
             ({"completion_filter": "shortest_k", "filter_kwargs": {"k": 9}}, "k must be in"),
-            ({"completion_filter": "shortest_k", "filter_kwargs": {"kk": 9}}, "unexpected keyword"),
+            (
+                {"completion_filter": "shortest_k", "filter_kwargs": {"kk": 9}},
+                r"unknown argument\(s\) \['kk'\] .*valid names: \['k'",
+            ),
             ({"rollout_plan": "target_length", "target_length_range": [50, 10]}, "0 < low <= high"),
         ],
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -68,3 +70,46 @@ def column(kwargs: dict, name: str, n: int) -> list | None:
     if len(values) != n:
         raise ValueError(f"column {name!r} has {len(values)} rows but completions has {n}.")
     return values
+
+
+def keyword_names(receiver: Callable, skip: Iterable[str] = ()) -> set[str] | None:
+    """The keyword arguments `receiver` (a function or a class, whose `__init__` counts) accepts, without `skip` (the
+    positional arguments its caller fills in, e.g. `args`); `None` when it takes `**kwargs`, i.e. any name.
+
+    >>> def f(batch, k=2, *, alpha=0.5): ...
+    >>> sorted(keyword_names(f, skip=("batch",)))
+    ['alpha', 'k']
+    >>> keyword_names(lambda batch, **kw: None) is None
+    True
+    """
+    parameters = inspect.signature(receiver).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name for p in parameters if p.kind in kinds} - set(skip)
+
+
+def check_keywords(
+    field_name: str, kwargs: dict, receivers: Iterable[Callable], what: str, skip: Iterable[str] = (), extra=()
+) -> None:
+    """Refuse the keys of `kwargs` (the config's `field_name`, for `what`) that none of `receivers` accepts, in one line
+    listing the valid names; the names come from the receivers' signatures (`keyword_names`), plus `extra` (keys the
+    caller itself consumes). A receiver that takes `**kwargs` accepts every name, so nothing is refused.
+
+    >>> def get_reward(alpha=0.5, beta=1.0): ...
+    >>> check_keywords("reward_kwargs", {"alpah": 1}, [get_reward], "reward builder 'x'")
+    Traceback (most recent call last):
+    ...
+    ValueError: reward_kwargs: unknown argument(s) ['alpah'] for reward builder 'x'; valid names: ['alpha', 'beta'].
+    """
+    if not isinstance(kwargs, dict):
+        raise ValueError(f"{field_name} must be a mapping of argument name -> value, got {kwargs!r}.")
+    valid = set(extra)
+    for receiver in receivers:
+        names = keyword_names(receiver, skip)
+        if names is None:
+            return
+        valid |= names
+    unknown = sorted(set(kwargs) - valid)
+    if unknown:
+        raise ValueError(f"{field_name}: unknown argument(s) {unknown} for {what}; valid names: {sorted(valid)}.")

@@ -106,10 +106,8 @@ def model_lookup_error(err: BaseException, name: str | None = None) -> ModelUnav
         # `push`...): a file lookup of a model missing from the cache fails with `LocalEntryNotFoundError` too.
         return None
     what = f"model {name!r}" if name else f"the model ({_first_line(err)})"
-    if name and name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):
-        return ModelUnavailableError(
-            f"{what}: no such directory; pass --model_name_or_path <an existing directory or a Hub id>"
-        )
+    if name and missing_model_dir(name) is not None:
+        return missing_model_dir(name)
     if _offline():
         target = name or "<id>"
         return ModelUnavailableError(
@@ -118,6 +116,21 @@ def model_lookup_error(err: BaseException, name: str | None = None) -> ModelUnav
         )
     detail = f" ({_first_line(err)})" if name else ""
     return ModelUnavailableError(f"cannot find {what}{detail}: pass a Hub id you can access or a local directory")
+
+
+def missing_model_dir(name: str, flag: str = "--model_name_or_path") -> ModelUnavailableError | None:
+    """The error for a model name written as a local path (`/`, `.`, `~`) that is not a directory, else `None`;
+    checked before anything is loaded, since the Hub would otherwise reject the path as a malformed repo id.
+
+    >>> str(missing_model_dir("/no/such/dir", "--model"))
+    "model '/no/such/dir': no such directory; pass --model <an existing directory or a Hub id>"
+    >>> missing_model_dir("Qwen/Qwen2.5-0.5B") is None
+    True
+    """
+    if name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):
+        return ModelUnavailableError(f"model {name!r}: no such directory; pass {flag} <an existing directory or a "
+                                     "Hub id>")  # fmt: skip
+    return None
 
 
 def _first_line(err: BaseException) -> str:

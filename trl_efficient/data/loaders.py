@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_INSTRUCTION",
+    "check_dataset_name",
     "DATASET_NAMES",
     "DataArguments",
     "extract_boxed",
@@ -162,6 +163,27 @@ DATASET_NAMES: tuple[str, ...] = tuple(sorted(_SPECS))
 _ALIASES = {"math-500": "math500", "math_500": "math500", "openai/gsm8k": "gsm8k"}
 
 
+def check_dataset_name(field_name: str, name: str | None) -> None:
+    """A local file or directory given as a dataset *name* (`--dataset_name data.jsonl`) raises a `ValueError` saying
+    to pass it as the source: the name picks the format (columns, gold extraction), the source the data.
+
+    >>> check_dataset_name("dataset_name", "gsm8k")
+    >>> check_dataset_name("--dataset_name", "data/train.jsonl")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --dataset_name 'data/train.jsonl' is a local file: pass it as --dataset_source data/train.jsonl ...
+    """
+    if name is None or str(name).strip().lower() in (*_SPECS, *_ALIASES, "testbed"):
+        return
+    if _looks_like_local_path(str(name)) or os.path.exists(os.path.expanduser(str(name))):
+        flag = field_name if field_name.startswith("--") else f"--{field_name}"
+        source = flag.replace("_name", "_source")
+        raise ValueError(
+            f"{flag} {name!r} is a local file: pass it as {source} {name} and set {flag} to its format, one of "
+            f"{sorted(_SPECS)}."
+        )
+
+
 def _resolve_name_or_testbed(name: str) -> str:
     return "testbed" if str(name).strip().lower() == "testbed" else _resolve_name(name)
 
@@ -240,7 +262,20 @@ def _load_file(path: str) -> Dataset:
     ext = os.path.splitext(path)[1].lower()
     if ext not in _FILE_BUILDERS:
         raise ValueError(f"Unsupported data file {path!r}; expected one of {sorted(_FILE_BUILDERS)}.")
-    return datasets.load_dataset(_FILE_BUILDERS[ext], data_files=path, split="train")
+    empty = f"Data file {path!r} holds no examples: pass a file with one example per row (dataset_source)."
+    if os.path.getsize(path) == 0:  # datasets' json builder raises StopIteration on it
+        raise ValueError(empty)
+    try:
+        dataset = datasets.load_dataset(_FILE_BUILDERS[ext], data_files=path, split="train")
+    except StopIteration as err:
+        raise ValueError(empty) from err
+    except ValueError as err:  # whitespace only, `[]`: 'Instruction "train" corresponds to no data!'
+        if "corresponds to no data" not in str(err):
+            raise
+        raise ValueError(empty) from err
+    if len(dataset) == 0:
+        raise ValueError(empty)
+    return dataset
 
 
 def _looks_like_local_path(source: str) -> bool:
@@ -458,6 +493,8 @@ class DataArguments:
     )
 
     def __post_init__(self) -> None:
+        check_dataset_name("dataset_name", self.dataset_name)
+        check_dataset_name("eval_dataset_name", self.eval_dataset_name)
         # "testbed" is the synthetic CPU world of trl_efficient.testbed (loaded by its own `load_datasets`).
         self.dataset_name = _resolve_name_or_testbed(self.dataset_name)
         if self.eval_dataset_name is not None:

@@ -146,6 +146,7 @@ def run_eval(args) -> dict:
     """
     from tqdm.auto import tqdm
 
+    from ..core.models import missing_model_dir
     from ..data.benchmarks import BenchmarkUnavailableError, get_benchmark, load_benchmark
     from ..data.loaders import DEFAULT_INSTRUCTION
     from .evaluate import evaluate_model, parse_modes
@@ -155,6 +156,10 @@ def run_eval(args) -> dict:
     ks = sorted(set(args.k or [1, args.n]))
     if any(k < 1 or k > args.n for k in ks):
         raise ValueError(f"--k values must be between 1 and --n ({args.n}), got {ks}.")
+    for model in args.model:  # before any benchmark is loaded
+        missing = missing_model_dir(model, "--model")
+        if missing is not None:
+            raise missing
     labels = args.label or args.model
     if len(labels) != len(args.model):
         raise ValueError(f"--label needs one name per --model ({len(args.model)}), got {len(labels)}.")

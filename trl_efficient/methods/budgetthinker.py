@@ -92,6 +92,12 @@ class BudgetThinkerRolloutPlan(RolloutPlan):
             )
         return cls(**kwargs, seed=getattr(args, "seed", 0))
 
+    def token_lengths(self) -> dict[str, list[int]]:
+        return {
+            "rollout_plan_kwargs budgets_by_epoch": self.budgets_by_epoch,
+            "rollout_plan_kwargs final_choices": self.final_choices,
+        }
+
     def attach(self, trainer) -> None:
         """Read the epoch (or the step) from the trainer's state (checkpointed by the HF Trainer). The trainer is
         kept, not its `state`: `Trainer.train()` assigns a new `TrainerState` (and a resume loads one), so a state

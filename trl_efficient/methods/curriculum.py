@@ -72,6 +72,9 @@ class CurriculumRolloutPlan(RolloutPlan):
     def num_prompt_subgroups(self, group_size: int) -> int:
         return 1
 
+    def token_lengths(self) -> dict[str, list[int]]:
+        return {"rollout_plan_kwargs initial_budget/final_budget": [self.schedule.initial, self.schedule.final]}
+
     def budget(self, step: int) -> int:
         return self.schedule.budget(step, self.max_steps)
 

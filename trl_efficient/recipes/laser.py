@@ -72,6 +72,7 @@ register_reward_builder(
         "LASER-D, arXiv:2505.15612 (step reward, per-bucket targets from a monitoring pass)",
         whole_groups=True,
     ),
+    also_receives=(LaserMonitor,),  # the monitor's settings (_MONITOR_KEYS) are builder kwargs too
 )
 register_reward_builder(
     "laser_de",
@@ -81,6 +82,7 @@ register_reward_builder(
         "LASER-DE, arXiv:2505.15612 (LASER-D + alpha for long non-repetitive wrong answers)",
         whole_groups=True,
     ),
+    also_receives=(LaserMonitor,),
 )
 
 _PROPOSED = (

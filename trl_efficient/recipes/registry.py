@@ -40,13 +40,52 @@ class RewardInfo:
 
 
 REWARD_INFO: dict[str, RewardInfo] = {}
+REWARD_RECEIVERS: dict[str, tuple[Callable, ...]] = {}  # builder name -> extra receivers of its keyword arguments
 
 
-def register_reward_builder(name: str, builder, info: RewardInfo) -> Callable:
-    """Register `builder` (`(args, tokenizer, **kwargs) -> reward callable`) under `name`, with its table entry."""
+def register_reward_builder(name: str, builder, info: RewardInfo, also_receives: tuple[Callable, ...] = ()) -> Callable:
+    """Register `builder` (`(args, tokenizer, **kwargs) -> reward callable`) under `name`, with its table entry.
+
+    The builder's keyword arguments (`RewardSpec.kwargs`, the config's `reward_kwargs`) go to `info.factory`; a
+    builder that hands some of them to another callable names it in `also_receives` (LASER-D's monitor). Their
+    signatures are what `check_reward_kwargs` accepts."""
     REWARD_BUILDERS.register(name, builder)
     REWARD_INFO[name] = info
+    REWARD_RECEIVERS[name] = tuple(also_receives)
     return builder
+
+
+def reward_kwargs_receivers(name: str) -> tuple[Callable, ...]:
+    """The callables that receive builder `name`'s keyword arguments: its `RewardInfo.factory`, found in
+    `trl_efficient.rewards` or else in the builder's own module, then its `also_receives`."""
+    import importlib
+
+    builder, factory_name = REWARD_BUILDERS.get(name), REWARD_INFO[name].factory
+    rewards = importlib.import_module("trl_efficient.rewards")
+    factory = getattr(rewards, factory_name, None) or getattr(builder, "__globals__", {}).get(factory_name)
+    if factory is None:  # a registration error, not a user error: the README table names this factory
+        raise LookupError(f"reward builder {name!r}: factory {factory_name!r} not found in trl_efficient.rewards or "
+                          f"{builder.__module__}")  # fmt: skip
+    return (factory, *REWARD_RECEIVERS.get(name, ()))
+
+
+def check_reward_kwargs(name: str, kwargs: dict, source: str = "reward_kwargs") -> None:
+    """Refuse keyword arguments of reward builder `name` that its factory (and `also_receives`) does not take, listing
+    the valid names from their signatures; `"weight"` (the spec's weight) is always valid, `tokenizer` never (the run
+    passes its own).
+
+    >>> check_reward_kwargs("kimi_length", {"warmup_ratio": 0.1, "weight": 0.5})
+    >>> try:
+    ...     check_reward_kwargs("l1", {"alhpa": 0.1})
+    ... except ValueError as err:
+    ...     print(str(err).replace("; ", ";\\n"))
+    reward_kwargs: unknown argument(s) ['alhpa'] for reward builder 'l1' (get_l1_reward);
+    valid names: ['alpha', 'delta', 'length_scope', 'length_unit', 'mode', 'weight'].
+    """
+    from ..core.checks import check_keywords
+
+    what = f"reward builder {name!r} ({REWARD_INFO[name].factory})"
+    check_keywords(source, kwargs, reward_kwargs_receivers(name), what, skip=("tokenizer",), extra=("weight",))
 
 
 @dataclass(frozen=True)
@@ -99,6 +138,8 @@ class Recipe:
         if unknown:
             raise ValueError(f"{source} names {unknown}, which recipe {self.name!r} does not use (it builds only "
                              f"{builders}).")  # fmt: skip
+        for builder, kwargs in overrides.items():
+            check_reward_kwargs(builder, kwargs, source)
         rewards = []
         for spec in self.rewards:
             kwargs = dict(overrides.get(spec.builder, {}))
@@ -114,7 +155,15 @@ class Recipe:
         """Instantiate the reward callables and their weights for `args` (an `EfficientGRPOConfig`): recipe kwargs <
         `args.reward_kwargs` (the YAML or command line sets a recipe's reward arguments there)."""
         recipe = self.with_reward_kwargs(getattr(args, "reward_kwargs", None))
-        funcs = [REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs) for spec in recipe.rewards]
+        funcs = []
+        for spec in recipe.rewards:
+            try:
+                funcs.append(REWARD_BUILDERS.get(spec.builder)(args, tokenizer, **spec.kwargs))
+            except TypeError as err:  # a key the run sets itself (e.g. length_unit, from the config) given twice
+                if "keyword argument" not in str(err):
+                    raise
+                raise ValueError(f"reward_kwargs {{{spec.builder!r}: {spec.kwargs}}} does not fit reward builder "
+                                 f"{spec.builder!r}: {err}") from err  # fmt: skip
         return funcs, [spec.weight for spec in recipe.rewards]
 
 

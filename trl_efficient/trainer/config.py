@@ -3,11 +3,14 @@ with all of them off `EfficientGRPOTrainer` behaves exactly like TRL's `GRPOTrai
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
+from ..core.checks import check_keywords
 from ..core.lengths import LENGTH_SCOPES, LENGTH_UNITS
 from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
@@ -15,6 +18,8 @@ from .budget_forcing import BudgetForcing
 from .filters import COMPLETION_FILTERS
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
 from .sampling import PROMPT_SAMPLERS
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -163,8 +168,16 @@ class EfficientGRPOConfig(GRPOConfig):
                 state[name] = None
         return state
 
+    _OWN_DICT_FIELDS = ("advantage_kwargs", "filter_kwargs", "rollout_plan_kwargs", "sampler_kwargs", "reward_kwargs")
+
     def __post_init__(self) -> None:
         # Own fields first: nothing here depends on values GRPOConfig derives.
+        self._check_json_fields()
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(
+                f"max_steps must be a positive number of optimizer steps, or -1 to train for num_train_epochs, got "
+                f"{self.max_steps}."
+            )
         if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
             raise ValueError(f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}.")
         if self.advantage_estimator != TRL_DEFAULT and self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
@@ -196,11 +209,28 @@ class EfficientGRPOConfig(GRPOConfig):
             raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
         super().__post_init__()
         # Cross-field checks after GRPOConfig has derived its values.
+        if self.rollout_plan is None and self.rollout_plan_kwargs:
+            raise ValueError(
+                f"rollout_plan_kwargs={self.rollout_plan_kwargs} is set but rollout_plan is None: set rollout_plan "
+                f"(one of {ROLLOUT_PLANS.names()}) or drop rollout_plan_kwargs."
+            )
         plan = build_rollout_plan(self)
         if plan is not None:
             plan.validate(self.num_generations, self.max_completion_length)
             if self.num_generations_eval is not None:
                 plan.validate(self.num_generations_eval, self.max_completion_length)
+            warn_lengths_over_cap(
+                plan.token_lengths(), self.max_completion_length, f"rollout_plan={self.rollout_plan!r}"
+            )
+        if self.reward_kwargs:
+            from ..recipes.registry import REWARD_BUILDERS, check_reward_kwargs
+
+            if not isinstance(self.reward_kwargs, dict):
+                raise ValueError(f"reward_kwargs must map builder names to dicts of arguments, got "
+                                 f"{self.reward_kwargs!r}.")  # fmt: skip
+            for builder, kwargs in self.reward_kwargs.items():
+                REWARD_BUILDERS.get(builder)  # an unknown name lists the registered builders
+                check_reward_kwargs(builder, kwargs)
         # Build the estimator and filter once so their own argument checks fail at config time.
         if self.advantage_estimator != TRL_DEFAULT:
             build_group_component(
@@ -208,6 +238,8 @@ class EfficientGRPOConfig(GRPOConfig):
             )
         if self.prompt_sampler is not None:
             sampler = PROMPT_SAMPLERS.get(self.prompt_sampler)
+            what = f"prompt_sampler={self.prompt_sampler!r}"
+            check_keywords("sampler_kwargs", dict(self.sampler_kwargs or {}), [sampler.check], what, skip=("args",))
             try:
                 sampler.check(self, **dict(self.sampler_kwargs or {}))
             except TypeError as err:
@@ -218,6 +250,38 @@ class EfficientGRPOConfig(GRPOConfig):
             build_group_component(
                 COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"
             )
+
+    def _check_json_fields(self) -> None:
+        """A dict field given as text (the command line) must be a JSON object; the error names the field.
+        GRPOConfig parses `{...}` strings itself (with no field name in its error); a string that does not start
+        with `{` is left alone there, which only TRL's fields may be (e.g. `deepspeed`, a path)."""
+        for name in self._VALID_DICT_FIELDS:
+            value = getattr(self, name, None)
+            if not isinstance(value, str):
+                continue
+            if value.lstrip().startswith("{"):
+                try:
+                    parsed = json.loads(value)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{name} must be a JSON object, got {value!r}: {err}") from err
+                if not isinstance(parsed, dict):
+                    raise ValueError(f"{name} must be a JSON object, got {value!r}.")
+            elif name in self._OWN_DICT_FIELDS:
+                raise ValueError(f"{name} must be a JSON object such as '{{\"key\": 1}}', got {value!r}.")
+
+
+def warn_lengths_over_cap(lengths: dict[str, list[int]], max_completion_length: int, owner: str) -> None:
+    """One warning line for the token lengths (budgets, targets...) that `owner` declares above the completion cap:
+    a rollout is cut at `max_completion_length` tokens, so it can never reach them."""
+    over = {name: [v for v in values if v > max_completion_length] for name, values in lengths.items()}
+    over = {name: values for name, values in over.items() if values}
+    if over:
+        listed = "; ".join(f"{name} {values}" for name, values in over.items())
+        logger.warning(
+            "%s uses lengths above max_completion_length=%d tokens (%s): completions are cut at %d tokens and "
+            "never reach them; lower them or raise max_completion_length.",
+            owner, max_completion_length, listed, max_completion_length,
+        )  # fmt: skip
 
 
 def check_budget_forcing(args) -> BudgetForcing | None:
@@ -266,6 +330,8 @@ def build_group_component(entry, args, kwargs: dict | None, field_name: str = "k
     import inspect
 
     kwargs = dict(kwargs or {})
+    first = next(iter(inspect.signature(entry).parameters), None)  # `args` of a class, `batch` of a function
+    check_keywords(field_name, kwargs, [entry], getattr(entry, "__name__", str(entry)), skip=(first,))
     try:
         if inspect.isclass(entry):
             return entry(args, **kwargs)

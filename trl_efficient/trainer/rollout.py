@@ -62,6 +62,11 @@ class RolloutPlan(ABC):
         """Per-row columns this plan adds to every row (its `metadata_keys`)."""
         return tuple(self.metadata_keys)
 
+    def token_lengths(self) -> dict[str, list[int]]:
+        """The lengths in tokens this plan asks of completions (budgets, targets), by the setting that holds them;
+        the config warns when one exceeds `max_completion_length`. None for the base class."""
+        return {}
+
     @abstractmethod
     def num_prompt_subgroups(self, group_size: int) -> int:
         """Number K of contiguous, equal-size runs of identical prompts inside a group of `group_size`."""
@@ -128,6 +133,9 @@ class BudgetRolloutPlan(RolloutPlan):
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return len(self.budgets)
+
+    def token_lengths(self) -> dict[str, list[int]]:
+        return {"budgets": list(self.budgets)}
 
     def validate(self, num_generations: int, max_completion_length: int) -> None:
         if num_generations % len(self.budgets) != 0:
@@ -208,6 +216,9 @@ class TargetLengthRolloutPlan(RolloutPlan):
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return group_size if self.per == "rollout" else 1
+
+    def token_lengths(self) -> dict[str, list[int]]:
+        return {"target_length_range": [self.low, self.high]}
 
     @staticmethod
     def example_key(row: dict) -> str:
