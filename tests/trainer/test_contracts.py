@@ -10,11 +10,11 @@ import torch
 from helpers import ScriptedGenerationMixin, make_dataset, tiny_config
 from huggingface_hub import ModelCard
 
+from trl_efficient.core.state import StatefulComponent
 from trl_efficient.hub.card import ModelCardInfo, finalize_model_card, render_method_section
 from trl_efficient.recipes import get_recipe
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.trainer import ROLLOUT_PLANS, EfficientGRPOConfig, EfficientGRPOTrainer, RolloutPlan
-from trl_efficient.core.state import StatefulComponent
 from trl_efficient.trainer.config import build_rollout_plan
 from trl_efficient.trainer.rollout import RolloutAssignment
 
