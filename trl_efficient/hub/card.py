@@ -70,6 +70,10 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CARD_DATA_FILE",
+    "MERGE_DATA_FILE",
+    "RUN_FILES",
+    "CardDataError",
+    "load_card_data",
     "CORE_HYPERPARAMETERS",
     "EVAL_RESULTS_PATH",
     "QUICKSTART_QUESTION",
@@ -900,3 +904,36 @@ def finalize_model_card(trainer, path: str, license: str | None = None, **kwargs
     card = render_card(data, entries, model_refs=(folder,))
     card.save(path)
     return card
+
+
+RUN_FILES = (CARD_DATA_FILE, SUMMARY_FILE)  # a trl-efficient run's card data
+MERGE_DATA_FILE = "trl_efficient_merge.json"  # written by `trl-efficient merge`: `hub.merge.card_info`
+
+
+class CardDataError(RuntimeError):
+    """An output directory without the card data `push` and `merge` need; the message names what to push instead."""
+
+
+def load_card_data(output_dir: str) -> CardData:
+    """The card data the trainer saved, completed from `trl_efficient_summary.json`; a run without either is an
+    error (it was not written by trl-efficient)."""
+    card_path = os.path.join(output_dir, CARD_DATA_FILE)
+    summary_path = os.path.join(output_dir, SUMMARY_FILE)
+    summary = None
+    if os.path.isfile(summary_path):
+        with open(summary_path, encoding="utf-8") as f:
+            summary = json.load(f)
+    if os.path.isfile(card_path):
+        data = CardData.load(card_path)
+    elif summary is not None:
+        base, text = resolve_base_model(None, summary.get("model"))
+        data = CardData(recipe=summary.get("recipe", "custom"), base_model=base, base_model_text=text)
+    else:
+        raise CardDataError(
+            f"{output_dir} has none of {CARD_DATA_FILE}, {SUMMARY_FILE} or {MERGE_DATA_FILE}: push the output "
+            "directory of `trl-efficient train` or `trl-efficient merge` (or of an EfficientGRPOTrainer that wrote "
+            "its model card)."
+        )
+    if summary is not None and not data.summary:
+        data.summary = summary_markdown(summary)
+    return data

@@ -69,11 +69,14 @@ from huggingface_hub import ModelCardData
 from ..core.models import model_scheme, resolve_model_name
 from .card import (
     EVAL_RESULTS_PATH,
+    MERGE_DATA_FILE,
+    RUN_FILES,
     card_label,
     choose_license,
     eval_results_metadata,
     eval_table,
     hub_cache_id,
+    load_card_data,
     load_eval_results,
     model_license,
     own_entries,
@@ -81,7 +84,6 @@ from .card import (
 )
 from .card import render_card as render_training_card
 from .papers import PAPERS, bibtex
-from .push import MERGE_DATA_FILE, RUN_FILES, load_card_data
 
 __all__ = [
     "METHODS",

@@ -39,25 +39,23 @@ import sys
 from .card import (
     CARD_DATA_FILE,
     EVAL_RESULTS_PATH,
-    SUMMARY_FILE,
-    CardData,
+    MERGE_DATA_FILE,
+    RUN_FILES,
+    CardDataError,
     base_model_license,
     choose_license,
+    load_card_data,
     load_eval_results,
     mark_adapter,
     render_card,
-    resolve_base_model,
-    summary_markdown,
 )
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "MERGE_DATA_FILE",
     "PushError",
     "build_parser",
     "collect_files",
-    "load_card_data",
     "main",
     "merge_info",
     "push",
@@ -69,8 +67,6 @@ TOKEN_FIELDS = ("hub_token", "push_to_hub_token")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
-RUN_FILES = (CARD_DATA_FILE, SUMMARY_FILE)  # a trl-efficient run's card data
-MERGE_DATA_FILE = "trl_efficient_merge.json"  # written by `trl-efficient merge`: `hub.merge.card_info`
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either one turns huggingface_hub offline
 _SCAN_LIMIT = 64 * 1024 * 1024  # weights are larger and hold no text; every other file is searched for tokens
 
@@ -141,31 +137,6 @@ def _offline_variable() -> str | None:
 def _offline_error(variable: str) -> PushError:
     return PushError(f"push needs the network and {variable} is set (Hugging Face Hub offline mode): unset "
                      f"{variable} and push again.")  # fmt: skip
-
-
-def load_card_data(output_dir: str) -> CardData:
-    """The card data the trainer saved, completed from `trl_efficient_summary.json`; a run without either is an
-    error (it was not written by trl-efficient)."""
-    card_path = os.path.join(output_dir, CARD_DATA_FILE)
-    summary_path = os.path.join(output_dir, SUMMARY_FILE)
-    summary = None
-    if os.path.isfile(summary_path):
-        with open(summary_path, encoding="utf-8") as f:
-            summary = json.load(f)
-    if os.path.isfile(card_path):
-        data = CardData.load(card_path)
-    elif summary is not None:
-        base, text = resolve_base_model(None, summary.get("model"))
-        data = CardData(recipe=summary.get("recipe", "custom"), base_model=base, base_model_text=text)
-    else:
-        raise PushError(
-            f"{output_dir} has none of {CARD_DATA_FILE}, {SUMMARY_FILE} or {MERGE_DATA_FILE}: push the output "
-            "directory of `trl-efficient train` or `trl-efficient merge` (or of an EfficientGRPOTrainer that wrote "
-            "its model card)."
-        )
-    if summary is not None and not data.summary:
-        data.summary = summary_markdown(summary)
-    return data
 
 
 def sanitized_training_args(path: str) -> tuple[bytes | None, list[str]]:
@@ -330,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             commit_message=args.commit_message,
             token=args.token,
         )
-    except PushError as err:
+    except (PushError, CardDataError) as err:
         print(f"trl-efficient push: error: {err}", file=sys.stderr)
         return 2
     print(f"trl-efficient push: {args.output_dir} -> {args.repo_id} ({url})")

@@ -113,8 +113,8 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: s
     `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
     change something, so a point equal to the recipe shares its file)."""
     from ..recipes import get_recipe
-    from .runner import scaled_recipe
     from .scaling import recipe_scale
+    from .training import scaled_recipe
 
     settings_d = settings.to_dict()
     settings_d.pop("seeds", None)
@@ -144,7 +144,7 @@ def load_result(job: Job) -> dict:
 def run_job(job: Job) -> dict:
     """Train (unless the base) and evaluate one job, write its result file; `{"path", "label", "seconds", "error"}`
     (`error` is `None` on success; nothing is written on failure)."""
-    from .runner import TestbedSettings, hub_offline, torch_threads
+    from .training import TestbedSettings, hub_offline, torch_threads
 
     t0 = time.time()
     try:
@@ -158,7 +158,7 @@ def run_job(job: Job) -> dict:
         error = None
     except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
         logger.exception("testbed: %s failed", job.label)
-        from .runner import failed_row
+        from .training import failed_row
 
         error = failed_row(job.name, err)["error"]
     return {"path": job.path, "label": job.label, "seconds": round(time.time() - t0, 1), "error": error}
@@ -170,8 +170,8 @@ def _run(job: Job, settings) -> dict:
 
     from .base import resolve_base_model
     from .data import load_testbed_dataset
-    from .runner import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
     from .scaling import recipe_scale
+    from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
 
     base_path = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
