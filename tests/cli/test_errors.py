@@ -56,13 +56,22 @@ def _write(path, text):
         ),
         (["train", *CPU, "--max_steps", "0"], "max_steps must be a positive number of optimizer steps, or -1"),
         (
-            ["train", *CPU, "--recipe", "kimi", "--reward_kwargs", '{"kimi_length": {"warmup_ratoi": 0.1}}'],
+            [
+                "train",
+                *CPU,
+                "--use_vllm",
+                "false",
+                "--recipe",
+                "kimi",
+                "--reward_kwargs",
+                '{"kimi_length": {"warmup_ratoi": 0.1}}',
+            ],
             "reward_kwargs: unknown argument(s) ['warmup_ratoi'] for reward builder 'kimi_length' "
             "(get_kimi_length_reward); valid names: ['length_scope', 'length_unit', 'num_generations', 'warmup_ratio', "
             "'weight'].",
         ),
         (
-            ["train", *CPU, "--recipe", "kimi", "--reward_kwargs", '{"l1": {"alpha": 0.1}}'],
+            ["train", *CPU, "--use_vllm", "false", "--recipe", "kimi", "--reward_kwargs", '{"l1": {"alpha": 0.1}}'],
             "reward_kwargs names ['l1'], which recipe 'kimi' does not use (it builds only ['correctness', "
             "'kimi_length']).",
         ),
@@ -324,7 +333,7 @@ def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_m
 def test_recipe_lengths_above_the_cap_warn_in_one_line(caplog, tmp_path):
     from trl_efficient.cli import parse_train_args
 
-    argv = ["--recipe", "hbpo", *CPU, "--num_generations", "4", "--per_device_train_batch_size", "4",
+    argv = ["--recipe", "hbpo", *CPU, "--use_vllm", "false", "--num_generations", "4", "--per_device_train_batch_size", "4",
             "--max_completion_length", "1024", "--output_dir", str(tmp_path)]  # fmt: skip
     with caplog.at_level(logging.WARNING, logger="trl_efficient"):
         parse_train_args(argv)

@@ -181,7 +181,7 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     measured, the table and the plot are written, and the CLI exits with status 1."""
     from transformers import AutoModelForCausalLM
 
-    from trl_efficient.testbed import cli, runner
+    from trl_efficient.testbed import cli, training
     from trl_efficient.testbed.base import resolve_base_model
 
     base = resolve_base_model("testbed:small")
@@ -196,7 +196,7 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
             "model": AutoModelForCausalLM.from_pretrained(base),
         }
 
-    monkeypatch.setattr(runner, "train_recipe", fake_train)
+    monkeypatch.setattr(training, "train_recipe", fake_train)
     out_dir = tmp_path / "cmp"
     code = cli.main(["compare", "--recipes", "grpo", "saber", "--base-model", "testbed:small", "--output-dir",
                      str(out_dir), "--set", "num_eval=3", "--set", "eval_samples=1", "--set", "check_eval=2",

@@ -133,6 +133,8 @@ class Recipe:
         overrides = overrides or {}
         if not isinstance(overrides, dict) or not all(isinstance(v, dict) for v in overrides.values()):
             raise ValueError(f"{source} must map builder names to dicts of arguments, got {overrides!r}.")
+        for builder in overrides:
+            REWARD_BUILDERS.get(builder)  # a name that is no builder at all lists the registered builders
         builders = [spec.builder for spec in self.rewards]
         unknown = sorted(set(overrides) - set(builders))
         if unknown:
