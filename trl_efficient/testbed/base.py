@@ -114,7 +114,7 @@ BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     # take the longest candidate that fits
     "v2": BaseModelConfig(
         style=WORLD_V2,
-        max_steps=2500,
+        max_steps=3000,
         method_prompt_share=0.3,
         method_prompt_follow=1.0,
         method_prompt_values=(16, 256),
