@@ -167,20 +167,6 @@ def test_sweep_keys_resolve_and_fail_fast():
         parse_sweep_set("reward.laser.target_length")
 
 
-@pytest.fixture(scope="module")
-def small_base(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("tbcache"))
-    old = os.environ.get("TRL_EFFICIENT_CACHE")
-    os.environ["TRL_EFFICIENT_CACHE"] = root
-    from trl_efficient.testbed.base import resolve_base_model
-
-    yield resolve_base_model("testbed:small")
-    if old is None:
-        os.environ.pop("TRL_EFFICIENT_CACHE", None)
-    else:
-        os.environ["TRL_EFFICIENT_CACHE"] = old
-
-
 TINY = ["--base-model", "testbed:small", "--setting", "max_steps=1", "--setting", "num_train=16", "--setting",
         "num_eval=4", "--setting", "eval_samples=1", "--setting", "per_device_train_batch_size=8", "--setting",
         "num_generations=4", "--setting", "max_completion_length=24", "--setting", "max_ops=3", "--setting", "seeds=1",

@@ -207,20 +207,6 @@ def test_paired_streams_do_not_depend_on_the_batch(small_base):
     assert other != one  # another evaluation seed draws other samples
 
 
-@pytest.fixture(scope="module")
-def small_base(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("tbcache"))
-    old = os.environ.get("TRL_EFFICIENT_CACHE")
-    os.environ["TRL_EFFICIENT_CACHE"] = root
-    from trl_efficient.testbed.base import resolve_base_model
-
-    yield resolve_base_model("testbed:small")
-    if old is None:
-        os.environ.pop("TRL_EFFICIENT_CACHE", None)
-    else:
-        os.environ["TRL_EFFICIENT_CACHE"] = old
-
-
 def _runs(folder):
     return {os.path.relpath(os.path.join(d, f), folder): os.path.getmtime(os.path.join(d, f))
             for d, _, files in os.walk(os.path.join(folder, "runs")) for f in files if f.endswith(".json")}  # fmt: skip

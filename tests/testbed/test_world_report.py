@@ -2,7 +2,6 @@
 report end to end on the `small` base (plumbing: seconds)."""
 
 import json
-import os
 import statistics
 
 import pytest
@@ -35,20 +34,6 @@ def test_forced_minimal_trace_writes_one_labelled_sentence_per_operation():
     assert [len(p) for p, _ in backend.calls] == [2, 1, 1, 2]
     assert backend.calls[1][0] == ["P1 <think> a: 1 + 7 = 8. b:"]
     assert [m for _, m in backend.calls] == [14, 14, 14, 10]
-
-
-@pytest.fixture(scope="module")
-def small_base(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("tbcache"))
-    old = os.environ.get("TRL_EFFICIENT_CACHE")
-    os.environ["TRL_EFFICIENT_CACHE"] = root
-    from trl_efficient.testbed.base import resolve_base_model
-
-    yield resolve_base_model("testbed:small")
-    if old is None:
-        os.environ.pop("TRL_EFFICIENT_CACHE", None)
-    else:
-        os.environ["TRL_EFFICIENT_CACHE"] = old
 
 
 def test_world_report_end_to_end(small_base, tmp_path, capsys):
