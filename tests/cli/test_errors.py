@@ -333,8 +333,9 @@ def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_m
 def test_recipe_lengths_above_the_cap_warn_in_one_line(caplog, tmp_path):
     from trl_efficient.cli import parse_train_args
 
-    argv = ["--recipe", "hbpo", *CPU, "--use_vllm", "false", "--num_generations", "4", "--per_device_train_batch_size", "4",
-            "--max_completion_length", "1024", "--output_dir", str(tmp_path)]  # fmt: skip
+    argv = ["--recipe", "hbpo", *CPU, "--use_vllm", "false", "--num_generations", "4",
+            "--per_device_train_batch_size", "4", "--max_completion_length", "1024",
+            "--output_dir", str(tmp_path)]  # fmt: skip
     with caplog.at_level(logging.WARNING, logger="trl_efficient"):
         parse_train_args(argv)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and "max_completion" in r.msg]

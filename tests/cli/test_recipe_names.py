@@ -62,7 +62,9 @@ def test_recipes_show_prints_the_shipped_yaml_from_anywhere(tmp_path, monkeypatc
     assert printed == SHIPPED.joinpath("kimi.yaml").read_text("utf-8")
     # the printed YAML, saved and edited, is a config of its own
     (tmp_path / "mine.yaml").write_text(printed.replace("max_steps: 500", "max_steps: 9"))
-    _, _, config = parse_train_args(["--config", "mine.yaml", "--bf16", "false", "--output_dir", str(tmp_path / "out")])
+    _, _, config = parse_train_args(
+        ["--config", "mine.yaml", "--bf16", "false", "--use_vllm", "false", "--output_dir", str(tmp_path / "out")]
+    )
     assert config.max_steps == 9
 
 
