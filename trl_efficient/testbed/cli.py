@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
         report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                              seed=args.seed)  # fmt: skip
+                              seed=args.seed, name=args.model)  # fmt: skip
         print(world_report_markdown(report))
         if args.json:
             with open(args.json, "w") as f:

@@ -87,10 +87,10 @@ def _paired_gain(boot, records: list[tuple[int, bool, bool]], levels) -> dict:
 
 def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 256, temperature: float = 0.6,
                  top_p: float = 0.95, seed: int = 0, batch_size: int = 64, values: tuple[int, int] | None = None,
-                 min_ops: int = 1, max_ops: int = 8) -> dict:  # fmt: skip
+                 min_ops: int = 1, max_ops: int = 8, name: str | None = None) -> dict:  # fmt: skip
     """Measure the four properties (module docstring) of the base model at `model_path` on `num_tasks` seeded test
     tasks; `values` is the range of the length-following values (default: the model's training range, read from its
-    marker file, else 16-256)."""
+    marker file, else 16-256); `name` is how the report names the model (default: its path)."""
     import json
     import os
 
@@ -148,7 +148,7 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
     floors = np.array([[r["floor_tokens"] for r in records]], dtype=float)
     ratio, ratio_ci = _interval(boot, lambda w, v: wratio(tokens, floors, w, v))
     return {
-        "model": model_path,
+        "model": name or model_path,
         "base_config": info.get("config"),
         "num_tasks": num_tasks,
         "max_new_tokens": max_new_tokens,
