@@ -226,7 +226,7 @@ def worker_hbpo(model: str, out_dir: str) -> None:
 
 def worker_harness(script: str, argv: list[str]) -> None:
     """Run a tests/multiprocess harness script on CUDA: its `tiny_config` gets `use_cpu=False, ddp_backend="nccl"`
-    (the scripts force gloo for DeepSpeed on CPU, offline-testing.md §6); everything else is the script's own."""
+    (the scripts force gloo for DeepSpeed on CPU, docs/testing.md §6); everything else is the script's own."""
     import runpy
 
     sys.path.insert(0, TESTS)

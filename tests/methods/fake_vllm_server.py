@@ -1,5 +1,5 @@
 """A small real HTTP server on 127.0.0.1 that speaks the part of the vLLM server protocol TRL's `VLLMClient` uses
-(offline-testing.md §7.5): `GET /health`, `GET /v1/models`, `GET /server_info`, `POST /reset_prefix_cache` and
+(docs/testing.md §7.5): `GET /health`, `GET /v1/models`, `GET /server_info`, `POST /reset_prefix_cache` and
 `POST /v1/completions` with token-id prompts in the `return_token_ids` response format.
 
 Every completion request is recorded (`server.requests`: prompts as token ids, `n`, `max_tokens`), and each choice is

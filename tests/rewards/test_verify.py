@@ -1,4 +1,4 @@
-"""Tests for the shared answer checker (trl_efficient/core/answers.py); table from offline-testing.md §14."""
+"""Tests for the shared answer checker (trl_efficient/core/answers.py); table from docs/testing.md §14."""
 
 import threading
 import time

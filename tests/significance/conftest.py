@@ -1,5 +1,5 @@
 """Fixtures for the significance scorer and Bingo tests: a tiny LLMLingua-2-format token classifier built offline
-(offline-testing.md §9) and a deterministic word scorer."""
+(docs/testing.md §9) and a deterministic word scorer."""
 
 import os
 import sys
@@ -13,7 +13,7 @@ from bingo_testing import CLASSIFIER_WORDS, build_tiny_token_classifier  # noqa:
 
 @pytest.fixture(scope="session")
 def tiny_classifier_dir(tmp_path_factory):
-    # the directory name must contain "bert-base-multilingual-cased" for llmlingua (offline-testing.md §8)
+    # the directory name must contain "bert-base-multilingual-cased" for llmlingua (docs/testing.md §8)
     path = tmp_path_factory.mktemp("scorer") / "tiny-bert-base-multilingual-cased"
     build_tiny_token_classifier(str(path), CLASSIFIER_WORDS)
     return str(path)

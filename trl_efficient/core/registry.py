@@ -1,8 +1,8 @@
 """A tiny named registry shared by advantage estimators, completion filters, rollout plans and recipes.
 
 It refuses a second, different object under a name already in use, and a failed lookup raises a `ValueError`
-that lists the sorted choices (style.md, Part 2, rule 5). Tests add entries with `monkeypatch.setitem(registry._entries,
-...)` and never clear a registry.
+that lists the sorted choices. Tests add entries with `monkeypatch.setitem(registry._entries, ...)` and never clear a
+registry.
 """
 
 from __future__ import annotations

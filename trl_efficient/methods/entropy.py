@@ -13,7 +13,7 @@ Where TRL 1.16 has what we need (checked against `GRPOTrainer._generate_and_scor
   backend returns none.
 
 So the cheapest correct source is **one extra no-grad forward pass over this process's rows**, in
-`_calculate_rewards` (trl-hooks.md §5.1), through TRL's own `_get_per_token_logps_and_entropies(...,
+`_calculate_rewards` (docs/trl-integration.md §5.1), through TRL's own `_get_per_token_logps_and_entropies(...,
 compute_entropy=True)` (the same chunking by `per_device_*_batch_size`, the same fused LM head, entropies of the
 sampling distribution at `temperature`, the model in its current mode as in TRL's `old_per_token_logps` pass):
 
@@ -100,7 +100,8 @@ class TokenEntropyTrainer(EfficientGRPOTrainer):
         return {ENTROPY_COLUMN: [round(mean_entropy(e), ENTROPY_DECIMALS) for e in entropies]}
 
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0) (through EfficientGRPOTrainer's wrapper): the entropy columns
-    # are added to copies of the rows first, so every reward gets them as keyword arguments (trl-hooks.md §5.1).
+    # are added to copies of the rows first, so every reward gets them as keyword arguments
+    # (docs/trl-integration.md §5.1).
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         if self._local_prompt_ids is None or len(self._local_prompt_ids) != len(completion_ids_list):
             raise RuntimeError(

@@ -218,7 +218,7 @@ class SARTrainer(EfficientGRPOTrainer):
         return [mean_nll(logps[i], n) for i, n in enumerate(widths)]
 
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0) (through EfficientGRPOTrainer's wrapper): the SAR columns are
-    # added to copies of the rows first, so every reward gets them as keyword arguments (trl-hooks.md §5.1).
+    # added to copies of the rows first, so every reward gets them as keyword arguments (docs/trl-integration.md §5.1).
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         prompt_ids, self._sar_prompt_ids, self._sar_window = self._sar_prompt_ids, None, False
         if prompt_ids is None or len(prompt_ids) != len(completion_ids_list):

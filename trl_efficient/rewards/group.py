@@ -4,7 +4,8 @@ length, shortest correct length, ...).
 
 TRL calls reward functions on each process's *local* slice of rows. Rows are laid out in global process-major order
 (rank 0's rows, then rank 1's, ...), consecutive blocks of `G` rows form one group, and a group may straddle ranks
-(`trl-hooks.md` §9). Every process calls the synchronous reward functions in the same order, so these rewards can
+(`docs/trl-integration.md` §9). Every process calls the synchronous reward functions in the same order, so these
+rewards can
 use a collective: each rank computes correctness and length for its own rows, `gather_rows` all-gathers the
 `(correct, length)` pairs in rank order, the reward is computed on whole groups of the global list, and each rank
 returns its own slice. Computing group statistics on the local slice instead (as open-r1's `len_reward` does) is

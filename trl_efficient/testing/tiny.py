@@ -10,7 +10,7 @@ Tiny random models and tokenizers built in-process, so tests and the offline qui
 `"tiny:<arch>[-<hidden>]"` or `TINY_MODEL_NAME` into a cached local directory
   and passes every other name (Hub id, local path) through unchanged.
 - `eos_bias_generation_kwargs(tokenizer)`: the EOS logit bias a random model needs to ever stop
-  (offline-testing.md §4).
+  (docs/testing.md §4).
 
 The default size, hidden 128 with 2 heads, gives `head_dim` 64, which the vLLM CPU attention backend accepts; for
 the fastest unit tests use `hidden_size=16, num_heads=4` (about 11k parameters, HF `generate` only).
@@ -87,7 +87,7 @@ DEFAULT_CORPUS: tuple[str, ...] = (
 
 def build_tiny_tokenizer(extra_corpus: list[str] | None = None, vocab_size: int = 512) -> PreTrainedTokenizerFast:
     """
-    A byte-level BPE tokenizer trained in-process, with a ChatML chat template (offline-testing.md §2.1).
+    A byte-level BPE tokenizer trained in-process, with a ChatML chat template (docs/testing.md §2.1).
 
     Any byte sequence round-trips, since the byte-level alphabet is always in the vocabulary. The result is
     deterministic for a given corpus. With the default corpus the vocabulary is smaller than `vocab_size` (the
@@ -146,7 +146,7 @@ def build_tiny_model(
     seed: int = 0,
 ) -> PreTrainedModel:
     """
-    A randomly initialised causal LM sized for CPU tests (offline-testing.md §2.2), float32, seeded.
+    A randomly initialised causal LM sized for CPU tests (docs/testing.md §2.2), float32, seeded.
 
     Its `generation_config` carries the tokenizer's EOS and pad ids and `do_sample=True`. A random model almost
     never samples EOS: pass `eos_bias_generation_kwargs(tokenizer)` to `generate` (or GRPO's `generation_kwargs`).
@@ -331,7 +331,7 @@ def eos_bias_generation_kwargs(tokenizer, bias: float = 4.0) -> dict:
     `generate` kwargs that add `bias` to the EOS logit, so a random model stops after a few tokens.
 
     Without it every completion of a tiny random model hits `max_completion_length`, length rewards have zero
-    spread and GRPO learns nothing (offline-testing.md §4). Use a lower bias (2-3) for a small vocabulary.
+    spread and GRPO learns nothing (docs/testing.md §4). Use a lower bias (2-3) for a small vocabulary.
     This is a transformers `generate` option only: pass it as `GRPOConfig(generation_kwargs=...)` **without**
     `use_vllm=True`, because vLLM's `SamplingParams` have no `sequence_bias` field.
 

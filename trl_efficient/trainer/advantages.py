@@ -4,7 +4,7 @@
 (including `scale_rewards` and `multi_objective_aggregation`, so GDPO is `normalize_then_sum`). Any other name
 replaces it: the estimator returns global `(B,)` advantages, the trainer replaces NaN by 0 and takes this process's
 slice exactly as TRL does (`grpo_trainer.py`, ~:2813). TRL's logged `advantages` column then shows the base
-computation (trl-hooks.md §5); ours is logged as `trl_efficient/advantage_mean|std`.
+computation (docs/trl-integration.md §5); ours is logged as `trl_efficient/advantage_mean|std`.
 
 Every estimator has the signature `(batch: GroupBatch, **kwargs) -> torch.Tensor` and must return zeros, never
 NaN, for a group whose rewards are all equal.

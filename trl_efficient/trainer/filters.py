@@ -1,7 +1,8 @@
 """Completion filters (hook (d)): choose rows to remove from the loss, after the whole group is known.
 
 A filter is `(batch: GroupBatch, **kwargs) -> torch.BoolTensor (B,)` (True = keep). The trainer *masks* rather than
-drops (trl-hooks.md §6): removed rows get a zero `completion_mask` and zero advantage, the row count is unchanged
+drops (docs/trl-integration.md §6): removed rows get a zero `completion_mask` and zero advantage, the row count is
+unchanged
 (so TRL's shuffle and split keep working), and `num_items_in_batch` is recomputed.
 """
 

@@ -3,7 +3,8 @@
 Everything group-level in `trl_efficient` (group min/max length, shortest correct length, group accuracy, subgroup
 means, custom advantages, completion filters, per-prompt history) reads this object. It is built by
 `EfficientGRPOTrainer._calculate_rewards` *after* TRL has gathered the rewards, so a group whose rollouts straddle
-processes is always seen whole (trl-hooks.md §9): row `r` of every tensor is global row `r`, in TRL's process-major
+processes is always seen whole (docs/trl-integration.md §9): row `r` of every tensor is global row `r`, in TRL's
+process-major
 order, and `rows.view(-1, G)` yields complete groups.
 """
 

@@ -5,7 +5,7 @@ message, to the last user message, or as an assistant prefill; metadata that rea
 per-row column (`budget`, `target_length`, `length_mode`, ...); and an optional hard token cap for that rollout.
 
 A plan must give **contiguous, equal-size subgroups of identical prompts** (`num_prompt_subgroups(G)` of them):
-TRL's vLLM server mode de-duplicates prompts with `all_prompts[::n]` (trl-hooks.md §10), and
+TRL's vLLM server mode de-duplicates prompts with `all_prompts[::n]` (docs/trl-integration.md §10), and
 `EfficientGRPOTrainer` passes `n = G // K` so every subgroup is generated from its own prompt.
 
 Plans are pure: they never touch the trainer, so they are tested without one.
@@ -95,7 +95,7 @@ class BudgetRolloutPlan(RolloutPlan):
     The budget statement is `template.format(budget=b)`, placed as an assistant prefill (HBPO's default, arXiv
     2507.15844), appended to the system message, or appended to the user message. Each row gets the metadata
     `budget` (tokens) and `budget_statement`; with `hard_cap=True` the rollout is also cut at `b` tokens after
-    generation (equivalent in distribution to stopping there, trl-hooks.md §4).
+    generation (equivalent in distribution to stopping there, docs/trl-integration.md §4).
 
     >>> plan = BudgetRolloutPlan([512, 1024])
     >>> [plan.assign({}, pos, 4, 0, 0).metadata["budget"] for pos in range(4)]

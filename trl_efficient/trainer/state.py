@@ -6,7 +6,7 @@ never duck typing, so a reward model's `state_dict` stays TRL's) with `state_dic
 - `state_key` (`str`): its name inside the checkpoint file (defaults to `__name__` or the class name);
 - `row_columns(row) -> dict`: values fed back to the reward functions as per-row columns, added before generation;
 - `update(batch: GroupBatch) -> None`: called once per generation batch in training only, with the **gathered**
-  batch, so every rank holds identical state (trl-hooks.md §8).
+  batch, so every rank holds identical state (docs/trl-integration.md §8).
 
 Column declarations (any component: reward function, rollout plan, estimator, filter, stateful component):
 - `provides_columns` (`tuple[str, ...]`): per-row columns the component adds to every row before the rewards run

@@ -5,7 +5,7 @@ post-processes. With every `EfficientGRPOConfig` option off, the only visible di
 extra per-row column, `group_size`, passed to the reward functions (which must accept `**kwargs` anyway), plus
 extra `trl_efficient/*` metrics.
 
-Data flow of one generation batch (trl-hooks.md §1):
+Data flow of one generation batch (docs/trl-integration.md §1):
 
 1. `_generate_and_score_completions`: rewrite copies of the rows (rollout plan, state columns) -> `super()`.
 2. inside it, `_generate_single_turn`: vLLM server de-duplication fix, budget forcing (`budget_forcing`, TRL's own
@@ -294,7 +294,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def _prepare_rows(self, inputs: list[dict]) -> list[dict]:
         """Copies of the local rows with group position, state columns and the rollout plan applied."""
         G = self._group_size()
-        start = self.accelerator.process_index * len(inputs)  # global row offset (trl-hooks.md §9)
+        start = self.accelerator.process_index * len(inputs)  # global row offset (docs/trl-integration.md §9)
         rows, caps = [], []
         for i, row in enumerate(inputs):
             new = dict(row)  # never mutate the dataset row
@@ -354,7 +354,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
 
     # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): (1) vLLM server mode de-duplicates prompts with
     # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
-    # (trl-hooks.md §10); (2) with `budget_forcing`, TRL's own generation runs in phases (`_budget_forced_turn`);
+    # (docs/trl-integration.md §10); (2) with `budget_forcing`, TRL's own generation runs in phases
+    # (`_budget_forced_turn`);
     # (3) per-rollout hard caps truncate after generation (§4).
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if self.rollout_plan is not None and self.use_vllm:
@@ -488,7 +489,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 comp.update(batch)
 
     def _apply_keep_mask(self, output: dict, keep: torch.Tensor) -> None:
-        """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (trl-hooks.md §6).
+        """Mask (not drop) filtered rows, as TRL's `mask_truncated_completions` does (docs/trl-integration.md §6).
 
         The loss normaliser `num_items_in_batch` is recomputed over the kept tokens, unless the filter declares
         `loss_normalizer = "all"` (GFPO's paper form: masked rows still count in the DAPO denominator)."""
