@@ -193,6 +193,13 @@ class TraceStyle:
         check_prob: world v2. See `slip_prob`.
         slip_from: world v2. The first operation (0-based) that can slip: chains are error-free for their first
             `slip_from` operations, so easy tasks gain nothing from checks and hard ones gain much.
+        check_habit: world v2. False: the teacher checks only a step that slipped (with probability `check_prob`),
+            so whether to check hinges on noticing the slip. True: at verbosity >= 1 the teacher checks *every*
+            (unmerged) step from the `slip_from`-th on with probability `check_prob`, whether it slipped or not, as a
+            habit: the check always carries the correct value, so it repairs a slip (a useful check) and restates a
+            correct step (a useless one). A model trained on these traces checks late steps out of habit, its checks
+            are more reliable than its steps (they are never wrong in its data), and forbidding checks costs it
+            accuracy on long chains only.
         framing_prob: world v2. A trace of verbosity `v` opens with `Binomial(framing_per_level * v, framing_prob)`
             sentences of `PREAMBLE` and closes with as many draws from `EPILOGUE` (a fixed cost whatever the task's
             length). 0: no framing (world v1).
@@ -208,6 +215,7 @@ class TraceStyle:
     slip_prob: float = 0.0
     slip_from: int = 2
     check_prob: float = 1.0
+    check_habit: bool = False
     framing_prob: float = 0.0
     framing_per_level: int = 2
 
@@ -215,22 +223,25 @@ class TraceStyle:
         """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
-        for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level"):
-            if out[name] == getattr(TraceStyle, name) and not (self.slip_prob or self.framing_prob):
+        for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level", "check_habit"):
+            if out[name] == getattr(TraceStyle, name) and (name == "check_habit" or not (self.slip_prob or self.framing_prob)):
                 out.pop(name)
         return out
 
 
-# World v2: the teacher over-thinks about 3x the floor, easy tasks relatively more (framing sentences), and slips on
-# long chains, repaired by checks; see docs/testbed.md ("World v2").
+# World v2: the teacher over-thinks about 3x the floor, easy tasks relatively more (framing sentences); from the third
+# operation on it slips (one step in five) and checks each step out of habit (nine in ten), so checks repair slips
+# on long chains and are pure cost on short ones; see docs/testbed.md ("World v2").
 WORLD_V2 = TraceStyle(
     verbosity_weights=(0.05, 0.1, 0.2, 0.3, 0.35),
     filler_prob=0.55,
     skip_prob=0.04,
-    slip_prob=0.15,
+    filler_kinds={"recheck": 0.0, "restate": 0.4, "preview": 0.2, "hesitate": 0.4},  # every check is a real check
+    slip_prob=0.2,
     slip_from=2,
-    check_prob=0.7,
-    framing_prob=0.5,
+    check_prob=0.9,
+    check_habit=True,
+    framing_prob=0.6,
     framing_per_level=3,
 )
 
@@ -262,15 +273,17 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             prev = (mid, op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
             c = apply_op(a, op, b)
-            if style.slip_prob and i >= style.slip_from and rng.random() < style.slip_prob:
-                slipped = (c + rng.randint(1, 9)) % 10
-                sentences.append(_step(i, a, op, b, slipped))
-                if rng.random() < style.check_prob:  # caught: the chain continues from the check's (correct) value
-                    sentences.append(rng.choice(CHECK_TEMPLATES).format(a=a, op=op, b=b, c=c))
-                else:  # not caught: the chain continues from the wrong value
-                    c = slipped
+            late = bool(style.slip_prob) and i >= style.slip_from
+            slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
+            sentences.append(_step(i, a, op, b, c if slipped is None else slipped))
+            if style.check_habit:
+                checked = late and verbosity >= 1 and rng.random() < style.check_prob
             else:
-                sentences.append(_step(i, a, op, b, c))
+                checked = slipped is not None and rng.random() < style.check_prob
+            if checked:  # the check carries the correct value; the chain continues from it
+                sentences.append(rng.choice(CHECK_TEMPLATES).format(a=a, op=op, b=b, c=c))
+            elif slipped is not None:  # not caught: the chain continues from the wrong value
+                c = slipped
             prev = (a, op, b, c)
             i += 1
         a = c
