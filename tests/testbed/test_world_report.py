@@ -1,39 +1,46 @@
-"""`testbed world-report`: the forced-minimal-trace generation (with a scripted backend, exact texts) and the whole
-report end to end on the `small` base (plumbing: seconds)."""
+"""`testbed world-report`: the steps-only generation (the minimal trace: every sentence opens with a step label) and
+the whole report end to end on the `small` base (plumbing: seconds)."""
 
 import json
 import statistics
 
 import pytest
 
-from trl_efficient.eval.evaluate import GeneratedSample
-from trl_efficient.testbed.report import forced_minimal_generate
-from trl_efficient.testbed.world import Task
+from trl_efficient.testbed.data import load_testbed_dataset
+from trl_efficient.testbed.report import steps_only_constraint
 
 
-class ScriptedBackend:
-    """Writes " 1 + 7 = 8. Wait. Check" after every step label and " \\boxed{8}" after </think>; records prompts."""
+def test_steps_only_generation_opens_every_sentence_with_a_step_label(small_base):
+    """Under the steps-only constraint, every token drawn after a sentence end (".") or after `<think>`, until the
+    thinking closes, is a step label or the opening of `</think>`; without it the same model writes other openings
+    (so the constraint is what holds them back)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    def __init__(self):
-        self.calls = []
+    from trl_efficient.testbed.sampling import generate_paired, sample_seed
 
-    def generate(self, prompts, n, max_new_tokens, temperature, top_p, seed=0, description=""):
-        self.calls.append((list(prompts), max_new_tokens))
-        text = " \\boxed{8}" if prompts[0].endswith("</think>") else " 1 + 7 = 8. Wait. Check"
-        return [[GeneratedSample([1, 2], text, True)] for _ in prompts]
+    tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
+    constraint = steps_only_constraint(tok)
+    assert {tok.decode([i]) for i in constraint.allowed} == {f" {x}" for x in "abcdefgh"} | {" </"}
+    rows = list(load_testbed_dataset("test", n=24, seed=0))
+    prompts = [tok(tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True),
+                   add_special_tokens=False)["input_ids"] for r in rows]  # fmt: skip
+    seeds = [sample_seed(0, i, 0) for i in range(len(rows))]
 
+    def openings(gens):
+        out = []
+        for prompt, ids in zip(prompts, gens, strict=True):
+            previous, bound = prompt[-1], True
+            for t in ids:
+                if bound and previous in constraint.triggers:
+                    out.append(t)
+                bound, previous = bound and t not in constraint.release, t
+        return out
 
-def test_forced_minimal_trace_writes_one_labelled_sentence_per_operation():
-    tasks = [Task(4, (("+", 7),) * 3), Task(1, (("+", 7),))]
-    backend = ScriptedBackend()
-    out = forced_minimal_generate(backend, None, ["P1 ", "P2 "], tasks, 0.6, 0.95, step_tokens=14, answer_tokens=10)
-    # everything after a step's first "." is dropped: no check, no filler, ever
-    assert out[0] == "<think> a: 1 + 7 = 8. b: 1 + 7 = 8. c: 1 + 7 = 8. </think> \\boxed{8}"
-    assert out[1] == "<think> a: 1 + 7 = 8. </think> \\boxed{8}"
-    # rounds: a (both rows), b and c (the 3-step task only), then the answers of both
-    assert [len(p) for p, _ in backend.calls] == [2, 1, 1, 2]
-    assert backend.calls[1][0] == ["P1 <think> a: 1 + 7 = 8. b:"]
-    assert [m for _, m in backend.calls] == [14, 14, 14, 10]
+    kwargs = dict(max_new_tokens=96, eos_ids=[tok.eos_token_id], pad_id=tok.pad_token_id, temperature=1.5, top_p=1.0)
+    constrained = openings(generate_paired(model, prompts, seeds, constraint=constraint, **kwargs))
+    free = openings(generate_paired(model, prompts, seeds, **kwargs))
+    assert len(constrained) >= 5 and set(constrained) <= set(constraint.allowed)
+    assert not set(free) <= set(constraint.allowed)
 
 
 def test_world_report_end_to_end(small_base, tmp_path, capsys):

@@ -9,9 +9,10 @@ on the base model's own generations (never on its training data), on the same se
    by 2-5x and over-think easy tasks at least as much as hard ones, so: the easy ratio (k = 1-2, pooled tokens over
    pooled floor) against the hard ratio (k = 7-8).
 2. **A trade-off.** Accuracy with the model's own thinking (free generation) against its accuracy when *forced to
-   the minimal trace* (`forced_minimal_generate`: the think block is written one labelled step at a time, the
-   model filling in each step `"b: 1 + 7 = 8."`, then `</think>` and the answer: no check, no filler), per task,
-   paired. Checks pay where the gain is positive: on hard tasks (k >= 6) and not on easy ones (k <= 2).
+   the minimal trace* (`steps_only_constraint`: every sentence of its thinking must open with a step label or close
+   the thinking, so it writes its own steps, values and count, but no check, no filler, no framing), per task,
+   paired (the same sampling stream for both: `sampling`). Checks pay where the gain is positive: on hard tasks
+   (k >= 6) and not on easy ones (k <= 2).
    The five-way accounting (steps, merged steps, useful checks, useless checks, filler) is reported per k.
 3. **RL learns** is a property of training, reported by `testbed compare` (grpo against the base).
 4. **Length instructions followed loosely.** Each task gets a value drawn uniformly from the world's range
@@ -24,38 +25,39 @@ comparison's resampling, 2,000 seeded resamples).
 
 from __future__ import annotations
 
+import logging
 import random
 import statistics
 
 import numpy as np
 
-from .world import LABELS, THINK_CLOSE, THINK_OPEN
+from .sampling import SentenceConstraint
+from .world import LABELS
 
-__all__ = ["forced_minimal_generate", "world_report", "world_report_markdown"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["steps_only_constraint", "world_report", "world_report_markdown"]
 
 EASY, HARD = (1, 2), (7, 8)  # the difficulty bands of the dynamic-range comparison
 TRADEOFF_EASY, TRADEOFF_HARD = (1, 2), (6, 7, 8)  # ... and of the trade-off (k <= 2, k >= 6)
 FOLLOW_KINDS = ("l1", "l1-max", "hbpo")
 
 
-def forced_minimal_generate(backend, tokenizer, prompts: list[str], tasks, temperature: float, top_p: float,
-                            seed: int = 0, step_tokens: int = 14, answer_tokens: int = 10) -> list[str]:  # fmt: skip
-    """Completions forced to the minimal trace's shape: after `<think>`, for each operation i the labelled step
-    `"<label>:"` is appended and the model writes the rest of that one sentence (up to its first `.`, at most
-    `step_tokens` tokens); after the last operation `</think>` is appended and the model writes the answer (at most
-    `answer_tokens`). Rows are generated together, one round per operation (rows with fewer operations drop out).
-    Returns each row's full completion text (from `<think>` on)."""
-    done = [f"{THINK_OPEN}" for _ in prompts]
-    for i in range(max(t.difficulty for t in tasks)):
-        rows = [r for r, t in enumerate(tasks) if t.difficulty > i]
-        texts = [prompts[r] + done[r] + f" {LABELS[i]}:" for r in rows]
-        gens = backend.generate(texts, 1, step_tokens, temperature, top_p, seed + i, "forced minimal trace")
-        for r, (g,) in zip(rows, gens, strict=True):
-            sentence = g.text.split(".", 1)[0].rstrip()
-            done[r] += f" {LABELS[i]}:{sentence}."
-    texts = [p + d + f" {THINK_CLOSE}" for p, d in zip(prompts, done, strict=True)]
-    gens = backend.generate(texts, 1, answer_tokens, temperature, top_p, seed + 100, "forced minimal answer")
-    return [d + f" {THINK_CLOSE}" + g.text for d, (g,) in zip(done, gens, strict=True)]
+def steps_only_constraint(tokenizer, max_ops: int = 8) -> SentenceConstraint:
+    """The `sampling.SentenceConstraint` of the minimal trace: a sentence of the thinking may only open with a step
+    label (`" a"`, `" b"`, ...) or close the thinking (`" </"` of `" </think>"`, which frees the rest); checks,
+    filler and framing cannot be written. The model still decides its steps, their values and when to stop.
+    `max_ops`: the most operations of a task (the labels allowed are its first `max_ops`)."""
+
+    def single(text: str) -> int:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            raise ValueError(f"steps-only generation needs {text!r} to be one testbed-tokenizer token; got {ids}.")
+        return ids[0]
+
+    close = single(" </")
+    labels = tuple(single(f" {x}") for x in LABELS[:max_ops])
+    return SentenceConstraint(triggers=(single("."), single(">")), allowed=(*labels, close), release=(close,))
 
 
 def _pooled_ratio(by_difficulty: dict, levels) -> float | None:
@@ -96,13 +98,13 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from ..eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
+    from ..eval.evaluate import EvalMode
     from ..rewards import is_correct
     from .analysis import analyze_completion, summarize
     from .base import MARKER, method_prompt_mode
     from .data import load_testbed_dataset, task_from_row
-    from .runner import torch_threads
     from .stats import Bootstrap, wpearson, wratio
+    from .training import paired_generations, torch_threads
 
     marker = os.path.join(model_path, MARKER)
     info = json.load(open(marker)) if os.path.isfile(marker) else {}
@@ -114,17 +116,23 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
     dataset = load_testbed_dataset("test", n=num_tasks, seed=seed, min_ops=min_ops, max_ops=max_ops)
     rows = list(dataset)
     tasks = [task_from_row(r) for r in rows]
-    backend = TransformersBackend(model, tokenizer, batch_size=batch_size, show_progress=True)
+
+    def generate(mode, what, constraint=None):
+        gens = paired_generations(model, tokenizer, rows, mode, 1, max_new_tokens, temperature, top_p, seed,
+                                  batch_size, show_progress=True, constraint=constraint)  # fmt: skip
+        logger.info("world report: %s done", what)
+        return [g for (g,) in gens]
+
     with torch_threads():
         # 1 + 2: free generation, exact accounting
-        prompts = [build_prompt_text(r["prompt"], EvalMode(), tokenizer) for r in rows]
-        free = backend.generate(prompts, 1, max_new_tokens, temperature, top_p, seed, "world report: free")
-        records = [analyze_completion(t, g.ids, tokenizer, text=g.text) for t, (g,) in zip(tasks, free, strict=True)]
+        free = generate(EvalMode(), "free generation")
+        records = [analyze_completion(t, ids, tokenizer, text=text)
+                   for t, (ids, text, _) in zip(tasks, free, strict=True)]  # fmt: skip
         summary = summarize(records)
-        summary["truncated_fraction"] = statistics.fmean(float(not g.finished) for (g,) in free)
-        # 2: forced to the minimal trace, paired by task
-        forced = forced_minimal_generate(backend, tokenizer, prompts, tasks, temperature, top_p, seed)
-        forced_ok = [bool(is_correct(text, r["solution"])) for text, r in zip(forced, rows, strict=True)]
+        summary["truncated_fraction"] = statistics.fmean(float(not finished) for _, _, finished in free)
+        # 2: the minimal trace (steps only), paired by task and sampling stream
+        forced = generate(EvalMode(), "steps only", steps_only_constraint(tokenizer, max_ops))
+        forced_ok = [bool(is_correct(text, r["solution"])) for (_, text, _), r in zip(forced, rows, strict=True)]
         paired = [(t.difficulty, rec["correct"], ok) for t, rec, ok in zip(tasks, records, forced_ok, strict=True)]
         # 4: length following, one value per task
         rng = random.Random(seed + 7)
@@ -132,9 +140,9 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
         for kind in FOLLOW_KINDS:
             vals = [rng.randint(*values) for _ in rows]
             modes = [method_prompt_mode(kind, v) for v in vals]
-            texts = [build_prompt_text(r["prompt"], m, tokenizer) for r, m in zip(rows, modes, strict=True)]
-            gens = backend.generate(texts, 1, max_new_tokens, temperature, top_p, seed, f"world report: {kind}")
-            lengths = [len(g.ids) for (g,) in gens]
+            gens = paired_generations(model, tokenizer, rows, modes, 1, max_new_tokens, temperature, top_p, seed,
+                                      batch_size)  # fmt: skip
+            lengths = [len(ids) for ((ids, _, _),) in gens]
             x, y = np.array([[vals]], dtype=float), np.array([[lengths]], dtype=float)
             r_value, ci = _interval(boot, lambda w, v, x=x, y=y: wpearson(x, y, w, v))
             follow[kind] = {"pearson": r_value, "interval": ci, "mean_length": statistics.fmean(lengths)}

@@ -12,6 +12,10 @@ so two models whose next-token distributions are close pick the same token with 
 samples stay coupled, and per-task differences between them measure the models, not the dice. Top-p keeps the
 smallest set of most probable tokens whose mass reaches `top_p` (as `transformers`' `TopPLogitsWarper`).
 
+A `SentenceConstraint` restricts what may open a sentence: after a trigger token (a sentence end), only the allowed
+tokens may follow, until a release token is drawn (`report.steps_only_constraint`: the model may write steps and
+close its thinking, nothing else). The restricted draw renormalises over the allowed tokens (masked logits).
+
 `generate_paired` runs the tiny model itself instead of `model.generate`: prompts are sorted by length and batched
 (so little left padding), the KV cache is kept (`use_cache=True`; one token per step after the prompt), and rows that
 have emitted EOS leave the batch (`DynamicCache.batch_select_indices`), so a batch costs what its unfinished rows cost.
@@ -19,11 +23,38 @@ have emitted EOS leave the batch (`DynamicCache.batch_select_indices`), so a bat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-__all__ = ["generate_paired", "sample_seed"]
+__all__ = ["SentenceConstraint", "generate_paired", "sample_seed"]
+
+
+@dataclass(frozen=True)
+class SentenceConstraint:
+    """After any of `triggers`, the next token is drawn among `allowed` only; a row that draws one of `release`
+    is free from then on."""
+
+    triggers: tuple[int, ...]
+    allowed: tuple[int, ...]
+    release: tuple[int, ...]
+
+    def mask(self, logits: torch.Tensor, previous: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+        """`logits` (B, V) with the disallowed tokens at -inf on the rows that are `active` and whose `previous`
+        token is a trigger.
+
+        >>> c = SentenceConstraint(triggers=(0,), allowed=(1,), release=(2,))
+        >>> c.mask(torch.zeros(2, 3), torch.tensor([0, 1]), torch.tensor([True, True])).tolist()
+        [[-inf, 0.0, -inf], [0.0, 0.0, 0.0]]
+        """
+        rows = active & torch.isin(previous, torch.tensor(self.triggers, device=previous.device))
+        if not rows.any():
+            return logits
+        banned = torch.ones(logits.shape[-1], dtype=torch.bool, device=logits.device)
+        banned[list(self.allowed)] = False
+        return logits.masked_fill(rows[:, None] & banned[None, :], float("-inf"))
 
 
 def sample_seed(seed: int, task: int, sample: int) -> int:
@@ -55,10 +86,11 @@ def _next_tokens(logits: torch.Tensor, u: torch.Tensor, temperature: float, top_
 @torch.no_grad()
 def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_new_tokens: int, eos_ids,
                     pad_id: int, temperature: float = 0.6, top_p: float = 0.95, batch_size: int = 128,
-                    show_progress: bool = False) -> list[list[int]]:  # fmt: skip
+                    show_progress: bool = False,
+                    constraint: SentenceConstraint | None = None) -> list[list[int]]:  # fmt: skip
     """Completion ids of every prompt (token ids), sampled with the stream `seeds[i]` (`sample_seed`), cut after the
     first EOS (kept). The result does not depend on `batch_size` or on the other prompts of a batch (up to float
-    rounding of batched matrix products)."""
+    rounding of batched matrix products). `constraint`: what may open a sentence (`SentenceConstraint`)."""
     if len(prompt_ids) != len(seeds):
         raise ValueError(f"generate_paired: {len(prompt_ids)} prompts but {len(seeds)} seeds.")
     eos = torch.tensor(sorted(set(eos_ids)))
@@ -74,14 +106,16 @@ def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_ne
                 [torch.rand(max_new_tokens, generator=torch.Generator().manual_seed(seeds[i])) for i in rows]
             )  # (B, max_new_tokens)
             for i, ids in zip(rows, _generate_batch(model, [prompt_ids[i] for i in rows], uniforms, max_new_tokens,
-                                                    eos, pad_id, temperature, top_p, device), strict=True):  # fmt: skip
+                                                    eos, pad_id, temperature, top_p, device, constraint),
+                              strict=True):  # fmt: skip
                 out[i] = ids
     finally:
         model.train(was_training)
     return out
 
 
-def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, temperature, top_p, device):
+def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, temperature, top_p, device,
+                    constraint=None):  # fmt: skip
     width = max(len(p) for p in prompts)
     input_ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
@@ -92,8 +126,15 @@ def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, tempe
     last_pos = positions[:, -1]
     generated: list[list[int]] = [[] for _ in prompts]
     eos = eos.to(device)
+    previous = input_ids[:, -1]  # the token before the next one (a constraint's trigger)
+    bound = torch.ones(len(prompts), dtype=torch.bool, device=device)  # rows still under the constraint
     for step in range(max_new_tokens):
+        if constraint is not None:
+            logits = constraint.mask(logits, previous, bound)
         tokens = _next_tokens(logits, uniforms[alive, step].to(device), temperature, top_p)
+        if constraint is not None:
+            bound = bound & ~torch.isin(tokens, torch.tensor(constraint.release, device=device))
+            previous = tokens
         for row, tok in zip(alive.tolist(), tokens.tolist(), strict=True):
             generated[row].append(tok)
         done = torch.isin(tokens, eos)
@@ -105,6 +146,7 @@ def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, tempe
                 break
             cache.batch_select_indices(keep)
             alive, tokens, mask, last_pos = alive[keep.cpu()], tokens[keep], mask[keep], last_pos[keep]
+            previous, bound = previous[keep], bound[keep]
         mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)
         last_pos = last_pos + 1
         out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None], cache=cache,

@@ -31,6 +31,7 @@ __all__ = [
     "failed_row",
     "hub_offline",
     "num_generations_for",
+    "paired_generations",
     "scaled_recipe",
     "torch_threads",
     "train_recipe",
@@ -104,22 +105,25 @@ def torch_threads(num_threads: int | None = None) -> Iterator[None]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens, temperature, top_p, seed,
-                        batch_size, show_progress=False) -> list[list[tuple[list[int], str, bool]]]:  # fmt: skip
+def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens, temperature, top_p, seed,
+                       batch_size, show_progress=False,
+                       constraint=None) -> list[list[tuple[list[int], str, bool]]]:  # fmt: skip
     """`num_samples` completions `(ids, text, finished)` of every row under `mode`, sample j of task i drawn from the
-    stream `sampling.sample_seed(seed, i, j)` (the same for every model: evaluations are paired)."""
+    stream `sampling.sample_seed(seed, i, j)` (the same for every model: evaluations are paired); `mode`: one
+    `EvalMode` for every row, or a list of one per row; `constraint`: a `sampling.SentenceConstraint`."""
     from ..eval.evaluate import build_prompt_text
     from .sampling import generate_paired, sample_seed
 
-    prompt_ids = [tokenizer(build_prompt_text(r["prompt"], mode, tokenizer), add_special_tokens=False)["input_ids"]
-                  for r in rows]  # fmt: skip
+    modes = mode if isinstance(mode, list) else [mode] * len(rows)
+    prompt_ids = [tokenizer(build_prompt_text(r["prompt"], m, tokenizer), add_special_tokens=False)["input_ids"]
+                  for r, m in zip(rows, modes, strict=True)]  # fmt: skip
     eos = model.generation_config.eos_token_id
     eos_ids = [eos] if isinstance(eos, int) else list(eos or [tokenizer.eos_token_id])
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     flat = [ids for ids in prompt_ids for _ in range(num_samples)]
     seeds = [sample_seed(seed, i, j) for i in range(len(rows)) for j in range(num_samples)]
     gens = generate_paired(model, flat, seeds, max_new_tokens, eos_ids, pad_id, temperature, top_p, batch_size,
-                           show_progress=show_progress)  # fmt: skip
+                           show_progress=show_progress, constraint=constraint)  # fmt: skip
     out = [(ids, tokenizer.decode(ids, skip_special_tokens=True), bool(ids) and ids[-1] in eos_ids) for ids in gens]
     return [out[i * num_samples : (i + 1) * num_samples] for i in range(len(rows))]
 
@@ -142,7 +146,7 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     from .data import task_from_row
 
     rows = list(dataset)
-    generations = _paired_generations(model, tokenizer, rows, EvalMode(), num_samples, max_new_tokens, temperature,
+    generations = paired_generations(model, tokenizer, rows, EvalMode(), num_samples, max_new_tokens, temperature,
                                       top_p, seed, batch_size, show_progress)  # fmt: skip
     tight_cap = int(max_new_tokens * TIGHT_CAP_FRACTION)
     records, columns = [], {k: [] for k in RECORD_COLUMNS}
@@ -186,7 +190,7 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
     rows = list(dataset)
     out = {}
     for mode in modes:
-        gens = _paired_generations(model, tokenizer, rows, mode, 1, max_new_tokens, temperature, top_p, seed,
+        gens = paired_generations(model, tokenizer, rows, mode, 1, max_new_tokens, temperature, top_p, seed,
                                    batch_size)  # fmt: skip
         samples = [(row, g) for row, (g,) in zip(rows, gens, strict=True)]
         correct = [int(bool(is_correct(text, row["solution"]))) for row, (_, text, _) in samples]

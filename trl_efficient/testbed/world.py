@@ -224,7 +224,8 @@ class TraceStyle:
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
         for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level", "check_habit"):
-            if out[name] == getattr(TraceStyle, name) and (name == "check_habit" or not (self.slip_prob or self.framing_prob)):
+            at_v1 = out[name] == getattr(TraceStyle, name)
+            if at_v1 and (name == "check_habit" or not (self.slip_prob or self.framing_prob)):
                 out.pop(name)
         return out
 
