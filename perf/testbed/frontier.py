@@ -68,7 +68,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", nargs="+", default=list(FRONTIER_SWEEPS))
-    parser.add_argument("--base-model", default="testbed:formats")
+    parser.add_argument("--base-model", default="testbed:v2")
     parser.add_argument("--max-steps", type=int, default=None)
     parser.add_argument("--output-dir", default=RESULTS)
     parser.add_argument("--out", default=None, help="the frontier PNG (default <output-dir>/frontier.png)")

@@ -139,7 +139,7 @@ def test_sweep_keys_resolve_and_fail_fast():
     from trl_efficient.testbed.runner import TestbedSettings
     from trl_efficient.testbed.sweep import parse_sweep_set, resolve_point, sweep_grid
 
-    settings = TestbedSettings()  # cap 192: LASER's L_T 2048 x 192/16384 = 24
+    settings = TestbedSettings(max_completion_length=192)  # LASER's L_T 2048 x 192/16384 = 24
     cfg, rewards, resolved = resolve_point("laser", {"reward.laser.target_length": "x2"}, settings)
     assert cfg == {} and rewards == {"laser": {"target_length": 48}} and resolved["reward.laser.target_length"] == 48
     # a reward argument the recipe does not set: multiplies the factory default (LASER alpha 0.5 -> 0.25)

@@ -125,9 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_cmp.add_argument(
         "--base-model",
-        default="testbed:formats",
-        help="base model every recipe starts from (default testbed:formats: testbed:base that has also "
-        "seen the methods' prompt formats and follows them loosely)",
+        default="testbed:v2",
+        help="base model every recipe starts from (default testbed:v2: world v2's over-thinking base, which has "
+        "seen the methods' prompt formats; testbed:formats for world v1, with --set max_completion_length=192 "
+        "--set eval_temperature=0.6)",
     )
     p_cmp.add_argument("--max-steps", type=int, default=None, help="GRPO steps per recipe (default 40)")
     p_cmp.add_argument("--num-eval", type=int, default=None)
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="TestbedSettings or EfficientGRPOConfig field for every point and the references (as compare's --set)",
     )
-    p_sweep.add_argument("--base-model", default="testbed:formats")
+    p_sweep.add_argument("--base-model", default="testbed:v2")
     p_sweep.add_argument("--max-steps", type=int, default=None)
     p_sweep.add_argument("--num-eval", type=int, default=None)
     p_sweep.add_argument("--seed", type=int, default=None)

@@ -48,17 +48,17 @@ class TestbedSettings:
     drawn from the same per-(task, sample) streams (`sampling.sample_seed`); `bootstrap` resamples give the 95%
     intervals (`stats`)."""
 
-    base_model: str = "testbed:formats"  # the base model that has seen the methods' prompt formats (base.py)
+    base_model: str = "testbed:v2"  # world v2's base model (it has seen the methods' prompt formats; base.py)
     max_steps: int = 40
     num_train: int = 1024
     num_eval: int = 1024
     eval_samples: int = 1  # samples per eval task
     per_device_train_batch_size: int = 32
     num_generations: int = 8
-    max_completion_length: int = 192
+    max_completion_length: int = 384  # world v2's cap (v1's testbed:formats: 192)
     learning_rate: float = 1e-4
     temperature: float = 1.0
-    eval_temperature: float = 0.6
+    eval_temperature: float = 1.0  # the sampling temperature (world v2: slips are sampled; v1 compared at 0.6)
     eval_top_p: float = 0.95
     beta: float = 0.0
     seed: int = 0
