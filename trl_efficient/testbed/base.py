@@ -87,6 +87,10 @@ class BaseModelConfig:
     # how a "max" rule picks among the candidates (`follow_trace`): "usual" keeps the usual draw when it fits (world
     # v1: loose), "longest" takes the longest candidate that fits (world v2: length tracks the budget)
     follow_fit: str = "usual"
+    # whether the shortest follow candidate slips like the teacher (`follow_trace(slips=True)`: a verbosity-0 draw of
+    # the style, slips unchecked) instead of being the error-free minimal trace; world v2: True, so that a tight
+    # budget is not a switch that turns slips off
+    follow_slips: bool = False
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
@@ -94,7 +98,7 @@ class BaseModelConfig:
         for name in ("method_prompt_share", "method_prompt_follow"):
             if not out[name]:
                 out.pop(name)  # a field at 0 leaves the cache key of the models trained before it unchanged
-        for name, v1 in (("method_prompt_values", (5, 200)), ("follow_fit", "usual")):
+        for name, v1 in (("method_prompt_values", (5, 200)), ("follow_fit", "usual"), ("follow_slips", False)):
             if tuple(out[name]) == v1 if isinstance(v1, tuple) else out[name] == v1:
                 out.pop(name)
         return out
@@ -119,6 +123,7 @@ BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
         method_prompt_follow=1.0,
         method_prompt_values=(16, 256),
         follow_fit="longest",
+        follow_slips=True,
     ),
     "small": BaseModelConfig(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
@@ -183,7 +188,7 @@ FOLLOW_RULES = {"l1": "exact", "l1-max": "max", "hbpo": "max", "saber": "thinkin
 
 
 def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, style: TraceStyle, measure,
-                 fit: str = "usual") -> str:  # fmt: skip
+                 fit: str = "usual", slips: bool = False) -> str:  # fmt: skip
     """The world's rule for a base model that follows the method prompt formats loosely (`testbed:formats`).
 
     Candidates are `make_trace` draws of the same task at each verbosity 0..3 (two each, the usual range, no merged
@@ -195,7 +200,10 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
     "thinking-max" (SABER's tiers): the same on the thinking part. A value below the shortest correct trace therefore
     gets the shortest correct trace, never a shorter (wrong-prone) one. With `fit="longest"` (world v2) a "max" rule
     always takes the longest candidate that fits, so the length tracks the budget. There is one verbosity level per
-    entry of `style.verbosity_weights` (0-3 in world v1, 0-4 in world v2).
+    entry of `style.verbosity_weights` (0-3 in world v1, 0-4 in world v2). With `slips=True` (world v2) the shortest
+    candidate is a verbosity-0 draw of `style` (the minimal trace's sentences, but its late steps slip unchecked, as
+    the teacher's do) rather than the error-free minimal trace, so a budget too tight for checks costs accuracy on
+    long chains instead of switching slips off.
 
     >>> from trl_efficient.testbed.world import Task
     >>> t = Task(4, (("+", 7),) * 3)
@@ -207,7 +215,8 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
     if rule is None:
         return trace
     flat = dataclasses.replace(style, skip_prob=0.0)
-    candidates = [minimal_trace(task)]
+    shortest = make_trace(task, rng, dataclasses.replace(flat, verbosity_weights=(1.0,))) if slips else None
+    candidates = [shortest or minimal_trace(task)]
     for level in range(1, len(style.verbosity_weights)):
         weights = (0.0,) * level + (1.0,)
         candidates += [make_trace(task, rng, dataclasses.replace(flat, verbosity_weights=weights)) for _ in range(2)]
@@ -253,7 +262,8 @@ def _encode_examples(tokenizer, config: BaseModelConfig):
                         text = text[len(THINK_OPEN) :]
                     return len(tokenizer(text, add_special_tokens=False)["input_ids"]) + (not thinking_only)  # + EOS
 
-                trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure, config.follow_fit)
+                trace = follow_trace(task, trace, kind, value, follow_rng, config.style, measure, config.follow_fit,
+                                     config.follow_slips)  # fmt: skip
             if mode.prefill:
                 trace = trace[len(THINK_OPEN) :] if trace.startswith(THINK_OPEN) else trace
         else:
