@@ -19,17 +19,28 @@ close its thinking, nothing else). The restricted draw renormalises over the all
 `generate_paired` runs the tiny model itself instead of `model.generate`: prompts are sorted by length and batched
 (so little left padding), the KV cache is kept (`use_cache=True`; one token per step after the prompt), and rows that
 have emitted EOS leave the batch (`DynamicCache.batch_select_indices`), so a batch costs what its unfinished rows cost.
+
+`rollout_model(path)` loads a testbed model whose `generate` runs the same loop for GRPO's rollouts (uniforms from
+torch's global generator, which the trainer seeds) whenever the generation config is plain sampling (temperature,
+top-p; no top-k, min-p, repetition penalty, beams or extra processors), and is `transformers`' `generate` otherwise.
+TRL's transformers path (`GRPOTrainer._generate_single_turn`) calls `model.generate` on the whole batch and decodes
+until its longest row ends; finished rows leaving the batch is what makes testbed training about twice as fast
+(`perf/testbed`), with the same sampling distribution (tests/testbed/test_sampling.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-__all__ = ["SentenceConstraint", "generate_paired", "sample_seed"]
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+__all__ = ["SentenceConstraint", "generate_paired", "rollout_model", "sample_seed"]
 
 
 @dataclass(frozen=True)
@@ -159,3 +170,60 @@ def _cache_of(output):
     """The KV cache of a forward pass (`cache` in transformers 5, `past_key_values` before)."""
     cache = getattr(output, "cache", None)
     return cache if cache is not None else output.past_key_values
+
+
+class _RolloutSampling:
+    """Mixin of `rollout_model`'s class: `generate` by `_generate_batch` for plain sampling."""
+
+    @staticmethod
+    def _plain_sampling(config, kwargs) -> bool:
+        return (
+            not kwargs
+            and config is not None
+            and bool(config.do_sample)
+            and (config.temperature or 0) > 0
+            and (config.num_beams or 1) == 1
+            and (config.num_return_sequences or 1) == 1
+            and not config.top_k
+            and config.min_p is None
+            and config.repetition_penalty in (None, 1.0)
+            and config.max_new_tokens is not None
+            and config.eos_token_id is not None
+            and not config.suppress_tokens
+            and not config.bad_words_ids
+        )
+
+    @torch.no_grad()
+    def generate(self, input_ids=None, attention_mask=None, generation_config=None, **kwargs):
+        config = generation_config if generation_config is not None else self.generation_config
+        if input_ids is None or attention_mask is None or not self._plain_sampling(config, kwargs):
+            return super().generate(input_ids=input_ids, attention_mask=attention_mask,
+                                    generation_config=generation_config, **kwargs)  # fmt: skip
+        eos = config.eos_token_id
+        eos = torch.tensor(sorted({eos} if isinstance(eos, int) else set(eos)))
+        pad_id = config.pad_token_id if config.pad_token_id is not None else int(eos[0])
+        prompts = [row[mask.bool()].tolist() for row, mask in zip(input_ids, attention_mask, strict=True)]
+        uniforms = torch.rand(len(prompts), config.max_new_tokens)
+        top_p = config.top_p if config.top_p is not None else 1.0
+        generated = _generate_batch(self, prompts, uniforms, config.max_new_tokens, eos, pad_id,
+                                    config.temperature, top_p, input_ids.device)  # fmt: skip
+        width = max(len(g) for g in generated)
+        out = input_ids.new_full((input_ids.size(0), input_ids.size(1) + width), pad_id)
+        out[:, : input_ids.size(1)] = input_ids
+        for row, ids in enumerate(generated):
+            out[row, input_ids.size(1) : input_ids.size(1) + len(ids)] = torch.tensor(ids, dtype=out.dtype)
+        return out
+
+
+def rollout_model(path: str, **kwargs) -> PreTrainedModel:
+    """The causal LM at `path` (a testbed model), as an instance of a subclass of its usual class whose `generate`
+    drops finished rows for plain sampling (module docstring); `kwargs` go to `from_pretrained`. Its saved config
+    names the usual class, so what it saves loads as usual."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    base_cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.from_pretrained(path))]
+    cls = type(base_cls.__name__, (_RolloutSampling, base_cls), {"__module__": __name__})
+    model = cls.from_pretrained(path, **kwargs)
+    model.config.architectures = [base_cls.__name__]
+    return model
