@@ -67,3 +67,26 @@ def test_followed_traces_track_the_prompted_value_and_never_undercut_the_floor()
             seen.add("l1")
     assert seen == {"hbpo", "l1", "l1-max"}
     assert pearson([t for t, _ in exact], [n for _, n in exact]) > 0.5
+
+
+def test_world_v2_shortest_follow_candidate_slips_like_the_teacher():
+    """`follow_slips` (world v2): under a budget below every checked candidate the trace is a verbosity-0 draw whose
+    late steps slip unchecked (about 1 - 0.8^6 = 74% wrong at 8 operations), not the error-free minimal trace; without
+    it (world v1's rule) the same budget always gets the correct minimal trace."""
+    import random
+
+    from trl_efficient.testbed.base import follow_trace
+    from trl_efficient.testbed.world import WORLD_V2, Task, minimal_trace
+
+    task = Task(4, (("+", 7),) * 8)
+    count = lambda text, thinking_only: len(text.split())  # noqa: E731
+    draws = [follow_trace(task, "x " * 999, "l1-max", 1, random.Random(i), WORLD_V2, count, "longest", True)
+             for i in range(200)]  # fmt: skip
+    wrong = sum(not d.endswith(f"\\boxed{{{task.answer}}}") for d in draws) / len(draws)
+    assert 0.6 < wrong < 0.88
+    assert all("Check" not in d and len(d.split()) == len(minimal_trace(task).split()) for d in draws)
+    usual = {
+        follow_trace(task, "x " * 999, "l1-max", 1, random.Random(i), WORLD_V2, count, "longest") for i in range(20)
+    }
+    assert usual == {minimal_trace(task)}
+    assert "follow_slips" not in BASE_MODEL_SIZES["formats"].to_dict() and BASE_MODEL_SIZES["v2"].follow_slips
