@@ -24,8 +24,9 @@ have emitted EOS leave the batch (`DynamicCache.batch_select_indices`), so a bat
 torch's global generator, which the trainer seeds) whenever the generation config is plain sampling (temperature,
 top-p; no top-k, min-p, repetition penalty, beams or extra processors), and is `transformers`' `generate` otherwise.
 TRL's transformers path (`GRPOTrainer._generate_single_turn`) calls `model.generate` on the whole batch and decodes
-until its longest row ends; finished rows leaving the batch is what makes testbed training about twice as fast
-(`perf/testbed`), with the same sampling distribution (tests/testbed/test_sampling.py).
+until its longest row ends; here finished rows leave the batch, with the same sampling distribution
+(tests/testbed/test_sampling.py). Measured on 8 GRPO steps of `grpo` from `testbed:v2` on the shared 2 cores: 150 s
+against 180 s with `transformers`' `generate` (generation is about 70% of a testbed step).
 """
 
 from __future__ import annotations
