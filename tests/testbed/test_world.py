@@ -173,8 +173,11 @@ def test_five_way_token_accounting_by_hand(tok):
 
 
 def test_v2_teacher_slips_only_on_long_chains_and_a_check_repairs_them():
+    """World v2's teacher: late steps slip (0.2), a check follows each late step out of habit (0.9 at verbosity >= 1,
+    i.e. 95% of traces), slipped or not, always with the correct value; the first two operations never slip and are
+    never checked."""
     rng = random.Random(0)
-    slips_at, caught, missed, wrong = [], 0, 0, 0
+    slips_at, checked_at, caught, missed, wrong, useless = [], [], 0, 0, 0, 0
     for task in make_tasks(600, seed=11):
         trace = make_trace(task, rng, WORLD_V2)
         body = trace[len("<think>") : trace.rfind("</think>")]
@@ -195,13 +198,22 @@ def test_v2_teacher_slips_only_on_long_chains_and_a_check_repairs_them():
                 caught += 1
             else:
                 missed += 1
+        for i, seg in enumerate(segments):
+            if seg.kind.startswith("check"):
+                step = segments[i - 1]  # a check restates the step right before it, with the correct value
+                a, op, b, c = seg.text.split(": ")[1].rstrip(".").replace("=", "").split()
+                assert step.kind == "step" and apply_op(int(a), op, int(b)) == int(c)
+                checked_at.append("abcdefgh".index(step.text[0]))
+                useless += seg.kind == "check_useless"
         # every slip caught: the answer is right (a missed one is usually fatal; `* 5` can still land on it)
         right = trace.endswith(f"\\boxed{{{task.answer}}}")
         if all(i + 1 < len(segments) and segments[i + 1].kind == "check_useful" for i in slipped):
             assert right
         wrong += not right
     assert slips_at and min(slips_at) >= WORLD_V2.slip_from  # the first `slip_from` operations never slip
-    assert 0.6 < caught / (caught + missed) < 0.8  # check_prob = 0.7
+    assert checked_at and min(checked_at) >= WORLD_V2.slip_from  # ... and are never checked
+    assert 0.8 < caught / (caught + missed) < 0.92  # check_prob 0.9 x P(verbosity >= 1) 0.95
+    assert useless > 2 * caught  # a habit: most checks restate a correct step (4 correct late steps per slip)
     assert 0.5 * missed < wrong <= missed
 
 
@@ -219,7 +231,7 @@ def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
         ids = tok2(make_trace(task, rng, WORLD_V2), add_special_tokens=False)["input_ids"] + [tok2.eos_token_id]
         records.append(analyze_completion(task, ids, tok2))
     s = summarize(records)
-    # unchecked slips make some teacher answers wrong (world v2: 15% slips from the third operation, 70% caught)
+    # unchecked slips make some teacher answers wrong (world v2: 20% slips from the third operation, 85% checked)
     assert 0.75 < s["accuracy"] < 0.95
     assert s["mean_tokens"] / s["mean_floor_tokens"] >= 2.5 and s["redundant_share"] >= 0.5
 
