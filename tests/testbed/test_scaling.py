@@ -31,7 +31,7 @@ def _validate(name, tmp_path, tiny_model_dir, tokenizer):
     from trl_efficient.trainer.config import build_rollout_plan
     from trl_efficient.trainer.filters import COMPLETION_FILTERS
 
-    settings = Settings()
+    settings = Settings(max_completion_length=CAP)
     scale = recipe_scale(name, CAP, settings.max_steps)
     recipe = scaled_recipe(get_recipe(name), scale)
     args = build_config(recipe, settings, str(tmp_path / name), scale=scale)
@@ -106,9 +106,9 @@ def test_scaling_changes_only_the_constants_it_scales(tmp_path):
     # A rule states what it scales; every other method setting is the recipe's. DA-DLER on the testbed keeps the
     # released script's +0.1 correct-sample boost and its 0.75 solve-rate threshold (methods.md §4), with truncate_to
     # 2000 x 192/4000 = 96; HBPO keeps beta 4 and the paper variant, with alpha 1/192 and l_max 192 (§2).
-    dadler = build_config(get_recipe("da-dler"), Settings(), str(tmp_path / "d")).advantage_kwargs
+    dadler = build_config(get_recipe("da-dler"), Settings(max_completion_length=CAP), str(tmp_path / "d")).advantage_kwargs
     assert dadler == {"solve_rate_threshold": 0.75, "truncate_to": 96, "correct_boost": 0.1}
-    hbpo = build_config(get_recipe("hbpo"), Settings(), str(tmp_path / "h")).advantage_kwargs
+    hbpo = build_config(get_recipe("hbpo"), Settings(max_completion_length=CAP), str(tmp_path / "h")).advantage_kwargs
     assert hbpo["l_max"] == 192 and hbpo["alpha"] == pytest.approx(1 / 192)
     assert {k: v for k, v in hbpo.items() if k not in ("l_max", "alpha")} == {
         k: v for k, v in get_recipe("hbpo").config_overrides["advantage_kwargs"].items() if k not in ("l_max", "alpha")
@@ -116,7 +116,7 @@ def test_scaling_changes_only_the_constants_it_scales(tmp_path):
 
 
 def test_each_recipe_gets_its_own_g_and_the_same_prompts_per_step(tmp_path):
-    settings = Settings()  # 32 rows, G = 8: 4 prompts per step
+    settings = Settings(max_completion_length=CAP)  # 32 rows, G = 8: 4 prompts per step
     seen = {}
     for name in ("grpo", "gfpo", "gfpo-adaptive", "hbpo", "kimi"):
         scale = recipe_scale(name, CAP)
