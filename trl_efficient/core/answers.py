@@ -332,9 +332,12 @@ def is_correct(
     return _region_matches(region, gold_text, *_timeouts())
 
 
-def clear_answer_cache() -> None:
-    """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions)."""
+def clear_answer_cache(golds: bool = False) -> None:
+    """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions), and with
+    `golds=True` the parsed gold answers too (a fresh run)."""
     _region_matches.cache_clear()
+    if golds:
+        _parse_gold_text.cache_clear()
 
 
 # Several rewards of one recipe (correctness, Kimi, ShorterBetter, ...) check the same completions in the same step:
