@@ -465,10 +465,18 @@ def main(argv=None) -> int:
     model_path = resolve_model_name(opts.model)
     cost = CostModel()
     rows = []
+    command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def dump():  # after every row, so a long run that is stopped keeps its rows
+        if opts.json:
+            with open(opts.json, "w") as f:
+                json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows},
+                          f, indent=1)  # fmt: skip
+
     with tempfile.TemporaryDirectory() as root:
         for name in names:
             rows.append(bench_recipe(name, model_path, opts, root, cost))
-    command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
+            dump()
     print(f"\nEach recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
           f"only; model {opts.model}, batch {opts.batch}, G {opts.group}, max_completion_length "
           f"{opts.max_completion_length}, frozen policy (learning_rate 0), {opts.steps - 1} timed steps per run, "
@@ -490,10 +498,6 @@ def main(argv=None) -> int:
     if limited:
         print(f"Interval not within +-{opts.tolerance:.0%} after {opts.max_rounds} rounds (round limit reached) for "
               f"{len(limited)} recipe(s): {', '.join(limited)}.", flush=True)  # fmt: skip
-    if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows}, f,
-                      indent=1)  # fmt: skip
     return 0 if len(ok) == len(rows) else 1
 
 
