@@ -56,6 +56,13 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def _synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # CUDA kernels run asynchronously
+        torch.cuda.synchronize()
+
+
 def _timer_callback():
     from transformers import TrainerCallback
 
@@ -64,9 +71,11 @@ def _timer_callback():
             self.durations, self._t = [], None
 
         def on_step_begin(self, args, state, control, **kwargs):
+            _synchronize()
             self._t = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
+            _synchronize()
             self.durations.append(time.perf_counter() - self._t)
 
     return StepTimer()
@@ -192,7 +201,7 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
         "output_dir": os.path.join(output_root, recipe_name, kind), "max_steps": opts.steps,
         "per_device_train_batch_size": opts.batch, "gradient_accumulation_steps": 1, "num_generations": opts.group,
         "max_completion_length": opts.max_completion_length, "logging_steps": 1, "save_strategy": "no",
-        "report_to": "none", "use_cpu": True, "use_vllm": False, "bf16": False, "seed": opts.seed,
+        "report_to": "none", "use_cpu": opts.device == "cpu", "use_vllm": False, "bf16": False, "seed": opts.seed,
         "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], opts.eos_bias]]}, "disable_tqdm": True,
         "learning_rate": 0.0,
     }  # fmt: skip
@@ -443,6 +452,7 @@ def main(argv=None) -> int:
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=64)
     parser.add_argument("--eos-bias", type=float, default=2.0)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: scripts/gpu_check.sh's cost")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
@@ -481,7 +491,8 @@ def main(argv=None) -> int:
           f"only; model {opts.model}, batch {opts.batch}, G {opts.group}, max_completion_length "
           f"{opts.max_completion_length}, frozen policy (learning_rate 0), {opts.steps - 1} timed steps per run, "
           f"rounds until the 95% interval is within +-{opts.tolerance:.0%} ({opts.min_rounds}-{opts.max_rounds}); "
-          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, Python {platform.python_version()}. "
+          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, Python "
+          f"{platform.python_version()}. "
           f"Counters are per optimizer step of the recipe's side. Projected GPU ratio: {cost.scale} "
           f"(CostModel in this script).\n`{command.strip()}`\n")  # fmt: skip
     print(markdown_table(rows))
