@@ -13,7 +13,8 @@ its trainer class, plan and hooks. Both get the same model weights, seed, data r
 settings of `BENCH_FIXED_KEYS`, including `learning_rate` 0: the policy stays frozen, so both sides generate the same
 completions from the same prompts and a ratio measures the recipe's own work, not lengths drifting apart in training.
 
-**Work counters** (`trl_efficient.testing.work.WorkCounter`, in one counting run of each side, untimed): per optimizer
+**Work counters** (`trl_efficient.testing.work.WorkCounter`, in one counting run of each side, untimed; the plain
+side's once per correctness setting): per optimizer
 step, the generated tokens of every `generate` call (rollouts, refills, a reward's reference samples, monitor
 passes) and the prompt tokens they prefill; the forward tokens of every pass outside generation by role and grad
 mode (`policy train`: the loss; `policy no-grad`: old log-probs and extra signal passes such as entropy or SAR;
@@ -23,11 +24,13 @@ recipes (DLER, DA-DLER, DOT) generated tokens per useful group (groups with a le
 They are exact and machine-independent: they explain the ratios.
 
 **Ratio and interval.** Rounds alternate the two sides (plain first in even rounds, efficient first in odd ones), each
-run from a fresh copy of the model, the first step of each run a warm-up that is not timed. A round's ratio is the
-efficient side's median step time over the plain side's; the estimate is the geometric mean over rounds and the 95%
-interval a Student-t interval on their logarithms. Rounds continue from `--min-rounds` until both ends of the interval
-are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the limit says so
-(`limit`), and so does the footer.
+run from a fresh copy of the model, the first step of each run a warm-up that is not timed. Step k of both runs of a
+round trains the k-th batch of the same seeded data order, so each timed step gives one paired ratio (efficient step
+time / plain step time); the estimate is their geometric mean and the 95% interval a Student-t interval on their
+logarithms (the steps are taken as independent samples; alternating the order cancels the bias of a drift between
+the two runs of a round, and its spread widens the interval). Rounds continue from `--min-rounds` until both ends of
+the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the
+limit says so (`limit`), and so does the footer.
 
 **GPU projection** (`CostModel`, documented constants): the counters turned into a projected step-time ratio at a
 stated scale, a 7B policy, 8k-token completions, vLLM generation, ZeRO-3 training: generated tokens weighted by
@@ -350,40 +353,46 @@ def counter_columns(work: dict) -> dict:
     }
 
 
-def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel) -> dict:
-    """One row: a counting run of each side, then alternating timed rounds until the interval is narrow enough."""
+def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict) -> dict:
+    """One row: a counting run of each side (the plain side's once per correctness setting, kept in `plain_work`),
+    then alternating timed rounds until the interval of the per-step ratios is narrow enough."""
     row = {"recipe": recipe_name, "status": "ok", "error": "", "notes": "", "rounds": 0, "converged": False}
     try:
-        work = {}
+        from trl_efficient.recipes import get_recipe
+
+        key = json.dumps(baseline_correctness_kwargs(get_recipe(recipe_name)), sort_keys=True)
+        if key not in plain_work:
+            out = run_once("plain", recipe_name, model_path, opts, root, count=True)
+            plain_work[key] = (out["work"], out["useful_groups"])
+        work = {"plain": plain_work[key][0]}
+        row["plain_useful_groups"] = plain_work[key][1]
+        out = run_once("efficient", recipe_name, model_path, opts, root, count=True)
+        work["efficient"], row["efficient_useful_groups"] = out["work"], out["useful_groups"]
+        row["trainer"] = out["trainer"]
+        if out["replaced"]:
+            row["notes"] = "benchmark sets " + ", ".join(out["replaced"])
         for kind in ("plain", "efficient"):
-            out = run_once(kind, recipe_name, model_path, opts, root, count=True)
-            work[kind] = out["work"]
-            row[f"{kind}_counters"] = counter_columns(out["work"])
-            row[f"{kind}_work"] = out["work"]
-            row[f"{kind}_useful_groups"] = out["useful_groups"]
-            if kind == "efficient":
-                row["trainer"] = out["trainer"]
-                if out["replaced"]:
-                    row["notes"] = "benchmark sets " + ", ".join(out["replaced"])
+            row[f"{kind}_counters"] = counter_columns(work[kind])
+            row[f"{kind}_work"] = work[kind]
         row["projected"] = round(cost.ratio(work["plain"], work["efficient"]), 3)
         times, ratios = {"plain": [], "efficient": []}, []
         for r in range(opts.max_rounds):
-            medians = {}
+            steps = {}
             for kind in ("plain", "efficient") if r % 2 == 0 else ("efficient", "plain"):
-                out = run_once(kind, recipe_name, model_path, opts, root)
-                times[kind] += out["step_seconds"]
-                medians[kind] = statistics.median(out["step_seconds"])
-            ratios.append(medians["efficient"] / medians["plain"])
+                steps[kind] = run_once(kind, recipe_name, model_path, opts, root)["step_seconds"]
+                times[kind] += steps[kind]
+            # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
+            ratios += [e / p for e, p in zip(steps["efficient"], steps["plain"], strict=True)]
             row["rounds"] = r + 1
             est, low, high = ratio_interval(ratios)
-            print(f"  {recipe_name} round {r + 1}: plain {medians['plain']:.3f} s, efficient "
-                  f"{medians['efficient']:.3f} s, ratio {ratios[-1]:.3f}; so far {est:.3f} [{low:.3f}, {high:.3f}]",
-                  flush=True)  # fmt: skip
+            print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
+                  f"efficient {statistics.median(steps['efficient']):.3f} s; ratio so far {est:.3f} "
+                  f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
             if r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
                 row["converged"] = True
                 break
         row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in ratio_interval(ratios))
-        row["round_ratios"] = [round(x, 4) for x in ratios]
+        row["step_ratios"] = [round(x, 4) for x in ratios]
         row["plain_s_per_step"] = round(statistics.median(times["plain"]), 4)
         row["efficient_s_per_step"] = round(statistics.median(times["efficient"]), 4)
     except Exception as err:  # reported in the row and the exit status; the other recipes still run
@@ -483,9 +492,10 @@ def main(argv=None) -> int:
                 json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows},
                           f, indent=1)  # fmt: skip
 
+    plain_work: dict = {}
     with tempfile.TemporaryDirectory() as root:
         for name in names:
-            rows.append(bench_recipe(name, model_path, opts, root, cost))
+            rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work))
             dump()
     print(f"\nEach recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
           f"only; model {opts.model}, batch {opts.batch}, G {opts.group}, max_completion_length "
