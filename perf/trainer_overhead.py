@@ -465,7 +465,10 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
     opts = parser.parse_args(argv)
+    if opts.report:
+        return report(opts.report)
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
     if not 2 <= opts.min_rounds <= opts.max_rounds:
@@ -489,22 +492,28 @@ def main(argv=None) -> int:
     def dump():  # after every row, so a long run that is stopped keeps its rows
         if opts.json:
             with open(opts.json, "w") as f:
-                json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows},
-                          f, indent=1)  # fmt: skip
+                json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows,
+                           "machine": machine}, f, indent=1)  # fmt: skip
 
+    machine = (f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, Python "
+               f"{platform.python_version()}")  # fmt: skip
     plain_work: dict = {}
     with tempfile.TemporaryDirectory() as root:
         for name in names:
             rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work))
             dump()
+    return print_report(rows, vars(opts), [command.strip()], machine, cost)
+
+
+def print_report(rows: list[dict], options: dict, commands: list[str], machine: str, cost: CostModel) -> int:
+    """Print the table, the baseline's counters and the footer (sanity check, rows, round limits); the exit status."""
+    o = argparse.Namespace(**options)
     print(f"\nEach recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
-          f"only; model {opts.model}, batch {opts.batch}, G {opts.group}, max_completion_length "
-          f"{opts.max_completion_length}, frozen policy (learning_rate 0), {opts.steps - 1} timed steps per run, "
-          f"rounds until the 95% interval is within +-{opts.tolerance:.0%} ({opts.min_rounds}-{opts.max_rounds}); "
-          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, Python "
-          f"{platform.python_version()}. "
-          f"Counters are per optimizer step of the recipe's side. Projected GPU ratio: {cost.scale} "
-          f"(CostModel in this script).\n`{command.strip()}`\n")  # fmt: skip
+          f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
+          f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, rounds until the 95% interval is "
+          f"within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. Counters are per optimizer step "
+          f"of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in this script).\n"
+          + "\n".join(f"`{c}`" for c in commands) + "\n")  # fmt: skip
     print(markdown_table(rows))
     print("\n" + baseline_line(rows))
     ok = [r for r in rows if r["status"] == "ok"]
@@ -517,9 +526,28 @@ def main(argv=None) -> int:
     failed = [r["recipe"] for r in rows if r["status"] != "ok"]
     print(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
     if limited:
-        print(f"Interval not within +-{opts.tolerance:.0%} after {opts.max_rounds} rounds (round limit reached) for "
+        print(f"Interval not within +-{o.tolerance:.0%} after {o.max_rounds} rounds (round limit reached) for "
               f"{len(limited)} recipe(s): {', '.join(limited)}.", flush=True)  # fmt: skip
     return 0 if len(ok) == len(rows) else 1
+
+
+def report(paths: list[str]) -> int:
+    """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
+    order; the options of the first file head it (the others must have the same measurement settings)."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    keys = ("model", "batch", "group", "max_completion_length", "steps", "min_rounds", "max_rounds", "tolerance")
+    for run in runs[1:]:
+        differ = [k for k in keys if run["options"][k] != runs[0]["options"][k]]
+        if differ:
+            raise SystemExit(f"--report: {run['command']!r} differs from {runs[0]['command']!r} in {differ}.")
+    rows = [row for run in runs for row in run["rows"]]
+    o = runs[0]["options"]
+    machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
+    return print_report(rows, o, [run["command"] for run in runs], machine,
+                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}))  # fmt: skip
 
 
 if __name__ == "__main__":

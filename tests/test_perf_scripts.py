@@ -1,6 +1,7 @@
 """Cheap checks of the speed scripts in perf/ (the timings themselves are not tested)."""
 
 import importlib.util
+import json
 import os
 import sys
 
@@ -146,3 +147,21 @@ def test_baseline_is_the_recipes_correctness_reward():
     assert overhead.baseline_correctness_kwargs(get_recipe("hbpo")) == {"require_think_close": True}
     assert overhead.baseline_correctness_kwargs(get_recipe("cosine")) == {}  # checks answers itself: the default one
     assert overhead.baseline_correctness_kwargs(get_recipe("kimi")) == {}
+
+
+def test_report_merges_runs_and_refuses_different_settings(tmp_path, capsys):
+    options = {"model": "tiny:qwen2-16", "batch": 8, "group": 8, "max_completion_length": 32, "steps": 5,
+               "min_rounds": 2, "max_rounds": 2, "tolerance": 0.03, "threads": 1, "device": "cpu"}  # fmt: skip
+    cost = {k: v for k, v in vars(overhead.CostModel()).items()}
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps({"command": "run a", "options": options, "cost_model": cost, "rows": [_row()]}))
+    grpo = _row(recipe="grpo", ratio=1.01, ratio_low=0.97, ratio_high=1.05, converged=False)
+    b.write_text(json.dumps({"command": "run b", "options": options, "cost_model": cost, "rows": [grpo]}))
+    assert overhead.main(["--report", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "`run a`\n`run b`" in out and "| kimi |" in out and "| grpo |" in out
+    assert "grpo reads 1.010 [0.970, 1.050]: 1.00 is inside its interval" in out
+    assert "2 of 2 recipes have a row." in out and "round limit reached) for 1 recipe(s): grpo." in out
+    c.write_text(json.dumps({"command": "run c", "options": {**options, "batch": 16}, "cost_model": cost, "rows": []}))
+    with pytest.raises(SystemExit, match="differs .* in \\['batch'\\]"):
+        overhead.main(["--report", str(a), str(c)])
