@@ -6,11 +6,16 @@ Builds a batch of `--num-completions` synthetic completions for GSM8K golds from
 (half correct, half off by one; `<think> ... </think>` reasoning of 20-400 filler words; then `\\boxed{answer}`),
 tokenised with the tiny offline tokenizer, and times one call of each reward on the whole batch, as TRL makes it
 (all `G` completions of each prompt in one call). Every reward registered in `trl_efficient.recipes.REWARD_BUILDERS`
-is built with its default arguments from one `EfficientGRPOConfig`; rewards that need extra dataset columns get
-them (`target_length`/`length_mode` for L1, `budget` for budget rewards, SABER's `saber_*` columns) when the
-column names are known, and are otherwise reported as skipped with the reason. Reports the best of `--repeats` runs
-(after one warm-up run, so the
-gold-parse cache is warm, as it is from the second training step on).
+is built with its default arguments from one `EfficientGRPOConfig` and gets the columns a trainer would supply
+(`COLUMNS`: the rollout plan's `target_length`/`length_mode`/`budget`, SABER's `saber_*` dataset columns, the prompt
+history's `history_best_length`, O1-Pruner's reference columns, PEAR's entropies and SAR's scores from their
+trainers' extra passes); Bingo's reward is built with an offline tiny LLMLingua-2-format scorer and `reference="group"`
+(its reference lengths from the group, no reference generation), so its row includes a scorer model's passes.
+A reward that still cannot run is a failure of this script (exit status 1). Reports the best of `--repeats` runs
+(after one warm-up run, so the gold-parse cache is warm, as it is from the second training step on) of the first
+reward of a step (answers not yet checked) and of a later one (answers already checked), and the targets of
+issue 20: every length reward >= 50k completions/s once answers are checked, SABER's thinking-scope count and Step
+Pruner/GRSP segmentation >= 100k/s, the first correctness pass >= 20k/s.
 
 Not a test: numbers depend on the machine. Run it on an idle machine.
 """
@@ -27,6 +32,30 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+# Issue 20's targets, completions per second: (threshold, which column: "cold" = the step's first answer check,
+# "warm" = answers already checked). Every other reward is a length reward: 50k/s once answers are checked.
+TARGETS = {
+    "correctness": (20_000, "cold"),
+    "saber": (100_000, "warm"),  # thinking-scope token count
+    "step_pruner": (100_000, "warm"),  # segmentation
+    "grsp": (100_000, "warm"),
+}
+DEFAULT_TARGET = (50_000, "warm")
+
+
+def target_cell(name: str, cold: float, warm: float) -> tuple[str, bool]:
+    """The target column of one reward, and whether the target is met.
+
+    >>> target_cell("correctness", 25_000.0, 90_000.0), target_cell("kimi_length", 60_000.0, 40_000.0)
+    (('>= 20k/s first pass: met', True), ('>= 50k/s answers checked: NOT met', False))
+    """
+    threshold, column = TARGETS.get(name, DEFAULT_TARGET)
+    value = cold if column == "cold" else warm
+    met = value >= threshold
+    what = "first pass" if column == "cold" else "answers checked"
+    return f">= {threshold // 1000}k/s {what}: {'met' if met else 'NOT met'}", met
 
 
 def build_batch(num_completions: int, group_size: int, tokenizer, seed: int = 0):
@@ -56,6 +85,7 @@ def main(argv=None) -> int:
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-completion-length", type=int, default=1024)
+    parser.add_argument("--reward", default="all", help="a registered reward builder, a comma-separated list, or all")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
 
@@ -96,16 +126,34 @@ def main(argv=None) -> int:
         "saber_budget": [256] * n,
         "saber_base_tokens": [300] * n,
         "saber_penalize": [True] * n,
+        # the prompt history's best correct length so far (-1: none yet), as EfficientGRPOTrainer provides it
+        "history_best_length": [rng.choice([-1, rng.randint(100, 400)]) for _ in range(n)],
+        # O1-Pruner's reference columns (methods/o1_pruner.prepare_dataset: the base model's length and accuracy)
+        "o1_ref_length": [rng.randint(100, 400) for _ in range(n)],
+        "o1_ref_accuracy": [rng.random() for _ in range(n)],
+        # PEAR's and SAR's per-row signals, computed by their trainers' extra forward passes
+        "pear_think_entropy": [rng.uniform(0.5, 3.0) for _ in range(n)],
+        "pear_answer_entropy": [rng.uniform(0.1, 2.0) for _ in range(n)],
+        "sar_score": [rng.random() for _ in range(n)],
     }
+    import tempfile
+
+    from trl_efficient.testing.scorers import save_tiny_token_classifier
+
+    workdir = tempfile.mkdtemp(prefix="reward_throughput_")
+    scorer = os.path.join(workdir, "tiny-bert-base-multilingual-cased")  # llmlingua needs this name
+    save_tiny_token_classifier(scorer)
+    builder_kwargs = {"bingo_length": {"scorer": scorer, "reference": "group"}}
     prompts = [[{"role": "user", "content": "q"}] for _ in range(n)]
     rows = []
     from trl_efficient.core.answers import clear_answer_cache
 
-    for name in REWARD_BUILDERS.names():
+    names = REWARD_BUILDERS.names() if args.reward == "all" else [n.strip() for n in args.reward.split(",")]
+    for name in names:
         func, note = None, ""
         for cfg in (config, thinking_config):  # e.g. SABER measures thinking tokens only
             try:
-                func = REWARD_BUILDERS.get(name)(cfg, tokenizer)
+                func = REWARD_BUILDERS.get(name)(cfg, tokenizer, **builder_kwargs.get(name, {}))
                 note = "" if cfg is config else " (length_scope=thinking)"
                 break
             except Exception as err:  # builders needing arguments we cannot guess
@@ -124,8 +172,10 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()  # warm: a later reward of the same step, answers already checked
                 func(prompts=prompts, completions=completions, **columns)
                 best_warm = min(best_warm, time.perf_counter() - t0)
+            target, met = target_cell(name, n / best, n / best_warm)
             rows.append({"reward": name + note, "seconds": round(best, 4), "completions_per_second": round(n / best, 1),
-                         "warm_completions_per_second": round(n / best_warm, 1)})  # fmt: skip
+                         "warm_completions_per_second": round(n / best_warm, 1), "target": target,
+                         "met": met})  # fmt: skip
         except Exception as err:
             rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
     info = {
@@ -140,20 +190,26 @@ def main(argv=None) -> int:
     }
     print(f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}:\n")
     print(
-        "| reward | seconds / batch | completions / s | completions / s, answers already checked |\n|---|---|---|---|"
+        "| reward | seconds / batch | completions / s | completions / s, answers already checked | target |\n"
+        "|---|---|---|---|---|"
     )
     for r in rows:
         if "skipped" in r:
-            print(f"| {r['reward']} | skipped: {r['skipped']} | - | - |")
+            print(f"| {r['reward']} | failed: {r['skipped'].replace('|', '/')} | - | - | - |")
         else:
             print(
                 f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} "
-                f"| {r['warm_completions_per_second']:,.0f} |"
+                f"| {r['warm_completions_per_second']:,.0f} | {r['target']} |"
             )
+    missed = [r["reward"] for r in rows if not r.get("met", False)]
+    print(
+        f"\n{len(rows) - len(missed)} of {len(rows)} rewards meet their target"
+        + (f"; not met: {', '.join(missed)}." if missed else ".")
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)
-    return 0
+    return 1 if any("skipped" in r for r in rows) else 0
 
 
 if __name__ == "__main__":

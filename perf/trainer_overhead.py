@@ -1,53 +1,69 @@
-"""Training-step time of `EfficientGRPOTrainer` with each recipe vs plain TRL `GRPOTrainer`, side by side.
+"""The cost of every recipe: work counters, step-time ratio with a 95% interval, and a GPU projection.
 
-    python perf/trainer_overhead.py [--recipe all|kimi|...] [--steps 3] [--rounds 1] [--model tiny:qwen2-16]
-                                          [--json out.json]
+    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 4] [--min-rounds 3] [--max-rounds 8]
+                                    [--tolerance 0.03] [--model tiny:qwen2-16] [--json out.json]
 
-`--recipe all` (the default) runs every registered recipe (`trl_efficient.recipes.RECIPES`) and prints one Markdown
-table; a recipe that fails gets its row with the status and a one-line error instead of stopping the others.
+**The two sides of a row.** The baseline is plain TRL `GRPOTrainer` (`trl.GRPOConfig`) with the recipe's
+correctness reward only (its `correctness` spec's arguments, or the default correctness reward when the recipe has
+none) on the plain dataset: what a user has before adopting the method, the same for every row. The efficient side
+is the whole recipe: `EfficientGRPOConfig` with the recipe's `config_overrides` (length constants fitted to
+`--max-completion-length` by the testbed's scaling rule), its rewards (`Recipe.build_reward_funcs`), its dataset hook,
+its trainer class, plan and hooks. Both get the same model weights, seed, data rows and generation settings
+(transformers `generate`, an EOS logit bias so the tiny random model stops at varied lengths), and the measurement
+settings of `BENCH_FIXED_KEYS`, including `learning_rate` 0: the policy stays frozen, so both sides generate the same
+completions from the same prompts and a ratio measures the recipe's own work, not lengths drifting apart in training.
 
-Both trainers of a row get the same model weights, data, seed, generation settings (transformers `generate`, an EOS
-logit bias so the tiny random model stops at varied lengths), the **same config** and the **same reward functions
-with the same weights** (the recipe's reward specs, built by `build_rewards`: group rewards such as Kimi's get
-`num_generations` and gather whole groups themselves, so they work in the plain trainer too). The efficient side is
-the recipe's trainer class (`Recipe.trainer_cls`, e.g. `DLERTrainer`); plain `GRPOTrainer` ignores the config fields
-only `trl_efficient` reads (rollout plan, advantage estimator, completion filter); where a recipe's rewards need
-the rollout plan's per-example columns (L1's `target_length`), the plain side gets them in its dataset
-(`plain_dataset`). Recipes with a dataset hook get it
-on both sides (SABER: a profile of the benchmark prompts made once with the same tiny model; Bingo: an offline tiny
-LLMLingua-2-format token classifier as scorer, `save_tiny_token_classifier`).
+**Work counters** (`trl_efficient.testing.work.WorkCounter`, in one counting run of each side, untimed; the plain
+side's once per correctness setting): per optimizer
+step, the generated tokens of every `generate` call (rollouts, refills, a reward's reference samples, monitor
+passes) and the prompt tokens they prefill; the forward tokens of every pass outside generation by role and grad
+mode (`policy train`: the loss; `policy no-grad`: old log-probs and extra signal passes such as entropy or SAR;
+`ref`; any other model, e.g. Bingo's scorer); CPU milliseconds per reward and in the group stage; for the refill
+recipes (DLER, DA-DLER, DOT) generated tokens per useful group (groups with a learning signal that train this step:
+`need - shortfall` from `trl_efficient/dynamic_sampling/*`, otherwise `G`-groups with non-zero reward std).
+They are exact and machine-independent: they explain the ratios.
 
-Config precedence (`config_kwargs`): the benchmark's defaults (`learning_rate`, `beta`, `temperature`) < the
-recipe's `config_overrides`, its length constants fitted to `--max-completion-length` by the recipe's testbed scaling
-rule (`scaled_overrides`) < the measurement settings that must be the same for every row (`BENCH_FIXED`: batch,
-`num_generations`, `max_completion_length`, steps, seed, CPU, logging/saving). A recipe override replaced by a
-measurement setting or scaled is listed in the row's notes (e.g. DA-DLER's `max_completion_length` and
-`advantage_kwargs`).
+**Ratio and interval.** Rounds alternate the two sides (plain first in even rounds, efficient first in odd ones), each
+run from a fresh copy of the model, the first step of each run a warm-up that is not timed. Step k of both runs of a
+round trains the k-th batch of the same seeded data order, so each timed step gives one paired ratio (efficient step
+time / plain step time); the estimate is their geometric mean and the 95% interval a Student-t interval on their
+logarithms (the steps are taken as independent samples; alternating the order cancels the bias of a drift between
+the two runs of a round, and its spread widens the interval). Rounds continue from `--min-rounds` until both ends of
+the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the
+limit says so (`limit`), and so does the footer.
 
-To cancel machine noise the two alternate: `--rounds` rounds of (plain: `--steps` steps, efficient: `--steps`
-steps), each from a fresh copy of the model; the first step of every run is a warm-up and is not timed. Reported per
-recipe: median seconds per optimizer step of each trainer, the ratio efficient / plain, and the tokens each trainer's
-policy generated per step (counted at `_generate_single_turn`, every step included): a recipe that generates more
-(DLER's dynamic-sampling refill, Bingo's reference samples are not counted as they are a reward's own generation)
-shows it there, so its ratio can be read as cost per generated token as well.
+**GPU projection** (`CostModel`, documented constants): the counters turned into a projected step-time ratio at a
+stated scale, a 7B policy, 8k-token completions, vLLM generation, ZeRO-3 training: generated tokens weighted by
+decode cost, prefill and no-grad forward tokens by prefill cost, loss tokens by training cost, other models by their
+size. Rewards and the group stage (CPU) are not in it; their milliseconds are shown beside it.
 
-Not a test: numbers depend on the machine. Run it on an idle machine (or under `nice` on a shared one).
+Not a test: timings depend on the machine (run it on an idle one, or under `nice` on a shared one and read the
+intervals).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():  # CUDA kernels run asynchronously
+        torch.cuda.synchronize()
 
 
 def _timer_callback():
@@ -58,36 +74,23 @@ def _timer_callback():
             self.durations, self._t = [], None
 
         def on_step_begin(self, args, state, control, **kwargs):
+            _synchronize()
             self._t = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
+            _synchronize()
             self.durations.append(time.perf_counter() - self._t)
 
     return StepTimer()
 
 
-def build_rewards(recipe, args, tokenizer):
-    """The recipe's reward functions, with `num_generations` given to the group rewards that take it, so they also
-    work in a plain `GRPOTrainer` (which passes no `group_size` column); identical objects for both trainers."""
-    from trl_efficient.recipes import REWARD_BUILDERS
-
-    funcs = []
-    for spec in recipe.rewards:
-        builder = REWARD_BUILDERS.get(spec.builder)
-        try:
-            funcs.append(builder(args, tokenizer, **{**spec.kwargs, "num_generations": args.num_generations}))
-        except TypeError:  # not a group reward
-            funcs.append(builder(args, tokenizer, **spec.kwargs))
-    return funcs, [spec.weight for spec in recipe.rewards]
-
-
 # Defaults of the benchmark that a recipe's config_overrides may change (e.g. a recipe that needs a KL term).
-BENCH_DEFAULTS = {"learning_rate": 1e-3, "beta": 0.0, "temperature": 1.0}
+BENCH_DEFAULTS = {"beta": 0.0, "temperature": 1.0}
 # Measurement settings: the same for every row and both trainers, so they win over a recipe's overrides.
 BENCH_FIXED_KEYS = (
     "output_dir", "max_steps", "per_device_train_batch_size", "gradient_accumulation_steps", "num_generations",
     "max_completion_length", "logging_steps", "save_strategy", "report_to", "use_cpu", "use_vllm", "bf16", "seed",
-    "generation_kwargs", "disable_tqdm",
+    "generation_kwargs", "disable_tqdm", "learning_rate",
 )  # fmt: skip
 
 
@@ -121,21 +124,6 @@ def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, 
     return apply_scale(get_recipe(recipe_name).config_overrides, scale), sorted(scale.config)
 
 
-def _generation_counter(trainer) -> list[int]:
-    """Count the tokens the policy generates: wrap the trainer's `_generate_single_turn` (TRL `GRPOTrainer`; the
-    efficient trainers override it and call `super()`, so the outermost call is counted once)."""
-    counted = [0]
-    inner = trainer._generate_single_turn
-
-    def _generate_single_turn(*args, **kwargs):
-        completion_ids, logprobs = inner(*args, **kwargs)
-        counted[0] += sum(len(ids) for ids in completion_ids)
-        return completion_ids, logprobs
-
-    trainer._generate_single_turn = _generate_single_turn
-    return counted
-
-
 def recipe_kwargs_for(recipe_name: str, model_path: str, dataset, tokenizer, max_len: int, eos_bias: float,
                       seed: int, workdir: str) -> dict:  # fmt: skip
     """`recipe_kwargs` for recipes whose dataset hook needs something made first (made once per `workdir`)."""
@@ -160,171 +148,406 @@ def recipe_kwargs_for(recipe_name: str, model_path: str, dataset, tokenizer, max
                                       show_progress=False)  # fmt: skip
             write_profile(records, path)
         return {"profile": path}
+    if recipe_name == "frugal":
+        # Frugal-Thinking keeps the examples the base model does not always solve: estimate its pass rates once
+        # (n = 4 samples at the benchmark's cap), then read them back
+        path = os.path.join(workdir, "frugal_pass_rates.jsonl")
+        if not os.path.exists(path):
+            return {"estimate": True, "n": 4, "max_new_tokens": max_len, "output": path}
+        return {"pass_rates": path}
     return {}
 
 
-def plain_dataset(dataset, args):
-    """The dataset for plain `GRPOTrainer` when the recipe's rollout plan gives each *example* one assignment (L1's
-    target length, `per="prompt"`): TRL has no rollout plan, so each row gets the plan's assignment the way the L1
-    code builds its data, the instruction in the prompt and the metadata (`target_length`, `length_mode`) as
-    columns for the rewards. Other datasets are returned unchanged (HBPO's per-subgroup budgets cannot be a column)."""
-    from trl_efficient.trainer.config import build_rollout_plan
-    from trl_efficient.trainer.rollout import apply_assignment
-
-    plan = build_rollout_plan(args)
-    if plan is None or getattr(plan, "per", None) != "prompt":
-        return dataset
-
-    def assign(row, i):
-        assignment = plan.assign(row, 0, args.num_generations, i, 0)
-        return {"prompt": apply_assignment(row["prompt"], assignment), **assignment.metadata}
-
-    return dataset.map(assign, with_indices=True)
+def baseline_correctness_kwargs(recipe) -> dict:
+    """The arguments of the recipe's correctness reward (`{}`: the default one, for recipes whose rewards check
+    answers themselves). The baseline's only reward."""
+    for spec in recipe.rewards:
+        if spec.builder == "correctness":
+            return dict(spec.kwargs)
+    return {}
 
 
-def run_once(trainer_kind: str, recipe_name: str, model_path: str, steps: int, seed: int, eos_bias: float,
-             batch: int, group: int, max_len: int, output_root: str) -> dict:  # fmt: skip
+def useful_groups(log_history: list[dict], groups_per_step: int) -> float | None:
+    """Mean number of groups per step that carry a learning signal: `need - shortfall` for dynamic sampling (the
+    refilled batch), else the groups whose rewards are not all equal (TRL's `frac_reward_zero_std`).
+
+    >>> useful_groups([{"frac_reward_zero_std": 0.5}, {"frac_reward_zero_std": 0.0}], 2)
+    1.5
+    >>> useful_groups([{"trl_efficient/dynamic_sampling/shortfall_groups": 1.0, "frac_reward_zero_std": 1.0}], 2)
+    1.0
+    """
+    values = []
+    for h in log_history:
+        if "trl_efficient/dynamic_sampling/shortfall_groups" in h:
+            values.append(groups_per_step - h["trl_efficient/dynamic_sampling/shortfall_groups"])
+        elif "frac_reward_zero_std" in h:
+            values.append(groups_per_step * (1.0 - h["frac_reward_zero_std"]))
+    return statistics.mean(values) if values else None
+
+
+def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: str, count: bool = False) -> dict:
+    """One training run of `opts.steps` steps of one side (`"plain"` or `"efficient"`) of a recipe's row: the step
+    times, and with `count=True` the work counters (`WorkCounter`) instead of meaningful times."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
 
+    from trl_efficient.core.answers import clear_answer_cache
     from trl_efficient.data.loaders import load_math_dataset
-    from trl_efficient.recipes import get_recipe
+    from trl_efficient.recipes import REWARD_BUILDERS, get_recipe
+    from trl_efficient.testing.work import WorkCounter
     from trl_efficient.trainer import EfficientGRPOConfig
 
     recipe = get_recipe(recipe_name)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     fixed = {
-        "output_dir": os.path.join(output_root, recipe_name, trainer_kind), "max_steps": steps,
-        "per_device_train_batch_size": batch, "gradient_accumulation_steps": 1, "num_generations": group,
-        "max_completion_length": max_len, "logging_steps": 1, "save_strategy": "no", "report_to": "none",
-        "use_cpu": True, "use_vllm": False, "bf16": False, "seed": seed,
-        "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], eos_bias]]}, "disable_tqdm": True,
+        "output_dir": os.path.join(output_root, recipe_name, kind), "max_steps": opts.steps,
+        "per_device_train_batch_size": opts.batch, "gradient_accumulation_steps": 1, "num_generations": opts.group,
+        "max_completion_length": opts.max_completion_length, "logging_steps": 1, "save_strategy": "no",
+        "report_to": "none", "use_cpu": opts.device == "cpu", "use_vllm": False, "bf16": False, "seed": opts.seed,
+        "generation_kwargs": {"sequence_bias": [[[tokenizer.eos_token_id], opts.eos_bias]]}, "disable_tqdm": True,
+        "learning_rate": 0.0,
     }  # fmt: skip
-    overrides, scaled = scaled_overrides(recipe_name, max_len, steps)
-    kwargs, replaced = config_kwargs(overrides, fixed)
-    replaced = replaced + scaled
-    args = EfficientGRPOConfig(**kwargs)
-    dataset = load_math_dataset("gsm8k", "train", limit=batch * steps * 2, seed=seed)
-    extra = recipe_kwargs_for(recipe_name, model_path, dataset, tokenizer, max_len, eos_bias, seed, output_root)
-    dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **extra)
-    if trainer_kind == "plain":
-        dataset = plain_dataset(dataset, args)
-    rewards, weights = build_rewards(recipe, args, tokenizer)
-    args.reward_weights = weights
-    torch.manual_seed(seed)
+    dataset = load_math_dataset("gsm8k", "train", limit=opts.batch * opts.steps * 2, seed=opts.seed)
+    replaced: list[str] = []
+    if kind == "plain":
+        args = GRPOConfig(**config_kwargs({}, fixed)[0])
+        rewards = [REWARD_BUILDERS.get("correctness")(args, tokenizer, **baseline_correctness_kwargs(recipe))]
+        cls = GRPOTrainer
+    else:
+        overrides, scaled = scaled_overrides(recipe_name, opts.max_completion_length, opts.steps)
+        kwargs, replaced = config_kwargs(overrides, fixed)
+        replaced = replaced + scaled
+        args = EfficientGRPOConfig(**kwargs)
+        extra = recipe_kwargs_for(recipe_name, model_path, dataset, tokenizer, opts.max_completion_length,
+                                  opts.eos_bias, opts.seed, output_root)  # fmt: skip
+        dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **extra)
+        rewards, args.reward_weights = recipe.build_reward_funcs(args, tokenizer)
+        cls = recipe.load_trainer_cls()
+    torch.manual_seed(opts.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    cls = recipe.load_trainer_cls() if trainer_kind == "efficient" else GRPOTrainer
     timer = _timer_callback()
     trainer = cls(model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
                   callbacks=[timer])  # fmt: skip
-    generated = _generation_counter(trainer)
-    trainer.train()
-    lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
+    trainer.remove_callback(PrinterCallback)  # no log line per step
+    clear_answer_cache(golds=True)  # every run checks its answers from scratch, as a fresh training run does
+    out = {"trainer": f"{cls.__module__}.{cls.__name__}", "replaced": replaced}
+    if count:
+        eos = getattr(trainer, "eos_token_ids", None) or [tokenizer.eos_token_id]
+        counter = WorkCounter({"policy": trainer.model, "ref": getattr(trainer, "ref_model", None)}, eos)
+        trainer.reward_funcs = counter.wrap_rewards(list(trainer.reward_funcs), list(trainer.reward_func_names))
+        if hasattr(trainer, "group_stage"):
+            counter.time_method(trainer, "group_stage", "group_stage")
+        with counter:
+            trainer.train()
+        out["work"] = counter.summary(opts.steps)
+        out["useful_groups"] = useful_groups(trainer.state.log_history, opts.batch // opts.group)
+    else:
+        trainer.train()
+    out["step_seconds"] = timer.durations[1:]
+    return out
+
+
+# Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (then the normal 1.96).
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+    2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
+    """Geometric mean of per-round ratios and its 95% Student-t interval (computed on the logarithms).
+
+    Logs of [1.0, 1.1, 1.21] are 0, a, 2a with a = ln 1.1: mean a -> 1.1; sd a; half-width t(2) * a / sqrt(3) =
+    4.303 * 0.0953 / 1.732 = 0.2368 -> exp(a -+ 0.2368) = (0.868, 1.394).
+
+    >>> [round(x, 3) for x in ratio_interval([1.0, 1.1, 1.21])]
+    [1.1, 0.868, 1.394]
+    >>> ratio_interval([1.2])
+    (1.2, 0.0, inf)
+    """
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), 0.0, math.inf
+    df = len(logs) - 1
+    half = (_T975[df - 1] if df <= len(_T975) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def interval_within(estimate: float, low: float, high: float, tolerance: float) -> bool:
+    """Both ends of the interval within `tolerance` of the estimate (relative).
+
+    >>> interval_within(1.0, 0.98, 1.029, 0.03), interval_within(1.0, 0.96, 1.01, 0.03)
+    (True, False)
+    """
+    return high <= estimate * (1 + tolerance) and low >= estimate * (1 - tolerance)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Cost per token at the stated scale, in units of one prefill token of the policy (a forward of 2N FLOPs at
+    prefill efficiency). The projection of a side is the sum of its counters times these costs; a row's projected
+    ratio is efficient / plain. Assumptions (check them with `scripts/gpu_check.sh`'s `cost` check):
+
+    - `decode` (4.0): a generated token. vLLM decoding a 7B policy at a large batch with 4-8k-token contexts is bound
+      by memory bandwidth and runs roughly 3-5k tokens/s per H100-class GPU where prefill runs 15-20k: ~4x.
+    - `prefill` (1.0): a prompt token prefilled by the generation engine.
+    - `train` (3.9): a token of the loss's forward with gradients: forward + backward are ~3 forwards of FLOPs, and
+      ZeRO-3 gathers the parameters for both (x1.3 on 8 GPUs).
+    - `no_grad` (1.3): a no-grad forward token of the policy or a same-size model (old or reference log-probs,
+      entropy, SAR's pass, a reference policy): one forward with ZeRO-3's gather.
+    - `other` (0.104): a forward token of any smaller model, e.g. Bingo's LLMLingua-2 scorer (xlm-roberta-large,
+      0.56B): `no_grad` x 0.56 / 7.
+    """
+
+    scale: str = "7B policy, 8k-token completions, vLLM generation, ZeRO-3 training (8 GPUs)"
+    decode: float = 4.0
+    prefill: float = 1.0
+    train: float = 3.9
+    no_grad: float = 1.3
+    other: float = 0.104
+
+    def units(self, work: dict) -> float:
+        """Projected cost of one step of a side, from its `WorkCounter.summary`.
+
+        4.0 x 100 generated + 1.0 x 50 prefilled + 3.9 x 150 train + 1.3 x 150 no-grad + 0.104 x 10 scorer = 1231.04
+
+        >>> forward = {"policy train": 150, "policy no-grad": 150, "BertForTokenClassification no-grad": 10}
+        >>> CostModel().units({"generated": {"policy (x)": 100}, "prefilled": {"policy (x)": 50}, "forward": forward})
+        1231.04
+        """
+        total = self.decode * sum(work.get("generated", {}).values())
+        total += self.prefill * sum(work.get("prefilled", {}).values())
+        for label, tokens in work.get("forward", {}).items():
+            role, grad = label.rsplit(" ", 1)
+            if role in ("policy", "ref") or role.endswith("ForCausalLM"):
+                total += (self.train if grad == "train" else self.no_grad) * tokens
+            else:
+                total += self.other * tokens
+        return round(total, 6)
+
+    def ratio(self, plain: dict, efficient: dict) -> float:
+        return self.units(efficient) / self.units(plain)
+
+
+def _sum(work: dict, part: str, pred=lambda label: True) -> float:
+    return sum(v for k, v in work.get(part, {}).items() if pred(k))
+
+
+def counter_columns(work: dict) -> dict:
+    """The table's counter columns of one side, per step."""
+
+    def policy(grad):
+        return lambda k: k == f"policy {grad}"
+
     return {
-        "step_seconds": timer.durations[1:], "mean_length": lengths[-1] if lengths else None,
-        "generated_tokens_per_step": generated[0] / max(len(timer.durations), 1), "replaced": replaced,
-        "trainer": f"{cls.__module__}.{cls.__name__}",
-    }  # fmt: skip
+        "gen": _sum(work, "generated"),
+        "prefill": _sum(work, "prefilled"),
+        "fwd_train": _sum(work, "forward", policy("train")),
+        "fwd_nograd": _sum(work, "forward", policy("no-grad")),
+        "fwd_ref": _sum(work, "forward", lambda k: k.startswith("ref ")),
+        "fwd_other": _sum(work, "forward", lambda k: not k.startswith(("policy ", "ref "))),
+        "reward_ms": 1000 * _sum(work, "seconds", lambda k: k.startswith("reward:")),
+        "group_ms": 1000 * _sum(work, "seconds", lambda k: k == "group_stage"),
+    }
 
 
-def bench_recipe(recipe_name: str, model_path: str, args, root: str) -> dict:
-    """Alternate plain and efficient runs of one recipe for `args.rounds` rounds; the row of the table."""
-    times = {"plain": [], "efficient": []}
-    tokens = {"plain": [], "efficient": []}
-    row = {"recipe": recipe_name, "G": args.group, "status": "ok", "error": "", "notes": ""}
+def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict) -> dict:
+    """One row: a counting run of each side (the plain side's once per correctness setting, kept in `plain_work`),
+    then alternating timed rounds until the interval of the per-step ratios is narrow enough."""
+    row = {"recipe": recipe_name, "status": "ok", "error": "", "notes": "", "rounds": 0, "converged": False}
     try:
-        for r in range(args.rounds):
-            for kind in ("plain", "efficient"):
-                out = run_once(kind, recipe_name, model_path, args.steps, args.seed, args.eos_bias, args.batch,
-                               args.group, args.max_completion_length, root)  # fmt: skip
-                times[kind] += out["step_seconds"]
-                tokens[kind].append(out["generated_tokens_per_step"])
-                if kind == "efficient" and out["replaced"]:
-                    row["notes"] = "benchmark sets " + ", ".join(out["replaced"])
-                print(f"  {recipe_name} round {r + 1}/{args.rounds} {kind:9s}: median step "
-                      f"{statistics.median(out['step_seconds']):.3f} s, {out['generated_tokens_per_step']:.0f} "
-                      f"generated tokens/step ({out['trainer']})", flush=True)  # fmt: skip
-    except Exception as err:  # a failing recipe gets its row; the others still run
+        from trl_efficient.recipes import get_recipe
+
+        key = json.dumps(baseline_correctness_kwargs(get_recipe(recipe_name)), sort_keys=True)
+        if key not in plain_work:
+            out = run_once("plain", recipe_name, model_path, opts, root, count=True)
+            plain_work[key] = (out["work"], out["useful_groups"])
+        work = {"plain": plain_work[key][0]}
+        row["plain_useful_groups"] = plain_work[key][1]
+        out = run_once("efficient", recipe_name, model_path, opts, root, count=True)
+        work["efficient"], row["efficient_useful_groups"] = out["work"], out["useful_groups"]
+        row["trainer"] = out["trainer"]
+        if out["replaced"]:
+            row["notes"] = "benchmark sets " + ", ".join(out["replaced"])
+        for kind in ("plain", "efficient"):
+            row[f"{kind}_counters"] = counter_columns(work[kind])
+            row[f"{kind}_work"] = work[kind]
+        row["projected"] = round(cost.ratio(work["plain"], work["efficient"]), 3)
+        times, ratios = {"plain": [], "efficient": []}, []
+        for r in range(opts.max_rounds):
+            steps = {}
+            for kind in ("plain", "efficient") if r % 2 == 0 else ("efficient", "plain"):
+                steps[kind] = run_once(kind, recipe_name, model_path, opts, root)["step_seconds"]
+                times[kind] += steps[kind]
+            # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
+            ratios += [e / p for e, p in zip(steps["efficient"], steps["plain"], strict=True)]
+            row["rounds"] = r + 1
+            est, low, high = ratio_interval(ratios)
+            print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
+                  f"efficient {statistics.median(steps['efficient']):.3f} s; ratio so far {est:.3f} "
+                  f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
+            if r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
+                row["converged"] = True
+                break
+        row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in ratio_interval(ratios))
+        row["step_ratios"] = [round(x, 4) for x in ratios]
+        row["plain_s_per_step"] = round(statistics.median(times["plain"]), 4)
+        row["efficient_s_per_step"] = round(statistics.median(times["efficient"]), 4)
+    except Exception as err:  # reported in the row and the exit status; the other recipes still run
         row["status"] = "failed"
         row["error"] = f"{type(err).__name__}: {' '.join(str(err).split())}"[:200]
         print(f"  {recipe_name} FAILED: {row['error']}", flush=True)
-    for kind in ("plain", "efficient"):
-        row[f"{kind}_s_per_step"] = round(statistics.median(times[kind]), 4) if times[kind] else None
-        row[f"{kind}_tokens_per_step"] = round(statistics.mean(tokens[kind]), 1) if tokens[kind] else None
-    plain, eff = row["plain_s_per_step"], row["efficient_s_per_step"]
-    row["ratio"] = round(eff / plain, 3) if plain and eff else None
     return row
 
 
-def markdown_table(rows: list[dict]) -> str:
-    """One Markdown table of the rows (`-` for a value a failed run did not produce)."""
+def _per_group(row: dict, kind: str) -> str:
+    useful = row.get(f"{kind}_useful_groups")
+    gen = row.get(f"{kind}_counters", {}).get("gen")
+    return "-" if not useful or gen is None else f"{gen / useful:.0f}"
 
-    def cell(value, fmt="{}"):
+
+def markdown_table(rows: list[dict]) -> str:
+    """One Markdown table: per-step counters of the efficient side (the plain side's in the header line below the
+    table), the measured ratio with its 95% interval and rounds, and the projected GPU ratio."""
+
+    def num(value, fmt="{:.0f}"):
         return "-" if value is None else fmt.format(value)
 
     lines = [
-        "| recipe | plain s/step | efficient s/step | ratio | plain gen tokens/step | efficient gen tokens/step | G "
-        "| status |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+        "| recipe | ratio [95% interval] | rounds | projected GPU ratio | gen tok | prefill tok | fwd tok train "
+        "| fwd tok no-grad | fwd tok ref | fwd tok other | reward ms | group ms | gen tok / useful group "
+        "| s/step plain, recipe | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]  # fmt: skip
     for row in rows:
-        status = row["status"] if not row["error"] else f"{row['status']}: {row['error']}"
-        if row["notes"]:
-            status += f" ({row['notes']})"
+        if row["status"] != "ok":
+            lines.append(f"| {row['recipe']} | failed | - | - |" + " - |" * 10 + f" {row['error'].replace('|', '/')} |")
+            continue
+        c = row["efficient_counters"]
+        rounds = f"{row['rounds']}" + ("" if row["converged"] else " (limit)")
         lines.append(
-            f"| {row['recipe']} | {cell(row['plain_s_per_step'], '{:.3f}')} "
-            f"| {cell(row['efficient_s_per_step'], '{:.3f}')} "
-            f"| {cell(row['ratio'], '{:.2f}')} | {cell(row['plain_tokens_per_step'], '{:.0f}')} "
-            f"| {cell(row['efficient_tokens_per_step'], '{:.0f}')} | {row['G']} | {status.replace('|', '/')} |"
+            f"| {row['recipe']} | {row['ratio']:.2f} [{row['ratio_low']:.2f}, {row['ratio_high']:.2f}] | {rounds} "
+            f"| {row['projected']:.2f} | {num(c['gen'])} | {num(c['prefill'])} | {num(c['fwd_train'])} "
+            f"| {num(c['fwd_nograd'])} | {num(c['fwd_ref'])} | {num(c['fwd_other'])} | {num(c['reward_ms'], '{:.1f}')} "
+            f"| {num(c['group_ms'], '{:.1f}')} | {_per_group(row, 'efficient')} "
+            f"| {row['plain_s_per_step']:.3f}, {row['efficient_s_per_step']:.3f} | {row['notes'].replace('|', '/')} |"
         )  # fmt: skip
     return "\n".join(lines)
+
+
+def baseline_line(rows: list[dict]) -> str:
+    """The plain side's counters (the same baseline for every row; the first counted row's)."""
+    for row in rows:
+        if row["status"] == "ok":
+            c = row["plain_counters"]
+            return (f"Baseline (plain GRPOTrainer, correctness reward only) per step: gen tok {c['gen']:.0f}, prefill "
+                    f"tok {c['prefill']:.0f}, fwd tok train {c['fwd_train']:.0f}, no-grad {c['fwd_nograd']:.0f}, ref "
+                    f"{c['fwd_ref']:.0f}, other {c['fwd_other']:.0f}, reward ms {c['reward_ms']:.1f}, gen tok / useful "
+                    f"group {_per_group(row, 'plain')}.")  # fmt: skip
+    return "Baseline: no row ran."
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", default="all", help="a registered recipe, a comma-separated list, or all (default)")
     parser.add_argument("--model", default="tiny:qwen2-16", help="tiny:<arch>[-<hidden>], testbed:base or a path")
-    parser.add_argument("--steps", type=int, default=3, help="optimizer steps per run (the first is not timed)")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=4, help="optimizer steps per run (the first is not timed)")
+    parser.add_argument("--min-rounds", type=int, default=3)
+    parser.add_argument("--max-rounds", type=int, default=8)
+    parser.add_argument("--tolerance", type=float, default=0.03, help="stop when the 95%% interval is within +-this")
     parser.add_argument("--batch", type=int, default=16, help="per-device batch (completions per step)")
     parser.add_argument("--group", type=int, default=8)
     parser.add_argument("--max-completion-length", type=int, default=64)
     parser.add_argument("--eos-bias", type=float, default=2.0)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: scripts/gpu_check.sh's cost")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
-    args = parser.parse_args(argv)
-    if args.steps < 2:
+    parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
+    opts = parser.parse_args(argv)
+    if opts.report:
+        return report(opts.report)
+    if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
+    if not 2 <= opts.min_rounds <= opts.max_rounds:
+        parser.error("need 2 <= --min-rounds <= --max-rounds (an interval needs two rounds).")
 
     import torch
 
     from trl_efficient.core.models import resolve_model_name
     from trl_efficient.recipes import RECIPES
 
-    names = list(RECIPES) if args.recipe == "all" else [n.strip() for n in args.recipe.split(",") if n.strip()]
+    torch.set_num_threads(opts.threads)
+    names = list(RECIPES) if opts.recipe == "all" else [n.strip() for n in opts.recipe.split(",") if n.strip()]
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
         parser.error(f"unknown recipe(s) {unknown}; registered: {sorted(RECIPES)}")
-    model_path = resolve_model_name(args.model)
+    model_path = resolve_model_name(opts.model)
+    cost = CostModel()
     rows = []
+    command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    def dump():  # after every row, so a long run that is stopped keeps its rows
+        if opts.json:
+            with open(opts.json, "w") as f:
+                json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows,
+                           "machine": machine}, f, indent=1)  # fmt: skip
+
+    machine = (f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, Python "
+               f"{platform.python_version()}")  # fmt: skip
+    plain_work: dict = {}
     with tempfile.TemporaryDirectory() as root:
         for name in names:
-            rows.append(bench_recipe(name, model_path, args, root))
-    table = markdown_table(rows)
-    command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    print(f"\nEfficient trainer (recipe's trainer class) vs GRPOTrainer, same config, rewards and generation; "
-          f"model {args.model}, batch {args.batch}, G {args.group}, "
-          f"max_completion_length {args.max_completion_length}, "
-          f"median of {args.rounds} x {args.steps - 1} timed steps; torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}\n`{command.strip()}`\n")  # fmt: skip
-    print(table, flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"command": command.strip(), "model": args.model, "batch": args.batch, "group": args.group,
-                       "max_completion_length": args.max_completion_length, "steps": args.steps,
-                       "rounds": args.rounds, "rows": rows}, f, indent=1)  # fmt: skip
-    return 0 if all(row["status"] == "ok" for row in rows) else 1
+            rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work))
+            dump()
+    return print_report(rows, vars(opts), [command.strip()], machine, cost)
+
+
+def print_report(rows: list[dict], options: dict, commands: list[str], machine: str, cost: CostModel) -> int:
+    """Print the table, the baseline's counters and the footer (sanity check, rows, round limits); the exit status."""
+    o = argparse.Namespace(**options)
+    print(f"\nEach recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
+          f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
+          f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, rounds until the 95% interval is "
+          f"within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. Counters are per optimizer step "
+          f"of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in this script).\n"
+          + "\n".join(f"`{c}`" for c in commands) + "\n")  # fmt: skip
+    print(markdown_table(rows))
+    print("\n" + baseline_line(rows))
+    ok = [r for r in rows if r["status"] == "ok"]
+    limited = [r["recipe"] for r in ok if not r["converged"]]
+    grpo = next((r for r in ok if r["recipe"] == "grpo"), None)
+    if grpo:
+        inside = grpo["ratio_low"] <= 1.0 <= grpo["ratio_high"]
+        print(f"Sanity check: grpo reads {grpo['ratio']:.3f} [{grpo['ratio_low']:.3f}, {grpo['ratio_high']:.3f}]: 1.00 "
+              f"is {'inside' if inside else 'OUTSIDE'} its interval.")  # fmt: skip
+    failed = [r["recipe"] for r in rows if r["status"] != "ok"]
+    print(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
+    if limited:
+        print(f"Interval not within +-{o.tolerance:.0%} after {o.max_rounds} rounds (round limit reached) for "
+              f"{len(limited)} recipe(s): {', '.join(limited)}.", flush=True)  # fmt: skip
+    return 0 if len(ok) == len(rows) else 1
+
+
+def report(paths: list[str]) -> int:
+    """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
+    order; the options of the first file head it (the others must have the same measurement settings)."""
+    runs = []
+    for path in paths:
+        with open(path) as f:
+            runs.append(json.load(f))
+    keys = ("model", "batch", "group", "max_completion_length", "steps", "min_rounds", "max_rounds", "tolerance")
+    for run in runs[1:]:
+        differ = [k for k in keys if run["options"][k] != runs[0]["options"][k]]
+        if differ:
+            raise SystemExit(f"--report: {run['command']!r} differs from {runs[0]['command']!r} in {differ}.")
+    rows = [row for run in runs for row in run["rows"]]
+    o = runs[0]["options"]
+    machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
+    return print_report(rows, o, [run["command"] for run in runs], machine,
+                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ Checks:
 - `vllm-server`: vllm: starts `trl vllm-serve` in the background, waits for /health, trains 2 steps with
   `vllm_mode="server"`, stops the server. With >= 2 GPUs the server gets GPU 0 and the trainer GPU 1, and the NCCL
   weight sync is real; with 1 GPU (NCCL cannot put both ends on one device) the sync is skipped and the line says so.
+- `cost`: `perf/trainer_overhead.py --device cuda` for grpo, dler and hbpo on cuda:0 (transformers generation): the
+  measured step-time ratio of each with its 95% interval beside the ratio its work counters project
+  (`CostModel`), so the projection can be checked against a GPU; with `MODEL=<a local 7B directory>` it is measured
+  at the projection's own scale. It reports and does not judge: PASS when all three rows ran.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ RESULT_PREFIX = "GPU_CHECK_RESULT "
 DEFAULT_MODEL = "tiny:qwen2"  # hidden 128, 2 heads (head_dim 64, which vLLM accepts), built offline and cached
 BUDGETS = [16, 32]
 QUESTIONS = [("What is 6 * 7?", "42"), ("What is 2 + 3?", "5"), ("What is 9 - 2?", "7"), ("What is 3 * 3?", "9")]
-CHECKS = ["bf16-train", "hbpo-budgets", "ddp-1-vs-2", "zero3", "vllm-colocate", "vllm-server"]
+CHECKS = ["bf16-train", "hbpo-budgets", "ddp-1-vs-2", "zero3", "vllm-colocate", "vllm-server", "cost"]
+COST_RECIPES = ("grpo", "dler", "hbpo")
 NEEDS = (
     "Needs beyond torch: this package (`pip install -e .` in this checkout, or its wheel; it brings trl 1.16, "
     "transformers, accelerate, datasets). Optional: deepspeed (zero3 check, >= 2 GPUs), vllm<=0.31 (vllm-colocate, "
@@ -354,7 +359,8 @@ class Check:
         self.work, self.model, self.timeout = work, model, timeout
 
     def run(self, name: str, cmd: list[str], env: dict | None = None, timeout: int | None = None) -> tuple[bool, str]:
-        """Run `cmd` (a worker) under a timeout, keep its log; (ok, reason) from its result line or its error."""
+        """Run `cmd` (a worker, or a script such as perf/trainer_overhead.py) under a timeout, keep its log; (ok,
+        reason) from its result line or its error."""
         log_path = os.path.join(self.work, f"{name}.log")
         env = {**os.environ, **(env or {})}
         timeout = timeout or self.timeout
@@ -513,6 +519,30 @@ def check_server(c: Check, n_gpus: int) -> tuple[str, str]:
                 server.wait()
 
 
+def check_cost(c: Check) -> tuple[str, str]:
+    """The measured ratio of `COST_RECIPES` on cuda:0 vs their projected GPU ratio (perf/trainer_overhead.py)."""
+    script = os.path.join(ROOT, "perf", "trainer_overhead.py")
+    if not os.path.exists(script):
+        return "SKIP", f"needs this checkout's {os.path.relpath(script, ROOT)}"
+    out = os.path.join(c.work, "cost.json")
+    cmd = [sys.executable, script, "--device", "cuda", "--model", c.model, "--recipe", ",".join(COST_RECIPES),
+           "--min-rounds", "3", "--max-rounds", "6", "--json", out]  # fmt: skip
+    proc_ok, reason = c.run("cost", cmd, env={"CUDA_VISIBLE_DEVICES": "0"})
+    if not os.path.exists(out):
+        return "FAIL", reason
+    with open(out) as f:
+        rows = json.load(f)["rows"]
+    parts = []
+    for row in rows:
+        if row["status"] != "ok":
+            parts.append(f"{row['recipe']} failed: {row['error']}")
+            continue
+        parts.append(f"{row['recipe']} measured {row['ratio']:.2f} [{row['ratio_low']:.2f}, {row['ratio_high']:.2f}] "
+                     f"vs projected {row['projected']:.2f}")  # fmt: skip
+    ok = len(rows) == len(COST_RECIPES) and all(row["status"] == "ok" for row in rows)
+    return ("PASS" if ok else "FAIL"), "; ".join(parts) + f" (details: {out})"
+
+
 def _tiny_16(work: str) -> str:
     """The multiprocess harness's model (tests/conftest.py): hidden 16, 4 heads, built offline."""
     from trl_efficient.testing.tiny import save_tiny_model
@@ -600,6 +630,8 @@ def _dispatch(c: Check, name: str, n_gpus: int) -> tuple[str, str]:
         return check_ddp(c, n_gpus)
     elif name == "zero3":
         return check_zero3(c, n_gpus)
+    elif name == "cost":
+        return check_cost(c)
     else:
         return check_server(c, n_gpus)
     return ("PASS" if ok else "FAIL"), reason

@@ -12,7 +12,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu_check.sh")
-CHECKS = ["bf16-train", "hbpo-budgets", "ddp-1-vs-2", "zero3", "vllm-colocate", "vllm-server"]
+CHECKS = ["bf16-train", "hbpo-budgets", "ddp-1-vs-2", "zero3", "vllm-colocate", "vllm-server", "cost"]
 
 
 def _load_driver():
@@ -41,7 +41,7 @@ def test_no_cuda_every_check_skips_with_reason_and_count():
     results = [line for line in lines if re.match(r"^(PASS|FAIL|SKIP) ", line)]
     reason = "no CUDA device (torch.cuda.is_available() is False)"
     assert results == [f"SKIP {name}: {reason}" for name in CHECKS]
-    assert lines[-1] == "GPU check: 0 passed, 0 failed, 6 skipped"
+    assert lines[-1] == "GPU check: 0 passed, 0 failed, 7 skipped"
     assert not any(line.startswith("logs:") for line in lines)  # nothing written without a GPU
 
 

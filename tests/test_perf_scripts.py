@@ -1,7 +1,9 @@
 """Cheap checks of the speed scripts in perf/ (the timings themselves are not tested)."""
 
 import importlib.util
+import json
 import os
+import sys
 
 import pytest
 
@@ -14,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _load(script):
     spec = importlib.util.spec_from_file_location(script, os.path.join(ROOT, "perf", f"{script}.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[script] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
@@ -66,42 +69,99 @@ def test_scaled_overrides_fit_the_cap_and_keep_the_recipe_settings():
     assert get_recipe("da-dler").config_overrides["advantage_kwargs"]["truncate_to"] == 2000  # not mutated
 
 
+def _row(**kw):
+    counters = {"gen": 700.0, "prefill": 2900.0, "fwd_train": 4500.0, "fwd_nograd": 0.0, "fwd_ref": 0.0,
+                "fwd_other": 0.0, "reward_ms": 1.25, "group_ms": 0.5}  # fmt: skip
+    row = {"recipe": "kimi", "status": "ok", "error": "", "notes": "", "rounds": 3, "converged": True,
+           "ratio": 1.01, "ratio_low": 0.99, "ratio_high": 1.03, "projected": 1.0, "plain_s_per_step": 0.25,
+           "efficient_s_per_step": 0.2525, "efficient_counters": counters, "plain_counters": counters,
+           "efficient_useful_groups": 2.0, "plain_useful_groups": 0.0}  # fmt: skip
+    return {**row, **kw}
+
+
 def test_markdown_table_has_one_row_per_recipe_and_failures_inline():
-    ok = {
-        "recipe": "kimi",
-        "G": 8,
-        "status": "ok",
-        "error": "",
-        "notes": "",
-        "plain_s_per_step": 1.0,
-        "efficient_s_per_step": 1.5,
-        "ratio": 1.5,
-        "plain_tokens_per_step": 100.0,
-        "efficient_tokens_per_step": 100.0,
-    }
-    failed = {**ok, "recipe": "x", "status": "failed", "error": "ValueError: a | b", "plain_s_per_step": None,
-              "efficient_s_per_step": None, "ratio": None, "plain_tokens_per_step": None,
-              "efficient_tokens_per_step": None}  # fmt: skip
-    lines = overhead.markdown_table([ok, failed]).splitlines()
-    assert len(lines) == 4 and lines[0].count("|") == lines[2].count("|") == lines[3].count("|") == 9
-    assert lines[2] == "| kimi | 1.000 | 1.500 | 1.50 | 100 | 100 | 8 | ok |"
-    assert lines[3] == "| x | - | - | - | - | - | 8 | failed: ValueError: a / b |"  # a "|" would split the cell
+    failed = {"recipe": "x", "status": "failed", "error": "ValueError: a | b", "notes": ""}
+    lines = overhead.markdown_table([_row(), _row(recipe="dler", converged=False, rounds=8), failed]).splitlines()
+    assert len(lines) == 5 and all(line.count("|") == lines[0].count("|") == 16 for line in lines)
+    # 700 generated tokens / 2 useful groups = 350 per useful group
+    assert lines[2] == (
+        "| kimi | 1.01 [0.99, 1.03] | 3 | 1.00 | 700 | 2900 | 4500 | 0 | 0 | 0 | 1.2 | 0.5 | 350 | 0.250, 0.253 |  |"
+    )
+    assert "| 8 (limit) |" in lines[3]  # the round limit is said in the row
+    assert lines[4].startswith("| x | failed |") and "ValueError: a / b" in lines[4]  # a "|" would split the cell
+    assert "gen tok / useful group -" in overhead.baseline_line([_row()])  # no useful group: no division
 
 
-def test_plain_dataset_carries_l1_targets(tmp_path):
-    # L1 (arXiv 2503.04697): each example gets one target N in target_length_range, the instruction
-    # " Think for N tokens." (exact) appended to the user turn, and N as the reward's 'target_length' column.
-    from helpers import make_dataset
+class TestInterval:
+    def test_hand_computed(self):
+        # logs 0, a, 2a (a = ln 1.1): mean a, sd a, half-width 4.303 * a / sqrt(3) = 0.2368
+        est, low, high = overhead.ratio_interval([1.0, 1.1, 1.21])
+        assert (est, low, high) == (
+            pytest.approx(1.1),
+            pytest.approx(0.8680, abs=1e-4),
+            pytest.approx(1.3939, abs=1e-4),
+        )
 
-    args = EfficientGRPOConfig(
-        output_dir=str(tmp_path), rollout_plan="target_length", target_length_mode="exact",
-        target_length_range=[10, 20], num_generations=4, use_cpu=True, report_to="none",
-    )  # fmt: skip
-    dataset = make_dataset(6)
-    out = overhead.plain_dataset(dataset, args)
-    for before, row in zip(dataset, out, strict=True):
-        assert 10 <= row["target_length"] <= 20 and row["length_mode"] == "exact"
-        suffix = f" Think for {row['target_length']} tokens."
-        assert row["prompt"][-1]["content"] == before["prompt"][-1]["content"] + suffix
-    plain_args = EfficientGRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none")
-    assert overhead.plain_dataset(dataset, plain_args) is dataset  # no rollout plan: unchanged
+    def test_identical_rounds_have_a_zero_width_interval(self):
+        assert overhead.ratio_interval([1.02] * 4) == (pytest.approx(1.02), pytest.approx(1.02), pytest.approx(1.02))
+
+    def test_within_tolerance(self):
+        assert overhead.interval_within(1.0, 0.975, 1.029, 0.03)
+        assert not overhead.interval_within(1.0, 0.975, 1.031, 0.03)  # upper end 3.1% above
+
+
+class TestCostModel:
+    def test_units_hand_computed(self):
+        # 4.0 * 100 + 1.0 * 50 + 3.9 * 150 (loss) + 1.3 * (150 policy no-grad + 20 ref) + 0.104 * 10 (scorer) = 1257.04
+        work = {"generated": {"policy (trl.x)": 60, "Qwen2ForCausalLM (bingo.y)": 40}, "prefilled": {"policy (x)": 50},
+                "forward": {"policy train": 150, "policy no-grad": 150, "ref no-grad": 20,
+                            "BertForTokenClassification no-grad": 10}}  # fmt: skip
+        assert overhead.CostModel().units(work) == pytest.approx(1257.04)
+
+    def test_equal_work_projects_one_and_an_extra_pass_costs_its_tokens(self):
+        plain = {"generated": {"policy (x)": 100}, "forward": {"policy train": 200}}  # 400 + 780 = 1180
+        model = overhead.CostModel()
+        assert model.ratio(plain, plain) == 1.0
+        extra = {**plain, "forward": {"policy train": 200, "policy no-grad": 200}}  # + 1.3 * 200 = 260
+        assert model.ratio(plain, extra) == pytest.approx(1440 / 1180)
+
+
+def test_counter_columns_split_roles():
+    forward = {"policy train": 30, "policy no-grad": 20, "ref no-grad": 30, "BertForTokenClassification no-grad": 4}
+    work = {"generated": {"policy (a)": 10, "policy (b)": 5}, "prefilled": {"policy (a)": 7}, "forward": forward,
+            "seconds": {"reward:correctness_reward": 0.002, "reward:kimi": 0.001, "group_stage": 0.0005}}  # fmt: skip
+    assert overhead.counter_columns(work) == {"gen": 15, "prefill": 7, "fwd_train": 30, "fwd_nograd": 20,
+                                              "fwd_ref": 30, "fwd_other": 4, "reward_ms": pytest.approx(3.0),
+                                              "group_ms": pytest.approx(0.5)}  # fmt: skip
+
+
+def test_useful_groups():
+    # plain: half of 2 groups, then both -> 1.5; dynamic sampling: need 2, shortfall 1 -> 1 (TRL's value ignored)
+    assert overhead.useful_groups([{"frac_reward_zero_std": 0.5}, {"frac_reward_zero_std": 0.0}], 2) == 1.5
+    ds = {"trl_efficient/dynamic_sampling/shortfall_groups": 1.0, "frac_reward_zero_std": 1.0}
+    assert overhead.useful_groups([ds], 2) == 1.0
+    assert overhead.useful_groups([{"loss": 0.0}], 2) is None
+
+
+def test_baseline_is_the_recipes_correctness_reward():
+    assert overhead.baseline_correctness_kwargs(get_recipe("hbpo")) == {"require_think_close": True}
+    assert overhead.baseline_correctness_kwargs(get_recipe("cosine")) == {}  # checks answers itself: the default one
+    assert overhead.baseline_correctness_kwargs(get_recipe("kimi")) == {}
+
+
+def test_report_merges_runs_and_refuses_different_settings(tmp_path, capsys):
+    options = {"model": "tiny:qwen2-16", "batch": 8, "group": 8, "max_completion_length": 32, "steps": 5,
+               "min_rounds": 2, "max_rounds": 2, "tolerance": 0.03, "threads": 1, "device": "cpu"}  # fmt: skip
+    cost = {k: v for k, v in vars(overhead.CostModel()).items()}
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(json.dumps({"command": "run a", "options": options, "cost_model": cost, "rows": [_row()]}))
+    grpo = _row(recipe="grpo", ratio=1.01, ratio_low=0.97, ratio_high=1.05, converged=False)
+    b.write_text(json.dumps({"command": "run b", "options": options, "cost_model": cost, "rows": [grpo]}))
+    assert overhead.main(["--report", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "`run a`\n`run b`" in out and "| kimi |" in out and "| grpo |" in out
+    assert "grpo reads 1.010 [0.970, 1.050]: 1.00 is inside its interval" in out
+    assert "2 of 2 recipes have a row." in out and "round limit reached) for 1 recipe(s): grpo." in out
+    c.write_text(json.dumps({"command": "run c", "options": {**options, "batch": 16}, "cost_model": cost, "rows": []}))
+    with pytest.raises(SystemExit, match="differs .* in \\['batch'\\]"):
+        overhead.main(["--report", str(a), str(c)])

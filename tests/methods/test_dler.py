@@ -388,6 +388,21 @@ class TestRefillTrainer:
             assert rec["advantages"] == pytest.approx(expected.tolist(), abs=1e-5)
             assert rec["num_items_in_batch"] == sum(rec["completion_mask_sums"])
 
+    def test_no_refill_once_the_useful_groups_are_there(self, tiny_model_dir, tmp_path):
+        # issue 20: refilling stops when a step's useful groups are reached. A reward that differs within every
+        # group makes the dataloader's batch fully informative: one generation batch per step, no refill.
+        def alternating(completions, **kwargs):
+            return [float(i % 2) for i in range(len(completions))]
+
+        trainer = _refill_trainer(tiny_model_dir, tmp_path, rewards=[alternating], max_steps=2)
+        trainer.train()
+        batches = [
+            e["trl_efficient/dynamic_sampling/generation_batches"]
+            for e in trainer.state.log_history
+            if "trl_efficient/dynamic_sampling/generation_batches" in e
+        ]
+        assert batches == [1.0, 1.0]
+
     def test_refill_moves_output_keys_it_was_never_told_about(self, tiny_model_dir, tmp_path):
         # A future TRL may return more tensors. The refill detects each key's layout from its shape and pads it with
         # what its padded cells already hold, so two keys TRL 1.16 does not have must come out of a refilled batch

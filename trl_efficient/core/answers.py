@@ -41,6 +41,7 @@ __all__ = [
     "answers_match_as_strings",
     "extract_answer_region",
     "has_boxed",
+    "integer_verdict",
     "is_correct",
     "normalize_answer",
     "parse_gold",
@@ -194,7 +195,13 @@ def _gold_text(gold: Any) -> str:
         return ""
     if isinstance(gold, (int, float)):
         return repr(gold) if isinstance(gold, float) else str(gold)
-    text = normalize_answer(str(gold)).strip()  # before the delimiter test: "\$36" holds no math delimiter
+    return _gold_string(str(gold))
+
+
+@lru_cache(maxsize=65536)
+def _gold_string(gold: str) -> str:
+    # Golds repeat G times per step and across steps: normalised once (bounded cache of a pure function).
+    text = normalize_answer(gold).strip()  # before the delimiter test: "\$36" holds no math delimiter
     if _GSM8K_MARK in text:
         # GSM8K: "<rationale> #### 1,234" -> "1234" (thousands separators are not decimal commas here).
         return text.rsplit(_GSM8K_MARK, 1)[1].strip().replace(",", "")
@@ -326,19 +333,62 @@ def is_correct(
     text = completion_text(completion)
     if require_think_close and THINK_CLOSE not in text:
         return False
-    region = normalize_answer(extract_answer_region(text, answer_after_think))
-    if not region.strip():
-        return False
-    return _region_matches(region, gold_text, *_timeouts())
+    return _region_verdict(extract_answer_region(text, answer_after_think), gold_text, *_timeouts())
 
 
-def clear_answer_cache() -> None:
-    """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions)."""
+def clear_answer_cache(golds: bool = False) -> None:
+    """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions), and with
+    `golds=True` the parsed gold answers too (a fresh run)."""
+    _region_verdict.cache_clear()
     _region_matches.cache_clear()
+    if golds:
+        _parse_gold_text.cache_clear()
+        _gold_string.cache_clear()
 
 
 # Several rewards of one recipe (correctness, Kimi, ShorterBetter, ...) check the same completions in the same step:
-# the verdict is cached per (answer region, gold), so math-verify parses each completion once.
+# the verdict is cached per (raw answer region, gold), so a later reward of the step only finds the region (one
+# reverse scan) and looks it up, and per (normalised region, gold), so math-verify parses each distinct answer once.
+# Both caches are bounded (LRU) and hold pure functions of their keys: they never change a verdict. The raw regions
+# are at most ANSWER_REGION_CHARS characters, so 16384 entries hold at most ~32M characters.
+@lru_cache(maxsize=16384)
+def _region_verdict(raw_region: str, gold_text: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool:
+    region = normalize_answer(raw_region)
+    if not region.strip():
+        return False
+    fast = integer_verdict(region, gold_text)
+    if fast is not None:
+        return fast
+    return _region_matches(region, gold_text, parsing_timeout, verify_timeout)
+
+
+_PLAIN_INTEGER = re.compile(r"-?[1-9]\d{0,14}|0")
+
+
+def integer_verdict(region: str, gold_text: str) -> bool | None:
+    r"""
+    The verdict on an integer answer to an integer gold without math-verify, or `None` when this fast path does not
+    apply: the gold text is a plain integer (`-?[1-9]\d*` or `0`, at most 15 digits: GSM8K's golds), and the
+    normalised answer region holds exactly one `\boxed`, written `\boxed{...}` (and no `\fbox`), whose content is
+    such an integer. Then math-verify reads that box (a boxed answer wins over anchors and other LaTeX:
+    `boxed_match_priority=0`) as the integer and compares it exactly, and the string fallback agrees, so the verdict
+    is the integers' equality (`tests/rewards/test_answer_fast_paths.py` compares both paths on varied and malformed
+    regions).
+
+    >>> integer_verdict(r"The final answer is 1272. \boxed{72}", "72"), integer_verdict(r"\boxed{ -5 }", "5")
+    (True, False)
+    >>> integer_verdict(r"\boxed{1,272}", "1272"), integer_verdict(r"\boxed{2} \boxed{3}", "3")
+    (None, None)
+    """
+    boxes = region.count("\\boxed")
+    if not _PLAIN_INTEGER.fullmatch(gold_text) or boxes != 1 or region.count("\\boxed{") != 1 or "\\fbox" in region:
+        return None  # the brace-less "\\boxed 72" is not a box to math-verify: an anchor may win
+    answer = extract_boxed(region)
+    if answer is None or not _PLAIN_INTEGER.fullmatch(answer):
+        return None
+    return int(answer) == int(gold_text)
+
+
 @lru_cache(maxsize=8192)
 def _region_matches(region: str, gold_text: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool:
     gold_parsed = _parse_gold_text(gold_text, parsing_timeout)

@@ -16,6 +16,8 @@ user-visible options: characters (the open-r1 reimplementations) and the thinkin
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from typing import Any
 
 __all__ = [
@@ -32,6 +34,7 @@ LENGTH_UNITS = ("tokens", "chars")
 LENGTH_SCOPES = ("total", "thinking", "answer")
 
 THINK_CLOSE = "</think>"
+_BACKWARD_TOKENS = 64  # LengthMeter's fast path looks for the last close tag among this many final tokens first
 
 
 def completion_text(completion: Any) -> str:
@@ -171,10 +174,68 @@ class LengthMeter:
 
     def thinking_tokens(self, ids: list[int]) -> int:
         """Number of leading tokens of `ids` up to and including the last close tag (`len(ids)` if none)."""
-        ids = list(ids)
+        ids = ids if isinstance(ids, list) else list(ids)
         n = len(ids)
         if n == 0:
             return 0
+        fast = self._thinking_tokens_from_pieces(ids)
+        if fast is not None:
+            return fast
+        return self._thinking_tokens_by_decoding(ids)
+
+    # -------------------------------------------------------------------------------------- fast path on token ids
+    # A byte-level BPE decoder (GPT-2, Qwen, Llama 3 tokenizers) decodes a sequence to the UTF-8 decoding of its
+    # tokens' bytes joined; when every token's bytes are valid UTF-8 on their own, that is the join of the tokens
+    # decoded one by one. The thinking part is then found on the ids with a table of those pieces (built once per
+    # meter), without decoding: the text is the join, the last tag is `rfind`, and the token completing it is the
+    # first whose cumulative length reaches the tag's end. It gives exactly what the decoding search gives
+    # (`tests/rewards/test_lengths.py` compares both on varied ids), and falls back to it for a token that is not
+    # valid UTF-8 alone (part of a multi-byte character), an id outside the table, or a tag that can overlap itself.
+    def _pieces(self) -> tuple[list, list[int]] | None:
+        if getattr(self, "_piece_table", None) is None:
+            self._piece_table = False
+            backend = getattr(self.tokenizer, "backend_tokenizer", None)
+            decoder = getattr(backend, "decoder", None)
+            tag = self.close_tag
+            border_free = all(tag[:i] != tag[-i:] for i in range(1, len(tag)))  # occurrences cannot overlap
+            if decoder is not None and type(decoder).__name__ == "ByteLevel" and border_free:
+                pieces = [backend.decode([i], skip_special_tokens=False) for i in range(backend.get_vocab_size())]
+                pieces = [None if "\ufffd" in piece else piece for piece in pieces]  # not valid UTF-8 alone
+                self._piece_table = (pieces, [0 if piece is None else len(piece) for piece in pieces])
+        return self._piece_table or None
+
+    def _thinking_tokens_from_pieces(self, ids: list[int]) -> int | None:
+        table = self._pieces()
+        if table is None:
+            return None
+        pieces, lengths = table
+        tag, width, n = self.close_tag, len(self.close_tag), len(ids)
+        try:
+            # The tag usually closes the thinking a few dozen tokens before the end: walk back over the last
+            # tokens; an occurrence found first starts in the newest piece and is the text's last one.
+            suffix = ""
+            for p in range(n - 1, max(n - _BACKWARD_TOKENS, 0) - 1, -1):
+                piece = pieces[ids[p]]
+                suffix = piece + suffix
+                start = suffix.rfind(tag, 0, len(piece) + width - 1)
+                if start >= 0:
+                    end, total, k = start + width, 0, p
+                    while total < end:  # the token that completes the tag
+                        total += lengths[ids[k]]
+                        k += 1
+                    return k
+            if n <= _BACKWARD_TOKENS:
+                return n  # the whole text holds no tag
+            text = "".join(map(pieces.__getitem__, ids))
+        except (TypeError, IndexError):  # a piece that is not text alone, or an id beyond the table
+            return None
+        index = text.rfind(tag)
+        if index < 0:
+            return n
+        return bisect.bisect_left(list(itertools.accumulate(map(lengths.__getitem__, ids))), index + width) + 1
+
+    def _thinking_tokens_by_decoding(self, ids: list[int]) -> int:
+        n = len(ids)
         tag = self.close_tag
 
         # The fast tokenizer's Rust backend decodes without transformers' per-element type checks (most of the
