@@ -106,9 +106,10 @@ def test_scaling_changes_only_the_constants_it_scales(tmp_path):
     # A rule states what it scales; every other method setting is the recipe's. DA-DLER on the testbed keeps the
     # released script's +0.1 correct-sample boost and its 0.75 solve-rate threshold (methods.md §4), with truncate_to
     # 2000 x 192/4000 = 96; HBPO keeps beta 4 and the paper variant, with alpha 1/192 and l_max 192 (§2).
-    dadler = build_config(get_recipe("da-dler"), Settings(max_completion_length=CAP), str(tmp_path / "d")).advantage_kwargs
+    settings = Settings(max_completion_length=CAP)
+    dadler = build_config(get_recipe("da-dler"), settings, str(tmp_path / "d")).advantage_kwargs
     assert dadler == {"solve_rate_threshold": 0.75, "truncate_to": 96, "correct_boost": 0.1}
-    hbpo = build_config(get_recipe("hbpo"), Settings(max_completion_length=CAP), str(tmp_path / "h")).advantage_kwargs
+    hbpo = build_config(get_recipe("hbpo"), settings, str(tmp_path / "h")).advantage_kwargs
     assert hbpo["l_max"] == 192 and hbpo["alpha"] == pytest.approx(1 / 192)
     assert {k: v for k, v in hbpo.items() if k not in ("l_max", "alpha")} == {
         k: v for k, v in get_recipe("hbpo").config_overrides["advantage_kwargs"].items() if k not in ("l_max", "alpha")
