@@ -7,7 +7,7 @@ import os
 
 import pytest
 import yaml
-from helpers import profile_with_cli, tiny_cli_args
+from helpers import gold_scripted_generation, profile_with_cli, tiny_cli_args
 
 from trl_efficient.cli import main, parse_train_args, train_main
 from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
@@ -119,12 +119,24 @@ EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras, "frugal": _frugal_extr
 
 @pytest.mark.parametrize("name", RECIPES.names())
 def test_recipe_trains_two_steps_from_its_yaml(name, tmp_path, monkeypatch):
+    """2 steps from the YAML on scripted completions (the gold answer about half the time, varying lengths): every
+    reward of the recipe must take more than one value over the run, so the test proves the reward, not only the
+    wiring (a reward stuck at one value, say 0 on every row, fails here)."""
+    import math
+
     from huggingface_hub import ModelCard
 
     monkeypatch.chdir(ROOT)
     extra = EXTRAS[name](tmp_path, monkeypatch) if name in EXTRAS else []
     run = tmp_path / "run"
-    train_main(["--config", f"configs/{name}.yaml", *_tiny_args(name, run, max_completion_length=12), *extra])
+    records = gold_scripted_generation(monkeypatch, cap=128)
+    train_main(["--config", f"configs/{name}.yaml", *_tiny_args(name, run, max_completion_length=128), *extra])
     with open(run / "trl_efficient_summary.json") as f:
         assert json.load(f)["recipe"] == name
     assert f"`{name}`" in ModelCard.load(run / "README.md").text
+    assert records, "no generation batch was scored"
+    names = records[0]["names"]
+    assert len(names) == len(RECIPES.get(name).rewards)
+    for j, reward in enumerate(names):
+        values = {round(row[j], 9) for rec in records for row in rec["rewards"] if not math.isnan(row[j])}
+        assert len(values) > 1, f"recipe {name!r}: reward {reward!r} took only the values {sorted(values)} in 2 steps"
