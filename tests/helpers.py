@@ -295,7 +295,7 @@ def gold_scripted_generation(monkeypatch, cap: int) -> list:
             rng = random.Random(f"{self.state.global_step}:{i}:{sum(ids)}:{len(ids)}")
             solution = self._scripted_solutions[i % len(self._scripted_solutions)]
             gold = extract_boxed(str(solution)) or _gold_text(solution)
-            answer = gold if rng.random() < 0.5 else f"{gold}1"
+            answer = gold if rng.random() < 0.5 else "-98765"  # a wrong answer no gold here equals
             words = [rng.choice(["step", "check", "so", "then", "wait"]) for _ in range(rng.randint(0, 10))]
             words = [w if rng.random() < 0.7 else f"{w}.\n\n" for w in words]
             unclosed = rng.random() < 0.1

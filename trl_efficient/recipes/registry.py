@@ -202,6 +202,16 @@ def _length_kwargs(args, tokenizer) -> dict:
     return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
 
 
+def _build_soft_overlong(args, tok, **kw) -> Callable:
+    # the cap defaults to the run's max_completion_length (a given `max_completion_len`, its deprecated name, wins)
+    if kw.get("max_completion_len") is None:
+        kw.setdefault("max_completion_length", args.max_completion_length)
+    kw.setdefault("soft_punish_cache", max(1, args.max_completion_length // 4))
+    from .. import rewards as R
+
+    return R.get_soft_overlong_reward(**_length_kwargs(args, tok), **kw)
+
+
 def _register_builders() -> None:
     # Whole-group rewards get no num_generations here: EfficientGRPOTrainer passes each call's group size as the
     # `group_size` column (num_generations in training, num_generations_eval in evaluation).
@@ -239,7 +249,7 @@ def _register_builders() -> None:
     register_reward_builder(
         "cosine_length",
         lambda args, tok, **kw: R.get_cosine_length_reward(
-            max_len=args.max_completion_length, **_length_kwargs(args, tok), **kw
+            max_completion_length=args.max_completion_length, **_length_kwargs(args, tok), **kw
         ),
         RewardInfo(
             "get_cosine_length_reward",
@@ -248,12 +258,7 @@ def _register_builders() -> None:
     )
     register_reward_builder(
         "soft_overlong",
-        lambda args, tok, **kw: R.get_soft_overlong_reward(
-            max_completion_len=kw.pop("max_completion_len", args.max_completion_length),
-            soft_punish_cache=kw.pop("soft_punish_cache", max(1, args.max_completion_length // 4)),
-            **_length_kwargs(args, tok),
-            **kw,
-        ),
+        _build_soft_overlong,
         RewardInfo(
             "get_soft_overlong_reward", "DAPO soft overlong punishment, arXiv:2503.14476 (wraps TRL's)", needs=()
         ),
