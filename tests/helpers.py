@@ -299,6 +299,8 @@ def gold_scripted_generation(monkeypatch, cap: int) -> list:
             words = [rng.choice(["step", "check", "so", "then", "wait"]) for _ in range(rng.randint(0, 10))]
             words = [w if rng.random() < 0.7 else f"{w}.\n\n" for w in words]
             unclosed = rng.random() < 0.1
+            if rng.random() < 0.2:  # an over-thinker: runs to the cap, truncated (overlong rewards see it)
+                words, unclosed = words + ["wait"] * cap, True
             while True:  # drop filler words until the answer fits under the cap (golds can be long)
                 filler = " ".join(words)
                 text = f"<think> {filler}" if unclosed else f"<think> {filler} </think> \\boxed{{{answer}}}"

@@ -21,6 +21,9 @@ TINY = {
     "da-dler": {"advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 6, "correct_boost": 0.1}},
     "dot": {"filter_kwargs": {"alpha": 1.0, "margin": 4}},  # G = 4: max z-score 1.5 < alpha 3 (methods.md §21)
     "gfpo": {"advantage_kwargs": {"k": 2, "metric": "shortest"}},
+    # LASER-D's monitor generates monitor_prompts x monitor_rollouts completions for real: a handful at the tiny size
+    "laser-d": {"reward_kwargs": {"laser_d": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
+    "laser-de": {"reward_kwargs": {"laser_de": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
     "gfpo-adaptive": {
         "advantage_kwargs": {
             "k_by_quartile": [4, 4, 3, 2],
