@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     budget,
     budgetthinker,
     curriculum,
+    dler,
     dot,
     entropy,
     lapo,

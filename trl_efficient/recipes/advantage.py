@@ -1,5 +1,5 @@
-"""Recipes of the advantage family: GFPO, adaptive GFPO, DA-DLER, DRPO, GRPO-LEAD, CANON and GDPO (DLER itself is in
-`registry.py`), with the reward builders they need (`lead`, `gdpo_length`). User guide: `docs/advantage-methods.md`.
+"""Recipes of the advantage family: GFPO, adaptive GFPO, DRPO, GRPO-LEAD, CANON and GDPO (DLER and DA-DLER are in
+`dler.py`), with the reward builders they need (`lead`, `gdpo_length`). User guide: `docs/advantage-methods.md`.
 
 Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
 """
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.dler import DLERTrainer
 from ..methods.drpo import DRPOTrainer
 from ..methods.gfpo import GFPOTrainer
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
-from .scale import RecipeScale, scale_free, scale_length
+from .scale import RecipeScale, scale_free
 
 
 def _length_kwargs(args, tokenizer) -> dict:
@@ -65,16 +64,6 @@ def _gfpo_scale(name: str, extra: str = ""):
     return build
 
 
-def _da_dler_scale(cap: int, steps: int) -> RecipeScale:
-    paper = 4000
-    cut = scale_length(2000, cap, paper)
-    return RecipeScale(
-        "da-dler",
-        f"lengths x cap/{paper}: max_completion_length {paper} -> {cap}, truncate_to 2000 -> {cut}",
-        config={"max_completion_length": cap, "advantage_kwargs": {"truncate_to": cut}},
-    )
-
-
 register_recipe(
     Recipe(
         name="gfpo",
@@ -120,36 +109,6 @@ register_recipe(
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
         trainer_cls=GFPOTrainer,
-    )
-)
-register_recipe(
-    Recipe(
-        name="da-dler",
-        testbed_scale=_da_dler_scale,
-        method="DA-DLER (difficulty-aware truncation, proposed)",
-        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
-        rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
-        config_overrides={
-            "advantage_estimator": "da_dler",
-            # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it
-            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.1},
-            "completion_filter": "dynamic_sampling",
-            "filter_kwargs": {
-                "max_generation_batches": 4,
-                "on_shortfall": "mask",
-            },  # proposed (DLER's script: no limit)
-            "correctness_reward": "dler_truncation_reward",
-            "max_completion_length": 4000,  # §4 [code]: truncation at 4000 for every group that is not cut to 2000
-            "epsilon_high": 0.28,
-            "loss_type": "dapo",
-            "mask_truncated_completions": False,
-        },
-        proposed_defaults=(
-            "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
-            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
-        ),
-        trainer_cls=DLERTrainer,
     )
 )
 register_recipe(

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.registry import Registry
-from ..methods.dler import DLERTrainer
 from ..trainer import EfficientGRPOTrainer
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, ScaleRule, scale_free, scale_length, scale_per_token
 
@@ -350,6 +349,20 @@ register_recipe(
 )
 register_recipe(
     Recipe(
+        name="dr-grpo",
+        testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
+        method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
+        description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
+        "divided by a constant (§32).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2503.20783",),
+        # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
+        # std switch scale_rewards="none"
+        config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
+    )
+)
+register_recipe(
+    Recipe(
         name="kimi",
         testbed_scale=scale_free("kimi", "group min/max lengths"),
         method="Kimi k1.5 length penalty",
@@ -413,31 +426,6 @@ register_recipe(
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
         rewards=(RewardSpec("shorter_better"),),
         papers=("2504.21370",),
-    )
-)
-register_recipe(
-    Recipe(
-        name="dler",
-        testbed_scale=scale_free("dler", "truncation at max_completion_length (= the cap)"),
-        method="DLER (truncation penalty + batch-normalised advantages)",
-        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
-        "with refill (§4).",
-        rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
-        config_overrides={
-            "advantage_estimator": "dler",
-            "advantage_kwargs": {"correct_boost": 0.1},  # NVlabs/DLER dler_slurm.sh (methods.md §4)
-            "completion_filter": "dynamic_sampling",
-            "filter_kwargs": {"max_generation_batches": 4},
-            "correctness_reward": "dler_truncation_reward",
-            "epsilon_high": 0.28,
-            "loss_type": "dapo",
-            "mask_truncated_completions": False,
-        },
-        proposed_defaults=(
-            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
-        ),
-        trainer_cls=DLERTrainer,
     )
 )
 register_recipe(

@@ -1,4 +1,4 @@
-"""Recipes that count reasoning steps rather than tokens (Step Pruner, GRSP), and Dr. GRPO (TRL-native loss).
+"""Recipes that count reasoning steps rather than tokens (Step Pruner, GRSP); Dr. GRPO is with GRPO in `registry.py`.
 
 Reward builders `step_pruner` and `grsp` (`trl_efficient.rewards.steps`): each returns the difference from
 correctness (`as_penalty=True`), so the recipes pair it with the `correctness` reward (weight 1 each) and the sum is
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
-from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_free, scale_length
+from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_length
 
 
 def _length_kwargs(args, tokenizer) -> dict:
@@ -83,20 +83,6 @@ def _grsp_scale(cap: int, steps: int) -> RecipeScale:
     )
 
 
-register_recipe(
-    Recipe(
-        name="dr-grpo",
-        testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
-        method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
-        description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
-        "divided by a constant (§32).",
-        rewards=(RewardSpec("correctness"),),
-        papers=("2503.20783",),
-        # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
-        # std switch scale_rewards="none"
-        config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
-    )
-)
 register_recipe(
     Recipe(
         name="step-pruner",
