@@ -117,6 +117,16 @@ def _frugal_extras(tmp_path, monkeypatch):
     return ["--recipe_kwargs", json.dumps({"estimate": True, "n": 2, "output": str(tmp_path / "rates.jsonl")})]
 
 
+# Rewards that cannot take two values in a 2-step tiny run, by construction (each with the reason); every other
+# reward of every recipe must.
+CONSTANT_IN_TWO_STEPS = {
+    # 0 on a prompt's first visit (no history yet); 2 steps of 1 prompt each visit 2 prompts once
+    ("hapo", "hapo_length_reward"),
+    # the penalty compares segment-length buckets (32 / 128 tokens) across the group; the scripted thinking parts are
+    # a few short segments, all in the first bucket
+    ("grsp", "grsp_reward"),
+}
+
 EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras, "frugal": _frugal_extras}  # need more than their YAML
 
 
@@ -141,5 +151,7 @@ def test_recipe_trains_two_steps_from_its_yaml(name, tmp_path, monkeypatch):
     names = records[0]["names"]
     assert len(names) == len(RECIPES.get(name).rewards)
     for j, reward in enumerate(names):
+        if (name, reward) in CONSTANT_IN_TWO_STEPS:
+            continue
         values = {round(row[j], 9) for rec in records for row in rec["rewards"] if not math.isnan(row[j])}
         assert len(values) > 1, f"recipe {name!r}: reward {reward!r} took only the values {sorted(values)} in 2 steps"
