@@ -19,9 +19,10 @@ def test_docs_methods_md_is_the_rendered_reference():
     )
 
 
-def test_every_recipe_has_one_section():
+def test_sections_name_registered_recipes_once():
+    # a recipe without a section is listed under "Other recipes" (rendered, so nothing to extend for a new one)
     names = [name for _, _, recipes, _ in SECTIONS for name in recipes]
-    assert sorted(names) == RECIPES.names()
+    assert len(names) == len(set(names)) and set(names) <= set(RECIPES.names())
 
 
 def test_every_cited_section_exists():
