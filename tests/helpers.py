@@ -271,3 +271,52 @@ def train_yaml(name, tmp_path, **cli):
     with open(os.path.join(tmp_path, "trl_efficient_summary.json")) as f:
         assert json.load(f)["recipe"] == name
     return config
+
+
+def gold_scripted_generation(monkeypatch, cap: int) -> list:
+    """Replace the backend generation (`GRPOTrainer._generate_single_turn`) of every trainer with scripted completions
+    that answer the row's gold about half the time, with a thinking part of varying length (some blank-line steps,
+    some never closed), so that every reward has something to tell apart; record every gathered batch's rewards
+    (`EfficientGRPOTrainer.group_stage`). Returns the list the `(B, F)` reward rows are appended to, one entry per
+    generation batch, with the reward names."""
+    from trl_efficient.core.answers import _gold_text, extract_boxed
+
+    records = []
+    generate_and_score = EfficientGRPOTrainer._generate_and_score_completions
+    group_stage = EfficientGRPOTrainer.group_stage
+
+    def remember_solutions(self, inputs):
+        self._scripted_solutions = [row.get("solution") for row in inputs]
+        return generate_and_score(self, inputs)
+
+    def scripted(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        eos, out = self.processing_class.eos_token_id, []
+        for i, ids in enumerate(prompt_ids):
+            rng = random.Random(f"{self.state.global_step}:{i}:{sum(ids)}:{len(ids)}")
+            solution = self._scripted_solutions[i % len(self._scripted_solutions)]
+            gold = extract_boxed(str(solution)) or _gold_text(solution)
+            answer = gold if rng.random() < 0.5 else "-98765"  # a wrong answer no gold here equals
+            words = [rng.choice(["step", "check", "so", "then", "wait"]) for _ in range(rng.randint(0, 10))]
+            words = [w if rng.random() < 0.7 else f"{w}.\n\n" for w in words]
+            unclosed = rng.random() < 0.1
+            if rng.random() < 0.2:  # an over-thinker: runs to the cap, truncated (overlong rewards see it)
+                words, unclosed = words + ["wait"] * cap, True
+            while True:  # drop filler words until the answer fits under the cap (golds can be long)
+                filler = " ".join(words)
+                text = f"<think> {filler}" if unclosed else f"<think> {filler} </think> \\boxed{{{answer}}}"
+                tokens = self.processing_class(text, add_special_tokens=False)["input_ids"]
+                if len(tokens) < cap or not words:
+                    break
+                words.pop()
+            tokens = tokens[:cap]
+            out.append(tokens + ([eos] if "</think>" in text and len(tokens) < cap else []))
+        return out, None
+
+    def record(self, batch, output):
+        records.append({"names": list(self.reward_func_names), "rewards": batch.rewards.tolist()})
+        return group_stage(self, batch, output)
+
+    monkeypatch.setattr(EfficientGRPOTrainer, "_generate_and_score_completions", remember_solutions)
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted)
+    monkeypatch.setattr(EfficientGRPOTrainer, "group_stage", record)
+    return records

@@ -1,16 +1,25 @@
 """trl-efficient: efficient-reasoning RL (think shorter without getting dumber) on top of TRL's GRPOTrainer.
 
 Reward callables live in `trl_efficient.rewards` (they work in a plain `trl.GRPOTrainer`), the trainer and its hooks
-in `trl_efficient.trainer`, recipes in `trl_efficient.recipes`, data loaders in `trl_efficient.data`.
+in `trl_efficient.trainer`, method families in `trl_efficient.methods`, recipes in `trl_efficient.recipes`, data
+loaders in `trl_efficient.data`.
+
+Importing a sub-package loads that layer and the layers below it, nothing above (`import trl_efficient.rewards` loads
+no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
+"Registration"): `trl_efficient.methods` registers the method families' estimators, filters, plans and samplers;
+`trl_efficient.recipes` (which imports `methods`) every recipe; `trl_efficient.testing` the `tiny:` model scheme;
+`trl_efficient.testbed` the `testbed:` scheme and benchmark. The `trl-efficient` command imports them all.
 """
 
 # The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.
 __version__ = "0.1.0"
 
-# Registration by import, in one place: method-family estimators, filters and plans; the `tiny:` and `testbed:`
-# model-name schemes (`core.models`) and the `testbed` benchmark (`data.benchmarks`).
-from . import methods, testbed  # noqa: E402,F401
-from .testing import tiny  # noqa: E402,F401
-from .trainer import EfficientGRPOConfig, EfficientGRPOTrainer
-
 __all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]
+
+
+def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` without importing the trainer eagerly
+    if name in ("EfficientGRPOConfig", "EfficientGRPOTrainer"):
+        from . import trainer
+
+        return getattr(trainer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

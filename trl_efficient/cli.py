@@ -304,6 +304,7 @@ def parse_train_args(argv: list[str]) -> tuple:
     from .recipes import get_recipe
     from .trainer import EfficientGRPOConfig
 
+    register_everything()  # `train_main` is also called directly (tests, scripts), not only through `main`
     parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
     argv = _resolve_config_argv(argv)
     recipe_name = _prescan_recipe(argv)
@@ -337,7 +338,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     loads the model (TRL's `create_model_from_path`, device map included)."""
     from trl import get_peft_config, get_quantization_config
 
-    from .core.models import load_tokenizer, model_init_kwargs, resolve_model_name
+    from .core.models import load_tokenizer, model_init_kwargs, model_scheme, resolve_model_name
     from .eval.evaluate import evaluate_model
     from .hub.card import SUMMARY_FILE, summary_markdown
     from .recipes import get_recipe
@@ -378,9 +379,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         recipe=recipe,
         datasets=[data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else []),
     )
-    if not os.path.isdir(script_args.model_name_or_path) and not script_args.model_name_or_path.startswith(
-        ("tiny:", "testbed:")
-    ):
+    if not os.path.isdir(script_args.model_name_or_path) and model_scheme(script_args.model_name_or_path) is None:
         trainer.update_card_info(base_model_id=script_args.model_name_or_path)
 
     def _evaluate(tag):
@@ -568,6 +567,14 @@ def recipes_main(argv: list[str]) -> int:
     return 0
 
 
+def register_everything() -> None:
+    """Fill every registry, by explicit imports: the one place the `trl-efficient` command registers. `recipes`
+    (every recipe and reward builder, and through it `methods`: estimators, filters, plans, samplers), `testing` (the
+    `tiny:` model scheme) and `testbed` (the `testbed:` scheme and benchmark). Each is imported once; calling this
+    again costs nothing."""
+    from . import recipes, testbed, testing  # noqa: F401
+
+
 def _resolve(target: str):
     import importlib
 
@@ -653,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    register_everything()
     try:
         with _argparse_errors_raise():
             result = _resolve(COMMANDS[argv[0]][1])(argv[1:])

@@ -221,7 +221,9 @@ class TestTrainer:
 
 def test_recipe():
     recipe = get_recipe("dot")
-    assert recipe.trainer_cls == "trl_efficient.methods.dot:DOTTrainer"
+    from trl_efficient.methods.dot import DOTTrainer
+
+    assert recipe.trainer_cls is DOTTrainer
     over = recipe.config_overrides
     assert (over["completion_filter"], over["loss_type"], over["epsilon_high"]) == ("dot", "dapo", 0.28)
     kwargs = over["filter_kwargs"]

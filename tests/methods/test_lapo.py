@@ -274,7 +274,9 @@ class TestTrainer:
 
 def test_recipe():
     recipe = get_recipe("lapo")
-    assert recipe.trainer_cls == "trl_efficient.methods.lapo:LAPOTrainer"
+    from trl_efficient.methods.lapo import LAPOTrainer
+
+    assert recipe.trainer_cls is LAPOTrainer
     kwargs = recipe.config_overrides["rollout_plan_kwargs"]
     assert (kwargs["band_weight"], kwargs["target_weight"], kwargs["sigma"], kwargs["band_margin"]) == (
         0.7,

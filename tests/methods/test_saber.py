@@ -388,7 +388,9 @@ def test_prepared_rows_reach_the_rewards_with_their_prompts(tiny_model_dir, tmp_
 
 def test_recipe_and_builder(tmp_path, tiny_tokenizer):
     recipe = get_recipe("saber")
-    assert recipe.prepare_dataset == "trl_efficient.methods.saber:prepare_dataset"
+    from trl_efficient.methods.saber import prepare_dataset
+
+    assert recipe.prepare_dataset is prepare_dataset
     assert recipe.config_overrides["length_scope"] == "thinking"
     assert any("not published" in line for line in recipe.proposed_defaults)
     with pytest.raises(ValueError, match="length_scope='thinking'"):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 import yaml
-from helpers import profile_with_cli, tiny_cli_args
+from helpers import gold_scripted_generation, profile_with_cli, tiny_cli_args
 
 from trl_efficient.cli import main, parse_train_args, train_main
 from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
@@ -21,6 +21,9 @@ TINY = {
     "da-dler": {"advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 6, "correct_boost": 0.1}},
     "dot": {"filter_kwargs": {"alpha": 1.0, "margin": 4}},  # G = 4: max z-score 1.5 < alpha 3 (methods.md §21)
     "gfpo": {"advantage_kwargs": {"k": 2, "metric": "shortest"}},
+    # LASER-D's monitor generates monitor_prompts x monitor_rollouts completions for real: a handful at the tiny size
+    "laser-d": {"reward_kwargs": {"laser_d": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
+    "laser-de": {"reward_kwargs": {"laser_de": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
     "gfpo-adaptive": {
         "advantage_kwargs": {
             "k_by_quartile": [4, 4, 3, 2],
@@ -114,17 +117,41 @@ def _frugal_extras(tmp_path, monkeypatch):
     return ["--recipe_kwargs", json.dumps({"estimate": True, "n": 2, "output": str(tmp_path / "rates.jsonl")})]
 
 
+# Rewards that cannot take two values in a 2-step tiny run, by construction (each with the reason); every other
+# reward of every recipe must.
+CONSTANT_IN_TWO_STEPS = {
+    # 0 on a prompt's first visit (no history yet); 2 steps of 1 prompt each visit 2 prompts once
+    ("hapo", "hapo_length_reward"),
+    # the penalty compares segment-length buckets (32 / 128 tokens) across the group; the scripted thinking parts are
+    # a few short segments, all in the first bucket
+    ("grsp", "grsp_reward"),
+}
+
 EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras, "frugal": _frugal_extras}  # need more than their YAML
 
 
 @pytest.mark.parametrize("name", RECIPES.names())
 def test_recipe_trains_two_steps_from_its_yaml(name, tmp_path, monkeypatch):
+    """2 steps from the YAML on scripted completions (the gold answer about half the time, varying lengths): every
+    reward of the recipe must take more than one value over the run, so the test proves the reward, not only the
+    wiring (a reward stuck at one value, say 0 on every row, fails here)."""
+    import math
+
     from huggingface_hub import ModelCard
 
     monkeypatch.chdir(ROOT)
     extra = EXTRAS[name](tmp_path, monkeypatch) if name in EXTRAS else []
     run = tmp_path / "run"
-    train_main(["--config", f"configs/{name}.yaml", *_tiny_args(name, run, max_completion_length=12), *extra])
+    records = gold_scripted_generation(monkeypatch, cap=128)
+    train_main(["--config", f"configs/{name}.yaml", *_tiny_args(name, run, max_completion_length=128), *extra])
     with open(run / "trl_efficient_summary.json") as f:
         assert json.load(f)["recipe"] == name
     assert f"`{name}`" in ModelCard.load(run / "README.md").text
+    assert records, "no generation batch was scored"
+    names = records[0]["names"]
+    assert len(names) == len(RECIPES.get(name).rewards)
+    for j, reward in enumerate(names):
+        if (name, reward) in CONSTANT_IN_TWO_STEPS:
+            continue
+        values = {round(row[j], 9) for rec in records for row in rec["rewards"] if not math.isnan(row[j])}
+        assert len(values) > 1, f"recipe {name!r}: reward {reward!r} took only the values {sorted(values)} in 2 steps"

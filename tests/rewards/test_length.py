@@ -93,7 +93,7 @@ class TestLengths:
 
 class TestCosineLengthReward:
     def test_paper_defaults_hand_computed(self):
-        reward = get_cosine_length_reward(max_len=100)
+        reward = get_cosine_length_reward(max_completion_length=100)
         completions = [r"\boxed{1}", r"\boxed{1}", r"\boxed{2}", r"\boxed{2}", r"\boxed{1}", r"\boxed{1}"]
         lengths = [0, 50, 0, 50, 83, 84]
         out = reward(completions=completions, solution=["1"] * 6, completion_ids=[ids(n) for n in lengths])
@@ -108,7 +108,7 @@ class TestCosineLengthReward:
         assert out == pytest.approx(expected)
 
     def test_exceed_disabled_clamps(self):
-        reward = get_cosine_length_reward(max_len=100, exceed_penalty=None)
+        reward = get_cosine_length_reward(max_completion_length=100, exceed_penalty=None)
         out = reward(completions=[r"\boxed{1}", r"\boxed{2}"], solution=["1", "1"], completion_ids=[ids(150)] * 2)
         # progress clamped at 1: correct -> min_value_correct 1 ; wrong -> max_value_wrong 0
         assert out == pytest.approx([1.0, 0.0])
@@ -125,14 +125,14 @@ class TestCosineLengthReward:
                        conv("no answer"), conv(r"\boxed{\frac{1}{3}}")]  # fmt: skip
         solution = [r"\frac{1}{3}"] * 5
         completion_ids = [ids(n) for n in (10, 37, 64, 99, 250)]
-        ours = get_cosine_length_reward(max_len=128, exceed_penalty=None, **bounds)
+        ours = get_cosine_length_reward(max_completion_length=128, exceed_penalty=None, **bounds)
         trl = get_cosine_scaled_reward(max_len=128, **bounds)
         expected = trl(completions, solution, completion_ids)
         out = ours(completions=completions, solution=solution, completion_ids=completion_ids)
         assert out == pytest.approx(expected)
 
     def test_string_and_conversational_agree(self):
-        reward = get_cosine_length_reward(max_len=100)
+        reward = get_cosine_length_reward(max_completion_length=100)
         args = dict(solution=["1", "1"], completion_ids=[ids(20), ids(40)])
         plain = reward(completions=[r"\boxed{1}", r"\boxed{3}"], **args)
         assert reward(completions=[conv(r"\boxed{1}"), conv(r"\boxed{3}")], **args) == plain
@@ -141,13 +141,13 @@ class TestCosineLengthReward:
         assert plain == pytest.approx([1 + 0.5 * (1 + math.cos(0.2 * math.pi)), -5 * (1 + math.cos(0.4 * math.pi))])
 
     def test_none_path(self):
-        reward = get_cosine_length_reward(max_len=100)
+        reward = get_cosine_length_reward(max_completion_length=100)
         # unparseable gold -> None, even when over length
         out = reward(completions=[r"\boxed{1}", r"\boxed{1}"], solution=["", None], completion_ids=[ids(5), ids(99)])
         assert out == [None, None]
 
     def test_chars_unit(self):
-        reward = get_cosine_length_reward(max_len=36, length_unit="chars")
+        reward = get_cosine_length_reward(max_completion_length=36, length_unit="chars")
         # "\boxed{1}" is 9 chars: 9 + 16 = 25 < 36 ; 1 + 0.5 * (1 + cos(pi * 9/36))
         out = reward(completions=[r"\boxed{1}"], solution=["1"], completion_ids=[ids(1000)])
         assert out == pytest.approx([1 + 0.5 * (1 + math.cos(math.pi / 4))])
@@ -156,12 +156,14 @@ class TestCosineLengthReward:
         tok = tiny_tokenizer
         token_ids = tok.encode(THINK_TEXT, add_special_tokens=False)
         k = LengthMeter("tokens", "thinking", tok)(THINK_TEXT, token_ids)
-        reward = get_cosine_length_reward(max_len=100, exceed_penalty=None, length_scope="thinking", tokenizer=tok)
+        reward = get_cosine_length_reward(
+            max_completion_length=100, exceed_penalty=None, length_scope="thinking", tokenizer=tok
+        )
         out = reward(completions=[THINK_TEXT], solution=["42"], completion_ids=[token_ids])
         assert out == pytest.approx([1 + 0.5 * (1 + math.cos(math.pi * k / 100))])
 
     def test_pickle_kwargs_name(self):
-        reward = get_cosine_length_reward(max_len=100)
+        reward = get_cosine_length_reward(max_completion_length=100)
         clone = pickle.loads(pickle.dumps(reward))
         args = dict(completions=[r"\boxed{1}", r"\boxed{0}"], solution=["1", "1"], completion_ids=[ids(50), ids(50)],
                     trainer_state=None, log_metric=None, log_extra=None, unused_column=["a", "b"])  # fmt: skip
@@ -171,12 +173,14 @@ class TestCosineLengthReward:
     @pytest.mark.parametrize(
         ("kwargs", "match"),
         [
-            ({"max_len": 0}, "max_len"),
-            ({"max_len": 10.5}, "max_len"),
-            ({"max_len": 100, "min_value_wrong": "x"}, "min_value_wrong"),
-            ({"max_len": 100, "exceed_penalty": float("nan")}, "exceed_penalty"),
-            ({"max_len": 100, "length_unit": "words"}, "length_unit"),
-            ({"max_len": 100, "length_scope": "thinking"}, "tokenizer="),
+            ({"max_completion_length": 0}, "max_completion_length"),
+            ({"max_completion_length": 10.5}, "max_completion_length"),
+            ({"max_completion_length": 100, "min_value_wrong": "x"}, "min_value_wrong"),
+            ({"max_completion_length": 100, "exceed_penalty": float("nan")}, "exceed_penalty"),
+            ({"max_completion_length": 100, "length_unit": "words"}, "length_unit"),
+            ({"max_completion_length": 100, "length_scope": "thinking"}, "tokenizer="),
+            ({}, "max_completion_length is required"),
+            ({"max_completion_length": 100, "max_len": 100}, "not both"),
         ],
     )
     def test_bad_args(self, kwargs, match):
@@ -184,20 +188,34 @@ class TestCosineLengthReward:
             get_cosine_length_reward(**kwargs)
 
 
+class TestCapName:
+    """One name for the completion cap across factories (`max_completion_length`, TRL's config field); the old names
+    still work for a release, with a FutureWarning."""
+
+    def test_old_names_are_deprecated_aliases(self):
+        with pytest.warns(FutureWarning, match="`max_len` is deprecated"):
+            old = get_cosine_length_reward(max_len=100)
+        with pytest.warns(FutureWarning, match="`max_completion_len` is deprecated"):
+            old_soft = get_soft_overlong_reward(max_completion_len=100, soft_punish_cache=20)
+        args = dict(completions=[r"\boxed{1}"], solution=["1"], completion_ids=[ids(90)])
+        assert old(**args) == get_cosine_length_reward(max_completion_length=100)(**args)
+        assert old_soft(**args) == get_soft_overlong_reward(max_completion_length=100, soft_punish_cache=20)(**args)
+
+
 class TestSoftOverlongReward:
     def test_hand_computed(self):
-        reward = get_soft_overlong_reward(max_completion_len=100, soft_punish_cache=20)
+        reward = get_soft_overlong_reward(max_completion_length=100, soft_punish_cache=20)
         # 70 <= 80 -> 0 ; 90 in (80, 100] -> (80 - 90) / 20 = -0.5 ; 100 -> (80 - 100) / 20 = -1 ; 110 > 100 -> -1
         out = reward(completions=["a"] * 4, completion_ids=[ids(70), ids(90), ids(100), ids(110)])
         assert out == [0.0, -0.5, -1.0, -1.0]
 
     def test_chars_and_conversational(self):
-        reward = get_soft_overlong_reward(max_completion_len=10, soft_punish_cache=4, length_unit="chars")
+        reward = get_soft_overlong_reward(max_completion_length=10, soft_punish_cache=4, length_unit="chars")
         # 6 chars -> 0 ; 8 chars -> (6 - 8) / 4 = -0.5
         assert reward(completions=[conv("abcdef"), "abcdefgh"], completion_ids=[ids(99), ids(99)]) == [0.0, -0.5]
 
     def test_zero_cache(self):
-        reward = get_soft_overlong_reward(max_completion_len=10, soft_punish_cache=0)
+        reward = get_soft_overlong_reward(max_completion_length=10, soft_punish_cache=0)
         assert reward(completions=["a", "b"], completion_ids=[ids(10), ids(11)]) == [0.0, -1.0]
 
     def test_pickle_kwargs_name(self):
@@ -209,7 +227,7 @@ class TestSoftOverlongReward:
 
     @pytest.mark.parametrize(
         ("args", "match"),
-        [((0, 0), "max_completion_len"), ((100, 101), "soft_punish_cache"), ((100, -1), "soft_punish_cache")],
+        [((0, 0), "max_completion_length"), ((100, 101), "soft_punish_cache"), ((100, -1), "soft_punish_cache")],
     )
     def test_bad_args(self, args, match):
         with pytest.raises(ValueError, match=match):

@@ -113,3 +113,32 @@ def check_keywords(
     unknown = sorted(set(kwargs) - valid)
     if unknown:
         raise ValueError(f"{field_name}: unknown argument(s) {unknown} for {what}; valid names: {sorted(valid)}.")
+
+
+def renamed_argument(new_name: str, new_value: Any, old_name: str, old_value: Any, removal: str = "0.3.0") -> Any:
+    """The value of an argument renamed from `old_name` to `new_name`: the old name still works, with a
+    `FutureWarning` giving the removal version (TRL's convention); both at once, or neither, is an error.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     renamed_argument("max_completion_length", None, "max_len", 100)
+    100
+    >>> str(caught[0].message)
+    '`max_len` is deprecated and will be removed in 0.3.0: use `max_completion_length`.'
+    >>> renamed_argument("max_completion_length", None, "max_len", None)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_completion_length is required.
+    """
+    import warnings
+
+    if old_value is not None:
+        if new_value is not None:
+            raise ValueError(f"pass {new_name} only ({old_name} is its deprecated name), not both.")
+        warnings.warn(f"`{old_name}` is deprecated and will be removed in {removal}: use `{new_name}`.",
+                      FutureWarning, stacklevel=3)  # fmt: skip
+        return old_value
+    if new_value is None:
+        raise ValueError(f"{new_name} is required.")
+    return new_value

@@ -1,12 +1,29 @@
-"""Method families that need more than a reward (advantage estimators, filters, rollout plans, trainer subclasses).
+"""Method families that need more than a reward (advantage estimators, filters, rollout plans, prompt samplers,
+trainer subclasses).
 
-Each module registers its parts in the registries of `trl_efficient.trainer` on import; all modules of this package
-are imported here, so a config naming e.g. `advantage_estimator: hbpo` validates as soon as `trl_efficient` is
-imported.
+Each module registers its parts in the registries of `trl_efficient.trainer` when it is imported; this file imports
+every one of them, explicitly: the one place the method layer registers. `import trl_efficient.methods` (done by
+`trl_efficient.recipes` and the `trl-efficient` command) is what makes a config naming e.g. `advantage_estimator:
+hbpo` validate. A new method module is added to the list below.
 """
 
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+from . import (  # noqa: F401
+    asrr,
+    budgetthinker,
+    canon,
+    curriculum,
+    dler,
+    dot,
+    drpo,
+    entropy,
+    frugal,
+    gfpo,
+    hbpo,
+    lapo,
+    laser,
+    lead,
+    o1_pruner,
+    pear,
+    saber,
+    sar,
+)

@@ -40,6 +40,7 @@ from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import BudgetControlProcessor, add_budget_tokens
 from ..trainer import EfficientGRPOTrainer
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment, RolloutPlan, TargetLengthRolloutPlan
+from ..trainer.trl_internals import metric_buffer
 
 __all__ = ["BUDGETS_BY_EPOCH", "FINAL_CHOICES", "BudgetThinkerRolloutPlan", "BudgetThinkerTrainer"]
 
@@ -185,7 +186,7 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
         )
         self.mask_completion_tokens(output, control)
         mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["budgetthinker/control_tokens_mean"].append(
+        metric_buffer(self, mode)["budgetthinker/control_tokens_mean"].append(
             gather(control.sum(dim=1).float()).mean().item()
         )
 

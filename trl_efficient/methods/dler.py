@@ -29,13 +29,14 @@ import math
 
 import datasets
 import torch
-from accelerate.utils import gather, gather_object
+from accelerate.utils import gather_object
 
 from ..core.checks import check_number as _check_number
 from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
+from ..trainer.trl_internals import metric_buffer, num_items_in_batch, remove_unused_columns
 
 logger = logging.getLogger(__name__)
 
@@ -488,7 +489,7 @@ class DLERTrainer(EfficientGRPOTrainer):
                     "generation batch, not the refilled one; use scale_rewards='group' or a registered estimator."
                 )
             if isinstance(dataset, datasets.Dataset):  # as Trainer._get_dataloader does for the main dataloader
-                dataset = self._remove_unused_columns(dataset, description="training")
+                dataset = remove_unused_columns(self, dataset, "training")
             self._refill_dataset = dataset
             self.refill_sampler = RefillSampler(len(self._refill_dataset), seed=self.args.seed)
             self.stateful_components[state_key(self.refill_sampler)] = self.refill_sampler
@@ -527,7 +528,7 @@ class DLERTrainer(EfficientGRPOTrainer):
         selection = select_groups([p[2] for p in parts], need)
         batch, output = self._assemble(parts, selection, n)
         self.group_stage(batch, output)
-        metrics = self._metrics["train"]
+        metrics = metric_buffer(self, "train")
         metrics["trl_efficient/dynamic_sampling/generation_batches"].append(float(len(parts)))
         metrics["trl_efficient/dynamic_sampling/informative_fraction"].append(parts[0][2].float().mean().item())
         metrics["trl_efficient/dynamic_sampling/shortfall_groups"].append(float(max(need - found, 0)))
@@ -584,10 +585,7 @@ class DLERTrainer(EfficientGRPOTrainer):
             mine = r // sizes[k] == rank
             rows.append(self._row_payload(parts[k][1], r - rank * sizes[k], kinds[k]) if mine else received[(k, r)])
         output = self._stack_rows(rows, kinds[0], parts[0][1])
-        loss_mask = output["completion_mask"]
-        if "tool_mask" in output:
-            loss_mask = loss_mask * output["tool_mask"]
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        output["num_items_in_batch"] = num_items_in_batch(output)
         return batch, output
 
     def _row_kinds(self, output: dict) -> dict:
@@ -648,7 +646,7 @@ class DLERTrainer(EfficientGRPOTrainer):
             return None
         threshold, truncate_to = self.difficulty_truncation
         cuts = difficulty_cut_lengths(batch.correct, batch.lengths, batch.group_size, threshold, truncate_to)
-        self._metrics["train"]["trl_efficient/da_dler/cut_fraction"].append(float((cuts > 0).float().mean()))
+        metric_buffer(self, "train")["trl_efficient/da_dler/cut_fraction"].append(float((cuts > 0).float().mean()))
         return cuts
 
     def _apply_cuts(self, output: dict, cuts: list[int]) -> None:
@@ -656,5 +654,4 @@ class DLERTrainer(EfficientGRPOTrainer):
         for i, c in enumerate(cuts):
             if c:
                 mask[i, c:] = 0
-        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        output["num_items_in_batch"] = num_items_in_batch(output)

@@ -32,6 +32,7 @@ import torch
 from ..core.checks import check_number as _check_number
 from ..core.state import StatefulComponent
 from ..trainer import COMPLETION_FILTERS, GroupBatch
+from ..trainer.trl_internals import metric_buffer
 from .dler import DADLERAdvantage, DLERTrainer, DynamicSamplingFilter
 
 logger = logging.getLogger(__name__)
@@ -284,7 +285,7 @@ class DOTTrainer(DLERTrainer):
         """DOT's cut (`dot_cut_lengths`) on the gathered batch, with its metrics."""
         cuts = self.dot.cut_lengths(batch)
         acc = batch.group_accuracy()
-        metrics = self._metrics["train"]
+        metrics = metric_buffer(self, "train")
         metrics["trl_efficient/dot/cut_fraction"].append(float((cuts > 0).float().mean()))
         metrics["trl_efficient/dot/easy_group_fraction"].append(
             float((torch.nan_to_num(acc, nan=-1.0) >= self.dot.success_threshold).float().mean())
@@ -310,7 +311,7 @@ class DOTTrainer(DLERTrainer):
         """Record this step's pass rate (informative groups / groups generated, after truncation) in the window."""
         total = sum(len(m) for m in informative)
         rate = sum(int(m.sum()) for m in informative) / total if total else 0.0
-        metrics = self._metrics["train"]
+        metrics = metric_buffer(self, "train")
         metrics["trl_efficient/dot/oversample_factor"].append(self.dot.window.factor())  # the factor this step used
         metrics["trl_efficient/dot/pass_rate"].append(rate)
         self.dot.window.record(rate)

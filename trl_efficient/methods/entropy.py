@@ -38,6 +38,7 @@ from accelerate.utils import gather_object
 
 from ..trainer import EfficientGRPOTrainer, GroupBatch
 from ..trainer.forward import completion_forward
+from ..trainer.trl_internals import metric_buffer
 
 __all__ = ["ENTROPY_COLUMN", "ENTROPY_DECIMALS", "TokenEntropyTrainer", "mean_entropy", "token_entropy"]
 
@@ -125,5 +126,5 @@ class TokenEntropyTrainer(EfficientGRPOTrainer):
             self._entropy_global = None
             if values.numel() == batch.num_rows:
                 batch.extras[ENTROPY_COLUMN] = values
-                self._metrics[batch.mode]["trl_efficient/mean_token_entropy"].append(values.mean().item())
+                metric_buffer(self, batch.mode)["trl_efficient/mean_token_entropy"].append(values.mean().item())
         super().run_stages(batch, output)

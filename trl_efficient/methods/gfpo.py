@@ -38,6 +38,7 @@ import torch
 from ..core.checks import check_number as _check_number
 from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
+from ..trainer.trl_internals import metric_buffer
 
 __all__ = [
     "GFPO_METRICS",
@@ -348,4 +349,4 @@ class GFPOTrainer(EfficientGRPOTrainer):
         super().log_group_metrics(batch, output)
         k = getattr(self.advantage_estimator, "last_k", None)
         if k is not None:
-            self._metrics[batch.mode]["trl_efficient/gfpo/mean_k"].append(k.float().mean().item())
+            metric_buffer(self, batch.mode)["trl_efficient/gfpo/mean_k"].append(k.float().mean().item())

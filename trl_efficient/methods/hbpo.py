@@ -40,6 +40,7 @@ from ..trainer.advantages import ADVANTAGE_ESTIMATORS, group_zscore
 from ..trainer.group import GroupBatch
 from ..trainer.rollout import ROLLOUT_PLANS, BudgetRolloutPlan
 from ..trainer.trainer import EfficientGRPOTrainer
+from ..trainer.trl_internals import metric_buffer
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +263,7 @@ class HBPOTrainer(EfficientGRPOTrainer):
             )
 
     def _log_hbpo_metrics(self, batch: GroupBatch, trainer) -> None:
-        metrics = self._metrics[batch.mode]
+        metrics = metric_buffer(self, batch.mode)
         total = batch.total_reward()
         for b, value in batch.subgroup_means("budget", total).items():
             if value == value:

@@ -50,6 +50,7 @@ from ..trainer.group import GroupBatch
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment, RolloutPlan
 from ..trainer.state import STATE_FILE
 from ..trainer.trainer import EfficientGRPOTrainer
+from ..trainer.trl_internals import metric_buffer
 
 __all__ = ["LAPOMemory", "LAPORolloutPlan", "LAPOTrainer", "lapo_settings"]
 
@@ -223,5 +224,5 @@ class LAPOTrainer(EfficientGRPOTrainer):
         super().log_group_metrics(batch, output)
         stages = batch.metadata.get("lapo_stage")
         if stages:
-            self._metrics[batch.mode]["trl_efficient/lapo_stage"].append(float(stages[0]))
-        self._metrics[batch.mode]["trl_efficient/lapo_memory_size"].append(float(len(self.lapo_memory.targets)))
+            metric_buffer(self, batch.mode)["trl_efficient/lapo_stage"].append(float(stages[0]))
+        metric_buffer(self, batch.mode)["trl_efficient/lapo_memory_size"].append(float(len(self.lapo_memory.targets)))

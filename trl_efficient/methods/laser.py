@@ -45,6 +45,7 @@ from ..core.lengths import LengthMeter, completion_text
 from ..core.state import StatefulComponent
 from ..rewards.group import GroupLengthReward, _check_num_generations
 from ..rewards.length import laser_formatted, laser_step
+from ..trainer.trl_internals import metric_buffer
 
 logger = logging.getLogger(__name__)
 
@@ -441,7 +442,7 @@ class LaserMonitor(TrainerCallback, StatefulComponent):
         return True
 
     def _log(self) -> None:
-        metrics = self.trainer._metrics["train"]  # TRL's metric buffer, averaged and flushed at each log
+        metrics = metric_buffer(self.trainer, "train")  # TRL's metric buffer, averaged and flushed at each log
         for bucket in BUCKETS:
             if self.targets[bucket] is not None:
                 metrics[f"trl_efficient/laser_d/target_{bucket}"].append(float(self.targets[bucket]))

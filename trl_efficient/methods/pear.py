@@ -25,6 +25,7 @@ import torch
 
 from ..core.lengths import THINK_CLOSE
 from ..rewards.pear import PEAR_COLUMNS
+from ..trainer.trl_internals import metric_buffer, trl_tokenizer
 from .entropy import ENTROPY_DECIMALS, TokenEntropyTrainer, mean_entropy
 
 __all__ = ["PEARTrainer", "phase_entropies", "think_token_count"]
@@ -76,12 +77,12 @@ class PEARTrainer(TokenEntropyTrainer):
         columns = super().entropy_columns(completion_ids_list, entropies)
 
         def decode(ids):
-            return self._tokenizer.decode(ids, skip_special_tokens=False)
+            return trl_tokenizer(self).decode(ids, skip_special_tokens=False)
 
         pairs = [phase_entropies(e, think_token_count(ids, decode)) for ids, e in zip(completion_ids_list, entropies)]
         columns[PEAR_COLUMNS[0]] = [think for think, _ in pairs]
         columns[PEAR_COLUMNS[1]] = [answer for _, answer in pairs]
-        metrics = self._metrics["train" if self.model.training else "eval"]  # this process's rows
+        metrics = metric_buffer(self, "train" if self.model.training else "eval")  # this process's rows
         for key, values in zip(("pear/think_entropy", "pear/answer_entropy"), zip(*pairs)) if pairs else ():
             metrics[key].append(sum(values) / len(values))
         return columns

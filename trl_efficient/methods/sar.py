@@ -47,6 +47,7 @@ import torch
 from ..rewards.sar import SAR_COLUMN, SAR_MODELS, sar_score
 from ..trainer import EfficientGRPOTrainer
 from ..trainer.forward import completion_forward
+from ..trainer.trl_internals import metric_buffer, tokenize_prompts, trl_tokenizer
 
 __all__ = ["SAR_LOG_PPL_COLUMNS", "SARTrainer", "mean_nll", "standalone_messages"]
 
@@ -186,9 +187,9 @@ class SARTrainer(EfficientGRPOTrainer):
         key = json.dumps(messages, sort_keys=True, default=str)
         ids = self._sar_standalone_cache.get(key)
         if ids is None:
-            ids = list(self._tokenize_prompts([messages if messages is not None else ""])[0][0])
+            ids = list(tokenize_prompts(self, [messages if messages is not None else ""])[0][0])
             if not ids:
-                tok = self._tokenizer
+                tok = trl_tokenizer(self)
                 start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
                 if start is None:
                     raise ValueError("SAR's empty standalone prompt needs a BOS or EOS token in the tokenizer.")
@@ -240,7 +241,7 @@ class SARTrainer(EfficientGRPOTrainer):
             {**row, SAR_COLUMN: s, SAR_LOG_PPL_COLUMNS[0]: qa, SAR_LOG_PPL_COLUMNS[1]: a}
             for row, s, qa, a in zip(inputs, scores, qa_col, a_col, strict=True)
         ]
-        metrics = self._metrics["train" if self.model.training else "eval"]  # this process's rows
+        metrics = metric_buffer(self, "train" if self.model.training else "eval")  # this process's rows
         scored = [i for i, n in enumerate(widths) if n > 0]
         if scored:
             for key, values in (("sar/score", scores), ("sar/log_ppl_qa", qa_col), ("sar/log_ppl_a", a_col)):

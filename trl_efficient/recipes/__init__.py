@@ -1,9 +1,27 @@
-"""Recipe registry. `registry.py` holds the registry and the core recipes; every other module of this package
-(one per method family) registers its recipes on import, and all of them are imported here."""
+"""Recipe registry. `registry.py` holds the registry (`Recipe`, reward builders) and the core recipes; each other
+module registers one method family's recipes when it is imported, and this file imports every one of them,
+explicitly: the one place the recipe layer registers. Importing this package also registers the method layer
+(`trl_efficient.methods`), whose parts the recipes name. A new family module is added to the list below."""
 
-import importlib
-import pkgutil
-
+from .. import methods  # noqa: F401  (the method layer's registrations: estimators, filters, plans, samplers)
+from . import (  # noqa: F401
+    adaptive,
+    advantage,
+    bingo,
+    budget,
+    budgetthinker,
+    curriculum,
+    dler,
+    dot,
+    entropy,
+    lapo,
+    laser,
+    o1_pruner,
+    sampling,
+    sar,
+    solve_rate,
+    steps,
+)
 from .registry import (
     RECIPES,
     REWARD_BUILDERS,
@@ -15,10 +33,6 @@ from .registry import (
     register_recipe,
     register_reward_builder,
 )
-
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name != "registry":
-        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "RECIPES",

@@ -1,5 +1,5 @@
-"""Recipes of the advantage family: GFPO, adaptive GFPO, DA-DLER, DRPO, GRPO-LEAD, CANON and GDPO (DLER itself is in
-`registry.py`), with the reward builders they need (`lead`, `gdpo_length`). User guide: `docs/advantage-methods.md`.
+"""Recipes of the advantage family: GFPO, adaptive GFPO, DRPO, GRPO-LEAD, CANON and GDPO (DLER and DA-DLER are in
+`dler.py`), with the reward builders they need (`lead`, `gdpo_length`). User guide: `docs/advantage-methods.md`.
 
 Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
 """
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..methods.drpo import DRPOTrainer
+from ..methods.gfpo import GFPOTrainer
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import RecipeScale, scale_free
 
 
 def _length_kwargs(args, tokenizer) -> dict:
@@ -50,9 +53,21 @@ _GFPO_BASE = {
     "loss_type": "dapo",
 }
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _gfpo_scale(name: str, extra: str = ""):
+    def build(cap: int, steps: int) -> RecipeScale:
+        return RecipeScale(name, f"G = 16 (paper: sample 16, keep k <= 8{extra}); lengths: none", num_generations=16)
+
+    return build
+
+
 register_recipe(
     Recipe(
         name="gfpo",
+        testbed_scale=_gfpo_scale("gfpo", ", Shortest 8/16"),
         method="GFPO (Shortest k/G)",
         description="Sample G, keep the k shortest per group, advantages over the kept set, the rest masked (§13).",
         rewards=(RewardSpec("correctness"),),
@@ -66,12 +81,13 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer_cls="trl_efficient.methods.gfpo:GFPOTrainer",
+        trainer_cls=GFPOTrainer,
     )
 )
 register_recipe(
     Recipe(
         name="gfpo-adaptive",
+        testbed_scale=_gfpo_scale("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
         method="Adaptive-Difficulty GFPO",
         description="GFPO with k per group from the quartiles of a streaming digest of prompt mean rewards (§13).",
         rewards=(RewardSpec("correctness"),),
@@ -92,41 +108,13 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer_cls="trl_efficient.methods.gfpo:GFPOTrainer",
-    )
-)
-register_recipe(
-    Recipe(
-        name="da-dler",
-        method="DA-DLER (difficulty-aware truncation, proposed)",
-        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
-        rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
-        config_overrides={
-            "advantage_estimator": "da_dler",
-            # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it
-            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.1},
-            "completion_filter": "dynamic_sampling",
-            "filter_kwargs": {
-                "max_generation_batches": 4,
-                "on_shortfall": "mask",
-            },  # proposed (DLER's script: no limit)
-            "correctness_reward": "dler_truncation_reward",
-            "max_completion_length": 4000,  # §4 [code]: truncation at 4000 for every group that is not cut to 2000
-            "epsilon_high": 0.28,
-            "loss_type": "dapo",
-            "mask_truncated_completions": False,
-        },
-        proposed_defaults=(
-            "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
-            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
-        ),
-        trainer_cls="trl_efficient.methods.dler:DLERTrainer",
+        trainer_cls=GFPOTrainer,
     )
 )
 register_recipe(
     Recipe(
         name="drpo",
+        testbed_scale=scale_free("drpo", "length normaliser C = max_completion_length"),
         method="DRPO (advantage-level, exact at the sampling policy)",
         description="Correct responses weighted by a softmax of 1 - L/C within the correct set, wrong ones by a "
         "softmax of their scores; TRL's grpo loss then has DRPO's gradient (§16).",
@@ -144,12 +132,13 @@ register_recipe(
             "DRPO length normaliser C = max_completion_length",
             "DRPO as an advantage-level formulation (exact when one optimizer step per generation batch)",
         ),
-        trainer_cls="trl_efficient.methods.drpo:DRPOTrainer",
+        trainer_cls=DRPOTrainer,
     )
 )
 register_recipe(
     Recipe(
         name="grpo-lead",
+        testbed_scale=scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
         method="GRPO-LEAD",
         description="Length-shaped accuracy within the group's correct answers, -1 for wrong, difficulty-aware "
         "advantage reweighting (§15).",
@@ -170,6 +159,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon",
+        testbed_scale=scale_free("canon", "length halves of the group"),
         method="CANON (length-conditioned advantages)",
         description="Each response compared with the mean reward of the other length half of its group (§26).",
         rewards=(RewardSpec("correctness"),),
@@ -187,6 +177,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="gdpo",
+        testbed_scale=scale_free("gdpo", "length limit = max_completion_length / 2"),
         method="GDPO (TRL's normalize_then_sum) with a correctness-gated length reward",
         description="Correctness and 1[correct and L <= max_completion_length/2], each z-scored per group, summed, "
         "batch z-scored (§5).",

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..rewards.bingo import get_bingo_length_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import BASE_MODEL_PLACEHOLDER, RecipeScale
 
 DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
 SCORER_ENV = "TRL_EFFICIENT_BINGO_SCORER"
@@ -110,9 +111,30 @@ register_reward_builder(
     ),
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _bingo_scale(cap: int, steps: int) -> RecipeScale:
+    start, window = max(1, steps // 4), max(2, steps // 8)
+    return RecipeScale(
+        "bingo",
+        "lengths relative to the frozen reference (scale-free); scorer = self-information under the testbed base "
+        f"model (offline, no LLMLingua-2 download); schedule 50/10 steps -> {start}/{window} (1/4 and 1/8 of the "
+        "steps)",
+        recipe_kwargs={
+            "scorer": f"self-information:{BASE_MODEL_PLACEHOLDER}",
+            "schedule_start": start,
+            "schedule_window": window,
+            "reference_batch_size": 64,
+        },
+    )
+
+
 register_recipe(
     Recipe(
         name="bingo",
+        testbed_scale=_bingo_scale,
         method="Bingo (significance-aware and dynamic length reward)",
         description=(
             "Correctness + Bingo shaping: correct answers lose reward for insignificant (LLMLingua-2) tokens beyond a "
@@ -122,7 +144,7 @@ register_recipe(
         # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
         rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
         papers=("2506.08125",),
-        prepare_dataset="trl_efficient.recipes.bingo:prepare_bingo",
+        prepare_dataset=prepare_bingo,
         proposed_defaults=(
             "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",
             "reference: K=4 responses of the frozen initial policy per prompt, generated once and cached (the paper "

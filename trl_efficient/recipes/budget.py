@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.hbpo import hbpo_settings
+from ..methods.hbpo import HBPOTrainer, hbpo_settings
 from ..methods.saber import SABER_PROFILE_ENV
+from ..methods.saber import prepare_dataset as prepare_saber_dataset
 from ..prompts import (
     BUDGET_PROMPT,
     HBPO_BUDGETS,
@@ -30,6 +31,7 @@ from ..rewards.budget import (
     get_saber_reward,
 )
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import RecipeScale, scale_length, scale_per_token
 
 
 def build_hbpo_reward(args, tokenizer, **kwargs) -> Callable:
@@ -79,9 +81,42 @@ register_reward_builder(
 )
 
 
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _hbpo_scale(cap: int, steps: int) -> RecipeScale:
+    from ..rewards.budget import HBPO_ALPHA, HBPO_BETA, HBPO_L_MAX
+
+    paper = HBPO_L_MAX  # 4096
+    budgets = [scale_length(b, cap, paper) for b in HBPO_BUDGETS]
+    kwargs = {"beta": HBPO_BETA, "alpha": scale_per_token(HBPO_ALPHA, cap, paper), "l_max": cap, "variant": "paper"}
+    return RecipeScale(
+        "hbpo",
+        f"lengths x cap/{paper}: budgets {list(HBPO_BUDGETS)} -> {budgets}, l_max {paper} -> {cap}; alpha "
+        f"1/{paper} -> 1/{cap}; beta {HBPO_BETA:g} kept; G = 16 (4 rollouts per budget, paper)",
+        config={"budgets": budgets, "advantage_kwargs": kwargs},
+        num_generations=16,
+    )
+
+
+def _saber_scale(cap: int, steps: int) -> RecipeScale:
+    from ..prompts import SABER_TIERS
+
+    paper = SABER_TIERS[-1]  # 16384: the deepest tier
+    tiers = [scale_length(t, cap, paper, minimum=16) for t in SABER_TIERS]
+    return RecipeScale(
+        "saber",
+        f"tiers x cap/{paper} (largest tier = cap), at least 16 (the NoThink limit): {list(SABER_TIERS)} -> {tiers}; "
+        "profile = the base model on the testbed training set",
+        recipe_kwargs={"tiers": tiers},
+        needs=("saber_profile",),
+    )
+
+
 register_recipe(
     Recipe(
         name="hbpo",
+        testbed_scale=_hbpo_scale,
         method="HBPO (hierarchical budget policy optimization)",
         description=(
             "Budget subgroups 512/1024/2048/2560 per prompt via an assistant prefill, budget-aware cosine reward, "
@@ -113,7 +148,7 @@ register_recipe(
             f'start the assistant turn with "{HBPO_TEMPLATE.format(budget="{b}")}"; for the paper\'s '
             f'efficiency prompting, with "{HBPO_MINIMAL_PROMPT}".'
         ),
-        trainer_cls="trl_efficient.methods.hbpo:HBPOTrainer",
+        trainer_cls=HBPOTrainer,
     )
 )
 
@@ -126,6 +161,7 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
+        testbed_scale=_saber_scale,
         method="SABER (switchable and balanced budget tiers)",
         description=(
             "Base-model profile -> per-example budget tier (128/4096/16384/unlimited) in the system prompt, 10% "
@@ -144,7 +180,7 @@ register_recipe(
             "SABER modes: NoThink = empty think block, FastThink = 128, CoreThink = 4096, DeepThink = 16384 tokens",
         ),
         usage=_saber_usage(),
-        prepare_dataset="trl_efficient.methods.saber:prepare_dataset",
+        prepare_dataset=prepare_saber_dataset,
     )
 )
 

@@ -6,11 +6,35 @@ Values taken from the paper or its code cite methods.md; our own choices are lis
 
 from __future__ import annotations
 
+from ..methods.dot import DOTTrainer
 from .registry import Recipe, RewardSpec, register_recipe
+from .scale import RecipeScale, scale_length
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _dot_scale(cap: int, steps: int) -> RecipeScale:
+    paper, margin, window = 4096, 32, 20  # methods.md §21: DOT-4K, m = 32 tokens, 20-step pass-rate window
+    alpha = 1.5
+    return RecipeScale(
+        "dot",
+        f"lengths x cap/{paper}: m {margin} -> {scale_length(margin, cap, paper)}; window {window} -> "
+        f"{max(2, steps // 4)} steps (1/4 of the run); alpha 3 -> {alpha} (with G = 8 no sample's z-score can exceed "
+        "(G-1)/sqrt(G) = 2.47, so alpha = 3 never cuts; 1.5 is the paper's alpha / max z at G = 32, 3/5.48, x 2.47)",
+        config={
+            "filter_kwargs": {
+                "margin": scale_length(margin, cap, paper),
+                "alpha": alpha,
+                "history_window": max(2, steps // 4),
+            }
+        },
+    )
+
 
 register_recipe(
     Recipe(
         name="dot",
+        testbed_scale=_dot_scale,
         method="DOT (outlier truncation, re-scoring, predictive dynamic sampling)",
         description="In all-correct groups, responses longer than mean + 3 std by >= 32 tokens are cut there and "
         "re-scored; zero-variance groups are refilled with a predicted oversampling factor (§21).",
@@ -38,6 +62,6 @@ register_recipe(
             "predictive oversampling as one refill pass of floor(B*f) - B prompts after the dataloader's batch, only "
             "when that batch falls short (at most 2 generation batches); a shortfall is masked, not padded",
         ),
-        trainer_cls="trl_efficient.methods.dot:DOTTrainer",
+        trainer_cls=DOTTrainer,
     )
 )

@@ -7,8 +7,11 @@ Values taken from a paper or its code cite methods.md; our own choices are liste
 
 from __future__ import annotations
 
+from ..methods.entropy import TokenEntropyTrainer
+from ..methods.pear import PEARTrainer
 from ..rewards.pear import get_pear_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import scale_free
 
 register_reward_builder(
     "pear",
@@ -20,9 +23,13 @@ register_reward_builder(
     ),
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
 register_recipe(
     Recipe(
         name="pear",
+        testbed_scale=scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
         method="PEAR (phase entropy aware reward)",
         description="Correctness minus 0.5 * max(0, H_think - H_answer), the policy's mean token entropies of the "
         "thinking and answer phases at generation time (§29).",
@@ -35,12 +42,13 @@ register_recipe(
             "phase has mean entropy 0",
             "entropies from one extra no-grad forward pass at generation time (the policy before the update)",
         ),
-        trainer_cls="trl_efficient.methods.pear:PEARTrainer",
+        trainer_cls=PEARTrainer,
     )
 )
 register_recipe(
     Recipe(
         name="canon-entropy",
+        testbed_scale=scale_free("canon-entropy", "mean-token-entropy halves of the group"),
         method="CANON (entropy-conditioned advantages)",
         description="Each response compared with the mean reward of the other mean-token-entropy half of its group "
         "(§26).",
@@ -65,6 +73,6 @@ register_recipe(
             "mean token entropy from one extra no-grad forward pass at generation time, rounded to 1e-4 nats; ties "
             "break stably by index",
         ),
-        trainer_cls="trl_efficient.methods.entropy:TokenEntropyTrainer",
+        trainer_cls=TokenEntropyTrainer,
     )
 )

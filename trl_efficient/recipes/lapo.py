@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.lapo import lapo_settings
+from ..methods.lapo import LAPOTrainer, lapo_settings
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import get_lapo_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import RecipeScale, revisit_tasks, scale_length
 
 
 def build_lapo_reward(args, tokenizer, **kwargs) -> Callable:
@@ -43,9 +44,31 @@ register_reward_builder(
     ),
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _lapo_scale(cap: int, steps: int) -> RecipeScale:
+    paper = 4096  # methods.md §28: max generation 4096
+    kwargs = {
+        "unknown_length": cap,
+        "band_margin": scale_length(100, cap, paper),
+        "sigma": scale_length(120, cap, paper),
+    }
+    return RecipeScale(
+        "lapo",
+        f"lengths x cap/{paper}: unknown target {paper} -> {cap}, band fall-off 100 -> {kwargs['band_margin']}, "
+        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {revisit_tasks(steps)} tasks so that each prompt's "
+        "stage-1 record is used in stage 2 (about 2 visits per stage)",
+        config={"rollout_plan_kwargs": kwargs},
+        num_train=revisit_tasks(steps),
+    )
+
+
 register_recipe(
     Recipe(
         name="lapo",
+        testbed_scale=_lapo_scale,
         method="LAPO (length-adaptive policy optimization, two stages)",
         description=(
             "Stage 1 (first half of max_steps): R = acc + 0.7 len_reward in the group's [P30, P70] correct-length "
@@ -80,7 +103,7 @@ register_recipe(
             "Prompt as in training. For a chosen budget L, start the assistant turn with "
             f'"{LAPO_TEMPLATE.format(length="{L}")}"; without it the model picks its own length.'
         ),
-        trainer_cls="trl_efficient.methods.lapo:LAPOTrainer",
+        trainer_cls=LAPOTrainer,
     )
 )
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from ..core.lengths import LengthMeter
 from ..methods.laser import LaserMonitor, get_laser_d_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import RecipeScale, scale_length
 
 _MONITOR_KEYS = (
     "monitor_interval",
@@ -91,9 +92,35 @@ _PROPOSED = (
     "LASER-D monitor generation with transformers generate (also under use_vllm)",
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _laser_d_scale(name: str):
+    def build(cap: int, steps: int) -> RecipeScale:
+        paper, lower, step = 16384, 2048, 1024  # methods.md §7: context 16384, grid lb 2048, step 1024
+        interval = max(1, steps // 8)
+        kwargs = {
+            "grid_lower": scale_length(lower, cap, paper),
+            "grid_step": scale_length(step, cap, paper),
+            "monitor_interval": interval,
+            "monitor_prompts": 32,
+        }
+        return RecipeScale(
+            name,
+            f"lengths x cap/{paper} (context): grid {lower}, {lower + step}, ... -> {kwargs['grid_lower']}, "
+            f"{kwargs['grid_lower'] + kwargs['grid_step']}, ... up to the cap; monitor every 20 steps -> every "
+            f"{interval} (1/8 of the run), 500 prompts x 8 -> 32 x 8",
+            reward_kwargs={name.replace("-", "_"): kwargs},
+        )  # fmt: skip
+
+    return build
+
+
 register_recipe(
     Recipe(
         name="laser-d",
+        testbed_scale=_laser_d_scale("laser-d"),
         method="LASER-D (difficulty-aware length step reward)",
         description="LASER step reward with a target L_k per difficulty bucket, chosen every 20 steps from the length "
         "coverage of a monitoring pass (§7).",
@@ -105,6 +132,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="laser-de",
+        testbed_scale=_laser_d_scale("laser-de"),
         method="LASER-DE (LASER-D + exploration bonus)",
         description="LASER-D, plus +alpha for wrong answers longer than L_k that are not repetitive (§7).",
         rewards=(RewardSpec("laser_de", kwargs=dict(LASER_D_MONITOR)),),

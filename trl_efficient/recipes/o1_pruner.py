@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 
 from ..methods.o1_pruner import O1_K, O1_STATS_FILE, load_reference_stats
+from ..methods.o1_pruner import prepare_dataset as prepare_o1_pruner_dataset
 from ..rewards.o1_pruner import (
     O1_ALPHA,
     O1_CLIP,
@@ -22,6 +23,7 @@ from ..rewards.o1_pruner import (
     get_o1_pruner_reward,
 )
 from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .scale import RecipeScale
 
 
 def build_o1_pruner_reward(args, tokenizer, **kwargs) -> Callable:
@@ -49,9 +51,25 @@ register_reward_builder(
     ),
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _o1_pruner_scale(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
+    return RecipeScale(
+        "o1-pruner",
+        f"reference length and accuracy from the base model on {tasks} training tasks, "
+        "K = 4 samples at the cap (paper: 12); alpha 5, clip [-2, 4] (length ratio, scale-free)",
+        recipe_kwargs={"k": 4},
+        num_train=tasks,
+    )
+
+
 register_recipe(
     Recipe(
         name="o1-pruner",
+        testbed_scale=_o1_pruner_scale,
         method="O1-Pruner (length-harmonizing reward vs the initial model)",
         description=(
             f"Before training the frozen initial model samples K = {O1_K} completions per problem (mean length L_ref, "
@@ -72,7 +90,7 @@ register_recipe(
             "training cap, temperature, top_p and seed, sampled once before training (the paper's offline pre-pass)",
             "O1-Pruner reference lengths in the run's length_unit/length_scope; a truncated sample counts at its cap",
         ),
-        prepare_dataset="trl_efficient.methods.o1_pruner:prepare_dataset",
+        prepare_dataset=prepare_o1_pruner_dataset,
     )
 )
 

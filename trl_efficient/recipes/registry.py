@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.registry import Registry
+from ..trainer import EfficientGRPOTrainer
+from .scale import DEFAULT_PAPER_CAP, RecipeScale, ScaleRule, scale_free, scale_length, scale_per_token
 
 RECIPES: Registry = Registry("recipe")
 REWARD_BUILDERS: Registry = Registry("reward builder")
@@ -105,18 +107,34 @@ class Recipe:
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
-    trainer_cls: str = "trl_efficient.trainer:EfficientGRPOTrainer"  # "module:Class", a subclass for loss-level methods
-    prepare_dataset: str | None = None  # "module:function" (train_dataset, args, tokenizer) -> train_dataset
+    trainer_cls: type = EfficientGRPOTrainer  # the trainer class; a subclass for trainer-level methods (methods/)
+    prepare_dataset: Callable | None = None  # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset
+    testbed_scale: ScaleRule | None = (
+        None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
+    )
 
     def load_trainer_cls(self) -> type:
-        return _import_target(self.trainer_cls)
+        """The trainer class (kept for callers of the string era; `trainer_cls` is the class itself)."""
+        return self.trainer_cls
 
     def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
         if self.prepare_dataset is None:
             if kwargs:
                 raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")
             return dataset
-        return _import_target(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
+        return self.prepare_dataset(dataset, args, tokenizer, **kwargs)
+
+    def scale(self, cap: int, max_steps: int) -> RecipeScale:
+        """This recipe at the testbed's completion cap and run length (`testbed_scale`); a recipe that declares none
+        raises, naming the field, so nothing silently runs at paper scale on the testbed.
+
+        >>> get_recipe("shorter-better").scale(192, 40).reward_kwargs
+        {'shorter_better': {'beta': 0.021333333333333333}}
+        """
+        if self.testbed_scale is None:
+            raise ValueError(f"recipe {self.name!r} declares no testbed_scale: give its Recipe(...) a testbed_scale "
+                             "rule (trl_efficient/recipes/scale.py)")  # fmt: skip
+        return self.testbed_scale(int(cap), int(max_steps))
 
     def with_reward_kwargs(self, overrides: dict | None, source: str = "reward_kwargs") -> Recipe:
         """This recipe with `{builder: {kwarg: value}}` merged over its `RewardSpec` kwargs, the one place reward
@@ -169,13 +187,6 @@ class Recipe:
         return funcs, [spec.weight for spec in recipe.rewards]
 
 
-def _import_target(target: str):
-    import importlib
-
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def register_recipe(recipe: Recipe) -> Recipe:
     for spec in recipe.rewards:
         REWARD_BUILDERS.get(spec.builder)  # fail at import time on a typo
@@ -188,6 +199,16 @@ def get_recipe(name: str) -> Recipe:
 
 def _length_kwargs(args, tokenizer) -> dict:
     return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+
+
+def _build_soft_overlong(args, tok, **kw) -> Callable:
+    # the cap defaults to the run's max_completion_length (a given `max_completion_len`, its deprecated name, wins)
+    if kw.get("max_completion_len") is None:
+        kw.setdefault("max_completion_length", args.max_completion_length)
+    kw.setdefault("soft_punish_cache", max(1, args.max_completion_length // 4))
+    from .. import rewards as R
+
+    return R.get_soft_overlong_reward(**_length_kwargs(args, tok), **kw)
 
 
 def _register_builders() -> None:
@@ -227,7 +248,7 @@ def _register_builders() -> None:
     register_reward_builder(
         "cosine_length",
         lambda args, tok, **kw: R.get_cosine_length_reward(
-            max_len=args.max_completion_length, **_length_kwargs(args, tok), **kw
+            max_completion_length=args.max_completion_length, **_length_kwargs(args, tok), **kw
         ),
         RewardInfo(
             "get_cosine_length_reward",
@@ -236,12 +257,7 @@ def _register_builders() -> None:
     )
     register_reward_builder(
         "soft_overlong",
-        lambda args, tok, **kw: R.get_soft_overlong_reward(
-            max_completion_len=kw.pop("max_completion_len", args.max_completion_length),
-            soft_punish_cache=kw.pop("soft_punish_cache", max(1, args.max_completion_length // 4)),
-            **_length_kwargs(args, tok),
-            **kw,
-        ),
+        _build_soft_overlong,
         RewardInfo(
             "get_soft_overlong_reward", "DAPO soft overlong punishment, arXiv:2503.14476 (wraps TRL's)", needs=()
         ),
@@ -272,9 +288,59 @@ _register_builders()
 # ---------------------------------------------------------------------------------------------------------------------
 # Recipes. Each paper-derived value cites methods.md; "proposed default" marks our own choices.
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _l1_scale(mode: str):
+    def build(cap: int, steps: int) -> RecipeScale:
+        from ..rewards.length import _L1_DEFAULT_ALPHA
+
+        paper = 4096
+        low, high = 100, 4000  # EfficientGRPOConfig.target_length_range default = the paper's U(100, 4000)
+        target = [scale_length(low, cap, paper), scale_length(high, cap, paper)]
+        alpha = _L1_DEFAULT_ALPHA[mode]
+        name = "l1-exact" if mode == "exact" else "l1-max"
+        return RecipeScale(
+            name,
+            f"lengths x cap/{paper}: targets U({low}, {high}) -> U({target[0]}, {target[1]}); alpha {alpha:g}/token "
+            f"x {paper}/cap -> {scale_per_token(alpha, cap, paper):.4f}",
+            config={"target_length_range": target},
+            reward_kwargs={"l1": {"alpha": scale_per_token(alpha, cap, paper)}},
+        )
+
+    return build
+
+
+def _laser_scale(cap: int, steps: int) -> RecipeScale:
+    import inspect
+
+    from ..rewards.length import get_laser_reward
+
+    paper, target = 16384, inspect.signature(get_laser_reward).parameters["target_length"].default
+    scaled = scale_length(target, cap, paper)
+    return RecipeScale(
+        "laser",
+        f"lengths x cap/{paper} (context): L_T {target} -> {scaled}",
+        reward_kwargs={"laser": {"target_length": scaled}},
+    )
+
+
+def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
+    paper, beta = DEFAULT_PAPER_CAP, 0.001
+    return RecipeScale(
+        "shorter-better",
+        f"per-token x {paper}/cap (no cap in methods.md; default {paper}): beta {beta:g} -> "
+        f"{scale_per_token(beta, cap, paper):.4f} (a deviation of {scale_length(2000, cap, paper)} tokens cancels a "
+        "correct answer, as 2000 do at paper scale)",
+        reward_kwargs={"shorter_better": {"beta": scale_per_token(beta, cap, paper)}},
+    )
+
+
 register_recipe(
     Recipe(
         name="grpo",
+        testbed_scale=scale_free("grpo", "no length constant"),
         method="GRPO (baseline)",
         description="Plain GRPO with the correctness reward: the baseline every length method is compared against.",
         rewards=(RewardSpec("correctness"),),
@@ -283,7 +349,22 @@ register_recipe(
 )
 register_recipe(
     Recipe(
+        name="dr-grpo",
+        testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
+        method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
+        description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
+        "divided by a constant (§32).",
+        rewards=(RewardSpec("correctness"),),
+        papers=("2503.20783",),
+        # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
+        # std switch scale_rewards="none"
+        config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
+    )
+)
+register_recipe(
+    Recipe(
         name="kimi",
+        testbed_scale=scale_free("kimi", "group min/max lengths"),
         method="Kimi k1.5 length penalty",
         description="Correctness plus Kimi k1.5's group-relative linear length reward (methods.md §8).",
         rewards=(RewardSpec("correctness"), RewardSpec("kimi_length", weight=0.4)),
@@ -294,6 +375,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="cosine",
+        testbed_scale=scale_free("cosine", "cosine over max_completion_length (= the cap)"),
         method="Cosine length reward (Yeo et al.)",
         description="Cosine-shaped correctness reward in length with the paper's bounds and over-length penalty (§9).",
         rewards=(RewardSpec("cosine_length"),),
@@ -303,6 +385,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-exact",
+        testbed_scale=_l1_scale("exact"),
         method="L1 / LCPO-Exact",
         description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
         "r = 1[correct] - 0.0003 |N - n| (§6).",
@@ -315,6 +398,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-max",
+        testbed_scale=_l1_scale("max"),
         method="L1 / LCPO-Max",
         description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "max"}),),
@@ -327,6 +411,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="laser",
+        testbed_scale=_laser_scale,
         method="LASER (length-based step reward)",
         description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
         rewards=(RewardSpec("laser"),),
@@ -336,6 +421,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="shorter-better",
+        testbed_scale=_shorter_better_scale,
         method="ShorterBetter",
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
         rewards=(RewardSpec("shorter_better"),),
@@ -344,31 +430,8 @@ register_recipe(
 )
 register_recipe(
     Recipe(
-        name="dler",
-        method="DLER (truncation penalty + batch-normalised advantages)",
-        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
-        "with refill (§4).",
-        rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
-        config_overrides={
-            "advantage_estimator": "dler",
-            "advantage_kwargs": {"correct_boost": 0.1},  # NVlabs/DLER dler_slurm.sh (methods.md §4)
-            "completion_filter": "dynamic_sampling",
-            "filter_kwargs": {"max_generation_batches": 4},
-            "correctness_reward": "dler_truncation_reward",
-            "epsilon_high": 0.28,
-            "loss_type": "dapo",
-            "mask_truncated_completions": False,
-        },
-        proposed_defaults=(
-            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
-        ),
-        trainer_cls="trl_efficient.methods.dler:DLERTrainer",
-    )
-)
-register_recipe(
-    Recipe(
         name="dapo-overlong",
+        testbed_scale=scale_free("dapo-overlong", "punishment over the last cap/4 tokens"),
         method="DAPO soft overlong punishment",
         description="Correctness plus TRL's soft overlong punishment over the last quarter of the cap (§31).",
         rewards=(RewardSpec("correctness"), RewardSpec("soft_overlong")),

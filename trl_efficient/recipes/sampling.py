@@ -7,12 +7,30 @@ Values taken from a paper or its code cite methods.md; our own choices are liste
 
 from __future__ import annotations
 
+from ..methods.frugal import prepare_dataset as prepare_frugal_dataset
 from ..trainer.sampling import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from .registry import Recipe, RewardSpec, register_recipe
+from .scale import RecipeScale, revisits
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _frugal_scale(cap: int, steps: int) -> RecipeScale:
+    tasks = 256  # the run draws 4 prompts x 40 steps; 256 tasks keep the base model's profiling pass short
+    return RecipeScale(
+        "frugal",
+        f"pass rates from the base model on {tasks} training tasks, n = 4 samples at the cap "
+        "(paper: 16 at 16k; methods.md proposes 4 on tiny setups); keep p < 1, sampled uniformly "
+        "(the paper)",
+        needs=("frugal_pass_rates",),
+        num_train=tasks,
+    )
+
 
 register_recipe(
     Recipe(
         name="lspo",
+        testbed_scale=revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
         method="LSPO (length-aware sampling for policy optimization)",
         description=(
             "DAPO-style training whose prompt sampler skips prompts with mid-range mean response length (between the "
@@ -42,6 +60,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="frugal",
+        testbed_scale=_frugal_scale,
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(
             "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample them "
@@ -63,6 +82,6 @@ register_recipe(
             "uses verl's shuffled dataloader)",
             "Frugal pass-rate estimate at the training cap and temperature, top_p 1.0, correct = answer after </think>",
         ),
-        prepare_dataset="trl_efficient.methods.frugal:prepare_dataset",
+        prepare_dataset=prepare_frugal_dataset,
     )
 )

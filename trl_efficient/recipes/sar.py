@@ -10,8 +10,10 @@ at construction. Values taken from the paper or its code cite methods.md; our ow
 
 from __future__ import annotations
 
+from ..methods.sar import SARTrainer
 from ..rewards.sar import get_sar_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import scale_free
 
 register_reward_builder(
     "sar",
@@ -23,9 +25,13 @@ register_reward_builder(
     ),
 )
 
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
 register_recipe(
     Recipe(
         name="sar",
+        testbed_scale=scale_free("sar", "perplexity ratio with and without the question; no length constant"),
         method="SAR (self-aligned reward)",
         description="Correctness plus 0.2 * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1): answers whose perplexity drops "
         "when the question is given; no std scaling, Dr. GRPO loss (§25).",
@@ -45,6 +51,6 @@ register_recipe(
             "SAR: an empty completion scores 0; both clips applied (the released code clips only below -1; the upper "
             "bound never binds)",
         ),
-        trainer_cls="trl_efficient.methods.sar:SARTrainer",
+        trainer_cls=SARTrainer,
     )
 )

@@ -1,4 +1,4 @@
-"""Recipes that count reasoning steps rather than tokens (Step Pruner, GRSP), and Dr. GRPO (TRL-native loss).
+"""Recipes that count reasoning steps rather than tokens (Step Pruner, GRSP); Dr. GRPO is with GRPO in `registry.py`.
 
 Reward builders `step_pruner` and `grsp` (`trl_efficient.rewards.steps`): each returns the difference from
 correctness (`as_penalty=True`), so the recipes pair it with the `correctness` reward (weight 1 each) and the sum is
@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_length
 
 
 def _length_kwargs(args, tokenizer) -> dict:
@@ -50,22 +51,42 @@ register_reward_builder(
     ),
 )
 
-register_recipe(
-    Recipe(
-        name="dr-grpo",
-        method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
-        description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
-        "divided by a constant (§32).",
-        rewards=(RewardSpec("correctness"),),
-        papers=("2503.20783",),
-        # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
-        # std switch scale_rewards="none"
-        config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
+
+# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+def _step_pruner_scale(cap: int, steps: int) -> RecipeScale:
+    # methods.md §19 states no cap (DEFAULT_PAPER_CAP) and no run length: the stop rule's batch counts are scaled from
+    # the recipe YAML's 500 steps. The testbed's traces are one line of sentences, so steps are sentences there.
+    limit = scale_length(512, cap, DEFAULT_PAPER_CAP)
+    window, every = max(2, round(50 * steps / 500)), max(2, round(10 * steps / 500))
+    kwargs = {"segmenter": "sentences", "max_step_length": limit, "stop_window": window, "stop_check_every": every}
+    return RecipeScale(
+        "step-pruner",
+        f"steps = sentences (the testbed's traces have no blank lines); step limit 512 -> {limit} tokens (x cap/"
+        f"{DEFAULT_PAPER_CAP}); stop rule's 50-batch window / 10-batch checks x max_steps/500 -> {window} / {every} "
+        "(at least 2), patience 3 checks; kappa 0.5 scale-free",
+        reward_kwargs={"step_pruner": kwargs},
     )
-)
+
+
+def _grsp_scale(cap: int, steps: int) -> RecipeScale:
+    # methods.md §27 states no cap (DEFAULT_PAPER_CAP); the testbed's segments (~8 tokens on average, ~200 in the
+    # paper's 5k-token answers of ~27 segments) are about cap/4096 of the paper's, as the bucket edges become.
+    bounds = [scale_length(32, cap, DEFAULT_PAPER_CAP, minimum=2), scale_length(128, cap, DEFAULT_PAPER_CAP, minimum=2)]
+    return RecipeScale(
+        "grsp",
+        f"segments = sentences (no line-initial keywords on the testbed's one-line traces); bucket edges 32 / 128 -> "
+        f"{bounds[0]} / {bounds[1]} tokens (x cap/{DEFAULT_PAPER_CAP}, at least 2); weights, coefficient and "
+        "z-scores scale-free",
+        reward_kwargs={"grsp": {"segmenter": "sentences", "bucket_bounds": bounds}},
+    )
+
+
 register_recipe(
     Recipe(
         name="step-pruner",
+        testbed_scale=_step_pruner_scale,
         method="Step Pruner (step-aware reward, proposed)",
         description="Correct answers earn 1 - 0.5 min(1, (S - S_min)/S_min) in steps S (blank-line paragraphs), "
         "wrong 0, a step over 512 tokens 0; training stops when the length stops falling (§19).",
@@ -83,6 +104,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grsp",
+        testbed_scale=_grsp_scale,
         method="GRSP (group relative segment penalty, proposed)",
         description="Correct answers lose 0.1 max(0, sum_k w_k z_k), z_k the group z-score of the segment count in "
         "length bucket k (< 32 / 32-128 / > 128 tokens, w = 0.5/0.3/0.2) (§27).",

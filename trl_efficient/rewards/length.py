@@ -29,6 +29,7 @@ from ..core.checks import (
 from ..core.checks import (
     ids_or_none as _ids_or_none,
 )
+from ..core.checks import renamed_argument
 from ..core.lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
 
 __all__ = [
@@ -51,7 +52,7 @@ _CANONICAL = {True: r"\boxed{1}", False: r"\boxed{0}"}
 # --------------------------------------------------------------------------------------------------- validation
 # ------------------------------------------------------------------------------------------------------- cosine
 def get_cosine_length_reward(
-    max_len: int,
+    max_completion_length: int | None = None,
     min_value_wrong: float = -10.0,
     max_value_wrong: float = 0.0,
     min_value_correct: float = 1.0,
@@ -60,6 +61,7 @@ def get_cosine_length_reward(
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
+    max_len: int | None = None,
 ) -> _CosineLengthReward:
     r"""
     Cosine length reward of Yeo et al., "Demystifying Long Chain-of-Thought Reasoning in LLMs" (arXiv 2502.03373,
@@ -77,12 +79,13 @@ def get_cosine_length_reward(
     own defaults differ).
 
     Args:
-        max_len (`int`):
-            $L_{\max}$ in `length_unit` (tokens by default): normally the generation cap `max_completion_length`.
+        max_completion_length (`int`):
+            $L_{\max}$ in `length_unit` (tokens by default): normally the generation cap `max_completion_length`
+            (the one name of the cap in every factory; `max_len` is its deprecated alias, removed in 0.3.0).
         min_value_wrong, max_value_wrong (`float`, *optional*, default `-10.0`, `0.0`):
-            Reward of a wrong answer at length 0 and at `max_len`.
+            Reward of a wrong answer at length 0 and at `max_completion_length`.
         min_value_correct, max_value_correct (`float`, *optional*, default `1.0`, `2.0`):
-            Reward of a correct answer at `max_len` and at length 0.
+            Reward of a correct answer at `max_completion_length` and at length 0.
         exceed_penalty (`float` or `None`, *optional*, defaults to `-10.0`):
             Reward when $L + 16 \ge L_{\max}$, whatever the correctness. `None` disables the branch.
         length_unit, length_scope, tokenizer:
@@ -90,12 +93,13 @@ def get_cosine_length_reward(
 
     Returns a picklable callable named `cosine_length_reward`; `None` for rows whose gold cannot be parsed.
 
-    >>> reward = get_cosine_length_reward(max_len=100)
+    >>> reward = get_cosine_length_reward(max_completion_length=100)
     >>> reward(completions=[r"\boxed{1}", r"\boxed{2}", r"\boxed{1}"], solution=["1", "1", "1"],
     ...        completion_ids=[[0] * 50, [0] * 50, [0] * 90])
     [1.5, -5.0, -10.0]
     """
-    _check_positive_int("max_len", max_len)
+    max_len = renamed_argument("max_completion_length", max_completion_length, "max_len", max_len)
+    _check_positive_int("max_completion_length", max_len)
     for name, value in (
         ("min_value_wrong", min_value_wrong),
         ("max_value_wrong", max_value_wrong),
@@ -163,11 +167,12 @@ class _CosineLengthReward:
 
 # ------------------------------------------------------------------------------------------------- soft overlong
 def get_soft_overlong_reward(
-    max_completion_len: int,
-    soft_punish_cache: int,
+    max_completion_length: int | None = None,
+    soft_punish_cache: int | None = None,
     length_unit: str = "tokens",
     length_scope: str = "total",
     tokenizer: Any = None,
+    max_completion_len: int | None = None,
 ) -> _SoftOverlongReward:
     r"""
     DAPO soft overlong punishment (Yu et al., arXiv 2503.14476, §3.4, Eq. 13), TRL's
@@ -178,9 +183,10 @@ def get_soft_overlong_reward(
     -1 & L > L_{\max} \end{cases} $$
 
     Args:
-        max_completion_len (`int`):
+        max_completion_length (`int`):
             $L_{\max}$ in `length_unit` (tokens by default). TRL stops generation at `max_completion_length`; if you
             pass that same value, the -1 branch is unreachable and truncated outputs get about -1 from the ramp.
+            (`max_completion_len`, TRL's name, is a deprecated alias, removed in 0.3.0.)
         soft_punish_cache (`int`):
             $L_{\text{cache}}$, the width of the linear ramp, in the same unit (DAPO: 4096 of 20480).
         length_unit, length_scope, tokenizer:
@@ -188,18 +194,21 @@ def get_soft_overlong_reward(
 
     Returns a picklable callable named `soft_overlong_reward`. It needs no gold answer and never returns `None`.
 
-    >>> reward = get_soft_overlong_reward(max_completion_len=100, soft_punish_cache=20)
+    >>> reward = get_soft_overlong_reward(max_completion_length=100, soft_punish_cache=20)
     >>> reward(completions=["a", "b", "c"], completion_ids=[[0] * 70, [0] * 90, [0] * 110])
     [0.0, -0.5, -1.0]
     """
-    _check_positive_int("max_completion_len", max_completion_len)
+    max_completion_len = renamed_argument(
+        "max_completion_length", max_completion_length, "max_completion_len", max_completion_len
+    )
+    _check_positive_int("max_completion_length", max_completion_len)
     if (
         isinstance(soft_punish_cache, bool)
         or not isinstance(soft_punish_cache, int)
         or not (0 <= soft_punish_cache <= max_completion_len)
     ):
         raise ValueError(
-            f"soft_punish_cache must be an int in [0, max_completion_len={max_completion_len}], "
+            f"soft_punish_cache must be an int in [0, max_completion_length={max_completion_len}], "
             f"got {soft_punish_cache!r}."
         )
     meter = LengthMeter(length_unit, length_scope, tokenizer)

@@ -19,7 +19,6 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
 from typing import Any
 
 from .scorers import BaseScorer, Significance
@@ -164,8 +163,3 @@ def _error_message(err: urllib.error.HTTPError) -> str:
         return str(data.get("error", data))
     except Exception:
         return str(err.reason)
-
-
-def score_texts(url: str, texts: Sequence[str], **kwargs) -> list[Significance]:
-    """One-shot helper: `ScorerClient(url, **kwargs).score(texts)`."""
-    return ScorerClient(url, **kwargs).score(texts)

@@ -15,6 +15,8 @@ import torch
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import pad
 
+from .trl_internals import trl_tokenizer
+
 __all__ = ["completion_forward"]
 
 
@@ -29,7 +31,7 @@ def completion_forward(
     entries past a row's length are padding); `entropies` is `None` unless `compute_entropy`. `model` is the policy
     (`trainer.model`) or another model of the same tokenizer (SAR's reference). Callers handle empty batches."""
     device = trainer.accelerator.device
-    pad_id = trainer._tokenizer.pad_token_id
+    pad_id = trl_tokenizer(trainer).pad_token_id
     prompts = [torch.tensor(ids, dtype=torch.long) for ids in prompt_ids_list]
     completions = [torch.tensor(ids, dtype=torch.long) for ids in completion_ids_list]
     prompt_ids = pad(prompts, padding_value=pad_id, padding_side="left")

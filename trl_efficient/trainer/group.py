@@ -102,23 +102,6 @@ class GroupBatch:
         """`(num_groups,)` solve rate over the scorable rollouts of each group (`NaN` if none is scorable)."""
         return torch.nanmean(self.grouped(self.correct), dim=1)
 
-    def group_min_length(self) -> torch.Tensor:
-        return self.grouped(self.lengths.float()).min(dim=1).values
-
-    def group_max_length(self) -> torch.Tensor:
-        return self.grouped(self.lengths.float()).max(dim=1).values
-
-    def group_mean_length(self) -> torch.Tensor:
-        return self.grouped(self.lengths.float()).mean(dim=1)
-
-    def shortest_correct_length(self) -> torch.Tensor:
-        """`(num_groups,)` shortest correct completion per group, `NaN` where no rollout is correct."""
-        lengths = self.grouped(self.lengths.float())
-        correct = self.grouped(self.correct) == 1
-        masked = torch.where(correct, lengths, torch.full_like(lengths, torch.inf))
-        best = masked.min(dim=1).values
-        return torch.where(torch.isinf(best), torch.full_like(best, torch.nan), best)
-
     def subgroup_means(self, key: str, values: torch.Tensor) -> dict:
         """Mean of `values` over all rows sharing each value of `metadata[key]` (e.g. per budget), NaN-aware."""
         labels = self.metadata.get(key)

@@ -46,6 +46,7 @@ from .state import (
     save_components,
     state_key,
 )
+from .trl_internals import check_trl, is_vlm, metric_buffer, num_items_in_batch, output_dir
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def __init__(
         self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
     ) -> None:
+        check_trl()  # a TRL whose private surface moved fails here, in one line naming the symbol (trl_internals)
         super().__init__(*args, **kwargs)
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
@@ -272,7 +274,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
         tool loop, and no sharded generation (ZeRO-3 / FSDP gather parameters collectively, and phases differ per
         rank)."""
         spec = self.budget_forcing.spec
-        if self._is_vlm or self.tools or self.environment_factories is not None or self.rollout_func is not None:
+        if is_vlm(self) or self.tools or self.environment_factories is not None or self.rollout_func is not None:
             raise NotImplementedError(
                 f"budget_forcing={spec!r} supports text models without tools, environment_factory or rollout_func."
             )
@@ -335,8 +337,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
         `completion_mask * tool_mask`."""
         mask = output["completion_mask"] * (~drop.bool()).to(output["completion_mask"].dtype)
         output["completion_mask"] = mask
-        loss_mask = mask * output["tool_mask"] if "tool_mask" in output else mask
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum()
+        output["num_items_in_batch"] = num_items_in_batch(output)
 
     def _mask_forced_tokens(self, output: dict) -> None:
         """Mask the spans `budget_force` inserted (`</think>` + answer prefix, or "Wait") out of the loss."""
@@ -349,8 +350,10 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.mask_completion_tokens(output, drop)
         mode = "train" if self.model.training else "eval"
         forced = torch.tensor([float(bool(s)) for s in spans] or [0.0], device=ids.device)
-        self._metrics[mode]["budget_forcing/forced_fraction"].append(gather(forced).mean().item())
-        self._metrics[mode]["budget_forcing/inserted_tokens_mean"].append(gather(drop.sum(dim=1).float()).mean().item())
+        metric_buffer(self, mode)["budget_forcing/forced_fraction"].append(gather(forced).mean().item())
+        metric_buffer(self, mode)["budget_forcing/inserted_tokens_mean"].append(
+            gather(drop.sum(dim=1).float()).mean().item()
+        )
 
     # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): (1) vLLM server mode de-duplicates prompts with
     # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
@@ -465,8 +468,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
         device = output["advantages"].device
         advantages = finalize_advantages(self.advantage_estimator(batch), batch.num_rows)
         output["advantages"] = advantages[batch.local_slice].to(device, output["advantages"].dtype)
-        self._metrics[batch.mode]["trl_efficient/advantage_mean"].append(advantages.mean().item())
-        self._metrics[batch.mode]["trl_efficient/advantage_std"].append(advantages.std().item())
+        metric_buffer(self, batch.mode)["trl_efficient/advantage_mean"].append(advantages.mean().item())
+        metric_buffer(self, batch.mode)["trl_efficient/advantage_std"].append(advantages.std().item())
 
     def apply_filter(self, batch: GroupBatch, output: dict) -> None:
         """Step 3: mask the rows the completion filter drops (no-op without a filter)."""
@@ -474,7 +477,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             return
         keep = self.completion_filter(batch).bool()
         self._apply_keep_mask(output, keep[batch.local_slice].to(output["advantages"].device))
-        self._metrics[batch.mode]["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
+        metric_buffer(self, batch.mode)["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
 
     def log_group_metrics(self, batch: GroupBatch, output: dict) -> None:
         """Step 4: `trl_efficient/*` metrics (accuracy, lengths, truncation, per-budget / per-mode subgroups)."""
@@ -500,13 +503,10 @@ class EfficientGRPOTrainer(GRPOTrainer):
         adv = output["advantages"]
         output["advantages"] = adv * (keep if adv.dim() == 1 else keep[:, None]).to(adv.dtype)
         output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1).to(output["completion_mask"].dtype)
-        loss_mask = output["completion_mask"]
-        if "tool_mask" in output:
-            loss_mask = loss_mask * output["tool_mask"]
-        output["num_items_in_batch"] = gather(loss_mask.sum()).sum() if normaliser is None else normaliser
+        output["num_items_in_batch"] = num_items_in_batch(output) if normaliser is None else normaliser
 
     def _log_group_metrics(self, batch: GroupBatch) -> None:
-        metrics = self._metrics[batch.mode]
+        metrics = metric_buffer(self, batch.mode)
         correct, lengths = batch.correct, batch.lengths
         if batch.correctness_index is not None:
             for name, mask in (("correct", correct == 1), ("incorrect", correct == 0)):
@@ -541,9 +541,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
         if self.args.should_save:  # always written (possibly `{}`), so every checkpoint says what state it holds
-            folder = os.path.join(
-                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            )
+            folder = os.path.join(output_dir(self, trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             save_components(self.stateful_components, folder)
 
     # Wraps GRPOTrainer._load_optimizer_and_scheduler (TRL 1.16.0), which runs on resume on every rank.

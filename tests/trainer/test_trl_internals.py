@@ -1,0 +1,80 @@
+"""The TRL border (`trl_efficient/trainer/trl_internals.py`): the installed TRL has every private symbol the table
+names, with the signature it was read with; a mismatch fails the trainer's start in one line; and no module outside
+the border reads TRL's private state."""
+
+import inspect
+import pathlib
+import re
+
+import pytest
+import trl
+from trl import GRPOTrainer
+
+from trl_efficient.trainer import trl_internals
+from trl_efficient.trainer.trl_internals import PRIVATE_ATTRIBUTES, PRIVATE_METHODS, TrlInternalsError, check_trl
+
+PACKAGE = pathlib.Path(trl_internals.__file__).resolve().parent.parent
+
+
+def test_installed_trl_is_the_version_the_table_was_read_from():
+    assert trl.__version__.startswith(trl_internals.TRL_READ_FROM.rsplit(".", 1)[0])
+    check_trl()
+
+
+@pytest.mark.parametrize("name", sorted(PRIVATE_METHODS))
+def test_each_private_method_exists_with_its_signature(name):
+    owner, params, _ = PRIVATE_METHODS[name]
+    cls = trl_internals._owner(owner)
+    assert name in vars(cls), f"{owner}.{name} is not defined on {owner} itself"
+    assert tuple(inspect.signature(getattr(cls, name)).parameters)[: len(params)] == params
+
+
+@pytest.mark.parametrize("name", sorted(PRIVATE_ATTRIBUTES))
+def test_each_private_attribute_is_set_by_its_owner(name):
+    owner, _ = PRIVATE_ATTRIBUTES[name]
+    assert f"self.{name} =" in inspect.getsource(trl_internals._owner(owner).__init__)
+
+
+def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
+    def renamed(self, prompt_ids, images, multimodal_fields, n):  # a TRL that renamed num_generations -> n
+        return None
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", renamed)
+    check_trl.cache_clear()
+    try:
+        with pytest.raises(TrlInternalsError) as err:
+            check_trl()
+    finally:
+        check_trl.cache_clear()
+    message = str(err.value)
+    assert "\n" not in message
+    assert "GRPOTrainer._generate_single_turn" in message and f"trl{trl_internals.TRL_SUPPORTED}" in message
+
+
+def test_the_surface_is_what_the_table_names():
+    # 11 methods (9 of GRPOTrainer, 2 of transformers' Trainer) + 3 attributes
+    assert len(trl_internals.private_surface()) == 14
+
+
+def _trl_private_names():
+    grpo = {n for n in dir(GRPOTrainer) if n.startswith("_") and not n.startswith("__")}
+    return grpo | set(PRIVATE_ATTRIBUTES) | set(PRIVATE_METHODS)
+
+
+def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
+    """Every `self._x` / `trainer._x` / `super()._x` naming a TRL private symbol, outside trl_internals.py, is a method
+    the table lists (overrides and their `super()` calls); private attributes are read only through the border."""
+    private = _trl_private_names()
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "trl_internals.py":
+            continue
+        text = path.read_text()
+        for match in re.finditer(
+            r"(?:self|trainer|super\([^)]*\))\.(_[a-zA-Z]\w*)|^    def (_[a-zA-Z]\w*)\(\s*self\b", text, re.M
+        ):
+            name = match.group(1) or match.group(2)
+            if name in private:
+                found.setdefault(name, set()).add(path.relative_to(PACKAGE).as_posix())
+    assert set(found) <= set(PRIVATE_METHODS), sorted(set(found) - set(PRIVATE_METHODS))
+    assert not set(found) & set(PRIVATE_ATTRIBUTES)

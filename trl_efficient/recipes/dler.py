@@ -1,0 +1,78 @@
+"""Recipes of the DLER family: DLER (truncation penalty, group-centre + batch whitening, dynamic sampling with
+refill) and DA-DLER (difficulty-aware truncation of easy prompts' correct samples). The reward builder
+`dler_truncation` is registered with the core rewards in `registry.py`; the trainer, estimators and filter are in
+`trl_efficient.methods.dler`. User guide: `docs/advantage-methods.md`; reference: docs/methods.md §4.
+"""
+
+from __future__ import annotations
+
+from ..methods.dler import DLERTrainer
+from .registry import Recipe, RewardSpec, register_recipe
+from .scale import RecipeScale, scale_free, scale_length
+
+
+def _da_dler_scale(cap: int, steps: int) -> RecipeScale:
+    paper = 4000
+    cut = scale_length(2000, cap, paper)
+    return RecipeScale(
+        "da-dler",
+        f"lengths x cap/{paper}: max_completion_length {paper} -> {cap}, truncate_to 2000 -> {cut}",
+        config={"max_completion_length": cap, "advantage_kwargs": {"truncate_to": cut}},
+    )
+
+
+register_recipe(
+    Recipe(
+        name="dler",
+        testbed_scale=scale_free("dler", "truncation at max_completion_length (= the cap)"),
+        method="DLER (truncation penalty + batch-normalised advantages)",
+        description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
+        "with refill (§4).",
+        rewards=(RewardSpec("dler_truncation"),),
+        papers=("2510.15110",),
+        config_overrides={
+            "advantage_estimator": "dler",
+            "advantage_kwargs": {"correct_boost": 0.1},  # NVlabs/DLER dler_slurm.sh (methods.md §4)
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {"max_generation_batches": 4},
+            "correctness_reward": "dler_truncation_reward",
+            "epsilon_high": 0.28,
+            "loss_type": "dapo",
+            "mask_truncated_completions": False,
+        },
+        proposed_defaults=(
+            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
+        ),
+        trainer_cls=DLERTrainer,
+    )
+)
+register_recipe(
+    Recipe(
+        name="da-dler",
+        testbed_scale=_da_dler_scale,
+        method="DA-DLER (difficulty-aware truncation, proposed)",
+        description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
+        rewards=(RewardSpec("dler_truncation"),),
+        papers=("2510.15110",),
+        config_overrides={
+            "advantage_estimator": "da_dler",
+            # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it
+            "advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 2000, "correct_boost": 0.1},
+            "completion_filter": "dynamic_sampling",
+            "filter_kwargs": {
+                "max_generation_batches": 4,
+                "on_shortfall": "mask",
+            },  # proposed (DLER's script: no limit)
+            "correctness_reward": "dler_truncation_reward",
+            "max_completion_length": 4000,  # §4 [code]: truncation at 4000 for every group that is not cut to 2000
+            "epsilon_high": 0.28,
+            "loss_type": "dapo",
+            "mask_truncated_completions": False,
+        },
+        proposed_defaults=(
+            "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
+            "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
+        ),
+        trainer_cls=DLERTrainer,
+    )
+)

@@ -1,0 +1,181 @@
+"""The one border with TRL's (and transformers') private surface: every private method we override or call and every
+private attribute we read, named here with the version it was read from.
+
+The rest of the package reaches TRL's private state only through the functions of this module (`metric_buffer`,
+`num_items_in_batch`, `trl_tokenizer`, `tokenize_prompts`, `is_vlm`, `remove_unused_columns`, `output_dir`), and
+overrides only the methods listed in `PRIVATE_METHODS` (a trainer subclass must override a private method by its
+name; the list says which, where, and with which signature). When TRL moves, `check_trl()` (called by
+`EfficientGRPOTrainer.__init__`) turns a mismatch into one line naming the symbol and the supported range, and
+`tests/trainer/test_trl_internals.py` introspects the installed TRL against this table.
+
+Read from TRL 1.16.0 (`trl/trainer/grpo_trainer.py`) and transformers 5.24 (`transformers/trainer.py`); see
+docs/trl-integration.md for where each override sits in the pipeline.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+__all__ = [
+    "PRIVATE_ATTRIBUTES",
+    "PRIVATE_METHODS",
+    "TRL_READ_FROM",
+    "TRL_SUPPORTED",
+    "TrlInternalsError",
+    "check_trl",
+    "is_vlm",
+    "metric_buffer",
+    "num_items_in_batch",
+    "output_dir",
+    "private_surface",
+    "remove_unused_columns",
+    "tokenize_prompts",
+    "trl_tokenizer",
+]
+
+TRL_READ_FROM = "1.16.0"  # the TRL version every entry below was read from
+TRL_SUPPORTED = ">=1.16,<1.17"  # pyproject.toml's pin; widen both together after auditing this table
+
+# name -> (owner class, parameter names (self first), who overrides or calls it)
+PRIVATE_METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "_generate_and_score_completions": (
+        "GRPOTrainer",
+        ("self", "inputs"),
+        "overridden: trainer (rollout plan, group stage), methods.dler (refill), methods.budgetthinker",
+    ),
+    "_generate_single_turn": (
+        "GRPOTrainer",
+        ("self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images"),
+        "overridden: trainer (vLLM de-duplication, per-row caps, budget forcing), methods.budgetthinker",
+    ),
+    "_generate": ("GRPOTrainer", ("self", "prompts"), "overridden: methods.entropy, methods.sar (their extra pass)"),
+    "_calculate_rewards": (
+        "GRPOTrainer",
+        ("self", "inputs", "prompts", "completions", "completion_ids_list"),
+        "overridden: trainer (columns), methods.dler, methods.entropy, methods.sar (per-row columns)",
+    ),
+    "_get_per_token_logps_and_entropies": (
+        "GRPOTrainer",
+        ("self", "model", "input_ids", "attention_mask", "logits_to_keep", "batch_size", "compute_entropy"),
+        "called: trainer.forward.completion_forward, methods.drpo; overridden: methods.sar (its no-question pass)",
+    ),
+    "_get_train_sampler": ("GRPOTrainer", ("self", "dataset"), "overridden: trainer (prompt samplers)"),
+    "_load_optimizer_and_scheduler": ("GRPOTrainer", ("self", "checkpoint"), "overridden: trainer (state resume)"),
+    "_save_checkpoint": ("GRPOTrainer", ("self", "model", "trial"), "overridden: trainer (state file)"),
+    "_tokenize_prompts": ("GRPOTrainer", ("self", "prompts"), "called: methods.sar (tokenize_prompts)"),
+    "_remove_unused_columns": ("Trainer", ("self", "dataset", "description"), "called: methods.dler (refill)"),
+    "_get_output_dir": ("Trainer", ("self", "trial"), "called: trainer (output_dir)"),
+}
+
+# name -> (class whose __init__ sets it, what it holds)
+PRIVATE_ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "_metrics": ("GRPOTrainer", "{'train'|'eval': defaultdict(list)}: values averaged and flushed at each log"),
+    "_tokenizer": ("GRPOTrainer", "the text tokenizer (the processor's for VLMs)"),
+    "_is_vlm": ("GRPOTrainer", "whether the model takes images"),
+}
+
+
+class TrlInternalsError(RuntimeError):
+    """The installed TRL lacks a private symbol trl_efficient relies on, or has it with another signature."""
+
+
+def _owner(name: str) -> type:
+    if name == "Trainer":
+        from transformers import Trainer
+
+        return Trainer
+    from trl import GRPOTrainer
+
+    return GRPOTrainer
+
+
+def private_surface() -> list[str]:
+    """Every private symbol trl_efficient uses, as `Owner.name` (methods, then attributes).
+
+    >>> len(private_surface()), private_surface()[0]
+    (14, 'GRPOTrainer._generate_and_score_completions')
+    """
+    return [f"{owner}.{name}" for name, (owner, *_rest) in [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items()]]
+
+
+def _mismatches() -> list[str]:
+    problems = []
+    for name, (owner, params, _) in PRIVATE_METHODS.items():
+        cls = _owner(owner)
+        method = getattr(cls, name, None)
+        if method is None:
+            problems.append(f"{owner}.{name} is missing")
+            continue
+        found = tuple(inspect.signature(method).parameters)
+        if found[: len(params)] != params:
+            problems.append(f"{owner}.{name}{tuple(params)} has the parameters {found}")
+    for name, (owner, _) in PRIVATE_ATTRIBUTES.items():
+        source = inspect.getsource(_owner(owner).__init__)
+        if f"self.{name} =" not in source and f"self.{name}:" not in source:
+            problems.append(f"{owner}.__init__ no longer sets self.{name}")
+    return problems
+
+
+@functools.lru_cache(maxsize=1)
+def check_trl() -> None:
+    """Check the installed TRL against `PRIVATE_METHODS` and `PRIVATE_ATTRIBUTES` (once per process); a mismatch
+    raises `TrlInternalsError` in one line naming the symbol, the installed version and the supported range."""
+    import trl
+
+    problems = _mismatches()
+    if problems:
+        raise TrlInternalsError(
+            f"trl_efficient uses TRL internals read from TRL {TRL_READ_FROM}; the installed TRL {trl.__version__} "
+            f"differs: {'; '.join(problems)}. Install trl{TRL_SUPPORTED} (pip install 'trl{TRL_SUPPORTED}')."
+        )
+
+
+# ------------------------------------------------------------------------------------- accessors of private state
+def metric_buffer(trainer: Any, mode: str) -> dict[str, list]:
+    """TRL's per-mode metric buffer (`GRPOTrainer._metrics[mode]`): append a value under a key and TRL averages
+    and logs it at the next logging step, then clears it."""
+    return trainer._metrics[mode]
+
+
+def trl_tokenizer(trainer: Any) -> Any:
+    """The text tokenizer TRL tokenizes with (`GRPOTrainer._tokenizer`: the processor's tokenizer for VLMs)."""
+    return trainer._tokenizer
+
+
+def is_vlm(trainer: Any) -> bool:
+    """Whether TRL treats the model as vision-language (`GRPOTrainer._is_vlm`)."""
+    return bool(trainer._is_vlm)
+
+
+def tokenize_prompts(trainer: Any, prompts: list) -> Any:
+    """TRL's prompt tokenization (`GRPOTrainer._tokenize_prompts`: chat template, `chat_template_kwargs`, tools)."""
+    return trainer._tokenize_prompts(prompts)
+
+
+def remove_unused_columns(trainer: Any, dataset: Any, description: str) -> Any:
+    """`Trainer._remove_unused_columns`, as the train dataloader applies it."""
+    return trainer._remove_unused_columns(dataset, description=description)
+
+
+def output_dir(trainer: Any, trial: Any = None) -> str:
+    """`Trainer._get_output_dir(trial)`: where checkpoints go."""
+    return trainer._get_output_dir(trial=trial)
+
+
+def num_items_in_batch(output: dict) -> Any:
+    """The loss normaliser as TRL computes it in `_generate_and_score_completions`: the sum over all processes of
+    `completion_mask * tool_mask`. The one home of this formula: every step that changes `completion_mask` (filters,
+    forced or control tokens, DA-DLER's cuts, DLER's refill) recomputes it with this function.
+
+    >>> import torch
+    >>> int(num_items_in_batch({"completion_mask": torch.tensor([[1, 1, 0], [1, 0, 0]])}))
+    3
+    """
+    from accelerate.utils import gather
+
+    loss_mask = output["completion_mask"]
+    if "tool_mask" in output:
+        loss_mask = loss_mask * output["tool_mask"]
+    return gather(loss_mask.sum()).sum()
