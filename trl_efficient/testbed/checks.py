@@ -11,8 +11,8 @@ the side condition fails beyond its interval, else **inconclusive**. A claim of 
 (`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference and its
 interval are printed; `differences` holds them as `[point, low, high]`.
 
-The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:formats`
-already follows the formats loosely, so "length follows the prompt" alone would credit the method with what the
+The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:v2`, like
+`testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method with what the
 base model brings):
 
 - HBPO: the budget spread (length at the largest prompted budget minus at the smallest, per task) grows over the
@@ -22,8 +22,8 @@ base model brings):
   over the base's (a uniform cut that does not follow the target is not L1's claim);
 - L1-Max: mean overshoot max(0, length - target) falls from the base's *and* the Pearson correlation rises;
 - SABER: the tier gap (thinking tokens under the largest tier's prompt minus the smallest's) grows over the base's;
-- DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 96 tokens
-  at the testbed's 192; the base model rarely truncates at 192), read from the same samples (a completion that has
+- DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192 tokens
+  at the testbed's 384; the base model rarely truncates at the full cap), read from the same samples (a completion that has
   not ended within 96 tokens), and not longer (tokens within the token margin);
 - ASRR: under the no-think prefix, accuracy above the base model's under the same prefix, and fewer tokens than the
   reference's plain evaluation on the same tasks;
@@ -73,7 +73,7 @@ TOKEN_MARGIN = 0.02  # equivalence margin of a difference in tokens, as a fracti
 PEARSON_MARGIN = 0.02  # equivalence margin of a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
 CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber", "asrr")  # checked under their prompts, against the base
-TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (96 of 192 tokens)
+TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
