@@ -19,7 +19,7 @@ __all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]
 
 def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` without importing the trainer eagerly
     if name in ("EfficientGRPOConfig", "EfficientGRPOTrainer"):
-        from . import trainer
+        from . import methods, trainer  # noqa: F401  (methods: every method's estimators, plans and filters register)
 
         return getattr(trainer, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

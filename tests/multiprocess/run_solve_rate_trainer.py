@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from helpers import RecordingTrainer, make_dataset, tiny_config  # noqa: E402
 
+import trl_efficient.methods  # noqa: E402, F401  (registers ASRR's rollout plan)
 from trl_efficient.rewards import (  # noqa: E402
     correctness_reward,
     get_alp_reward,

@@ -12,8 +12,8 @@ the side condition fails beyond its interval, else **inconclusive**. A claim of 
 interval are printed; `differences` holds them as `[point, low, high]`.
 
 The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:v2`, like
-`testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method with what the
-base model brings):
+`testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method
+with what the base model brings):
 
 - HBPO: the budget spread (length at the largest prompted budget minus at the smallest, per task) grows over the
   base's, *and* easy tasks (1-2 ops) get shorter than the base's easy tasks (adaptive: HBPO cuts where little
@@ -22,9 +22,9 @@ base model brings):
   over the base's (a uniform cut that does not follow the target is not L1's claim);
 - L1-Max: mean overshoot max(0, length - target) falls from the base's *and* the Pearson correlation rises;
 - SABER: the tier gap (thinking tokens under the largest tier's prompt minus the smallest's) grows over the base's;
-- DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192 tokens
-  at the testbed's 384; the base model rarely truncates at the full cap), read from the same samples (a completion that has
-  not ended within 96 tokens), and not longer (tokens within the token margin);
+- DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192
+  tokens at the testbed's 384; the base model rarely truncates at the full cap), read from the same samples (a
+  completion that has not ended within that many tokens), and not longer (tokens within the token margin);
 - ASRR: under the no-think prefix, accuracy above the base model's under the same prefix, and fewer tokens than the
   reference's plain evaluation on the same tasks;
 - Bingo: a lower redundant share than the reference at similar accuracy;

@@ -22,6 +22,11 @@ from .sampling import PROMPT_SAMPLERS
 logger = logging.getLogger(__name__)
 
 
+# The methods' estimators, plans, filters and samplers register when `trl_efficient.methods` is imported (which
+# `from trl_efficient import EfficientGRPOConfig` and the CLI do); `trl_efficient.trainer` alone knows only its own.
+_METHODS_HINT = " (a method's own names register with `import trl_efficient.methods`)"
+
+
 @dataclass
 class EfficientGRPOConfig(GRPOConfig):
     r"""
@@ -179,20 +184,24 @@ class EfficientGRPOConfig(GRPOConfig):
                 f"{self.max_steps}."
             )
         if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
-            raise ValueError(f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}.")
+            raise ValueError(
+                f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}"
+                f"{_METHODS_HINT}."
+            )
         if self.advantage_estimator != TRL_DEFAULT and self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
             raise ValueError(
                 f"advantage_estimator must be {TRL_DEFAULT!r} or one of {ADVANTAGE_ESTIMATORS.names()}, "
-                f"got {self.advantage_estimator!r}."
+                f"got {self.advantage_estimator!r}{_METHODS_HINT}."
             )
         if self.completion_filter is not None and self.completion_filter not in COMPLETION_FILTERS:
             raise ValueError(
                 f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, "
-                f"got {self.completion_filter!r}."
+                f"got {self.completion_filter!r}{_METHODS_HINT}."
             )
         if self.prompt_sampler is not None and self.prompt_sampler not in PROMPT_SAMPLERS:
             raise ValueError(
-                f"prompt_sampler must be one of {PROMPT_SAMPLERS.names()} or None, got {self.prompt_sampler!r}."
+                f"prompt_sampler must be one of {PROMPT_SAMPLERS.names()} or None, got {self.prompt_sampler!r}"
+                f"{_METHODS_HINT}."
             )
         if self.length_unit not in LENGTH_UNITS:
             raise ValueError(f"length_unit must be one of {list(LENGTH_UNITS)}, got {self.length_unit!r}.")
