@@ -170,7 +170,7 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     same = _panel(np.full((2, tasks), 60.0), modes=same_modes[0], values=same_modes[1])
     assert method_check("l1-exact", CheckInputs(same, base, "base", base, 60.0, 300))["held"] is False
     assert method_check("l1-exact", CheckInputs(rec, base, "base", None, 60.0, 300))["held"] is None  # no base
-    # HBPO: the budget spread grows and easy tasks (k = 1-2) get shorter than the base's
+    # HBPO: the overshoot past the budgets falls and easy tasks (k = 1-2) get shorter than the base's
     difficulty = [1 + i % 8 for i in range(tasks)]
     b_flat = modes({b: 70 + noise[:1] for b in (24, 120)}, "hbpo")
     ordered = modes({b: 40 + b // 3 + noise for b in (24, 120)}, "hbpo")
@@ -178,7 +178,12 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     easier = np.where(np.isin(difficulty, [1, 2]), 50.0, 70.0) + noise
     c = method_check("hbpo", CheckInputs(_panel(easier, modes=ordered[0], values=ordered[1]), hbpo_base, "base",
                                          hbpo_base, 60.0, 300))  # fmt: skip
-    assert c["held"] is True and c["differences"]["spread_gain"][0] == pytest.approx(32.0)  # 120 // 3 - 24 // 3
+    # overshoot: base (max(0, 70 - 24) + 0) / 2 = 23, recipe (max(0, 48 - 24) + 0) / 2 = 12 (up to the noise)
+    assert c["held"] is True and c["differences"]["overshoot_saved"][0] == pytest.approx(11.0, abs=0.5)
+    assert c["differences"]["spread_gain"][0] == pytest.approx(32.0)  # printed, not judged: 120 // 3 - 24 // 3
+    over = modes({b: b + 30 + noise for b in (24, 120)}, "hbpo")  # further past every budget than the base at 24
+    assert method_check("hbpo", CheckInputs(_panel(easier, modes=over[0], values=over[1]), hbpo_base, "base",
+                                            hbpo_base, 60.0, 300))["held"] is False  # fmt: skip
     same_len = _panel(np.repeat(70 + noise[:1], 2, axis=0), modes=ordered[0], values=ordered[1])  # easy: no shorter
     assert method_check("hbpo", CheckInputs(same_len, hbpo_base, "base", hbpo_base, 60.0, 300))["held"] is False
     # DLER: fewer completions unfinished at the tight cap than the base's, not longer
@@ -187,6 +192,28 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     base_d = _panel(np.full((1, tasks), 60.0), seeds=[None], tight_truncated=tight_base)
     c = method_check("dler", CheckInputs(dler, base_d, "base", base_d, 60.0, 300), tight_cap=96)
     assert c["held"] is True and "truncated at 96: 0.000" in c["measured"]
+
+
+def test_canon_check_accepts_either_direction_of_a_better_trade_off():
+    """CANON has no preset direction (methods.md §26): shorter at similar accuracy, or more accurate at no more
+    tokens, is its claim; longer at the same accuracy is not."""
+    from trl_efficient.testbed.checks import CheckInputs, method_check
+
+    rng = np.random.default_rng(1)
+    ref_tokens = rng.normal(70, 20, size=(2, 300))
+    acc = (rng.random((2, 300)) < 0.6).astype(float)
+    ref = _panel(ref_tokens, acc)
+    better = acc.copy()
+    better[:, :90] = 1.0  # +0.12 or so: the first 90 tasks always right
+
+    def check(tokens, correct):
+        return method_check("canon", CheckInputs(_panel(tokens, correct), ref, "grpo", ref, 60.0, 500))
+
+    assert check(ref_tokens - 5, acc)["held"] is True  # shorter, same answers
+    assert check(ref_tokens, better)["held"] is True  # more accurate, same length
+    assert check(ref_tokens + 5, acc)["held"] is False  # longer, same answers: dominated
+    assert check(ref_tokens + 5, better)["held"] is False  # more accurate but longer: another trade-off, not a better
+    assert "whichever direction pays" in check(ref_tokens, acc)["claim"]
 
 
 def test_paired_streams_do_not_depend_on_the_batch(small_base):

@@ -38,7 +38,7 @@ def _validate(name, tmp_path, tiny_model_dir, tokenizer):
     scale = recipe_scale(name, CAP, settings.max_steps)
     recipe = scaled_recipe(get_recipe(name), scale)
     args = build_config(recipe, settings, str(tmp_path / name), scale=scale)
-    assert args.max_completion_length == CAP
+    assert args.max_completion_length == scale.config.get("max_completion_length", CAP)  # Frugal: its own cap
     if args.advantage_estimator != "grpo":
         entry = ADVANTAGE_ESTIMATORS.get(args.advantage_estimator)
         if isinstance(entry, type):
@@ -165,7 +165,7 @@ def test_check_modes_follow_the_scaled_constants():
         170,
     ]  # 5 + 183 * (0.1, 0.3, 0.5, 0.7, 0.9) = 23.3, 59.9, 96.5, 133.1, 169.7
     assert l1[0].user_suffix == " Think for 23 tokens."
-    assert [m.value for m in check_modes("saber", recipe_scale("saber", CAP))] == [16, 192]
+    assert [m.value for m in check_modes("saber", recipe_scale("saber", CAP))] == [16, 48, 192]  # 128, 4096, 16384
     assert check_modes("kimi", recipe_scale("kimi", CAP)) == []
 
 
@@ -216,3 +216,16 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     assert "- `saber`: tiers x cap/16384" in md and os.path.isfile(out_dir / "pareto.png")
     assert not list((out_dir / "runs").glob("saber/*.json"))  # a failure is not cached: a rerun retries it
     assert len(list((out_dir / "runs").glob("grpo/seed*.json"))) == 3  # one file per training seed
+
+
+def test_curriculum_and_frugal_rules_keep_the_papers_anchors():
+    """Curriculum (methods.md §22): 256 -> 87 tokens, start at about the base model's length (cap / 2 = 192 at
+    world v2's 384) and the paper's end/start ratio 87/256 -> 65, the tasks' mean floor. FRUGAL (§30): the paper's
+    16k context is 16384 / 11491 = 1.43x its base model's mean output; 0.6 x 384 = 230 tokens is 1.43x testbed:v2's
+    161, and `build_config` trains at that cap while every other recipe keeps the common one."""
+    budgets = recipe_scale("curriculum", 384, 40).config["rollout_plan_kwargs"]
+    assert (budgets["initial_budget"], budgets["final_budget"]) == (192, 65)
+    assert round(16384 / 11491 * 161) == 230
+    settings = Settings(max_completion_length=384)
+    assert build_config(get_recipe("frugal"), settings, "unused").max_completion_length == 230
+    assert build_config(get_recipe("kimi"), settings, "unused").max_completion_length == 384

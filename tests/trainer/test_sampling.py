@@ -10,9 +10,11 @@ from datasets import Dataset
 from helpers import RecordingTrainer, make_dataset, tiny_config
 from trl.trainer.utils import RepeatSampler
 
+from trl_efficient.methods.frugal import FrugalSampler, frugal_weight
+from trl_efficient.methods.lspo import LSPOSampler, quantile
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.trainer import EfficientGRPOConfig, GroupBatch
-from trl_efficient.trainer.sampling import FrugalSampler, LSPOSampler, PromptSampler, frugal_weight, quantile
+from trl_efficient.trainer.sampling import PromptSampler
 
 
 def _ids(n):

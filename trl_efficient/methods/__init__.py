@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     lapo,
     laser,
     lead,
+    lspo,
     o1_pruner,
     pear,
     saber,

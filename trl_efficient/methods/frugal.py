@@ -12,9 +12,10 @@ Here:
   repeated `n` times; $\hat p = \frac{1}{n}\sum_{j=1}^{n} \mathbb{1}[\text{correct}_j]$;
 - `apply_pass_rates`: joins the estimates to the training rows (a `pass_rate` column) and keeps $\hat p < 1$;
 - `prepare_dataset`: the `frugal` recipe's hook (loads or estimates the pass rates, then filters);
-- the `frugal` prompt sampler (`trainer/sampling.py`, `FrugalSampler`) samples the kept problems uniformly, as the
-  paper (TRL's seeded shuffle of each pass; the released run uses verl's shuffled dataloader, `data.shuffle=true`);
-  the option `sampler_kwargs: {alpha: a}` (a > 0, not in the paper) draws them with weight $w(p) = 1 + a p$ instead.
+- the `frugal` prompt sampler (`FrugalSampler`, below; registered in `trainer.sampling.PROMPT_SAMPLERS`) samples the
+  kept problems uniformly, as the paper (TRL's seeded shuffle of each pass; the released run uses verl's shuffled
+  dataloader, `data.shuffle=true`); the option `sampler_kwargs: {alpha: a}` (a > 0, not in the paper) draws them
+  with weight $w(p) = 1 + a p$ instead.
 
 Proposed defaults: `n = 16` [paper], `max_new_tokens` = the training cap (the paper estimates at its 16k training
 context), `temperature` = the training temperature (1.0 in the paper), `top_p = 1.0`; correctness is the SABER
@@ -29,6 +30,9 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch
+
+from ..trainer.sampling import PROMPT_SAMPLERS, PromptSampler, dataset_column
 from .saber import profile_dataset, question_key, write_profile
 
 if TYPE_CHECKING:
@@ -268,3 +272,99 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---------------------------------------------------------------- the `frugal` prompt sampler
+
+FRUGAL_ALPHA = 0.0  # [paper] uniform over the kept problems; alpha > 0 (option) weights w(p) = 1 + alpha * p
+
+
+def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:
+    r"""Sampling weight of a problem with base-model pass rate $p$: $w(p) = 1 + \alpha p$ for $p < 1$, $0$ for
+    $p \ge 1$ (problems the base model always solves are out, arXiv 2511.01937 Stage 1). $\alpha = 0$ (default) is
+    the paper's uniform sampling over the kept problems; $\alpha > 0$ is an option of ours (not in the paper) that
+    draws moderately easy problems more often ($\alpha = 1$: up to twice as often as never-solved ones).
+
+    >>> [frugal_weight(p) for p in (0.0, 0.25, 0.9375, 1.0)]
+    [1.0, 1.0, 1.0, 0.0]
+    >>> [frugal_weight(p, alpha=1.0) for p in (0.0, 0.25, 0.9375, 1.0)]
+    [1.0, 1.25, 1.9375, 0.0]
+    """
+    p = float(p)
+    if p != p or not 0.0 <= p <= 1.0:
+        raise ValueError(f"pass_rate must be in [0, 1], got {p}.")
+    return 0.0 if p >= 1.0 else 1.0 + float(alpha) * p
+
+
+@PROMPT_SAMPLERS.register("frugal")
+class FrugalSampler(PromptSampler):
+    r"""Frugal-Thinking's data mix as a sampler (arXiv 2511.01937; methods.md §30): prompts whose `pass_rate` column
+    (the base model's estimated pass rate, `trl_efficient.methods.frugal.estimate_pass_rate`) is 1 are never drawn.
+
+    - `alpha = 0` (default, the paper): **uniform** over the kept problems ($p < 1$). The paper's Stage 1 samples its
+      kept set uniformly; the released run (MBZUAI-Paris/Frugal-Thinking `7348824b`,
+      `src/train/verl_0.4/slurm_xp/informal_maths/stage_1/q3_4b_it_math_xp.slurm`: `SHUFFLE=true`,
+      `data.shuffle=$SHUFFLE`) reads it with verl's shuffled dataloader, one random permutation per epoch. So do we:
+      TRL's seeded permutation of each pass (`PromptSampler`), skipping the rows with $p = 1$; when the dataset holds
+      only kept problems (the `frugal` recipe's `prepare_dataset` filters them) the sequence is exactly TRL's
+      `RepeatSampler`'s.
+    - `alpha > 0` (option, not in the paper): every chunk draws `batch_size` distinct prompts with probability
+      proportional to $w(p) = 1 + \alpha p$ (`frugal_weight`), without replacement inside a chunk and independently
+      across chunks; chunk $k$ uses a generator seeded with `seed + k` (`k` = chunks drawn so far, in the state), so
+      the draws are identical on every rank and resume exactly.
+
+    Args:
+        alpha: $\alpha$ in $w(p) = 1 + \alpha p$, >= 0 (default 0: uniform, the paper).
+
+    >>> from datasets import Dataset
+    >>> s = FrugalSampler(Dataset.from_dict({"pass_rate": [0.0, 1.0, 0.5, 0.25, 0.75]}), 2, batch_size=2, seed=0,
+    ...                   shuffle=False)
+    >>> len(s), s.weights.tolist(), list(s)  # 5 // 2 = 2 chunks of 2 prompts x 2 repeats; row 1 (p = 1) skipped
+    (8, [1.0, 0.0, 1.0, 1.0, 1.0], [0, 0, 2, 2, 3, 3, 4, 4])
+    """
+
+    needs_columns = ("pass_rate",)
+
+    def __init__(
+        self,
+        data_source,
+        mini_repeat_count: int,
+        batch_size: int = 1,
+        repeat_count: int = 1,
+        shuffle: bool = True,
+        seed: int | None = None,
+        args=None,
+        alpha: float = FRUGAL_ALPHA,
+    ) -> None:
+        super().__init__(data_source, mini_repeat_count, batch_size, repeat_count, shuffle, seed, args)
+        self.check(args, alpha=alpha)
+        self.alpha = float(alpha)
+        rates = dataset_column(data_source, "pass_rate", "frugal")
+        self.weights = torch.tensor([frugal_weight(p, self.alpha) for p in rates], dtype=torch.float64)
+        positive = int((self.weights > 0).sum())
+        if positive < self.batch_size:
+            raise ValueError(
+                f"prompt_sampler='frugal': only {positive} prompts have pass_rate < 1, fewer than one generation batch "
+                f"({self.batch_size} prompts); filter with prepare_dataset or use a smaller generation batch."
+            )
+
+    @classmethod
+    def check(cls, args=None, alpha=FRUGAL_ALPHA) -> None:
+        if float(alpha) < 0:
+            raise ValueError(f"sampler_kwargs alpha must be >= 0 (w = 1 + alpha * pass_rate), got {alpha}.")
+
+    def draw_chunk(self) -> list[int]:
+        if self.alpha > 0:  # option: weighted, independent chunks
+            generator = torch.Generator()
+            generator.manual_seed(self.seed + self.chunks_drawn)
+            return torch.multinomial(self.weights, self.batch_size, replacement=False, generator=generator).tolist()
+        # uniform (the paper): the next batch_size kept prompts of the pass's permutation
+        while True:
+            remaining = self._pass_permutation(self.pass_index)[self.offset :]
+            kept = [pos for pos, index in enumerate(remaining) if self.weights[index] > 0]
+            if len(kept) < self.batch_size:  # the pass is spent (a partial chunk dropped, as TRL does)
+                self.pass_index, self.offset = self.pass_index + 1, 0
+                continue
+            picks = kept[: self.batch_size]
+            self.offset += picks[-1] + 1
+            return [remaining[pos] for pos in picks]

@@ -15,13 +15,15 @@ The prompt-conditioned recipes are checked against **the base model under the sa
 `testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method
 with what the base model brings):
 
-- HBPO: the budget spread (length at the largest prompted budget minus at the smallest, per task) grows over the
-  base's, *and* easy tasks (1-2 ops) get shorter than the base's easy tasks (adaptive: HBPO cuts where little
-  thinking is needed);
+- HBPO: the overshoot past the prefilled budget (max(0, length - budget), mean over the budgets) falls from the base's
+  (its reward charges only length past the budget), *and* easy tasks (1-2 ops) get shorter than the base's easy tasks
+  without a budget (adaptive: HBPO cuts where little thinking is needed). The budget spread (length at the largest
+  budget minus the smallest) is printed but not judged: the v2 base already separates the budgets (docs/testbed.md);
 - L1-Exact: mean abs(length - target) falls from the base's *and* the Pearson correlation of target and length rises
   over the base's (a uniform cut that does not follow the target is not L1's claim);
 - L1-Max: mean overshoot max(0, length - target) falls from the base's *and* the Pearson correlation rises;
-- SABER: the tier gap (thinking tokens under the largest tier's prompt minus the smallest's) grows over the base's;
+- SABER: the thinking overshoot past the tier's budget (max(0, thinking - tier), mean over the smallest, a middle
+  and the largest tier) falls from the base's (the tier gap is printed, not judged, for HBPO's reason);
 - DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192
   tokens at the testbed's 384; the base model rarely truncates at the full cap), read from the same samples (a
   completion that has not ended within that many tokens), and not longer (tokens within the token margin);
@@ -31,6 +33,8 @@ with what the base model brings):
 - DAPO overlong: no more truncations than the reference (non-inferiority: the interval of reference - recipe stays
   above -`FRACTION_MARGIN`);
 - LSPO, CANON-entropy (which target accuracy, not length): accuracy above the reference's;
+- CANON (length; no preset direction, methods.md §26: "a better accuracy-cost frontier"): shorter at similar
+  accuracy *or* more accurate at no more tokens (`stats.either`);
 - the other length methods: shorter than the reference at similar accuracy (accuracy difference above
   -`ACCURACY_TOLERANCE` within its interval).
 
@@ -47,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .stats import Bootstrap, Panel, combine, constraint, decide, interval, wmean, wpearson, wratio
+from .stats import Bootstrap, Panel, combine, constraint, decide, either, interval, wmean, wpearson, wratio
 
 __all__ = [
     "ACCURACY_TOLERANCE",
@@ -75,7 +79,7 @@ EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
 CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber", "asrr")  # checked under their prompts, against the base
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
-_SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "canon", "gfpo",
+_SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
             "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
@@ -154,7 +158,8 @@ def check_modes(recipe: str, scale) -> list:
         from ..prompts import saber_system_prompt
 
         tiers = scale.recipe_kwargs["tiers"]
-        return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in (tiers[0], tiers[-1])]
+        chosen = sorted({tiers[0], tiers[len(tiers) // 2], tiers[-1]})  # the smallest, a middle and the largest tier
+        return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in chosen]
     if recipe == "asrr":
         return parse_mode("asrr")
     return []
@@ -303,15 +308,22 @@ def _mode_means(panel: Panel, names, key="lengths") -> str:
     return ", ".join(f"{panel.mode_values.get(m)}: {float(panel.modes[m][key].mean()):.1f}" for m in names)
 
 
+def _overshoot(panel: Panel, names, key: str = "lengths") -> np.ndarray:
+    """Per (seed, task): max(0, measured - prompted value) averaged over the prompts `names`."""
+    return np.mean([np.maximum(panel.modes[m][key] - float(panel.mode_values[m]), 0.0) for m in names], axis=0)
+
+
 def _hbpo(c: CheckInputs) -> dict:
-    claim = ("vs the base model under the same budget prefills: the budget spread (length at the largest budget minus "
-             "the smallest) grows, and easy tasks (1-2 ops) get shorter than the base's")  # fmt: skip
+    claim = ("vs the base model: under the same budget prefills the overshoot past the budget (max(0, length - "
+             "budget), mean over the budgets) falls, and without a budget easy tasks (1-2 ops) get shorter than the "
+             "base's")  # fmt: skip
     pair = _modes_pair(c)
     if pair is None or len(c.panel.modes) < 2:
         return _result(claim, "no base evaluation under the same prompts", None, {})
     rec, base = pair
     names = _by_value(rec, rec.modes)
     lo, hi = names[0], names[-1]
+    d_over = c.paired(_overshoot(base, names), _overshoot(rec, names))
     spread = rec.modes[hi]["lengths"] - rec.modes[lo]["lengths"]
     b_spread = base.modes[hi]["lengths"] - base.modes[lo]["lengths"]
     d_spread = c.paired(spread, b_spread)
@@ -319,13 +331,16 @@ def _hbpo(c: CheckInputs) -> dict:
     d_easy = c.paired(base.metrics["tokens"], rec.metrics["tokens"], mask=easy)
     hard = np.isin(rec.difficulty.astype(str), HARD_OPS)
     gap = lambda p: (_point(p, "tokens", hard) or 0.0) - (_point(p, "tokens", easy) or 0.0)  # noqa: E731
-    measured = (f"budget spread {float(b_spread.mean()):.1f} (base) -> {float(spread.mean()):.1f}: diff "
-                f"{_d(d_spread)}; easy tokens {_fmt(_point(base, 'tokens', easy))} (base) -> "
-                f"{_fmt(_point(rec, 'tokens', easy))}: base - recipe {_d(d_easy)} (margin +-{c.token_margin:.1f}); "
-                f"hard-easy gap {gap(base):.1f} -> {gap(rec):.1f}; by budget: base {_mode_means(base, names)}; "
-                f"trained {_mode_means(rec, names)}")  # fmt: skip
-    held = combine(decide(d_spread, c.token_margin), decide(d_easy, c.token_margin))
-    return _result(claim, measured, held, {"spread_gain": d_spread, "easy_tokens_saved": d_easy})
+    measured = (f"overshoot {float(_overshoot(base, names).mean()):.1f} (base) -> "
+                f"{float(_overshoot(rec, names).mean()):.1f}: base - recipe {_d(d_over)} (margin "
+                f"+-{c.token_margin:.1f}); easy tokens {_fmt(_point(base, 'tokens', easy))} (base) -> "
+                f"{_fmt(_point(rec, 'tokens', easy))}: base - recipe {_d(d_easy)}; budget spread (not part of the "
+                f"verdict: the v2 base already follows budgets) {float(b_spread.mean()):.1f} -> "
+                f"{float(spread.mean()):.1f}: diff {_d(d_spread)}; hard-easy gap {gap(base):.1f} -> {gap(rec):.1f}; "
+                f"by budget: base {_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
+    held = combine(decide(d_over, c.token_margin), decide(d_easy, c.token_margin))
+    return _result(claim, measured, held,
+                   {"overshoot_saved": d_over, "easy_tokens_saved": d_easy, "spread_gain": d_spread})  # fmt: skip
 
 
 def _l1(c: CheckInputs, recipe: str) -> dict:
@@ -365,15 +380,33 @@ def _saber(c: CheckInputs) -> dict:
     rec, base = pair
     names = _by_value(rec, rec.modes)
     lo, hi = names[0], names[-1]
-    claim = (f"vs the base model under the same tier prompts: the gap in thinking tokens between the "
-             f"{rec.mode_values[hi]}-token and the {rec.mode_values[lo]}-token tier prompt grows")  # fmt: skip
+    tiers = "/".join(str(rec.mode_values[m]) for m in names)
+    claim = (f"vs the base model under the same tier prompts ({tiers} thinking tokens): the thinking overshoot past "
+             "the tier's budget (max(0, thinking - tier), mean over the tiers) falls")  # fmt: skip
+    d = c.paired(_overshoot(base, names, "thinking"), _overshoot(rec, names, "thinking"))
     gap = rec.modes[hi]["thinking"] - rec.modes[lo]["thinking"]
     b_gap = base.modes[hi]["thinking"] - base.modes[lo]["thinking"]
-    d = c.paired(gap, b_gap)
-    measured = (f"thinking tokens by tier: base {_mode_means(base, names, 'thinking')} (gap {float(b_gap.mean()):.1f})"
-                f" -> trained {_mode_means(rec, names, 'thinking')} (gap {float(gap.mean()):.1f}): diff {_d(d)} "
-                f"(margin +-{c.token_margin:.1f})")  # fmt: skip
-    return _result(claim, measured, decide(d, c.token_margin), {"gap_gain": d})
+    d_gap = c.paired(gap, b_gap)
+    measured = (f"thinking overshoot {float(_overshoot(base, names, 'thinking').mean()):.1f} (base) -> "
+                f"{float(_overshoot(rec, names, 'thinking').mean()):.1f}: base - recipe {_d(d)} (margin "
+                f"+-{c.token_margin:.1f}); thinking tokens by tier: base {_mode_means(base, names, 'thinking')} -> "
+                f"trained {_mode_means(rec, names, 'thinking')}; tier gap (not part of the verdict) "
+                f"{float(b_gap.mean()):.1f} -> {float(gap.mean()):.1f}: diff {_d(d_gap)}")  # fmt: skip
+    return _result(claim, measured, decide(d, c.token_margin), {"overshoot_saved": d, "gap_gain": d_gap})
+
+
+def _canon(c: CheckInputs) -> dict:
+    rec, ref = c.panel.aligned(c.reference)
+    d_tokens = c.paired(ref.metrics["tokens"], rec.metrics["tokens"])
+    d_acc, similar, acc_text = _similar_accuracy(c, rec, ref)
+    shorter = combine(decide(d_tokens, c.token_margin), similar)
+    more_accurate = combine(decide(d_acc, FRACTION_MARGIN), constraint(d_tokens, c.token_margin))
+    measured = (f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(ref, 'tokens'))}: {c.reference_name} - recipe "
+                f"{_d(d_tokens)} (margin +-{c.token_margin:.1f}); {acc_text}")  # fmt: skip
+    claim = (f"a better accuracy-cost trade-off than {c.reference_name}, in whichever direction pays (no preset "
+             f"direction): shorter at similar accuracy, or more accurate (margin {FRACTION_MARGIN}) at no more "
+             "tokens")  # fmt: skip
+    return _result(claim, measured, either(shorter, more_accurate), {"tokens_saved": d_tokens, "accuracy": d_acc})
 
 
 def _asrr(c: CheckInputs) -> dict:
@@ -415,6 +448,8 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
         return {"claim": "-", "measured": "no reference row", "held": None}
     if recipe in _NOT_LESS_ACCURATE:
         return _not_less_accurate(inputs)
+    if recipe == "canon":
+        return _canon(inputs)
     if recipe == "bingo":
         return _bingo(inputs)
     if recipe == "dapo-overlong":

@@ -35,7 +35,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["PROTOCOL", "Job", "load_result", "plan_job", "run_job", "run_jobs"]
 
-PROTOCOL = 2  # bump when evaluation or records change: every result file is then recomputed
+PROTOCOL = 3  # bump when evaluation, records or rollouts change: every result file is then recomputed (3: the
+# rollouts and evaluations decode with `decoding.FastDecoder`, whose float rounding changes training trajectories)
 BASE = "base"
 # the settings the base model's evaluation depends on (its key leaves out the training settings, so changing how
 # recipes train does not evaluate the base model again)

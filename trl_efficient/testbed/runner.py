@@ -240,6 +240,11 @@ def _secs(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _is_baseline(check: dict) -> bool:
+    """A row without a method claim of its own (`grpo`, `dr-grpo`): no verdict, not counted."""
+    return str(check.get("claim") or "baseline").startswith("baseline")
+
+
 def _held(value) -> str:
     return {True: "held", False: "**not held**", None: "inconclusive"}[value]
 
@@ -295,7 +300,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             lines.append(f"| {r['recipe']} | {g} | **failed**: {error} |" + " |" * (len(head) - 3))
             continue
         check = r.get("method_check") or {}
-        verdict = _held(check["held"]) if check.get("claim") not in (None, "baseline") else "-"
+        verdict = "-" if _is_baseline(check) else _held(check["held"])
         if intervals:
             vs = r.get("vs_reference") or {}
             ref = f" ({vs['reference']})" if vs.get("reference") else ""
@@ -319,13 +324,12 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
                   "| recipe | claim | measured | result |", "|---|---|---|---|"]  # fmt: skip
         for r in checked:
             c = r["method_check"]
-            if c.get("claim") == "baseline":
+            if _is_baseline(c):
                 continue
             cells = [str(c[k]).replace("|", "\\|") for k in ("claim", "measured")]  # a "|" would split the cell
             lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {_held(c['held'])} |")
         if intervals:
-            judged = [r["method_check"]["held"] for r in checked
-                      if r["method_check"].get("claim") not in (None, "baseline", "baseline (unbiased)")]  # fmt: skip
+            judged = [r["method_check"]["held"] for r in checked if not _is_baseline(r["method_check"])]
             counts = {v: sum(1 for held in judged if held is v) for v in (True, None, False)}
             lines += ["", f"Verdicts: {counts[True]} held, {counts[None]} inconclusive, {counts[False]} not held "
                       "(held: the 95% interval of the claimed paired difference excludes 0 on the claimed side; not "

@@ -38,6 +38,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from .decoding import FastDecoder
+
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
@@ -85,14 +87,37 @@ def _next_tokens(logits: torch.Tensor, u: torch.Tensor, temperature: float, top_
         return logits.argmax(dim=-1)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     if top_p < 1.0:
-        sorted_probs, order = probs.sort(dim=-1, descending=True)
-        before = sorted_probs.cumsum(dim=-1) - sorted_probs  # mass of the more probable tokens
-        keep_sorted = before < top_p  # the smallest set reaching top_p (the most probable token always stays)
-        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
-        probs = probs * keep
+        probs = probs * _top_p_keep(probs, top_p)
     cdf = probs.cumsum(dim=-1)
     target = u.to(cdf.dtype) * cdf[:, -1]
     return torch.searchsorted(cdf, target[:, None], right=True).squeeze(-1).clamp_max(probs.shape[-1] - 1)
+
+
+_TOP_P_CANDIDATES = 32  # the most probable tokens searched first for the top-p set (then the full sort)
+
+
+def _top_p_keep(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Which tokens of `probs` (B, V) the top-p filter keeps: the smallest set of most probable tokens whose mass
+    reaches `top_p` (a token stays when the mass of the tokens more probable than it is below `top_p`; the most
+    probable token always stays). Searched among the `_TOP_P_CANDIDATES` most probable tokens (`topk`), with a full
+    sort for the rows whose candidates hold less than `top_p`: the same set as sorting every row, faster.
+
+    >>> _top_p_keep(torch.tensor([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]]), 0.7).tolist()
+    [[False, True, True], [True, True, True]]
+    """
+
+    def keep_of(rows: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        top, order = rows.topk(k, dim=-1)  # descending
+        before = top.cumsum(dim=-1) - top  # mass of the more probable tokens
+        keep = torch.zeros_like(rows, dtype=torch.bool).scatter(-1, order, before < top_p)
+        return keep, before[:, -1] + top[:, -1]
+
+    vocab = probs.shape[-1]
+    keep, mass = keep_of(probs, min(_TOP_P_CANDIDATES, vocab))
+    short = (mass < top_p).nonzero().squeeze(-1)
+    if short.numel() and vocab > _TOP_P_CANDIDATES:
+        keep[short] = keep_of(probs[short], vocab)[0]
+    return keep
 
 
 @torch.no_grad()
@@ -127,13 +152,18 @@ def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_ne
 
 
 def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, temperature, top_p, device,
-                    constraint=None):  # fmt: skip
+                    constraint=None, fast: bool = True):  # fmt: skip
+    """The sampled ids of every prompt of one batch. `fast`: decode steps by `decoding.FastDecoder` where it supports
+    the model (`transformers`' forward for the prompt either way); `False` runs every step through `transformers`."""
     width = max(len(p) for p in prompts)
     input_ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in prompts], device=device)
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
     positions = (mask.cumsum(-1) - 1).clamp_min(0)
     out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
     cache, logits = _cache_of(out), out.logits[:, -1, :]
+    decoder = FastDecoder(model) if fast and FastDecoder.supports(model) else None
+    if decoder is not None:
+        decoder.start(cache, mask, max_new_tokens)
     alive = torch.arange(len(prompts))  # batch row -> prompt index in this batch
     last_pos = positions[:, -1]
     generated: list[list[int]] = [[] for _ in prompts]
@@ -156,11 +186,17 @@ def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, tempe
             keep = (~done).nonzero().squeeze(-1)
             if keep.numel() == 0:
                 break
-            cache.batch_select_indices(keep)
+            if decoder is not None:
+                decoder.select(keep)
+            else:
+                cache.batch_select_indices(keep)
             alive, tokens, mask, last_pos = alive[keep.cpu()], tokens[keep], mask[keep], last_pos[keep]
             previous, bound = previous[keep], bound[keep]
-        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)
         last_pos = last_pos + 1
+        if decoder is not None:
+            logits = decoder.step(tokens, last_pos)
+            continue
+        mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=-1)
         out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=last_pos[:, None], cache=cache,
                     use_cache=True)  # fmt: skip
         cache, logits = _cache_of(out), out.logits[:, -1, :]

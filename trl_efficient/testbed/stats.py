@@ -51,6 +51,7 @@ __all__ = [
     "constraint",
     "decide",
     "dominates",
+    "either",
     "interval",
     "interval_pareto_flags",
     "wmean",
@@ -182,6 +183,17 @@ def combine(*verdicts: bool | None) -> bool | None:
     if any(v is False for v in verdicts):
         return False
     return True if all(v is True for v in verdicts) else None
+
+
+def either(*verdicts: bool | None) -> bool | None:
+    """Alternative forms of a claim (one suffices): any `True` -> `True`, all `False` -> `False`, else `None`.
+
+    >>> either(False, True), either(False, None), either(False, False)
+    (True, None, False)
+    """
+    if any(v is True for v in verdicts):
+        return True
+    return False if all(v is False for v in verdicts) else None
 
 
 @dataclass

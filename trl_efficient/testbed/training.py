@@ -222,7 +222,8 @@ def build_config(
     recipe, settings: TestbedSettings, output_dir: str, overrides: dict | None = None, scale=None
 ) -> EfficientGRPOConfig:
     """The recipe's `EfficientGRPOConfig` on the testbed: recipe overrides < testbed scale < common settings <
-    `settings.extra` < `overrides`. Every recipe trains on the same number of prompts per step
+    `settings.extra` < `overrides`, except that a scale's own `max_completion_length` (a training cap that is part
+    of the method) wins over the common cap. Every recipe trains on the same number of prompts per step
     (`per_device_train_batch_size / num_generations` of the settings); a recipe with its own G samples more."""
     from ..trainer import EfficientGRPOConfig
     from .scaling import apply_scale, recipe_scale
@@ -236,7 +237,8 @@ def build_config(
         max_steps=settings.max_steps,
         per_device_train_batch_size=prompts_per_step * g,
         num_generations=g,
-        max_completion_length=settings.max_completion_length,
+        # a scale's own training cap wins (Frugal: the paper's tight context is part of the method)
+        max_completion_length=scale.config.get("max_completion_length", settings.max_completion_length),
         learning_rate=settings.learning_rate,
         temperature=settings.temperature,
         beta=settings.beta,
