@@ -96,3 +96,32 @@ def test_top_p_set_is_the_full_sort_set(top_p):
     assert torch.equal(keep, expected)
     sizes = keep.sum(-1)
     assert sizes.min() < 32 < sizes.max()  # both paths ran
+
+
+def test_budgetthinker_modes_force_the_control_tokens_in_paired_generation(small_base):
+    """`evaluate_modes` under `budgetthinker:B` on a model without the control tokens (the base): they are added to a
+    copy (the caller's tokenizer keeps its vocabulary), and the paired sampler forces the k-th control token at
+    generated position k (delta + 1) - 1 with delta = floor(B / 8) + 1, never elsewhere (methods.md §23)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_efficient.eval.evaluate import parse_mode
+    from trl_efficient.rewards.budgetthinker import add_budget_tokens, budget_interval
+    from trl_efficient.testbed.data import load_testbed_dataset
+    from trl_efficient.testbed.training import evaluate_modes, paired_generations
+
+    model = AutoModelForCausalLM.from_pretrained(small_base).eval()
+    tok = AutoTokenizer.from_pretrained(small_base)
+    vocab = len(tok)
+    rows = load_testbed_dataset("test", 6, 0, 1, 8)
+    mode = parse_mode("budgetthinker:24")[0]
+    out = evaluate_modes(model, tok, rows, [mode], max_new_tokens=40, temperature=1.0)
+    assert len(tok) == vocab and set(out) == {"budgetthinker:24"} and len(out["budgetthinker:24"]["lengths"]) == 6
+    controlled_model, controlled_tok = model, tok
+    control = add_budget_tokens(controlled_model, controlled_tok)  # as the copy got them: same ids
+    delta = budget_interval(24)
+    gens = paired_generations(controlled_model, controlled_tok, list(rows), mode, 1, 40, 1.0, 0.95, 0, 8)
+    forced = {k * (delta + 1) - 1: control[k - 1] for k in range(1, 8)}
+    for ((ids, _, _),) in gens:
+        for position, token in enumerate(ids):
+            assert (token == forced.get(position)) == (position in forced), (position, token)
+        assert len(ids) < 2 * (delta + 1) or ids[delta] == control[0]

@@ -194,6 +194,29 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     assert c["held"] is True and "truncated at 96: 0.000" in c["measured"]
 
 
+def test_budgetthinker_check_against_its_starting_point_under_its_budgets():
+    """Under the budget prompts with forced control tokens: more accurate than the base with the tokens added and a
+    smaller thinking overshoot past the budgets -> held; the same accuracy -> not held."""
+    from trl_efficient.testbed.checks import CheckInputs, method_check
+
+    rng = np.random.default_rng(2)
+    tasks = 200
+
+    def panel(thinking_over, correct_p, seeds):
+        modes = {f"budgetthinker:{b}": {"thinking": b + thinking_over + rng.normal(0, 3, size=(len(seeds), tasks)),
+                                        "correct": (rng.random((len(seeds), tasks)) < correct_p).astype(float)}
+                 for b in (38, 77, 115)}  # fmt: skip
+        values = {f"budgetthinker:{b}": b for b in (38, 77, 115)}
+        return _panel(np.full((len(seeds), tasks), 60.0), seeds=seeds, modes=modes, values=values)
+
+    base = panel(30.0, 0.4, [None])
+    c = method_check("budgetthinker", CheckInputs(panel(5.0, 0.8, [0, 1]), base, "base", base, 60.0, 300))
+    assert c["held"] is True and c["differences"]["overshoot_saved"][0] == pytest.approx(25.0, abs=1.0)
+    assert "0.4" in c["measured"] and "thinking tokens by budget" in c["measured"]
+    same = method_check("budgetthinker", CheckInputs(panel(5.0, 0.4, [0, 1]), base, "base", base, 60.0, 300))
+    assert same["held"] is not True
+
+
 def test_canon_check_accepts_either_direction_of_a_better_trade_off():
     """CANON has no preset direction (methods.md §26): shorter at similar accuracy, or more accurate at no more
     tokens, is its claim; longer at the same accuracy is not."""

@@ -166,6 +166,8 @@ def test_check_modes_follow_the_scaled_constants():
     ]  # 5 + 183 * (0.1, 0.3, 0.5, 0.7, 0.9) = 23.3, 59.9, 96.5, 133.1, 169.7
     assert l1[0].user_suffix == " Think for 23 tokens."
     assert [m.value for m in check_modes("saber", recipe_scale("saber", CAP))] == [16, 48, 192]  # 128, 4096, 16384
+    bt = check_modes("budgetthinker", recipe_scale("budgetthinker", CAP))  # final choices 2000/4000/6000 x 192/10000
+    assert [(m.value, m.control_budget) for m in bt] == [(38, 38), (77, 77), (115, 115)]
     assert check_modes("kimi", recipe_scale("kimi", CAP)) == []
 
 

@@ -204,7 +204,12 @@ class BudgetControlProcessor(LogitsProcessor):
                 f"BudgetControlProcessor got {input_ids.shape[0]} rows for {len(self.deltas)} budgets; pass one "
                 "budget per generated sequence."
             )
-        position = input_ids.shape[1] - self.prompt_length  # 0-based index of the token being generated
+        return self.apply(scores, input_ids.shape[1] - self.prompt_length)
+
+    def apply(self, scores: torch.FloatTensor, position: int) -> torch.FloatTensor:
+        """`scores` (B, V) for the token at 0-based generated `position`: the control tokens suppressed, or the
+        forced one alone where one is due (what `__call__` does once it knows the position; the testbed's paired
+        sampler calls it directly)."""
         out = scores.clone()
         control = torch.tensor(self.control_ids, device=scores.device)
         out[:, control] = float("-inf")  # suppressed outside the forced positions

@@ -27,6 +27,9 @@ with what the base model brings):
 - DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192
   tokens at the testbed's 384; the base model rarely truncates at the full cap), read from the same samples (a
   completion that has not ended within that many tokens), and not longer (tokens within the token margin);
+- BudgetThinker: under its budget prompts with the control tokens forced (its final budgets), accuracy above the
+  base model's with the control tokens added (fresh embeddings, where its training starts) under the same prompts and
+  forcing, *and* the thinking overshoot past the budget falls;
 - ASRR: under the no-think prefix, accuracy above the base model's under the same prefix, and fewer tokens than the
   reference's plain evaluation on the same tasks;
 - Bingo: a lower redundant share than the reference at similar accuracy;
@@ -76,12 +79,19 @@ FRACTION_MARGIN = 0.02  # equivalence margin of a difference of accuracies or fr
 TOKEN_MARGIN = 0.02  # equivalence margin of a difference in tokens, as a fraction of the mean floor
 PEARSON_MARGIN = 0.02  # equivalence margin of a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
-CONDITIONED = ("hbpo", "l1-exact", "l1-max", "saber", "asrr")  # checked under their prompts, against the base
+CONDITIONED = (
+    "hbpo",
+    "l1-exact",
+    "l1-max",
+    "saber",
+    "asrr",
+    "budgetthinker",
+)  # checked under their prompts, against the base
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
 _SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "gfpo",
             "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "budgetthinker", "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
+            "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
 
 # The method families of the per-difficulty small multiples (one panel each); the registry has no family field, so
@@ -162,6 +172,9 @@ def check_modes(recipe: str, scale) -> list:
         return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in chosen]
     if recipe == "asrr":
         return parse_mode("asrr")
+    if recipe == "budgetthinker":  # its final epochs' budgets, with the control tokens forced
+        budgets = scale.config["rollout_plan_kwargs"]["final_choices"]
+        return [m for b in sorted(budgets) for m in parse_mode(f"budgetthinker:{b}")]
     return []
 
 
@@ -409,6 +422,28 @@ def _canon(c: CheckInputs) -> dict:
     return _result(claim, measured, either(shorter, more_accurate), {"tokens_saved": d_tokens, "accuracy": d_acc})
 
 
+def _budgetthinker(c: CheckInputs) -> dict:
+    claim = ("vs the base model with the control tokens added (fresh embeddings: where training starts) under the same "
+             "budget prompts and forced control tokens: accuracy rises and the thinking overshoot past the budget "
+             "(max(0, thinking - budget), mean over the budgets) falls")  # fmt: skip
+    pair = _modes_pair(c)
+    if pair is None:
+        return _result(claim, "no base evaluation under the budget prompts", None, {})
+    rec, base = pair
+    names = _by_value(rec, rec.modes)
+    acc = lambda p: np.mean([p.modes[m]["correct"] for m in names], axis=0)  # noqa: E731
+    d_acc = c.paired(acc(rec), acc(base))
+    d_over = c.paired(_overshoot(base, names, "thinking"), _overshoot(rec, names, "thinking"))
+    measured = (f"accuracy under the budgets {float(acc(base).mean()):.3f} (base) -> {float(acc(rec).mean()):.3f}: "
+                f"diff {_d(d_acc, 3)} (margin +-{FRACTION_MARGIN}); thinking overshoot "
+                f"{float(_overshoot(base, names, 'thinking').mean()):.1f} -> "
+                f"{float(_overshoot(rec, names, 'thinking').mean()):.1f}: base - recipe {_d(d_over)} (margin "
+                f"+-{c.token_margin:.1f}); thinking tokens by budget: base {_mode_means(base, names, 'thinking')}; "
+                f"trained {_mode_means(rec, names, 'thinking')}")  # fmt: skip
+    held = combine(decide(d_acc, FRACTION_MARGIN), decide(d_over, c.token_margin))
+    return _result(claim, measured, held, {"budget_accuracy_gain": d_acc, "overshoot_saved": d_over})
+
+
 def _asrr(c: CheckInputs) -> dict:
     claim = (f"under the no-think prefix: accuracy above the base's under the same prefix and fewer tokens than "
              f"{c.reference_name}")  # fmt: skip
@@ -444,6 +479,8 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
         return _dler(inputs, tight_cap)
     if recipe == "asrr":
         return _asrr(inputs)
+    if recipe == "budgetthinker":
+        return _budgetthinker(inputs)
     if inputs.reference is None:
         return {"claim": "-", "measured": "no reference row", "held": None}
     if recipe in _NOT_LESS_ACCURATE:
@@ -455,8 +492,5 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
     if recipe == "dapo-overlong":
         return _dapo(inputs)
     if recipe in _SHORTER:
-        check = _shorter_at_similar_accuracy(inputs)
-        if recipe == "budgetthinker":  # its budget claim needs the control tokens: perf/testbed/budget_forcing.py
-            check["claim"] += " under the plain prompt (budgets: perf/testbed/budget_forcing.py)"
-        return check
+        return _shorter_at_similar_accuracy(inputs)
     return {"claim": "no check defined", "measured": "-", "held": None}

@@ -123,11 +123,13 @@ def _top_p_keep(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 @torch.no_grad()
 def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_new_tokens: int, eos_ids,
                     pad_id: int, temperature: float = 0.6, top_p: float = 0.95, batch_size: int = 128,
-                    show_progress: bool = False,
-                    constraint: SentenceConstraint | None = None) -> list[list[int]]:  # fmt: skip
+                    show_progress: bool = False, constraint: SentenceConstraint | None = None,
+                    processor=None) -> list[list[int]]:  # fmt: skip
     """Completion ids of every prompt (token ids), sampled with the stream `seeds[i]` (`sample_seed`), cut after the
     first EOS (kept). The result does not depend on `batch_size` or on the other prompts of a batch (up to float
-    rounding of batched matrix products). `constraint`: what may open a sentence (`SentenceConstraint`)."""
+    rounding of batched matrix products). `constraint`: what may open a sentence (`SentenceConstraint`); `processor`:
+    `processor(logits, position) -> logits` before each draw, `position` the 0-based index of the generated token
+    (BudgetThinker's forced control tokens: `rewards.budgetthinker.BudgetControlProcessor.apply`)."""
     if len(prompt_ids) != len(seeds):
         raise ValueError(f"generate_paired: {len(prompt_ids)} prompts but {len(seeds)} seeds.")
     eos = torch.tensor(sorted(set(eos_ids)))
@@ -143,7 +145,8 @@ def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_ne
                 [torch.rand(max_new_tokens, generator=torch.Generator().manual_seed(seeds[i])) for i in rows]
             )  # (B, max_new_tokens)
             for i, ids in zip(rows, _generate_batch(model, [prompt_ids[i] for i in rows], uniforms, max_new_tokens,
-                                                    eos, pad_id, temperature, top_p, device, constraint),
+                                                    eos, pad_id, temperature, top_p, device, constraint,
+                                                    processor=processor),
                               strict=True):  # fmt: skip
                 out[i] = ids
     finally:
@@ -152,7 +155,7 @@ def generate_paired(model, prompt_ids: list[list[int]], seeds: list[int], max_ne
 
 
 def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, temperature, top_p, device,
-                    constraint=None, fast: bool = True):  # fmt: skip
+                    constraint=None, fast: bool = True, processor=None):  # fmt: skip
     """The sampled ids of every prompt of one batch. `fast`: decode steps by `decoding.FastDecoder` where it supports
     the model (`transformers`' forward for the prompt either way); `False` runs every step through `transformers`."""
     width = max(len(p) for p in prompts)
@@ -173,6 +176,8 @@ def _generate_batch(model, prompts, uniforms, max_new_tokens, eos, pad_id, tempe
     for step in range(max_new_tokens):
         if constraint is not None:
             logits = constraint.mask(logits, previous, bound)
+        if processor is not None:
+            logits = processor(logits, step)
         tokens = _next_tokens(logits, uniforms[alive, step].to(device), temperature, top_p)
         if constraint is not None:
             bound = bound & ~torch.isin(tokens, torch.tensor(constraint.release, device=device))

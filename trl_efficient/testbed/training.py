@@ -110,11 +110,21 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
                        constraint=None) -> list[list[tuple[list[int], str, bool]]]:  # fmt: skip
     """`num_samples` completions `(ids, text, finished)` of every row under `mode`, sample j of task i drawn from the
     stream `sampling.sample_seed(seed, i, j)` (the same for every model: evaluations are paired); `mode`: one
-    `EvalMode` for every row, or a list of one per row; `constraint`: a `sampling.SentenceConstraint`."""
+    `EvalMode` for every row, or a list of one per row; `constraint`: a `sampling.SentenceConstraint`. A mode with a
+    `control_budget` (`budgetthinker:B`) forces BudgetThinker's control tokens (`BudgetControlProcessor.apply`; the
+    tokenizer must hold them), one budget for all rows."""
     from ..eval.evaluate import build_prompt_text
     from .sampling import generate_paired, sample_seed
 
     modes = mode if isinstance(mode, list) else [mode] * len(rows)
+    processor = None
+    budgets = {getattr(m, "control_budget", None) for m in modes}
+    if budgets != {None}:
+        if len(budgets) > 1:
+            raise ValueError(f"paired_generations: one control budget for all rows, got {sorted(map(str, budgets))}.")
+        from ..rewards.budgetthinker import BudgetControlProcessor, control_token_ids
+
+        processor = BudgetControlProcessor(budgets.pop(), control_token_ids(tokenizer)).apply
     prompt_ids = [tokenizer(build_prompt_text(r["prompt"], m, tokenizer), add_special_tokens=False)["input_ids"]
                   for r, m in zip(rows, modes, strict=True)]  # fmt: skip
     eos = model.generation_config.eos_token_id
@@ -123,7 +133,7 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
     flat = [ids for ids in prompt_ids for _ in range(num_samples)]
     seeds = [sample_seed(seed, i, j) for i in range(len(rows)) for j in range(num_samples)]
     gens = generate_paired(model, flat, seeds, max_new_tokens, eos_ids, pad_id, temperature, top_p, batch_size,
-                           show_progress=show_progress, constraint=constraint)  # fmt: skip
+                           show_progress=show_progress, constraint=constraint, processor=processor)  # fmt: skip
     out = [(ids, tokenizer.decode(ids, skip_special_tokens=True), bool(ids) and ids[-1] in eos_ids) for ids in gens]
     return [out[i * num_samples : (i + 1) * num_samples] for i in range(len(rows))]
 
@@ -176,21 +186,46 @@ RECORD_COLUMNS = ("task", "sample", "difficulty", "tokens", "correct", "redundan
                   "truncated", "tight_truncated", "useful_checks", "useless_checks")  # fmt: skip
 
 
+def _with_control_tokens(model, tokenizer, seed: int) -> tuple:
+    """`(model, tokenizer)` holding BudgetThinker's control tokens: the originals when they do, else copies with them
+    added (`rewards.budgetthinker.add_budget_tokens`, fresh embeddings drawn under `torch.manual_seed(seed)`)."""
+    import copy
+
+    import torch
+
+    from ..rewards.budgetthinker import BUDGETTHINKER_CONTROL_TOKENS, add_budget_tokens
+
+    if all(t in tokenizer.get_vocab() for t in BUDGETTHINKER_CONTROL_TOKENS):
+        return model, tokenizer
+    model, tokenizer = copy.deepcopy(model), copy.deepcopy(tokenizer)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        add_budget_tokens(model, tokenizer)
+    return model, tokenizer
+
+
 def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, temperature: float = 0.6,
                    top_p: float = 0.95, seed: int = 0, batch_size: int = 128) -> dict:  # fmt: skip
     """One sample per task under each `EvalMode` (a budget prefill, a target in the prompt, a system prompt), task i
     drawn from the stream `sampling.sample_seed(seed, i, 0)` under every mode and for every model (so differences
     between modes and between models are paired by task): `{mode.name: {"value", "lengths", "thinking", "correct",
     "accuracy"}}` with per-sample generated tokens, thinking tokens (up to the last `</think>`) and correctness.
-    Feeds `checks.method_check`."""
+    Feeds `checks.method_check`. A `budgetthinker:B` mode on a model without BudgetThinker's control tokens (the
+    base model) runs on a copy with them added as `BudgetThinkerTrainer` adds them before its first step
+    (`add_budget_tokens`: fresh embeddings, drawn under `torch.manual_seed(seed)`): its starting point."""
     from ..core.lengths import LengthMeter
     from ..rewards import is_correct
 
-    meter = LengthMeter("tokens", "thinking", tokenizer)
     rows = list(dataset)
     out = {}
+    controlled = None  # (model, tokenizer) with the control tokens, built on first need
     for mode in modes:
-        gens = paired_generations(model, tokenizer, rows, mode, 1, max_new_tokens, temperature, top_p, seed,
+        m, tok = model, tokenizer
+        if getattr(mode, "control_budget", None) is not None:
+            controlled = controlled or _with_control_tokens(model, tokenizer, seed)
+            m, tok = controlled
+        meter = LengthMeter("tokens", "thinking", tok)
+        gens = paired_generations(m, tok, rows, mode, 1, max_new_tokens, temperature, top_p, seed,
                                    batch_size)  # fmt: skip
         samples = [(row, g) for row, (g,) in zip(rows, gens, strict=True)]
         correct = [int(bool(is_correct(text, row["solution"]))) for row, (_, text, _) in samples]
