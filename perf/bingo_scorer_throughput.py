@@ -115,14 +115,14 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
 
-    from trl_efficient.core.models import resolve_model_name
+    from trl_efficient.cli import resolve_model
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "
           f"up to {completion_length} new tokens) ==")  # fmt: skip
-    policy = resolve_model_name("tiny:qwen2-16")
+    policy = resolve_model("tiny:qwen2-16")
     tok = AutoTokenizer.from_pretrained(policy)
     rows = [("What is 6 * 7?", "42"), ("What is 2 + 3?", "5"), ("What is 9 - 2?", "7"), ("What is 3 * 3?", "9")] * 16
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": q}] for q, _ in rows],

@@ -24,7 +24,7 @@ from datasets import Dataset
 from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from trl_efficient.core.models import resolve_model_name
+from trl_efficient.cli import resolve_model
 from trl_efficient.methods.entropy import TokenEntropyTrainer
 from trl_efficient.methods.pear import PEARTrainer
 from trl_efficient.methods.sar import SARTrainer
@@ -53,7 +53,7 @@ def dataset(n: int = 64) -> Dataset:
 
 
 def run(cls, config_cls, rewards, model_name: str, steps: int, max_len: int) -> float:
-    model = resolve_model_name(model_name)
+    model = resolve_model(model_name)
     with tempfile.TemporaryDirectory() as out:
         args = config_cls(
             output_dir=out, per_device_train_batch_size=8, num_generations=4, max_completion_length=max_len,

@@ -476,7 +476,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from trl_efficient.core.models import resolve_model_name
+    from trl_efficient.cli import resolve_model
     from trl_efficient.recipes import RECIPES
 
     torch.set_num_threads(opts.threads)
@@ -484,7 +484,7 @@ def main(argv=None) -> int:
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
         parser.error(f"unknown recipe(s) {unknown}; registered: {sorted(RECIPES)}")
-    model_path = resolve_model_name(opts.model)
+    model_path = resolve_model(opts.model)  # tiny: / testbed: registered first
     cost = CostModel()
     rows = []
     command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -96,9 +96,9 @@ def _learning_rate(model: str) -> float:
 
 
 def _resolve(model: str) -> str:
-    from trl_efficient.core.models import resolve_model_name
+    from trl_efficient.cli import resolve_model
 
-    return resolve_model_name(model)
+    return resolve_model(model)  # tiny: / testbed: registered first
 
 
 def _hbpo_trainer(model_dir: str, out_dir: str, budgets=BUDGETS, **overrides):

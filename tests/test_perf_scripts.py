@@ -165,3 +165,18 @@ def test_report_merges_runs_and_refuses_different_settings(tmp_path, capsys):
     c.write_text(json.dumps({"command": "run c", "options": {**options, "batch": 16}, "cost_model": cost, "rows": []}))
     with pytest.raises(SystemExit, match="differs .* in \\['batch'\\]"):
         overhead.main(["--report", str(a), str(c)])
+
+
+def test_scripts_resolve_tiny_and_testbed_names_in_a_fresh_interpreter():
+    """The package root registers no model scheme (explicit registration), so the scripts resolve model names through
+    `trl_efficient.cli.resolve_model`: in a fresh interpreter (no conftest), `tiny:` resolves to a built directory."""
+    import subprocess
+
+    code = ("from trl_efficient.cli import resolve_model; import os; p = resolve_model('tiny:qwen2-16'); "
+            "assert os.path.isfile(os.path.join(p, 'config.json')), p; print('ok')")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+    for script in ("perf/trainer_overhead.py", "perf/entropy_overhead.py", "perf/bingo_scorer_throughput.py",
+                   "scripts/gpu_check.py"):  # fmt: skip
+        source = open(os.path.join(ROOT, script)).read()
+        assert "resolve_model_name" not in source and "resolve_model" in source, script

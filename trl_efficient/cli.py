@@ -575,6 +575,16 @@ def register_everything() -> None:
     from . import recipes, testbed, testing  # noqa: F401
 
 
+def resolve_model(name: str) -> str:
+    """`core.models.resolve_model_name` with every scheme registered first (`register_everything`): a `tiny:` or
+    `testbed:` name resolves from any script, not only after `trl_efficient.testing` or `trl_efficient.testbed` was
+    imported (the package root imports neither)."""
+    from .core.models import resolve_model_name
+
+    register_everything()
+    return resolve_model_name(name)
+
+
 def _resolve(target: str):
     import importlib
 

@@ -1,6 +1,7 @@
 """Model names: a Hub id or a local path passes through; `<scheme>:<spec>` names are built locally by the scheme
-registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.testbed`; both
-register when `trl_efficient` is imported).
+registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.testbed`; each
+registers when its module is imported: the `trl-efficient` command imports both, and `trl_efficient.cli.resolve_model`
+resolves a name with every scheme registered).
 
 Loading: `load_tokenizer` turns a name that does not resolve (not cached while `HF_HUB_OFFLINE=1`, no such directory,
 no such Hub id) into a one-line `ModelUnavailableError` (`model_lookup_error`); `model_init_kwargs` and

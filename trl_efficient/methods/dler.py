@@ -36,7 +36,7 @@ from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
-from ..trainer.trl_internals import metric_buffer, num_items_in_batch, remove_unused_columns
+from ..trainer.trl_internals import metric_buffer, num_items_in_batch, remove_unused_columns, trl_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -597,7 +597,7 @@ class DLERTrainer(EfficientGRPOTrainer):
         return {key: (output[key][i].cpu() if to_cpu else output[key][i]) for key in kinds}
 
     def _stack_rows(self, rows: list[dict], kinds: dict, template: dict) -> dict:
-        pad_id = getattr(self, "_tokenizer", self.processing_class).pad_token_id
+        pad_id = trl_tokenizer(self).pad_token_id
         out = {}
         for key, (kind, fill) in kinds.items():
             like = template[key]

@@ -9,7 +9,8 @@ CPU testbed for efficient reasoning: a synthetic world where over-thinking is me
 - `runner`: train recipes from the base with the same budget and compare them (`trl-efficient testbed compare`);
 - `cli`: `trl-efficient testbed {base,eval,compare,quickstart}`.
 
-What the testbed plugs in when it is imported (`import trl_efficient` does): the `testbed:<size>` model-name scheme of
+What the testbed plugs in when it is imported (`trl_efficient.cli.register_everything` does; the package root does
+not): the `testbed:<size>` model-name scheme of
 `trl_efficient.core.models.resolve_model_name` and the `testbed` evaluation benchmark of
 `trl_efficient.data.benchmarks`.
 For `trl-efficient train` (see `docs/testbed.md`), `load_datasets` builds the testbed datasets when `dataset_name ==
