@@ -57,13 +57,24 @@ def test_the_surface_is_what_the_table_names():
 
 
 def _trl_private_names():
+    """TRL's private surface: the private class members of `GRPOTrainer` (and what it inherits), and every private
+    instance attribute that `GRPOTrainer` or transformers' `Trainer` assigns (`self._x = ...` in their modules: set
+    in `__init__` or later, so not in `dir(GRPOTrainer)`)."""
+    import transformers.trainer
+    import trl.trainer.grpo_trainer
+
     grpo = {n for n in dir(GRPOTrainer) if n.startswith("_") and not n.startswith("__")}
-    return grpo | set(PRIVATE_ATTRIBUTES) | set(PRIVATE_METHODS)
+    assigned = set()
+    for module in (trl.trainer.grpo_trainer, transformers.trainer):
+        assigned |= set(re.findall(r"self\.(_[a-zA-Z]\w*)\s*(?::[^=\n]*)?=(?!=)", inspect.getsource(module)))
+    assert {"_buffered_inputs", "_step", "_metrics"} <= assigned  # instance attributes, absent from dir(GRPOTrainer)
+    return grpo | assigned | set(PRIVATE_ATTRIBUTES) | set(PRIVATE_METHODS)
 
 
 def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
-    """Every `self._x` / `trainer._x` / `super()._x` naming a TRL private symbol, outside trl_internals.py, is a method
-    the table lists (overrides and their `super()` calls); private attributes are read only through the border."""
+    """Every `self._x` / `trainer._x` / `super()._x` / `getattr(self, "_x")` naming a TRL private symbol (a class
+    member or an instance attribute TRL or transformers' `Trainer` assigns), outside trl_internals.py, is a method the
+    table lists (overrides and their `super()` calls); private attributes are read only through the border."""
     private = _trl_private_names()
     found = {}
     for path in PACKAGE.rglob("*.py"):
@@ -71,9 +82,12 @@ def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
             continue
         text = path.read_text()
         for match in re.finditer(
-            r"(?:self|trainer|super\([^)]*\))\.(_[a-zA-Z]\w*)|^    def (_[a-zA-Z]\w*)\(\s*self\b", text, re.M
+            r"(?:self|trainer|super\([^)]*\))\.(_[a-zA-Z]\w*)|^    def (_[a-zA-Z]\w*)\(\s*self\b"
+            r"|(?:get|has|set)attr\(\s*(?:self|trainer)\s*,\s*[\"'](_[a-zA-Z]\w*)[\"']",
+            text,
+            re.M,
         ):
-            name = match.group(1) or match.group(2)
+            name = match.group(1) or match.group(2) or match.group(3)
             if name in private:
                 found.setdefault(name, set()).add(path.relative_to(PACKAGE).as_posix())
     assert set(found) <= set(PRIVATE_METHODS), sorted(set(found) - set(PRIVATE_METHODS))
