@@ -116,7 +116,8 @@ def config_kwargs(recipe_overrides: dict, fixed: dict, defaults: dict | None = N
 def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, list[str]]:
     """The recipe's `config_overrides` with its length constants fitted to the benchmark's `max_len` by the recipe's
     testbed scaling rule (`trl_efficient.testbed.scaling`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of
-    4000 -> 32 of 64), and the names of the fields the rule set."""
+    4000 -> 32 of 64), and the names of the fields the rule set. The rule's reward constants (L1's alpha, LASER's
+    target length) are merged into the recipe's reward specs by `run_once`."""
     from trl_efficient.recipes import get_recipe
     from trl_efficient.testbed.scaling import apply_scale, recipe_scale
 
@@ -217,7 +218,9 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
     else:
         overrides, scaled = scaled_overrides(recipe_name, opts.max_completion_length, opts.steps)
         kwargs, replaced = config_kwargs(overrides, fixed)
-        replaced = replaced + scaled
+        reward_scale = recipe.scale(opts.max_completion_length, opts.steps).reward_kwargs  # L1's alpha, LASER's L_T
+        recipe = recipe.with_reward_kwargs(reward_scale, f"the benchmark scale of {recipe_name!r}")
+        replaced = replaced + scaled + sorted(f"{b}.{k}" for b, kw in reward_scale.items() for k in kw)
         args = EfficientGRPOConfig(**kwargs)
         extra = recipe_kwargs_for(recipe_name, model_path, dataset, tokenizer, opts.max_completion_length,
                                   opts.eos_bias, opts.seed, output_root)  # fmt: skip
