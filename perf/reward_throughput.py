@@ -15,7 +15,9 @@ A reward that still cannot run is a failure of this script (exit status 1). Repo
 (after one warm-up run, so the gold-parse cache is warm, as it is from the second training step on) of the first
 reward of a step (answers not yet checked) and of a later one (answers already checked), and the targets of
 issue 20: every length reward >= 50k completions/s once answers are checked, SABER's thinking-scope count and Step
-Pruner/GRSP segmentation >= 100k/s, the first correctness pass >= 20k/s.
+Pruner/GRSP segmentation >= 100k/s, the first correctness pass >= 20k/s. Every synthetic answer is a `\\boxed{}`
+integer against an integer GSM8K gold, so the first pass measures the integer fast path of
+`core.answers` (`integer_verdict`), not math-verify: a batch of symbolic answers (fractions, expressions) is slower.
 
 Not a test: numbers depend on the machine. Run it on an idle machine.
 """

@@ -10,8 +10,11 @@ is the whole recipe: `EfficientGRPOConfig` with the recipe's `config_overrides` 
 `--max-completion-length` by the testbed's scaling rule), its rewards (`Recipe.build_reward_funcs`), its dataset hook,
 its trainer class, plan and hooks. Both get the same model weights, seed, data rows and generation settings
 (transformers `generate`, an EOS logit bias so the tiny random model stops at varied lengths), and the measurement
-settings of `BENCH_FIXED_KEYS`, including `learning_rate` 0: the policy stays frozen, so both sides generate the same
-completions from the same prompts and a ratio measures the recipe's own work, not lengths drifting apart in training.
+settings of `BENCH_FIXED_KEYS`, including `learning_rate` 0: the policy stays frozen, so for a recipe that keeps the
+prompts both sides generate the same completions from the same prompts and a ratio measures the recipe's own work,
+not lengths drifting apart in training. A recipe that rewrites prompts (L1 targets, HBPO/SABER budgets) or filters
+or augments the dataset (Frugal) trains on other batches than the plain side: its per-step pairs are then of
+different batches, and its ratio includes what its prompts make the model write.
 
 **Work counters** (`trl_efficient.testing.work.WorkCounter`, in one counting run of each side, untimed; the plain
 side's once per correctness setting): per optimizer

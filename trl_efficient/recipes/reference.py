@@ -21,7 +21,7 @@ from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO, Recipe, reward_kwar
 
 __all__ = ["SECTIONS", "render_reference"]
 
-# (number, title, recipes, released code (owner/repo), note). The numbers are the ones the code cites.
+# (number, title, recipes, released code (owner/repo)). The numbers are the ones the code cites.
 SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (0, "GRPO (baseline)", ("grpo",), ("huggingface/trl",)),
     (1, "Bingo: significance-aware and dynamic length reward", ("bingo",), ("microsoft/Bingo", "microsoft/LLMLingua")),

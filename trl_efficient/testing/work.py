@@ -1,6 +1,9 @@
 """Exact, machine-independent counters of the work a training step does, for benchmarks (`perf/trainer_overhead.py`).
 
-`WorkCounter` counts, while it is active (a context manager; nothing is changed outside it):
+`WorkCounter` counts while it is active (a context manager). Two of its hooks outlive it: `wrap_rewards` swaps
+each reward object's class for a timing subclass (made on the fly, so such a reward no longer pickles), and
+`time_method` leaves a timing wrapper as an instance attribute; both only time, and count nothing once the counter
+has exited. It counts:
 
 - **generated tokens**: every `transformers` `generate` call (policy rollouts, refills, a reward's reference samples, a
   monitor's passes), the new tokens of each row up to and including its first EOS (what vLLM would decode), and the
