@@ -7,6 +7,7 @@ from helpers import make_dataset
 
 from trl_efficient.methods.frugal import (
     FRUGAL_PASS_RATES_ENV,
+    FrugalSampler,
     apply_pass_rates,
     estimate_pass_rate,
     pass_rates_from_records,
@@ -15,7 +16,6 @@ from trl_efficient.methods.frugal import (
 from trl_efficient.methods.saber import write_profile
 from trl_efficient.recipes import get_recipe
 from trl_efficient.trainer import EfficientGRPOConfig
-from trl_efficient.trainer.sampling import FrugalSampler
 
 
 def _rates(*values):
