@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from helpers import RecordingTrainer, make_dataset, tiny_config  # noqa: E402
 
+import trl_efficient.methods  # noqa: E402, F401  (registers the lspo and frugal samplers)
 from trl_efficient.rewards import correctness_reward  # noqa: E402
 
 
