@@ -116,8 +116,8 @@ def test_conditioned_recipe_is_checked_against_the_base_under_the_same_prompts(s
     (trained,) = (tmp_path / "cmp" / "runs" / "l1-max").glob("*.json")
     base, trained = json.load(open(base)), json.load(open(trained))
     # the base model is evaluated under every conditioned recipe's prompts, once: hbpo 4 budgets, l1 5 + 5 targets,
-    # saber 2 tiers, asrr 1
-    assert set(trained["modes"]) <= set(base["modes"]) and len(trained["modes"]) == 5 and len(base["modes"]) == 17
+    # saber 2 tiers (16, 16, 24 at this cap), asrr 1, budgetthinker 3 budgets
+    assert set(trained["modes"]) <= set(base["modes"]) and len(trained["modes"]) == 5 and len(base["modes"]) == 20
     assert all(len(r["lengths"]) == len(r["correct"]) == 3 for r in base["modes"].values())
     assert out["rows"][0]["tight_cap"] == 12 and "tight_truncated_fraction" in out["rows"][1]
     assert "(base) ->" in out["rows"][1]["method_check"]["measured"]
