@@ -102,8 +102,8 @@ def _top_p_keep(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     probable token always stays). Searched among the `_TOP_P_CANDIDATES` most probable tokens (`topk`), with a full
     sort for the rows whose candidates hold less than `top_p`: the same set as sorting every row, faster.
 
-    >>> _top_p_keep(torch.tensor([[0.1, 0.6, 0.3], [0.5, 0.25, 0.25]]), 0.7).tolist()
-    [[False, True, True], [True, True, True]]
+    >>> _top_p_keep(torch.tensor([[0.1, 0.6, 0.3], [0.5, 0.3, 0.2]]), 0.7).tolist()  # 0.6 + 0.3; 0.5 + 0.3
+    [[False, True, True], [True, True, False]]
     """
 
     def keep_of(rows: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
