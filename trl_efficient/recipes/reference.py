@@ -33,6 +33,7 @@ SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (7, "LASER / LASER-D / LASER-DE: length-based step reward", ("laser", "laser-d", "laser-de"), ("hkust-nlp/Laser",)),
     (8, "Kimi k1.5 length penalty", ("kimi",), ("MoonshotAI/Kimi-k1.5",)),
     (9, "Cosine length reward (Yeo et al.)", ("cosine",), ("eddycmu/demystify-long-cot",)),
+    # "StarDewXXX" is the GitHub owner's real name (github.com/StarDewXXX/O1-Pruner), not a placeholder
     (10, "O1-Pruner: length-harmonizing fine-tuning", ("o1-pruner",), ("StarDewXXX/O1-Pruner",)),
     (11, "ShorterBetter", ("shorter-better",), ("JingyangYi/ShorterBetter",)),
     (12, "HAPO: history-aware policy optimization", ("hapo",), ("HCY123902/HAPO",)),
