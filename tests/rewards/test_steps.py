@@ -48,6 +48,58 @@ class TestSegmenter:
             get_step_pruner_reward(num_generations=2)
 
 
+class TestStepTokensOnIds:
+    """Steps counted in tokens on the completion's own ids (`LengthMeter.token_text`): each step counts the tokens it
+    overlaps, checked against a count built here from each token decoded on its own."""
+
+    @staticmethod
+    def overlapping_tokens(tokenizer, ids, step_texts):
+        pieces = [tokenizer.decode([i], skip_special_tokens=True) for i in ids]
+        text, counts, at = "".join(pieces), [], 0
+        for step in step_texts:
+            start = text.index(step, at)
+            end = at = start + len(step)
+            offset, n = 0, 0
+            for piece in pieces:
+                if piece and offset < end and offset + len(piece) > start:
+                    n += 1
+                offset += len(piece)
+            counts.append(n)
+        return counts
+
+    @pytest.mark.parametrize("segmenter", ["paragraphs", "keywords", "lines", "sentences"])
+    def test_counts_match_token_overlap(self, tiny_tokenizer, segmenter):
+        import random
+
+        rng = random.Random(segmenter)
+        words = ["add", "seven", "Wait,", "But", "Hmm", "3 + 4 = 7.", "check.", "so", "the", "total!"]
+        seps = [" ", " ", "\n", "\n\n", ". ", "\n \n"]
+        reward = get_grsp_reward(num_generations=1, segmenter=segmenter, tokenizer=tiny_tokenizer)
+        for _ in range(40):
+            body = "".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randint(1, 30)))
+            text = f"<think>{body}</think> \\boxed{{7}}" if rng.random() < 0.8 else body
+            ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"] + [tiny_tokenizer.eos_token_id]
+            steps = segment_reasoning(text, segmenter)
+            assert reward._row_extra(text, ids, {}, 0) == self.overlapping_tokens(tiny_tokenizer, ids, steps)
+
+    def test_aligned_steps_equal_retokenised_steps(self, tiny_tokenizer):
+        text = "<think>First we add.\n\nWait, 3 + 4 = 7.\nHmm, check it.\n\nAlternatively subtract.</think> \\boxed{7}"
+        ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
+        reward = get_grsp_reward(num_generations=1, tokenizer=tiny_tokenizer)
+        retokenised = [count_segment_length(s, "tokens", tiny_tokenizer) for s in segment_reasoning(text, "keywords")]
+        assert reward._row_extra(text, ids, {}, 0) == retokenised and len(retokenised) == 4
+
+    def test_no_piece_table_falls_back_to_retokenising(self, tiny_tokenizer):
+        class Plain:  # a tokenizer without a byte-level backend
+            def __call__(self, text, add_special_tokens=False):
+                return {"input_ids": list(range(len(text.split())))}
+
+        reward = get_grsp_reward(num_generations=1, segment_unit="tokens", tokenizer=Plain())
+        text = "<think>one two\n\nthree</think>x"
+        assert reward.meter.token_text([1, 2]) is None
+        assert reward._row_extra(text, [1, 2, 3], {}, 0) == [2, 1]
+
+
 def pruner(**kw):
     base = dict(num_generations=4, segmenter="sentences", segment_unit="words", as_penalty=False)
     return get_step_pruner_reward(**{**base, **kw})

@@ -204,6 +204,30 @@ class LengthMeter:
                 self._piece_table = (pieces, [0 if piece is None else len(piece) for piece in pieces])
         return self._piece_table or None
 
+    def token_text(self, ids: list[int]) -> tuple[str, str] | None:
+        r"""
+        The text of `ids` with special tokens skipped (as TRL decodes completions), read from the meter's table of
+        byte-level pieces without decoding, and a string of the same length that marks where each token starts
+        (`"\x01"` at a token's first character, `"\x00"` elsewhere); `None` where the table does not apply (not a
+        byte-level BPE tokenizer, a token that is not valid UTF-8 alone, an id outside the vocabulary). The tokens
+        that overlap `text[a:b]` are then `marks.count("\x01", a, b)`, plus one when `a` falls inside a token.
+        Both strings are joins of precomputed pieces: no per-token Python work.
+        """
+        table = self._pieces()
+        if table is None:
+            return None
+        if getattr(self, "_plain_pieces", None) is None:
+            plain = list(table[0])
+            for special in getattr(self.tokenizer, "all_special_ids", ()):
+                if 0 <= special < len(plain):
+                    plain[special] = ""
+            self._plain_pieces = plain
+            self._start_marks = [None if p is None else "\x01" + "\x00" * (len(p) - 1) if p else "" for p in plain]
+        try:
+            return "".join(map(self._plain_pieces.__getitem__, ids)), "".join(map(self._start_marks.__getitem__, ids))
+        except (TypeError, IndexError):
+            return None
+
     def _thinking_tokens_from_pieces(self, ids: list[int]) -> int | None:
         table = self._pieces()
         if table is None:
@@ -211,28 +235,20 @@ class LengthMeter:
         pieces, lengths = table
         tag, width, n = self.close_tag, len(self.close_tag), len(ids)
         try:
-            # The tag usually closes the thinking a few dozen tokens before the end: walk back over the last
-            # tokens; an occurrence found first starts in the newest piece and is the text's last one.
-            suffix = ""
-            for p in range(n - 1, max(n - _BACKWARD_TOKENS, 0) - 1, -1):
-                piece = pieces[ids[p]]
-                suffix = piece + suffix
-                start = suffix.rfind(tag, 0, len(piece) + width - 1)
-                if start >= 0:
-                    end, total, k = start + width, 0, p
-                    while total < end:  # the token that completes the tag
-                        total += lengths[ids[k]]
-                        k += 1
-                    return k
-            if n <= _BACKWARD_TOKENS:
-                return n  # the whole text holds no tag
-            text = "".join(map(pieces.__getitem__, ids))
+            # The tag usually closes the thinking a few dozen tokens before the end: look in the text of the last
+            # tokens first. An occurrence found whole there is the text's last one (occurrences cannot overlap, so a
+            # later one would be in the window too); otherwise the whole text decides.
+            window = ids[-_BACKWARD_TOKENS:] if n > _BACKWARD_TOKENS else ids
+            index = "".join(map(pieces.__getitem__, window)).rfind(tag)
+            if index < 0 and len(window) < n:
+                window = ids
+                index = "".join(map(pieces.__getitem__, ids)).rfind(tag)
+            if index < 0:
+                return n
+            ends = list(itertools.accumulate(map(lengths.__getitem__, window)))
         except (TypeError, IndexError):  # a piece that is not text alone, or an id beyond the table
             return None
-        index = text.rfind(tag)
-        if index < 0:
-            return n
-        return bisect.bisect_left(list(itertools.accumulate(map(lengths.__getitem__, ids))), index + width) + 1
+        return n - len(window) + bisect.bisect_left(ends, index + width) + 1
 
     def _thinking_tokens_by_decoding(self, ids: list[int]) -> int:
         n = len(ids)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -40,6 +41,7 @@ from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import BudgetControlProcessor, add_budget_tokens
 from ..trainer import EfficientGRPOTrainer
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment, RolloutPlan, TargetLengthRolloutPlan
+from ..trainer.step import StepContext
 from ..trainer.trl_internals import metric_buffer
 
 __all__ = ["BUDGETS_BY_EPOCH", "FINAL_CHOICES", "BudgetThinkerRolloutPlan", "BudgetThinkerTrainer"]
@@ -47,6 +49,14 @@ __all__ = ["BUDGETS_BY_EPOCH", "FINAL_CHOICES", "BudgetThinkerRolloutPlan", "Bud
 BUDGETS_BY_EPOCH = (6000, 4000, 3500, 3000, 2500, 2000)  # [code] epochs 1-6
 FINAL_CHOICES = (2000, 4000, 6000)  # [code] epochs 7-8: a random choice per example
 PLAN_KEYS = ("budgets_by_epoch", "final_choices", "epoch_steps")
+
+
+@dataclass
+class BudgetThinkerStep(StepContext):
+    """`BudgetThinkerTrainer`'s step context (`trainer/step.py`): `row_budgets`, this process's budget per row, from
+    `_generate_and_score_completions` (which knows the rows) to `_generate_single_turn` (which forces the tokens)."""
+
+    row_budgets: list[int | None] | None = None
 
 
 @ROLLOUT_PLANS.register("budgetthinker")
@@ -138,6 +148,7 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
     masks them out of the loss. Needs `rollout_plan="budgetthinker"` (the per-row budgets) and `use_vllm=False`."""
 
     _name = "BudgetThinker"
+    step_context = BudgetThinkerStep
 
     def __init__(self, *args, **kwargs) -> None:
         config = kwargs.get("args", args[2] if len(args) > 2 else None)
@@ -164,17 +175,14 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
         self.control_ids = add_budget_tokens(self.model, self.processing_class)
         if getattr(self, "ref_model", None) is not None:
             add_budget_tokens(self.accelerator.unwrap_model(self.ref_model), self.processing_class)
-        self._row_budgets: list[int | None] | None = None
 
     # Wraps EfficientGRPOTrainer._generate_and_score_completions (-> GRPOTrainer's, TRL 1.16.0): the local rows'
     # budgets are kept for generation; afterwards the control tokens leave the loss.
     def _generate_and_score_completions(self, inputs):
         epoch = self.rollout_plan.current_epoch()
-        self._row_budgets = [self.rollout_plan.budget(row, epoch) for row in inputs]
-        try:
+        with self.step_scope() as step:
+            step.row_budgets = [self.rollout_plan.budget(row, epoch) for row in inputs]
             output = super()._generate_and_score_completions(inputs)
-        finally:
-            self._row_budgets = None
         self.mask_control_tokens(output)
         return output
 
@@ -193,7 +201,7 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
     # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): its transformers path calls
     # `unwrapped_model.generate(..., generation_config=...)` with no logits processors; we bind one for this call.
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        budgets = self._row_budgets
+        budgets = self.step.row_budgets if self.step is not None else None
         if budgets is None or len(budgets) != len(prompt_ids):
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images

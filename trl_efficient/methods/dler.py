@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 import datasets
 import torch
@@ -36,6 +37,7 @@ from ..core.state import StatefulComponent
 from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTrainer, GroupBatch
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
+from ..trainer.step import StepContext
 from ..trainer.trl_internals import metric_buffer, num_items_in_batch, remove_unused_columns, trl_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -427,6 +429,25 @@ def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[
 
 
 # --------------------------------------------------------------------------------------------------------- trainer
+@dataclass
+class DLERStep(StepContext):
+    """`DLERTrainer`'s step context (`trainer/step.py`).
+
+    Attributes:
+        deferred: per training batch, while refilling: the `(batch, output)` of each generation batch, held back
+            from the group stage, which then runs once on the refilled batch.
+        cuts: per generation batch: this process's cut lengths (0 = keep), from `_calculate_rewards` to the group
+            stage.
+    """
+
+    deferred: list | None = None
+    cuts: list[int] | None = None
+
+    def begin_generation_batch(self) -> None:
+        super().begin_generation_batch()
+        self.cuts = None
+
+
 class DLERTrainer(EfficientGRPOTrainer):
     """`EfficientGRPOTrainer` with DAPO dynamic sampling **with refill** and DA-DLER difficulty-aware truncation.
 
@@ -456,10 +477,10 @@ class DLERTrainer(EfficientGRPOTrainer):
     truncation: tools, environments and `rollout_func`.
     """
 
+    step_context = DLERStep
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._deferred: list | None = None  # (batch, output) pairs held back while refilling
-        self._cuts: list[int] | None = None  # this process's cut lengths for the current batch (0 = keep)
         is_ds = isinstance(self.completion_filter, DynamicSamplingFilter)
         self.dynamic_sampling = self.completion_filter if is_ds else None
         estimator = self.advantage_estimator
@@ -496,28 +517,25 @@ class DLERTrainer(EfficientGRPOTrainer):
 
     # ------------------------------------------------------------------------------------------------ refill loop
     def _generate_and_score_completions(self, inputs):
-        self._cuts = None
         if self.dynamic_sampling is None or not self.model.training:
             return super()._generate_and_score_completions(inputs)
         n, G = len(inputs), self.num_generations
         need = n * self.accelerator.num_processes // G
         parts: list[tuple[GroupBatch, dict, torch.Tensor]] = []
-        self._deferred = []
-        try:
+        with self.step_scope() as step:
+            step.deferred = []
             rows = inputs
             for attempt in range(self.dynamic_sampling.max_generation_batches):
                 if attempt > 0:
                     found = sum(int(p[2].sum()) for p in parts)
                     rows = self._refill_rows(self.refill_prompt_count(attempt, need, found))
                 output = super()._generate_and_score_completions(rows)
-                if not self._deferred:
+                if not step.deferred:
                     raise RuntimeError("dynamic sampling found no gathered batch: no reward functions were called.")
-                batch, _ = self._deferred.pop()
+                batch, _ = step.deferred.pop()
                 parts.append((batch, output, self.dynamic_sampling.informative_groups(batch)))
                 if sum(int(p[2].sum()) for p in parts) >= need:
                     break
-        finally:
-            self._deferred = None
         self.refill_finished([p[2] for p in parts])
         found = sum(int(p[2].sum()) for p in parts)
         if found < need and self.dynamic_sampling.on_shortfall == "error":
@@ -555,11 +573,12 @@ class DLERTrainer(EfficientGRPOTrainer):
     # runs): DA-DLER's cuts are applied to each generation batch's output first; while refilling, the batch is held
     # back and the whole pipeline runs once, on the refilled batch (`_generate_and_score_completions`).
     def group_stage(self, batch: GroupBatch, output: dict) -> None:
-        if self._cuts is not None:
-            self._apply_cuts(output, self._cuts)
-            self._cuts = None
-        if self._deferred is not None:
-            self._deferred.append((batch, output))
+        step = self.step
+        if step is not None and step.cuts is not None:
+            self._apply_cuts(output, step.cuts)
+            step.cuts = None
+        if step is not None and step.deferred is not None:
+            step.deferred.append((batch, output))
             return
         super().group_stage(batch, output)
 
@@ -623,7 +642,7 @@ class DLERTrainer(EfficientGRPOTrainer):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if not self.model.training:
             return rewards
-        batch = self._group_batch
+        batch = self.step.group_batch
         cuts = self.cut_lengths(batch)
         if cuts is None or not bool((cuts > 0).any()):  # same decision on every rank: `cuts` comes from gathered data
             return rewards
@@ -635,7 +654,7 @@ class DLERTrainer(EfficientGRPOTrainer):
                 text = self.processing_class.decode(new_ids[i], skip_special_tokens=True)
                 conversational = isinstance(completions[i], list)
                 new_completions[i] = [{"role": "assistant", "content": text}] if conversational else text
-        self._cuts = local
+        self.step.cuts = local
         return super()._calculate_rewards(inputs, prompts, new_completions, new_ids)
 
     def cut_lengths(self, batch: GroupBatch) -> torch.Tensor | None:

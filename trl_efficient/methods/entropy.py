@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import torch
 from accelerate.utils import gather_object
 
-from ..trainer import EfficientGRPOTrainer, GroupBatch
+from ..trainer import EfficientGRPOTrainer
 from ..trainer.forward import completion_forward
 from ..trainer.trl_internals import metric_buffer
 
@@ -74,18 +74,6 @@ class TokenEntropyTrainer(EfficientGRPOTrainer):
 
     provides_columns = (*EfficientGRPOTrainer.provides_columns, ENTROPY_COLUMN)
 
-    def __init__(self, *args, **kwargs) -> None:
-        self._local_prompt_ids: list[list[int]] | None = None  # set in _generate, read in _calculate_rewards
-        self._entropy_global: list[float] | None = None  # gathered in _calculate_rewards, read in run_stages
-        super().__init__(*args, **kwargs)
-
-    # Wraps GRPOTrainer._generate (TRL 1.16.0): keeps this process's prompt token ids (after any rollout-plan
-    # rewrite) for the entropy pass; the return value is untouched.
-    def _generate(self, prompts):
-        out = super()._generate(prompts)
-        self._local_prompt_ids = out[0]
-        return out
-
     def token_entropies(self, prompt_ids_list, completion_ids_list) -> list[torch.Tensor]:
         """Per-token entropies (nats, CPU float tensors of each completion's length) of the local rows: one no-grad
         forward through TRL's `_get_per_token_logps_and_entropies(compute_entropy=True)`."""
@@ -102,29 +90,24 @@ class TokenEntropyTrainer(EfficientGRPOTrainer):
 
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0) (through EfficientGRPOTrainer's wrapper): the entropy columns
     # are added to copies of the rows first, so every reward gets them as keyword arguments
-    # (docs/trl-integration.md §5.1).
+    # (docs/trl-integration.md §5.1); the gathered values then go into the group batch's extras (global rows) with the
+    # metric `trl_efficient/mean_token_entropy`, for the group stage.
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        if self._local_prompt_ids is None or len(self._local_prompt_ids) != len(completion_ids_list):
+        prompt_ids = self.step.prompt_ids if self.step is not None else None
+        if prompt_ids is None or len(prompt_ids) != len(completion_ids_list):
             raise RuntimeError(
                 f"{type(self).__name__} needs the prompt token ids from `_generate` (a rollout_func or environment "
                 "that bypasses it is not supported)."
             )
-        entropies = self.token_entropies(self._local_prompt_ids, completion_ids_list)
+        entropies = self.token_entropies(prompt_ids, completion_ids_list)
         columns = self.entropy_columns(completion_ids_list, entropies)
         rows = [{**row, **{k: v[i] for k, v in columns.items()}} for i, row in enumerate(inputs)]
         rewards = super()._calculate_rewards(rows, prompts, completions, completion_ids_list)
         local = columns[ENTROPY_COLUMN]
-        self._entropy_global = gather_object(local) if self.accelerator.num_processes > 1 else list(local)
-        self._local_prompt_ids = None
+        everything = gather_object(local) if self.accelerator.num_processes > 1 else list(local)
+        values = torch.tensor(everything, dtype=torch.float32)
+        batch = self.step.group_batch
+        if values.numel() == batch.num_rows:
+            batch.extras[ENTROPY_COLUMN] = values
+            metric_buffer(self, batch.mode)["trl_efficient/mean_token_entropy"].append(values.mean().item())
         return rewards
-
-    def run_stages(self, batch: GroupBatch, output: dict) -> None:
-        """Step 1, extended: `batch.extras["mean_token_entropy"]` (global rows) and the metric
-        `trl_efficient/mean_token_entropy` first, then the group stages."""
-        if self._entropy_global is not None:
-            values = torch.tensor(self._entropy_global, dtype=torch.float32)
-            self._entropy_global = None
-            if values.numel() == batch.num_rows:
-                batch.extras[ENTROPY_COLUMN] = values
-                metric_buffer(self, batch.mode)["trl_efficient/mean_token_entropy"].append(values.mean().item())
-        super().run_stages(batch, output)

@@ -29,7 +29,9 @@ tokenizer; a reference whose vocabulary size differs from the policy's is refuse
 Cost: $ppl(a)$ is always one extra no-grad forward of the local rows (standalone prompt + completion). $ppl(a|q)$
 reuses the log-probs TRL already computes before the rewards when it does (`old_per_token_logps` for `"policy"`:
 `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`, or vLLM importance sampling;
-`ref_per_token_logps` for `"reference"`: always, since `beta > 0`), else costs a second forward. Measured against
+`ref_per_token_logps` for `"reference"`: always, since `beta > 0`), else costs a second forward. The pass is
+identified by its model, never by its order: a PEFT policy with `beta > 0` also runs TRL's reference pass on the
+policy module (adapter off), so there nothing is reused. Measured against
 plain TRL by `perf/entropy_overhead.py`. Text-only: multimodal forward arguments are not passed.
 
 Edges (documented values, never NaN): an empty completion has $\log ppl = 0$ in the columns and `sar_score` 0 (TRL
@@ -41,12 +43,14 @@ depends only on the config, so it is the same on every rank.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 import torch
 
 from ..rewards.sar import SAR_COLUMN, SAR_MODELS, sar_score
 from ..trainer import EfficientGRPOTrainer
 from ..trainer.forward import completion_forward
+from ..trainer.step import StepContext
 from ..trainer.trl_internals import metric_buffer, tokenize_prompts, trl_tokenizer
 
 __all__ = ["SAR_LOG_PPL_COLUMNS", "SARTrainer", "mean_nll", "standalone_messages"]
@@ -85,6 +89,21 @@ def mean_nll(logps: torch.Tensor, n: int) -> float | None:
     return float(-logps[:n].double().sum() / n)
 
 
+@dataclass
+class SARStep(StepContext):
+    """`SARTrainer`'s step context (`trainer/step.py`), per generation batch: `captured`, the no-grad log-probs
+    (and `logits_to_keep`) of each TRL pass on the model of `_trl_scores_with()` between generation and the rewards;
+    `scoring`, set when the rewards start (SAR's own passes follow and are not recorded)."""
+
+    captured: list = field(default_factory=list)
+    scoring: bool = False
+
+    def begin_generation_batch(self) -> None:
+        super().begin_generation_batch()
+        self.captured = []
+        self.scoring = False
+
+
 class SARTrainer(EfficientGRPOTrainer):
     """`EfficientGRPOTrainer` that provides, per row and before the rewards, `sar_score` (SAR's self-aligned score)
     and the two log-perplexities `sar_log_ppl_qa`, `sar_log_ppl_a` (module docstring). Recipe `sar`
@@ -96,11 +115,9 @@ class SARTrainer(EfficientGRPOTrainer):
     """
 
     provides_columns = (*EfficientGRPOTrainer.provides_columns, SAR_COLUMN, *SAR_LOG_PPL_COLUMNS)
+    step_context = SARStep
 
     def __init__(self, *args, sar_model: str | None = None, **kwargs) -> None:
-        self._sar_prompt_ids: list[list[int]] | None = None  # set in _generate, read in _calculate_rewards
-        self._sar_window = False  # open between _generate and _calculate_rewards: TRL's no-grad passes run there
-        self._sar_captured: tuple[torch.Tensor, int] | None = None  # (log-probs, logits_to_keep) TRL computed
         self._sar_standalone_cache: dict[str, list[int]] = {}
         self.sar_reused_logps = 0  # generation batches whose ppl(a|q) came from TRL's own pass (tests, perf)
         super().__init__(*args, **kwargs)
@@ -147,37 +164,33 @@ class SARTrainer(EfficientGRPOTrainer):
         return self.ref_model if self.sar_model == "reference" else self.model
 
     def _trl_scores_with(self):
-        """The model whose no-grad log-probs TRL 1.16 computes between generation and the rewards and we may reuse
-        (`GRPOTrainer._generate_and_score_completions`): the reference when `beta != 0` (`ref_per_token_logps`), the
-        policy when `old_per_token_logps` is computed; else `None`."""
+        """The model of the one no-grad log-prob pass TRL 1.16 runs between generation and the rewards
+        (`GRPOTrainer._generate_and_score_completions`) that we may reuse, or `None`: the reference model when
+        `beta != 0` (`ref_per_token_logps`); the policy when `old_per_token_logps` is computed and no reference pass
+        runs on the same module (a PEFT policy with `beta != 0` computes its reference with the adapter off on the
+        policy itself: two passes on one model, so none is reused)."""
         if self.sar_model == "reference":
             return self.ref_model if self.beta != 0.0 else None
         generate_every = self.args.steps_per_generation * self.num_iterations
-        if self.args.gradient_accumulation_steps % generate_every != 0 or (
+        old_pass = self.args.gradient_accumulation_steps % generate_every != 0 or (
             self.use_vllm and self.vllm_importance_sampling_correction
-        ):
-            return self.model
-        return None
+        )
+        peft_reference_pass = self.beta != 0.0 and self.ref_model is None
+        return self.model if old_pass and not peft_reference_pass else None
 
-    # Wraps GRPOTrainer._generate (TRL 1.16.0): keeps this process's prompt token ids (after any rollout-plan rewrite)
-    # and opens the window in which TRL's no-grad log-prob passes are recorded; the return value is untouched.
-    def _generate(self, prompts):
-        out = super()._generate(prompts)
-        self._sar_prompt_ids = out[0]
-        self._sar_window, self._sar_captured = True, None
-        return out
-
-    # Wraps GRPOTrainer._get_per_token_logps_and_entropies (TRL 1.16.0): between `_generate` and the rewards, records
-    # the first no-grad result for the scoring model (TRL's old_per_token_logps / ref_per_token_logps pass: the
-    # policy's old pass runs before a PEFT reference pass on the same module). Results are returned untouched.
+    # Wraps GRPOTrainer._get_per_token_logps_and_entropies (TRL 1.16.0): between generation (`step.prompt_ids` set)
+    # and the rewards, records each no-grad pass on the model of `_trl_scores_with()`; the reuse needs exactly one.
+    # Results are returned untouched.
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         out = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
         )
-        if self._sar_window and self._sar_captured is None and not torch.is_grad_enabled():
+        step = self.step
+        in_window = step is not None and step.prompt_ids is not None and not step.scoring
+        if in_window and not torch.is_grad_enabled():
             target = self._trl_scores_with()
             if target is not None and model is target:
-                self._sar_captured = (out[0].detach(), int(logits_to_keep))
+                step.captured.append((out[0].detach(), int(logits_to_keep)))
         return out
 
     def standalone_prompt_ids(self, prompt) -> list[int]:
@@ -208,10 +221,10 @@ class SARTrainer(EfficientGRPOTrainer):
         return [mean_nll(logps[i], n) for i, n in enumerate(widths)]
 
     def _reused_log_ppl(self, widths: list[int]) -> list[float | None] | None:
-        captured, self._sar_captured = self._sar_captured, None
-        if captured is None:
+        captured = self.step.captured
+        if len(captured) != 1:  # no pass to reuse, or more than the one TRL runs: recompute
             return None
-        logps, keep = captured
+        logps, keep = captured[0]
         if logps.dim() != 2 or logps.size(0) != len(widths) or (widths and keep < max(widths)):
             return None  # not the rows we score (e.g. a multi-turn tool loop): recompute
         logps = logps.float().cpu()
@@ -221,7 +234,8 @@ class SARTrainer(EfficientGRPOTrainer):
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0) (through EfficientGRPOTrainer's wrapper): the SAR columns are
     # added to copies of the rows first, so every reward gets them as keyword arguments (docs/trl-integration.md §5.1).
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        prompt_ids, self._sar_prompt_ids, self._sar_window = self._sar_prompt_ids, None, False
+        self.step.scoring = True  # our own passes below are not TRL's
+        prompt_ids = self.step.prompt_ids
         if prompt_ids is None or len(prompt_ids) != len(completion_ids_list):
             raise RuntimeError(
                 f"{type(self).__name__} needs the prompt token ids from `_generate` (a rollout_func or environment "

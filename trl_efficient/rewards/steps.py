@@ -16,6 +16,11 @@ Step-level rewards: the reasoning is cut into **steps** (segments) and the rewar
   Empty segments are dropped. A completion whose thinking part is empty or has no delimiter is **one step** (the
   answer itself is the step), so step counts are always >= 1 and no ratio divides by zero.
 
+- A step's length in tokens (`segment_unit="tokens"`) is the number of the completion's own tokens it overlaps: the
+  steps are found in the text of `completion_ids` read through a table of byte-level pieces
+  (`LengthMeter.token_text`, no decoding and no re-tokenising). For a tokenizer without such a table each step's text
+  is re-tokenised on its own (`count_segment_length`), which can differ by a token where one straddles a boundary.
+
 - `get_step_pruner_reward` (Step Pruner, arXiv 2510.03805, methods.md §19): fewer steps among the group's correct
   answers earn more, any step over `max_step_length` zeroes the reward, and a stop rule ends training when the
   moving average of the completion length has stopped falling.
@@ -57,6 +62,7 @@ __all__ = [
     "get_step_pruner_reward",
     "reasoning_text",
     "segment_reasoning",
+    "segment_spans",
 ]
 
 SEGMENTERS = ("paragraphs", "keywords", "lines", "sentences")
@@ -68,6 +74,14 @@ _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
+def _reasoning_span(text: str) -> tuple[int, int]:
+    """`(start, end)` of the thinking part in `text` (see `reasoning_text`)."""
+    thinking, _, closed = split_thinking(text)
+    end = len(thinking) - (len(THINK_CLOSE) if closed else 0)
+    start = text.find(THINK_OPEN, 0, end)
+    return (0 if start < 0 else start + len(THINK_OPEN)), end
+
+
 def reasoning_text(completion: Any) -> str:
     """The thinking part of a completion without its tags: the text before the last `</think>` (an opening
     `<think>` removed), or the whole text when there is no `</think>`.
@@ -75,18 +89,69 @@ def reasoning_text(completion: Any) -> str:
     >>> reasoning_text("<think> a. b. </think> \\\\boxed{1}"), reasoning_text("just text")
     (' a. b. ', 'just text')
     """
-    thinking, _, closed = split_thinking(completion_text(completion))
-    if closed:
-        thinking = thinking[: -len(THINK_CLOSE)]
-    start = thinking.find(THINK_OPEN)
-    if start >= 0:
-        thinking = thinking[start + len(THINK_OPEN) :]
-    return thinking
+    text = completion_text(completion)
+    start, end = _reasoning_span(text)
+    return text[start:end]
 
 
 def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern:
     alternatives = "|".join(re.escape(k) for k in keywords)
     return re.compile(rf"\n(?=[ \t]*(?:{alternatives})\b)")
+
+
+def _split_spans(pattern: re.Pattern | str, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The pieces of `text[start:end]` between the matches of `pattern` (a regex, or `"\\n"`), as spans of `text`."""
+    spans, at = [], start
+    if isinstance(pattern, str):
+        cut = text.find(pattern, at, end)
+        while cut >= 0:
+            spans.append((at, cut))
+            at = cut + len(pattern)
+            cut = text.find(pattern, at, end)
+    else:
+        for match in pattern.finditer(text, start, end):
+            spans.append((at, match.start()))
+            at = match.end()
+    spans.append((at, end))
+    return spans
+
+
+def segment_spans(
+    text: str, segmenter: str = "paragraphs", keywords: tuple[str, ...] = GRSP_KEYWORDS
+) -> list[tuple[int, int]]:
+    r"""
+    The reasoning steps of one completion's text as `(start, end)` spans of `text`: its thinking part
+    (`reasoning_text`) split by `segmenter` (one of `SEGMENTERS`, see the module docstring), each span stripped of
+    white space, empty ones dropped. `segment_reasoning` is these spans' text; the token counts of the steps
+    (`segment_unit="tokens"`) map them onto the completion's own tokens.
+
+    >>> text = "<think>One.\n\nTwo.</think>x"
+    >>> [(a, b, text[a:b]) for a, b in segment_spans(text)]
+    [(7, 11, 'One.'), (13, 17, 'Two.')]
+    """
+    if segmenter not in SEGMENTERS:
+        raise ValueError(f"segmenter must be one of {SEGMENTERS}, got {segmenter!r}.")
+    start, end = _reasoning_span(text)
+    if segmenter == "paragraphs":
+        spans = _split_spans(_PARAGRAPH, text, start, end)
+    elif segmenter == "keywords":
+        pattern = _keyword_pattern(tuple(keywords))
+        spans = [
+            piece for a, b in _split_spans(_PARAGRAPH, text, start, end) for piece in _split_spans(pattern, text, a, b)
+        ]
+    elif segmenter == "lines":
+        spans = _split_spans("\n", text, start, end)
+    else:
+        spans = _split_spans(_SENTENCE_END, text, start, end)
+    stripped = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            stripped.append((a, b))
+    return stripped
 
 
 def segment_reasoning(
@@ -102,19 +167,8 @@ def segment_reasoning(
     >>> segment_reasoning("<think>One.\nTwo.</think>x", "lines"), segment_reasoning("<think></think>x")
     (['One.', 'Two.'], [])
     """
-    if segmenter not in SEGMENTERS:
-        raise ValueError(f"segmenter must be one of {SEGMENTERS}, got {segmenter!r}.")
-    text = reasoning_text(completion)
-    if segmenter == "paragraphs":
-        parts = _PARAGRAPH.split(text)
-    elif segmenter == "keywords":
-        pattern = _keyword_pattern(tuple(keywords))
-        parts = [piece for paragraph in _PARAGRAPH.split(text) for piece in pattern.split(paragraph)]
-    elif segmenter == "lines":
-        parts = text.split("\n")
-    else:
-        parts = _SENTENCE_END.split(text)
-    return [part.strip() for part in parts if part.strip()]
+    text = completion_text(completion)
+    return [text[a:b] for a, b in segment_spans(text, segmenter, keywords)]
 
 
 def count_segment_length(segment: str, unit: str = "tokens", tokenizer: Any = None) -> int:
@@ -161,6 +215,17 @@ class _SegmentedReward(GroupLengthReward):
         self.as_penalty = as_penalty
 
     def _row_extra(self, completion, ids, kwargs, i):
+        """The lengths of the row's steps. In tokens, counted on the completion's own ids where the tokenizer allows
+        it (`LengthMeter.token_text`: the steps are found in the text of the ids, and each counts the tokens it
+        overlaps); otherwise each step's text is re-tokenised (`count_segment_length`)."""
+        if self.segment_unit == "tokens" and ids is not None:
+            decoded = self.meter.token_text(ids)
+            if decoded is not None:
+                text, marks = decoded
+                return [
+                    marks.count("\x01", a, b) + (marks[a] != "\x01")
+                    for a, b in segment_spans(text, self.segmenter, self.keywords)
+                ]
         segments = segment_reasoning(completion, self.segmenter, self.keywords)
         return [count_segment_length(s, self.segment_unit, self.tokenizer) for s in segments]
 

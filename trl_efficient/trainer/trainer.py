@@ -11,7 +11,10 @@ Data flow of one generation batch (docs/trl-integration.md §1):
 2. inside it, `_generate_single_turn`: vLLM server de-duplication fix, budget forcing (`budget_forcing`, TRL's own
    generation run in phases by `trainer/budget_forcing.py`) and per-rollout hard caps.
 3. inside it, `_calculate_rewards`: after TRL gathers the rewards, gather lengths and row metadata into a
-   `GroupBatch` (stored in `self._group_batch` for the rest of this call only).
+   `GroupBatch` (in the step context, `trainer.step.group_batch`).
+
+The hooks hand data to each other only through `trainer.step`, a `StepContext` (`trainer/step.py`) that lives for one
+`_generate_and_score_completions` call (`step_scope`).
 4. back in `_generate_and_score_completions`: the tokens budget forcing inserted leave the loss
    (`mask_completion_tokens`), then `group_stage(batch, output)`, the public group-stage pipeline
    (see `EfficientGRPOTrainer` and docs/architecture.md, "The group-stage pipeline").
@@ -23,6 +26,8 @@ import copy
 import dataclasses
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from accelerate.utils import gather, gather_object
@@ -46,6 +51,7 @@ from .state import (
     save_components,
     state_key,
 )
+from .step import StepContext
 from .trl_internals import check_trl, is_vlm, metric_buffer, num_items_in_batch, output_dir
 
 logger = logging.getLogger(__name__)
@@ -121,6 +127,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
 
     # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
     provides_columns = ("group_size",)
+    # The class of `self.step` (`trainer/step.py`); a subclass with carriers of its own names a subclass of it.
+    step_context: type[StepContext] = StepContext
 
     def __init__(
         self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
@@ -187,10 +195,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.stateful_components = {state_key(c): c for c in components}
         self._check_reward_columns()
         self.correctness_index = self._find_correctness_index()
-        self._group_batch: GroupBatch | None = None  # set in _calculate_rewards, cleared at the end of each batch
-        self._row_caps: list[int | None] | None = None  # per local row, for _generate_single_turn
+        self.step: StepContext | None = None  # this generation batch's carriers, within `step_scope` only
         self.budget_forcing = check_budget_forcing(self.args)  # None: TRL's generation, untouched
-        self._forced_spans: list[list[tuple[int, int]]] | None = None  # per local row, set by _generate_single_turn
         if self.budget_forcing is not None:
             self._check_budget_forcing_setup()
         self.model_card_error: Exception | None = None  # set by create_model_card when writing the card failed
@@ -312,23 +318,43 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 cap = assignment.max_tokens
             caps.append(cap)
             rows.append(new)
-        self._row_caps = caps if any(c is not None for c in caps) else None
+        self.step.row_caps = caps if any(c is not None for c in caps) else None
         return rows
+
+    @contextmanager
+    def step_scope(self) -> Iterator[StepContext]:
+        """Yield `self.step`, the `StepContext` of the current `_generate_and_score_completions` call: the outermost
+        call creates it (of the class `self.step_context`) and drops it when it ends, an exception included; nested
+        calls share it (`trainer/step.py`)."""
+        if self.step is not None:
+            yield self.step
+            return
+        self.step = self.step_context()
+        try:
+            yield self.step
+        finally:
+            self.step = None
 
     # Wraps GRPOTrainer._generate_and_score_completions (TRL 1.16.0): rows are rewritten before, the output dict is
     # post-processed after; nothing of the base method is copied.
     def _generate_and_score_completions(self, inputs):
-        rows = self._prepare_rows(inputs)
-        try:
+        with self.step_scope() as step:
+            step.begin_generation_batch()
+            rows = self._prepare_rows(inputs)
             output = super()._generate_and_score_completions(rows)
             if self.budget_forcing is not None:
                 self._mask_forced_tokens(output)
-            batch = self._group_batch
-            if batch is not None:
-                self.group_stage(batch, output)
-        finally:
-            self._group_batch, self._row_caps, self._forced_spans = None, None, None
+            if step.group_batch is not None:
+                self.group_stage(step.group_batch, output)
         return output
+
+    # Wraps GRPOTrainer._generate (TRL 1.16.0): records this process's prompt token ids (after any rollout-plan
+    # rewrite) in the step context for methods with an extra pass over prompt + completion; the return is untouched.
+    def _generate(self, prompts):
+        out = super()._generate(prompts)
+        if self.step is not None:
+            self.step.prompt_ids = out[0]
+        return out
 
     def mask_completion_tokens(self, output: dict, drop: torch.Tensor) -> None:
         """`completion_mask = 0` where the boolean `drop` (shape of `output["completion_ids"]`) is set: tokens the
@@ -343,7 +369,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
         """Mask the spans `budget_force` inserted (`</think>` + answer prefix, or "Wait") out of the loss."""
         ids = output["completion_ids"]
         drop = torch.zeros_like(ids, dtype=torch.bool)
-        spans = self._forced_spans or []
+        spans = self.step.forced_spans or []
         for row, row_spans in enumerate(spans[: ids.size(0)]):
             for start, end in row_spans:
                 drop[row, start : min(end, ids.size(1))] = True
@@ -371,10 +397,11 @@ class EfficientGRPOTrainer(GRPOTrainer):
             completion_ids, logprobs = super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
-        if self._row_caps is not None and len(self._row_caps) == len(completion_ids):
-            completion_ids = [ids[:cap] if cap else ids for ids, cap in zip(completion_ids, self._row_caps)]
+        caps = self.step.row_caps if self.step is not None else None
+        if caps is not None and len(caps) == len(completion_ids):
+            completion_ids = [ids[:cap] if cap else ids for ids, cap in zip(completion_ids, caps)]
             if logprobs is not None:
-                logprobs = [lp[:cap] if cap else lp for lp, cap in zip(logprobs, self._row_caps)]
+                logprobs = [lp[:cap] if cap else lp for lp, cap in zip(logprobs, caps)]
         return completion_ids, logprobs
 
     def _budget_forced_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images):
@@ -414,7 +441,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             self.eos_token_ids,
             self.max_completion_length,
         )
-        self._forced_spans = [c.inserted for c in done]
+        self.step.forced_spans = [c.inserted for c in done]
         return [c.ids for c in done], None
 
     # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0): the rewards come back gathered; we gather the matching
@@ -429,7 +456,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
         ]
         everything = gather_object(local) if self.accelerator.num_processes > 1 else local
         metadata = {k: [m.get(k) for _, _, m in everything] for k in keys if any(k in m for _, _, m in everything)}
-        self._group_batch = GroupBatch(
+        self.step.group_batch = GroupBatch(
             rewards=rewards.detach().float().cpu(),
             reward_names=list(self.reward_func_names),
             reward_weights=self.reward_weights.detach().float().cpu(),

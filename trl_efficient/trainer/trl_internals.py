@@ -50,7 +50,11 @@ PRIVATE_METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
         ("self", "prompt_ids", "images", "multimodal_fields", "num_generations", "has_tool_images"),
         "overridden: trainer (vLLM de-duplication, per-row caps, budget forcing), methods.budgetthinker",
     ),
-    "_generate": ("GRPOTrainer", ("self", "prompts"), "overridden: methods.entropy, methods.sar (their extra pass)"),
+    "_generate": (
+        "GRPOTrainer",
+        ("self", "prompts"),
+        "overridden: trainer (the prompt ids into the step context, for methods.entropy's and methods.sar's pass)",
+    ),
     "_calculate_rewards": (
         "GRPOTrainer",
         ("self", "inputs", "prompts", "completions", "completion_ids_list"),
