@@ -230,18 +230,19 @@ def group_batch(rewards, lengths, group_size, truncated=None):
 
 
 def recipe_yaml_settings(name) -> dict:
-    """What `configs/<name>.yaml` runs with before any command-line override: the recipe's `config_overrides`, then
-    the YAML's keys on top (the CLI's precedence), as plain values."""
+    """What `configs/<name>.yaml` runs with before any command-line override: its run preset (`run_defaults`), the
+    recipe's `config_overrides`, then the YAML's keys on top (the CLI's precedence), as plain values."""
     import os
 
     import yaml
 
     from trl_efficient.recipes import get_recipe
+    from trl_efficient.recipes.presets import run_preset
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, "configs", f"{name}.yaml")) as f:
         raw = yaml.safe_load(f)
-    return {**get_recipe(raw.get("recipe", name)).config_overrides, **raw}
+    return {**run_preset(raw.get("run_defaults")), **get_recipe(raw.get("recipe", name)).config_overrides, **raw}
 
 
 def profile_with_cli(path, max_new_tokens: int = 16) -> str:

@@ -68,6 +68,13 @@ class TrainArguments(ModelConfig):
         },
     )
     recipe: str = field(default="grpo", metadata={"help": "Recipe name (see `trl-efficient recipes`)."})
+    run_defaults: str | None = field(
+        default=None,
+        metadata={
+            "help": "A run preset applied beneath the recipe, the YAML and the command line (`trl-efficient recipes "
+            "presets` prints them; trl_efficient/recipes/presets.py)."
+        },
+    )
     recipe_kwargs: dict | str | None = field(
         default=None,
         metadata={
@@ -220,13 +227,14 @@ def _resolve_config_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def _prescan_recipe(argv: list[str]) -> str | None:
-    recipe = _flag_value(argv, "--recipe")
-    if recipe is not None:
-        return recipe
+def _prescan(argv: list[str], key: str) -> str | None:
+    """The value of `key` before parsing: the flag `--key` if given, else the `--config` YAML's `key`, else None."""
+    value = _flag_value(argv, f"--{key}")
+    if value is not None:
+        return value
     config = _flag_value(argv, "--config")
     if config is not None:
-        return read_config_file(config).get("recipe")
+        return read_config_file(config).get(key)
     return None
 
 
@@ -302,20 +310,25 @@ def parse_train_args(argv: list[str]) -> tuple:
     from .core.models import check_quantization
     from .data.loaders import DataArguments, check_dataset_name
     from .recipes import get_recipe
+    from .recipes.presets import run_preset
     from .trainer import EfficientGRPOConfig
 
     register_everything()  # `train_main` is also called directly (tests, scripts), not only through `main`
     parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
     argv = _resolve_config_argv(argv)
-    recipe_name = _prescan_recipe(argv)
+    recipe_name = _prescan(argv, "recipe")
     config = _flag_value(argv, "--config")
     if config is not None:
         read_config_file(config)  # a missing or malformed file is named before TRL opens it
     for flag in ("--dataset_name", "--eval_dataset_name"):  # before argparse's "invalid choice" for a file
         check_dataset_name(flag, _flag_value(argv, flag) or _flag_value(argv, flag.replace("_", "-")))
     try:
+        # preset < the recipe's method settings < the YAML < the command line (recipes/presets.py)
+        defaults = run_preset(_prescan(argv, "run_defaults"))
         if recipe_name is not None:
-            parser.set_defaults_with_config(**get_recipe(recipe_name).config_overrides)
+            defaults.update(get_recipe(recipe_name).config_overrides)
+        if defaults:
+            parser.set_defaults_with_config(**defaults)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
@@ -485,7 +498,8 @@ def list_recipes() -> None:
 COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.cli:train_main"),
     "recipes": (
-        "list the registered recipes (`recipes show NAME`: print one's YAML; --markdown: the README tables)",
+        "list the registered recipes (`recipes show NAME`: print one's YAML; `recipes presets`: the run presets; "
+        "--markdown: the README tables)",
         "trl_efficient.cli:recipes_main",
     ),
     "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.eval.cli:main"),
@@ -523,11 +537,30 @@ def show_recipe(argv: list[str]) -> int:
     return 0
 
 
+def show_presets(argv: list[str]) -> int:
+    """`trl-efficient recipes presets`: print the run presets a YAML names with `run_defaults:`, as YAML."""
+    import yaml
+
+    from .recipes.presets import RUN_PRESETS
+
+    argparse.ArgumentParser(
+        prog="trl-efficient recipes presets",
+        description="Print the run presets (`run_defaults: NAME` in a YAML applies one beneath the recipe, the YAML "
+        "and the command line).",
+    ).parse_args(argv)
+    for name, settings in RUN_PRESETS.items():
+        print(f"# run_defaults: {name}")
+        print(yaml.safe_dump({name: settings}, sort_keys=False), end="")
+    return 0
+
+
 def recipes_main(argv: list[str]) -> int:
     """`trl-efficient recipes [--markdown | --update-readme README.md | --check-readme README.md]`;
     `trl-efficient recipes show NAME` prints a shipped recipe YAML (`show_recipe`)."""
     if argv[:1] == ["show"]:
         return show_recipe(argv[1:])
+    if argv[:1] == ["presets"]:
+        return show_presets(argv[1:])
     parser = argparse.ArgumentParser(
         prog="trl-efficient recipes",
         description="List the registered recipes. `trl-efficient recipes show NAME` prints one's YAML; "

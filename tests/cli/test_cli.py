@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from helpers import tiny_cli_args
 
 from trl_efficient.cli import main, parse_train_args, train_main
@@ -60,6 +61,32 @@ def test_precedence_recipe_then_yaml_then_cli(tmp_path, monkeypatch):
         ["--config", "configs/dapo-overlong.yaml", *tiny_cli_args(tmp_path), "--epsilon_high", "0.3"]
     )
     assert cfg.epsilon_high == 0.3
+
+
+def test_run_preset_lies_beneath_the_recipe_the_yaml_and_the_cli(tmp_path, capsys):
+    """`run_defaults: NAME` applies a preset beneath everything else: the recipe's method settings win over it (L1's
+    rollout plan), the YAML's keys over both, the command line over all; a YAML without it gets TRL's defaults."""
+    from trl_efficient.cli import main
+    from trl_efficient.recipes.presets import RUN_PRESETS
+
+    preset = RUN_PRESETS["math-1.5b"]
+    config = tmp_path / "run.yaml"
+    config.write_text("recipe: l1-exact\nrun_defaults: math-1.5b\nlogging_steps: 3\n")
+    cpu = ["--use_cpu", "true", "--use_vllm", "false", "--output_dir", str(tmp_path / "out")]
+    script, data, cfg = parse_train_args(["--config", str(config), *cpu, "--max_steps", "7"])
+    assert script.model_name_or_path == preset["model_name_or_path"] and data.dataset_name == preset["dataset_name"]
+    assert (cfg.learning_rate, cfg.num_generations, cfg.max_completion_length) == (1e-6, 8, 4096)  # the preset
+    assert cfg.rollout_plan == "target_length"  # the recipe's
+    assert cfg.logging_steps == 3 and cfg.max_steps == 7  # the YAML's, the command line's
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("recipe: l1-exact\n")
+    script, _, cfg = parse_train_args(["--config", str(bare), *tiny_cli_args(tmp_path)])
+    assert script.model_name_or_path != preset["model_name_or_path"] and cfg.logging_steps != 5
+    with pytest.raises(ValueError, match="unknown run_defaults 'nope': one of \\['math-1.5b'\\]"):
+        parse_train_args(["--config", str(bare), *tiny_cli_args(tmp_path), "--run_defaults", "nope"])
+    assert main(["recipes", "presets"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed == {"math-1.5b": preset}
 
 
 @pytest.mark.parametrize("recipe, mode", [("l1-exact", "exact"), ("l1-max", "mixed")])

@@ -11,6 +11,7 @@ from helpers import gold_scripted_generation, profile_with_cli, tiny_cli_args
 
 from trl_efficient.cli import main, parse_train_args, train_main
 from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
+from trl_efficient.recipes.presets import run_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -56,6 +57,12 @@ def test_yaml_holds_only_what_differs_from_the_recipe(name, tmp_path):
     for key in set(data) & set(overrides):  # a method setting lives in the recipe only
         verb = "restates" if data[key] == overrides[key] else "contradicts"
         raise AssertionError(f"configs/{name}.yaml {verb} the recipe's {key!r}: method settings live in the recipe")
+    # a run setting equal to the preset's is left to the preset, unless its line cites the paper for it (§)
+    preset = run_preset(data.get("run_defaults"))
+    with open(path, encoding="utf-8") as f:
+        lines = {line.split(":", 1)[0]: line for line in f if line[:1].isalpha()}
+    restated = [k for k in set(data) & set(preset) if data[k] == preset[k] and "§" not in lines[k].partition("#")[2]]
+    assert not restated, f"configs/{name}.yaml restates its run preset's {sorted(restated)}: remove them"
     # the YAML parses into a config, and the recipe's method settings reach it
     _, _, config = parse_train_args(["--config", path, *_tiny_args(name, tmp_path)])
     for key, value in overrides.items():
