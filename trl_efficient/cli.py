@@ -352,10 +352,11 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     from trl import get_peft_config, get_quantization_config
 
     from .core.models import load_tokenizer, model_init_kwargs, model_scheme, resolve_model_name
+    from .data.loaders import load_datasets  # a registered dataset ("testbed") is loaded by its own loader
     from .eval.evaluate import evaluate_model
     from .hub.card import SUMMARY_FILE, summary_markdown
     from .recipes import get_recipe
-    from .testbed import is_testbed_model, load_datasets  # defers to data.load_datasets for other datasets
+    from .testbed import is_testbed_model
     from .testbed.runner import torch_threads
 
     recipe = get_recipe(script_args.recipe)

@@ -60,12 +60,12 @@ def test_recipes_show_prints_the_shipped_yaml_from_anywhere(tmp_path, monkeypatc
     assert main(["recipes", "show", "kimi"]) == 0
     printed = capsys.readouterr().out
     assert printed == SHIPPED.joinpath("kimi.yaml").read_text("utf-8")
-    # the printed YAML, saved and edited, is a config of its own
-    (tmp_path / "mine.yaml").write_text(printed.replace("max_steps: 500", "max_steps: 9"))
+    # the printed YAML, saved and edited, is a config of its own (its run preset included)
+    (tmp_path / "mine.yaml").write_text(printed + "max_steps: 9\n")
     _, _, config = parse_train_args(
         ["--config", "mine.yaml", "--bf16", "false", "--use_vllm", "false", "--output_dir", str(tmp_path / "out")]
     )
-    assert config.max_steps == 9
+    assert config.max_steps == 9 and config.learning_rate == 1e-6 and config.max_completion_length == 4096
 
 
 def test_recipes_show_unknown_name_is_one_line_exit_2(tmp_path, monkeypatch, capsys):

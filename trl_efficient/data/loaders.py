@@ -37,10 +37,12 @@ import numpy as np
 from datasets import Dataset
 
 from ..core.answers import extract_boxed
+from ..core.registry import Registry
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DATASET_LOADERS",
     "DEFAULT_INSTRUCTION",
     "check_dataset_name",
     "DATASET_NAMES",
@@ -184,8 +186,14 @@ def check_dataset_name(field_name: str, name: str | None) -> None:
         )
 
 
-def _resolve_name_or_testbed(name: str) -> str:
-    return "testbed" if str(name).strip().lower() == "testbed" else _resolve_name(name)
+# Training datasets of a layer above (the testbed registers "testbed"): name -> `loader(data_args, seed) -> (train,
+# eval | None)`. `load_datasets` hands such a name to its loader; every other name is a bundled math format.
+DATASET_LOADERS: Registry[Callable] = Registry("dataset loader")
+
+
+def _resolve_name_or_registered(name: str) -> str:
+    key = str(name).strip().lower()
+    return key if key in DATASET_LOADERS else _resolve_name(name)
 
 
 def _resolve_name(name: str) -> str:
@@ -495,10 +503,10 @@ class DataArguments:
     def __post_init__(self) -> None:
         check_dataset_name("dataset_name", self.dataset_name)
         check_dataset_name("eval_dataset_name", self.eval_dataset_name)
-        # "testbed" is the synthetic CPU world of trl_efficient.testbed (loaded by its own `load_datasets`).
-        self.dataset_name = _resolve_name_or_testbed(self.dataset_name)
+        # a name in DATASET_LOADERS (e.g. "testbed", the synthetic CPU world of trl_efficient.testbed) is its loader's
+        self.dataset_name = _resolve_name_or_registered(self.dataset_name)
         if self.eval_dataset_name is not None:
-            self.eval_dataset_name = _resolve_name_or_testbed(self.eval_dataset_name)
+            self.eval_dataset_name = _resolve_name_or_registered(self.eval_dataset_name)
         for field_name in ("dataset_limit", "eval_limit"):
             value = getattr(self, field_name)
             if value is not None and value <= 0:
@@ -510,8 +518,11 @@ class DataArguments:
 def load_datasets(data_args: DataArguments, seed: int = 0) -> tuple[Dataset, Dataset | None]:
     """
     Training and evaluation datasets described by `data_args`; the evaluation one is `None` when
-    `eval_dataset_name` is unset. `seed` drives the `*_limit` subsets (pass the training seed).
+    `eval_dataset_name` is unset. `seed` drives the `*_limit` subsets (pass the training seed). A `dataset_name`
+    registered in `DATASET_LOADERS` (the testbed's `"testbed"`) is loaded by its loader, evaluation set included.
     """
+    if data_args.dataset_name in DATASET_LOADERS:
+        return DATASET_LOADERS.get(data_args.dataset_name)(data_args, seed)
     common = dict(
         instruction=data_args.instruction,
         system_prompt=data_args.system_prompt,

@@ -11,16 +11,16 @@ CPU testbed for efficient reasoning: a synthetic world where over-thinking is me
 
 What the testbed plugs in when it is imported (`trl_efficient.cli.register_everything` does; the package root does
 not): the `testbed:<size>` model-name scheme of
-`trl_efficient.core.models.resolve_model_name` and the `testbed` evaluation benchmark of
-`trl_efficient.data.benchmarks`.
-For `trl-efficient train` (see `docs/testbed.md`), `load_datasets` builds the testbed datasets when `dataset_name ==
-"testbed"` (and defers to `trl_efficient.data.load_datasets` otherwise).
+`trl_efficient.core.models.resolve_model_name`, the `testbed` evaluation benchmark of
+`trl_efficient.data.benchmarks` and the `testbed` training dataset of `trl_efficient.data.loaders.DATASET_LOADERS`
+(`load_datasets` here; `trl-efficient train --dataset_name testbed`, see `docs/testbed.md`).
 """
 
 from __future__ import annotations
 
 from ..core.models import MODEL_SCHEMES
 from ..data.benchmarks import Benchmark, register_benchmark
+from ..data.loaders import DATASET_LOADERS
 
 __all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets"]
 
@@ -37,16 +37,12 @@ def is_testbed_model(name: str) -> bool:
 
 
 def load_datasets(data_args, seed: int = 0) -> tuple:
-    """Train and eval datasets for `trl-efficient train`: testbed tasks when `data_args.dataset_name` is
-    `"testbed"` (`dataset_limit` tasks, default 1024; eval `eval_limit`, default 128), else
-    `trl_efficient.data.load_datasets`. Testbed prompts have their own instruction; `instruction`,
-    `system_prompt` and the sources do not apply to them."""
+    """Train and eval datasets of `dataset_name: testbed` (registered in `data.loaders.DATASET_LOADERS`, so
+    `trl_efficient.data.loaders.load_datasets` hands that name here): `dataset_limit` training tasks (default 1024) and
+    `eval_limit` evaluation tasks (default 128), or no evaluation set without `eval_dataset_name`. Testbed prompts
+    have their own instruction; `instruction`, `system_prompt` and the sources do not apply to them."""
     from .data import load_testbed_dataset
 
-    if getattr(data_args, "dataset_name", None) != TESTBED_DATASET_NAME:
-        from ..data.loaders import load_datasets as load_math
-
-        return load_math(data_args, seed=seed)
     train = load_testbed_dataset("train", data_args.dataset_limit or 1024, seed)
     if getattr(data_args, "eval_dataset_name", None) is None:
         return train, None
@@ -77,6 +73,7 @@ def _testbed_analyzer(row, completion_ids, text, tokenizer):
 
 
 MODEL_SCHEMES.register("testbed", _resolve_testbed_model)
+DATASET_LOADERS.register(TESTBED_DATASET_NAME, load_datasets)
 register_benchmark(
     Benchmark(
         "testbed",
