@@ -113,11 +113,12 @@ def http_section(scorer, texts: list[str]):
 
 def training_section(model_dir: str, device: str, steps: int, completion_length: int):
     from datasets import Dataset
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
 
     from trl_efficient.cli import resolve_model
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
+    from trl_efficient.testing.work import StepTimer
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "
@@ -127,16 +128,6 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
     rows = [("What is 6 * 7?", "42"), ("What is 2 + 3?", "5"), ("What is 9 - 2?", "7"), ("What is 3 * 3?", "9")] * 16
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": q}] for q, _ in rows],
                               "solution": [a for _, a in rows], "idx": list(range(len(rows)))})  # fmt: skip
-
-    class StepTimer(TrainerCallback):
-        def __init__(self):
-            self.times, self.start = [], None
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            self.start = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self.times.append(time.perf_counter() - self.start)
 
     for reference in ("group", "model"):
         extra = {} if reference == "group" else dict(reference_model=policy, tokenizer=tok, reference_samples=4,
@@ -157,7 +148,7 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
         bingo = [h["bingo/seconds"] for h in logs]
         ref = [h.get("bingo/reference_seconds", 0.0) for h in logs]
         scorer_stats = reward.scorer.stats
-        total = sum(timer.times)
+        total = sum(timer.durations)
         print(f"  reference={reference:5s}: step {total / steps:6.3f} s; Bingo reward {sum(bingo) / steps:6.3f} s/step "
               f"({100 * sum(bingo) / total:4.1f}% of the step), of which reference generation "
               f"{sum(ref) / steps:6.3f} s/step (first visit of each prompt only); scorer "

@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import time
 
 from datasets import Dataset
-from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from trl_efficient.cli import resolve_model
@@ -30,18 +28,8 @@ from trl_efficient.methods.pear import PEARTrainer
 from trl_efficient.methods.sar import SARTrainer
 from trl_efficient.rewards import correctness_reward, get_pear_reward
 from trl_efficient.rewards.sar import get_sar_reward
+from trl_efficient.testing.work import StepTimer
 from trl_efficient.trainer import EfficientGRPOConfig
-
-
-class StepTimer(TrainerCallback):
-    def __init__(self) -> None:
-        self.times, self._start = [], None
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._start)
 
 
 def dataset(n: int = 64) -> Dataset:
@@ -66,7 +54,7 @@ def run(cls, config_cls, rewards, model_name: str, steps: int, max_len: int) -> 
             callbacks=[timer],
         )  # fmt: skip
         trainer.train()
-    return statistics.median(timer.times[1:])
+    return statistics.median(timer.durations[1:])
 
 
 def main() -> None:

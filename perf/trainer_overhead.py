@@ -54,37 +54,11 @@ import platform
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _synchronize() -> None:
-    import torch
-
-    if torch.cuda.is_available() and torch.cuda.is_initialized():  # CUDA kernels run asynchronously
-        torch.cuda.synchronize()
-
-
-def _timer_callback():
-    from transformers import TrainerCallback
-
-    class StepTimer(TrainerCallback):
-        def __init__(self):
-            self.durations, self._t = [], None
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            _synchronize()
-            self._t = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            _synchronize()
-            self.durations.append(time.perf_counter() - self._t)
-
-    return StepTimer()
 
 
 # Defaults of the benchmark that a recipe's config_overrides may change (e.g. a recipe that needs a KL term).
@@ -199,7 +173,7 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
     from trl_efficient.core.answers import clear_answer_cache
     from trl_efficient.data.loaders import load_math_dataset
     from trl_efficient.recipes import REWARD_BUILDERS, get_recipe
-    from trl_efficient.testing.work import WorkCounter
+    from trl_efficient.testing.work import StepTimer, WorkCounter
     from trl_efficient.trainer import EfficientGRPOConfig
 
     recipe = get_recipe(recipe_name)
@@ -229,10 +203,10 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
                                   opts.eos_bias, opts.seed, output_root)  # fmt: skip
         dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **extra)
         rewards, args.reward_weights = recipe.build_reward_funcs(args, tokenizer)
-        cls = recipe.load_trainer_cls()
+        cls = recipe.trainer_cls
     torch.manual_seed(opts.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    timer = _timer_callback()
+    timer = StepTimer()
     trainer = cls(model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
                   callbacks=[timer])  # fmt: skip
     trainer.remove_callback(PrinterCallback)  # no log line per step

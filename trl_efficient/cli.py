@@ -379,7 +379,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     training_args.model_init_kwargs = model_init_kwargs(
         script_args, trust_remote_code=training_args.trust_remote_code, overrides=training_args.model_init_kwargs
     )
-    trainer_cls = recipe.load_trainer_cls()
+    trainer_cls = recipe.trainer_cls
     trainer = trainer_cls(
         model=model_path,
         reward_funcs=reward_funcs,

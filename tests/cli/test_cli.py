@@ -144,20 +144,18 @@ def test_unknown_command_exits_nonzero(capsys):
 def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
     # TRL's ModelConfig flags (as `trl grpo` takes them) load the policy and wrap it in LoRA: dtype (and TRL's old
     # name --torch_dtype), attn_implementation, --use_peft with rank, alpha and target modules.
+    import dataclasses
+
     import peft
     import torch
 
-    from trl_efficient.recipes.registry import Recipe
+    from trl_efficient.recipes import RECIPES, get_recipe
 
     monkeypatch.chdir(ROOT)
     built = []
-    real = Recipe.load_trainer_cls
-
-    def spy(self):
-        cls = real(self)
-        return type("Spy", (cls,), {"__init__": lambda t, *a, **k: (cls.__init__(t, *a, **k), built.append(t))[0]})
-
-    monkeypatch.setattr(Recipe, "load_trainer_cls", spy)
+    cls = get_recipe("grpo").trainer_cls
+    spy = type("Spy", (cls,), {"__init__": lambda t, *a, **k: (cls.__init__(t, *a, **k), built.append(t))[0]})
+    monkeypatch.setitem(RECIPES._entries, "grpo", dataclasses.replace(get_recipe("grpo"), trainer_cls=spy))
     flags = ["--use_peft", "--lora_r", "2", "--lora_alpha", "4", "--lora_target_modules", "all-linear",
              "--torch_dtype", "bfloat16", "--attn_implementation", "eager"]  # fmt: skip
     script, _, _ = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), *flags])

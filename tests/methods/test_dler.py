@@ -509,7 +509,7 @@ class TestRecipes:
         from trl_efficient.recipes import get_recipe
 
         recipe = get_recipe("da-dler")
-        assert recipe.load_trainer_cls() is DLERTrainer
+        assert recipe.trainer_cls is DLERTrainer
         o = recipe.config_overrides
         assert (o["advantage_estimator"], o["completion_filter"]) == ("da_dler", "dynamic_sampling")
         assert o["advantage_kwargs"]["solve_rate_threshold"] == 0.75 and o["advantage_kwargs"]["truncate_to"] == 2000

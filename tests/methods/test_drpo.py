@@ -216,7 +216,7 @@ def test_drpo_yaml(tmp_path):
     from trl_efficient.recipes import get_recipe
 
     recipe = get_recipe("drpo")
-    assert recipe.load_trainer_cls() is DRPOTrainer
+    assert recipe.trainer_cls is DRPOTrainer
     assert recipe.config_overrides["loss_type"] == "grpo"
     assert recipe.config_overrides["advantage_kwargs"] == {"lam": 0.1, "tau": 10.0}  # §16: λ 0.1, τ 10
     # TRL's vLLM IS ratio would reweight DRPO's gradient; the recipe and the YAML switch it off

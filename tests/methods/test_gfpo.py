@@ -287,7 +287,7 @@ class TestRecipes:
     def test_gfpo_yaml(self, tmp_path):
         from trl_efficient.recipes import get_recipe
 
-        assert get_recipe("gfpo").load_trainer_cls() is GFPOTrainer
+        assert get_recipe("gfpo").trainer_cls is GFPOTrainer
         config = train_yaml("gfpo", tmp_path, advantage_kwargs={"k": 2, "metric": "shortest"})
         assert (config.completion_filter, config.loss_type) == ("gfpo", "dapo")
         assert config.filter_kwargs == {"loss_normalizer": "all"}

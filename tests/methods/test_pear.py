@@ -7,15 +7,20 @@ import torch
 from helpers import ScriptedGenerationMixin, make_dataset, tiny_config
 
 from trl_efficient.methods.entropy import ENTROPY_COLUMN, mean_entropy, token_entropy
-from trl_efficient.methods.pear import PEARTrainer, phase_entropies, think_token_count
+from trl_efficient.methods.pear import PEARTrainer, phase_entropies
 from trl_efficient.rewards import correctness_reward, get_pear_reward
 from trl_efficient.trainer import EfficientGRPOTrainer
 
-VOCAB = ["<think>", "a", "</", "think>", "b", "42", "</think>"]
 
-
-def decode(ids):
-    return "".join(VOCAB[i] for i in ids)
+def thinking_by_decoding(ids, tok):
+    """Independent reference: the shortest prefix whose decoded text holds every `</think>` of the whole text (linear
+    scan), `None` without one."""
+    total = tok.decode(ids, skip_special_tokens=False).count("</think>")
+    if total == 0:
+        return None
+    return next(
+        k for k in range(1, len(ids) + 1) if tok.decode(ids[:k], skip_special_tokens=False).count("</think>") == total
+    )
 
 
 def test_token_entropy_of_known_distributions():
@@ -25,14 +30,21 @@ def test_token_entropy_of_known_distributions():
     assert mean_entropy([]) == 0.0 and mean_entropy([0.5, 1.5]) == 1.0
 
 
-def test_phase_split():
-    # "</think>" spread over tokens 2, 3: thinking = <think> a </ think> -> 4 tokens
-    assert think_token_count([0, 1, 2, 3, 4, 5], decode) == 4
-    # the LAST tag closes thinking: tokens 0..6 ("<think>a</think>b</think>") -> 5 tokens
-    assert think_token_count([0, 1, 6, 4, 6, 5], decode) == 5
-    assert think_token_count([0, 1, 4], decode) is None  # no tag
-    assert think_token_count([0, 6], decode) == 2  # tag last: empty answer
-    assert think_token_count([], decode) is None
+def test_phase_split_is_the_length_meters(tiny_tokenizer):
+    """PEAR's thinking phase is `LengthMeter.thinking_tokens`: up to the token completing the LAST `</think>`, all of
+    the completion without one; the phase entropies then read the answer as empty."""
+    from trl_efficient.core.lengths import LengthMeter
+
+    meter = LengthMeter(scope="thinking", tokenizer=tiny_tokenizer)
+
+    def ids(text):
+        return tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    last = ids("<think>a</think>b</think>")
+    assert meter.thinking_tokens(last + ids("42")) == len(last)
+    assert meter.thinking_tokens(ids("<think>a b")) == len(ids("<think>a b"))  # no tag: all thinking
+    n = len(ids("<think>a b"))
+    assert phase_entropies([1.0] * n, meter.thinking_tokens(ids("<think>a b"))) == (1.0, 0.0)
 
 
 def test_phase_entropies_and_edges():
@@ -90,7 +102,7 @@ def test_trainer_columns(tiny_model_dir, tmp_path):
     for ids_list, think, answer, mean in seen:
         for ids, ht, ha, m in zip(ids_list, think, answer, mean, strict=True):
             assert all(math.isfinite(v) and v >= 0 for v in (ht, ha, m))
-            n = think_token_count(ids, lambda x: tok.decode(x, skip_special_tokens=False))
+            n = thinking_by_decoding(ids, tok)
             if n is None:
                 assert ha == 0.0
                 assert ht == pytest.approx(m, abs=2e-4)

@@ -208,7 +208,7 @@ def test_trainer_columns_from_the_recipe(case, overrides, reused, tiny_model_dir
     if case == "plain-text":
         dataset = Dataset.from_dict({"prompt": [p[0]["content"] for p in dataset["prompt"]], **{
             k: dataset[k] for k in ("solution", "idx")}})  # fmt: skip
-    assert recipe.load_trainer_cls() is SARTrainer
+    assert recipe.trainer_cls is SARTrainer
     trainer = ScriptedSAR(model=tiny_model_dir, reward_funcs=[*funcs, spy], args=args, train_dataset=dataset)
     assert isinstance(trainer, SARTrainer) and trainer.sar_model == model
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()  # the weights at generation time

@@ -19,44 +19,22 @@ after it. Each phase's $\bar H$ is its mean per-token entropy (nats). Edges (doc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 
-from ..core.lengths import THINK_CLOSE
+from ..core.lengths import LengthMeter
 from ..rewards.pear import PEAR_COLUMNS
 from ..trainer.trl_internals import metric_buffer, trl_tokenizer
 from .entropy import ENTROPY_DECIMALS, TokenEntropyTrainer, mean_entropy
 
-__all__ = ["PEARTrainer", "phase_entropies", "think_token_count"]
-
-
-def think_token_count(ids: Sequence[int], decode: Callable[[list[int]], str], tag: str = THINK_CLOSE) -> int | None:
-    """Number of thinking tokens of a completion: the shortest prefix whose text holds every `tag` of the whole text
-    (so it ends with the token completing the last `tag`); `None` without a `tag`. Binary search: O(log n) decodes.
-
-    >>> vocab = ["<think>", "a", "</", "think>", "b", "42"]
-    >>> decode = lambda ids: "".join(vocab[i] for i in ids)
-    >>> think_token_count([0, 1, 2, 3, 4, 5], decode), think_token_count([0, 1], decode)
-    (4, None)
-    """
-    ids = list(ids)
-    total = decode(ids).count(tag)
-    if total == 0:
-        return None
-    lo, hi = 1, len(ids)  # decode(ids[:hi]) holds every tag; find the smallest such prefix
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if decode(ids[:mid]).count(tag) >= total:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+__all__ = ["PEARTrainer", "phase_entropies"]
 
 
 def phase_entropies(entropies: Sequence[float] | torch.Tensor, n_think: int | None) -> tuple[float, float]:
-    r"""$(\bar H_{think}, \bar H_{answer})$ of one completion from its per-token entropies and `think_token_count`
-    (`None`: no `</think>`, everything is thinking and $\bar H_{answer} = 0$); an empty phase has mean 0.
+    r"""$(\bar H_{think}, \bar H_{answer})$ of one completion from its per-token entropies and its number of thinking
+    tokens `n_think` (`LengthMeter.thinking_tokens`: all of them without a `</think>`, so $\bar H_{answer} = 0$;
+    `None` reads the same); an empty phase has mean 0.
 
     >>> phase_entropies([2.0, 1.0, 0.5, 0.1], 3), phase_entropies([2.0, 1.0], None), phase_entropies([], None)
     ((1.1667, 0.1), (1.5, 0.0), (0.0, 0.0))
@@ -73,13 +51,16 @@ class PEARTrainer(TokenEntropyTrainer):
 
     provides_columns = (*TokenEntropyTrainer.provides_columns, *PEAR_COLUMNS)
 
+    def thinking_meter(self) -> LengthMeter:
+        """The meter of the phase split (`LengthMeter(scope="thinking")` on the policy tokenizer), built once."""
+        if getattr(self, "_thinking_meter", None) is None:
+            self._thinking_meter = LengthMeter(scope="thinking", tokenizer=trl_tokenizer(self))
+        return self._thinking_meter
+
     def entropy_columns(self, completion_ids_list, entropies: list[torch.Tensor]) -> dict[str, list]:
         columns = super().entropy_columns(completion_ids_list, entropies)
-
-        def decode(ids):
-            return trl_tokenizer(self).decode(ids, skip_special_tokens=False)
-
-        pairs = [phase_entropies(e, think_token_count(ids, decode)) for ids, e in zip(completion_ids_list, entropies)]
+        meter = self.thinking_meter()
+        pairs = [phase_entropies(e, meter.thinking_tokens(ids)) for ids, e in zip(completion_ids_list, entropies)]
         columns[PEAR_COLUMNS[0]] = [think for think, _ in pairs]
         columns[PEAR_COLUMNS[1]] = [answer for _, answer in pairs]
         metrics = metric_buffer(self, "train" if self.model.training else "eval")  # this process's rows

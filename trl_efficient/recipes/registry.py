@@ -113,10 +113,6 @@ class Recipe:
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
 
-    def load_trainer_cls(self) -> type:
-        """The trainer class (kept for callers of the string era; `trainer_cls` is the class itself)."""
-        return self.trainer_cls
-
     def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
         if self.prepare_dataset is None:
             if kwargs:

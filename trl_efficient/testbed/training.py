@@ -355,7 +355,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
         args.reward_weights = weights
     torch.manual_seed(settings.seed)
     model = rollout_model(base)  # its generate drops finished rows (sampling.py): the same sampling, less decoding
-    trainer_cls = recipe.load_trainer_cls()
+    trainer_cls = recipe.trainer_cls
     trainer = trainer_cls(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                           processing_class=tokenizer)  # fmt: skip
     t0 = time.time()

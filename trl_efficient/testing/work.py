@@ -36,7 +36,33 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-__all__ = ["WorkCounter"]
+from transformers import TrainerCallback
+
+__all__ = ["StepTimer", "WorkCounter"]
+
+
+class StepTimer(TrainerCallback):
+    """Wall-clock seconds of every optimizer step (`on_step_begin` to `on_step_end`) in `durations`, CUDA kernels
+    synchronised at both ends (they run asynchronously). The benchmarks in `perf/` time steps with it."""
+
+    def __init__(self) -> None:
+        self.durations: list[float] = []
+        self._start: float | None = None
+
+    @staticmethod
+    def _synchronize() -> None:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+
+    def on_step_begin(self, args, state, control, **kwargs) -> None:
+        self._synchronize()
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs) -> None:
+        self._synchronize()
+        self.durations.append(time.perf_counter() - self._start)
 
 
 def _caller() -> str:
@@ -173,44 +199,29 @@ class WorkCounter:
                 out.append(func)
         return out
 
-    def _timed_class(self, cls: type, key: str) -> type:
+    def _charged(self, key: str, call: Callable) -> Callable:
+        """`call` with the CPU time of each of its calls added to `seconds[key]`: the one timing wrapper."""
         counter = self
 
-        def __call__(obj, *args, **kwargs):
-            t0 = time.process_time()
-            try:
-                return cls.__call__(obj, *args, **kwargs)
-            finally:
-                counter.seconds[key] += time.process_time() - t0
-
-        return type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__})
-
-    def _timed_function(self, func: Callable, key: str, functools) -> Callable:
-        counter = self
-
-        @functools.wraps(func)
         def timed(*args, **kwargs):
             t0 = time.process_time()
             try:
-                return func(*args, **kwargs)
+                return call(*args, **kwargs)
             finally:
                 counter.seconds[key] += time.process_time() - t0
 
         return timed
 
+    def _timed_class(self, cls: type, key: str) -> type:
+        return type(cls.__name__, (cls,), {"__call__": self._charged(key, cls.__call__), "__module__": cls.__module__})
+
+    def _timed_function(self, func: Callable, key: str, functools) -> Callable:
+        return functools.wraps(func)(self._charged(key, func))
+
     def time_method(self, obj, name: str, key: str | None = None) -> None:
         """Add the CPU time of every call of `obj.<name>` to `seconds[key or name]` (an instance attribute that
         shadows the bound method; nothing else changes)."""
-        inner, key, counter = getattr(obj, name), key or name, self
-
-        def timed(*args, **kwargs):
-            t0 = time.process_time()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                counter.seconds[key] += time.process_time() - t0
-
-        setattr(obj, name, timed)
+        setattr(obj, name, self._charged(key or name, getattr(obj, name)))
 
     # ------------------------------------------------------------------------------------------------ results
     def forward_tokens(self) -> dict[str, int]:
