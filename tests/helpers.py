@@ -160,33 +160,60 @@ def tiny_cli_args(output_dir, **extra) -> list[str]:
     return out
 
 
-def run_torchrun(script: str, nproc: int, out_dir, *args, timeout: int = 300) -> list[dict]:
-    """Run `script` under `torchrun --standalone --nproc_per_node nproc` (CPU, gloo) and load each rank's
-    `rank{r}.json` from `out_dir`."""
-    import json
+def _start_torchrun(script: str, nproc: int, out_dir, args):
     import os
     import subprocess
     import sys
 
     os.makedirs(out_dir, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        str(nproc),
-        script,
-        *[str(a) for a in args],
-    ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), script]
+    cmd += [str(a) for a in args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish_torchrun(proc, nproc: int, out_dir, timeout: int) -> list[dict]:
+    import json
+    import os
+
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, stderr[-4000:]
     ranks = []
     for r in range(nproc):
         with open(os.path.join(out_dir, f"rank{r}.json")) as f:
             ranks.append(json.load(f))
     return ranks
+
+
+def run_torchrun(script: str, nproc: int, out_dir, *args, timeout: int = 300) -> list[dict]:
+    """Run `script` under `torchrun --standalone --nproc_per_node nproc` (CPU, gloo) and load each rank's
+    `rank{r}.json` from `out_dir`."""
+    return _finish_torchrun(_start_torchrun(script, nproc, out_dir, args), nproc, out_dir, timeout)
+
+
+def run_one_and_two(script: str, model_dir, out_dir, *extra, timeout: int = 300) -> tuple[dict, list[dict]]:
+    """`script MODEL_DIR OUT/one *extra` under torchrun with 1 process and `script MODEL_DIR OUT/two *extra` with 2,
+    both at once (each torchrun spends most of its time importing, so the single run overlaps the pair's start-up);
+    returns `(single process's record, [rank 0's, rank 1's])`. The runs are independent processes: running them
+    together changes no number."""
+    one, two = out_dir / "one", out_dir / "two"
+    started = [
+        (_start_torchrun(script, 1, one, (model_dir, one, *extra)), 1, one),
+        (_start_torchrun(script, 2, two, (model_dir, two, *extra)), 2, two),
+    ]
+    try:
+        (single,), ranks = (_finish_torchrun(proc, n, out, timeout) for proc, n, out in started)
+    finally:
+        for proc, _, _ in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return single, ranks
 
 
 def finish_distributed() -> None:

@@ -4,20 +4,15 @@ straddling the ranks (docs/trl-integration.md §9)."""
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_group_trainer.py")
-
-
-def _run(model_dir, out_dir, nproc, estimator):
-    return run_torchrun(SCRIPT, nproc, out_dir, model_dir, out_dir, estimator)
 
 
 @pytest.mark.dist
 @pytest.mark.parametrize("estimator", ["grpo", "group_center_batch_whiten"])
 def test_one_vs_two_processes(tiny_model_dir, tmp_path, estimator):
-    (single,) = _run(tiny_model_dir, tmp_path / "one", 1, estimator)
-    ranks = _run(tiny_model_dir, tmp_path / "two", 2, estimator)
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path, estimator)
     assert len(single["records"]) == 2
     for step, rec in enumerate(single["records"]):
         r0, r1 = ranks[0]["records"][step], ranks[1]["records"][step]
@@ -45,8 +40,7 @@ def test_l1_per_prompt_target_is_shared_by_a_group_that_straddles_ranks(tiny_mod
     # L1 draws one target per example, shared by its G rollouts (methods.md §6; cmu-l3/l1
     # scripts/data/deepscaler_dataset.py stores one randint(100, 4000) with each example). With 2 processes the
     # middle group of each step is split 2 + 2 across the ranks; its four prompts must still carry one target.
-    (single,) = run_torchrun(L1_SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    ranks = run_torchrun(L1_SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, ranks = run_one_and_two(L1_SCRIPT, tiny_model_dir, tmp_path)
     assert single["target_length_per"] == "prompt"  # the config default, not set by the script
     assert len(single["records"]) == 2
     step_targets = []

@@ -6,7 +6,7 @@ import math
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_adaptive_trainer.py")
 
@@ -14,8 +14,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "run_adaptive_trainer.py")
 @pytest.fixture(scope="module")
 def runs(tiny_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("adaptive_mp")
-    (single,) = run_torchrun(SCRIPT, 1, out / "one", tiny_model_dir, out / "one")
-    ranks = run_torchrun(SCRIPT, 2, out / "two", tiny_model_dir, out / "two")
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, out)
     return single, ranks
 
 

@@ -6,7 +6,7 @@ rank's prompts, advantages and masks must still concatenate to the single proces
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_advantage_trainer.py")
 METHODS = ["gfpo", "gfpo_adaptive", "dler_refill", "da_dler", "drpo", "grpo_lead", "canon", "gdpo"]
@@ -15,8 +15,7 @@ METHODS = ["gfpo", "gfpo_adaptive", "dler_refill", "da_dler", "drpo", "grpo_lead
 @pytest.fixture(scope="module")
 def runs(tiny_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("advantage_mp")
-    (single,) = run_torchrun(SCRIPT, 1, out / "one", tiny_model_dir, out / "one", timeout=600)
-    ranks = run_torchrun(SCRIPT, 2, out / "two", tiny_model_dir, out / "two", timeout=600)
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, out, timeout=600)
     return single["methods"], [r["methods"] for r in ranks]
 
 

@@ -4,15 +4,14 @@ pass-rate window and refill draws, with refilled groups straddling the ranks (do
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_dot_trainer.py")
 
 
 @pytest.mark.dist
 def test_dot_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    ranks = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path)
     assert len(single["records"]) == 2
     for step, rec in enumerate(single["records"]):
         r0, r1 = ranks[0]["records"][step], ranks[1]["records"][step]

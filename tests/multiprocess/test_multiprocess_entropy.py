@@ -4,15 +4,14 @@ ranks; the gathered entropies (rounded to 1e-4 nats), rewards and advantages are
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_entropy_trainer.py")
 
 
 @pytest.mark.dist
 def test_canon_entropy_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one", timeout=600)
-    rank0, rank1 = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two", timeout=600)
+    single, (rank0, rank1) = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path, timeout=600)
     steps = len(single["records"])
     assert steps >= 2 and len(rank0["records"]) == len(rank1["records"]) == steps
     for rec, r0, r1 in zip(single["records"], rank0["records"], rank1["records"], strict=True):

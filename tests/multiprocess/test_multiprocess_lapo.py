@@ -4,7 +4,7 @@ rewards, the per-prompt memory (updated from the gathered batch) and the stage-2
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 from trl_efficient.rewards.lapo import lapo_stage1_rewards, lapo_stage2_rewards
 
@@ -13,8 +13,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "run_lapo_trainer.py")
 
 @pytest.mark.dist
 def test_lapo_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    ranks = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path)
     assert len(single["records"]) == 4
     for step, rec in enumerate(single["records"]):
         r0, r1 = ranks[0]["records"][step], ranks[1]["records"][step]

@@ -5,15 +5,14 @@ straddles the ranks are the single process's."""
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_laser_trainer.py")
 
 
 @pytest.mark.dist
 def test_laser_monitor_and_rewards_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    ranks = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path)
     assert [p["step"] for p in single["passes"]] == [0, 1, 2]  # train begin, then every step (interval 1)
     assert single["state"]["failures"] == 0 and single["state"]["targets"]["low"] is not None
     for p in single["passes"]:

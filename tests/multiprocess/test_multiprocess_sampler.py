@@ -4,7 +4,7 @@ holds the same state on every rank, equal to one process's (trainer/sampling.py)
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_sampler_trainer.py")
 
@@ -12,8 +12,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "run_sampler_trainer.py")
 @pytest.mark.dist
 @pytest.mark.parametrize("sampler", ["lspo", pytest.param("frugal", marks=pytest.mark.slow)])
 def test_sampler_one_vs_two_processes(tiny_model_dir, tmp_path, sampler):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one", sampler)
-    ranks = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two", sampler)
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path, sampler)
     assert len(single["idx"]) == 6
     # the gathered (global) rows: same prompts in the same order on both ranks and in one process
     assert ranks[0]["idx"] == ranks[1]["idx"] == single["idx"]

@@ -5,7 +5,7 @@ import math
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 from trl_efficient.prompts import ASRR_NO_THINK_PREFIX
 
@@ -30,8 +30,7 @@ def _asrr(correct, lengths):
 
 @pytest.mark.dist
 def test_solve_rate_rewards_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    ranks = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, ranks = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path)
     assert len(single["records"]) == 2
     for step, rec in enumerate(single["records"]):
         r0, r1 = ranks[0]["records"][step], ranks[1]["records"][step]

@@ -5,15 +5,14 @@ process's; the stop rule's state is recomputed by hand from the recorded lengths
 import os
 
 import pytest
-from helpers import run_torchrun
+from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_steps_trainer.py")
 
 
 @pytest.mark.dist
 def test_one_vs_two_processes(tiny_model_dir, tmp_path):
-    (single,) = run_torchrun(SCRIPT, 1, tmp_path / "one", tiny_model_dir, tmp_path / "one")
-    rank0, rank1 = run_torchrun(SCRIPT, 2, tmp_path / "two", tiny_model_dir, tmp_path / "two")
+    single, (rank0, rank1) = run_one_and_two(SCRIPT, tiny_model_dir, tmp_path)
     assert len(single["records"]) == len(rank0["records"]) == len(rank1["records"]) >= 2
     assert single["global_step"] == rank0["global_step"] == rank1["global_step"]
     nonzero = False
