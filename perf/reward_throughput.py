@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-completion-length", type=int, default=1024)
     parser.add_argument("--reward", default="all", help="a registered reward builder, a comma-separated list, or all")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument("--update-readme", metavar="README", help="also paste the table into README's Speed section")
     args = parser.parse_args(argv)
 
     import torch
@@ -190,24 +191,31 @@ def main(argv=None) -> int:
         "machine": platform.machine(),
         "command": "python perf/reward_throughput.py " + " ".join(argv or sys.argv[1:]),
     }
-    print(f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}:\n")
-    print(
-        "| reward | seconds / batch | completions / s | completions / s, answers already checked | target |\n"
-        "|---|---|---|---|---|"
-    )
+    out = [
+        f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}; "
+        f"{info['cpu_count']} CPUs, Python {info['python']}, {info['machine']}: `{info['command'].strip()}`\n",
+        "| reward | seconds / batch | completions / s | completions / s, answers already checked | target |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         if "skipped" in r:
-            print(f"| {r['reward']} | failed: {r['skipped'].replace('|', '/')} | - | - | - |")
+            out.append(f"| {r['reward']} | failed: {r['skipped'].replace('|', '/')} | - | - | - |")
         else:
-            print(
+            out.append(
                 f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} "
                 f"| {r['warm_completions_per_second']:,.0f} | {r['target']} |"
             )
     missed = [r["reward"] for r in rows if not r.get("met", False)]
-    print(
+    out.append(
         f"\n{len(rows) - len(missed)} of {len(rows)} rewards meet their target"
         + (f"; not met: {', '.join(missed)}." if missed else ".")
     )
+    text = "\n".join(out)
+    print(text)
+    if args.update_readme:
+        from trl_efficient.recipes.tables import write_readme_section
+
+        write_readme_section(args.update_readme, "reward-speed-table", text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"info": info, "rows": rows}, f, indent=1)

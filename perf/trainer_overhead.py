@@ -446,9 +446,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
+    parser.add_argument("--update-readme", metavar="README", help="also paste the table into README's Speed section")
     opts = parser.parse_args(argv)
     if opts.report:
-        return report(opts.report)
+        return report(opts.report, opts.update_readme)
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
     if not 2 <= opts.min_rounds <= opts.max_rounds:
@@ -482,36 +483,45 @@ def main(argv=None) -> int:
         for name in names:
             rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work))
             dump()
-    return print_report(rows, vars(opts), [command.strip()], machine, cost)
+    return print_report(rows, vars(opts), [command.strip()], machine, cost, opts.update_readme)
 
 
-def print_report(rows: list[dict], options: dict, commands: list[str], machine: str, cost: CostModel) -> int:
-    """Print the table, the baseline's counters and the footer (sanity check, rows, round limits); the exit status."""
+def print_report(rows: list[dict], options: dict, commands: list[str], machine: str, cost: CostModel,
+                 readme: str | None = None) -> int:  # fmt: skip
+    """Print the table, the baseline's counters and the footer (sanity check, rows, round limits), and paste the same
+    text into `readme` between `<!-- speed-table:start -->` and `<!-- speed-table:end -->` when given; the exit
+    status."""
     o = argparse.Namespace(**options)
-    print(f"\nEach recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
-          f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
-          f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, rounds until the 95% interval is "
-          f"within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. Counters are per optimizer step "
-          f"of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in this script).\n"
-          + "\n".join(f"`{c}`" for c in commands) + "\n")  # fmt: skip
-    print(markdown_table(rows))
-    print("\n" + baseline_line(rows))
+    out = [f"Each recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
+           f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
+           f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, rounds until the 95% interval is "
+           f"within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. Counters are per optimizer step "
+           f"of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in this script).\n"
+           + "\n".join(f"`{c}`" for c in commands) + "\n"]  # fmt: skip
+    out.append(markdown_table(rows))
+    out.append("\n" + baseline_line(rows))
     ok = [r for r in rows if r["status"] == "ok"]
     limited = [r["recipe"] for r in ok if not r["converged"]]
     grpo = next((r for r in ok if r["recipe"] == "grpo"), None)
     if grpo:
         inside = grpo["ratio_low"] <= 1.0 <= grpo["ratio_high"]
-        print(f"Sanity check: grpo reads {grpo['ratio']:.3f} [{grpo['ratio_low']:.3f}, {grpo['ratio_high']:.3f}]: 1.00 "
-              f"is {'inside' if inside else 'OUTSIDE'} its interval.")  # fmt: skip
+        out.append(f"Sanity check: grpo reads {grpo['ratio']:.3f} [{grpo['ratio_low']:.3f}, {grpo['ratio_high']:.3f}]: "
+                   f"1.00 is {'inside' if inside else 'OUTSIDE'} its interval.")  # fmt: skip
     failed = [r["recipe"] for r in rows if r["status"] != "ok"]
-    print(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
+    out.append(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
     if limited:
-        print(f"Interval not within +-{o.tolerance:.0%} after {o.max_rounds} rounds (round limit reached) for "
-              f"{len(limited)} recipe(s): {', '.join(limited)}.", flush=True)  # fmt: skip
+        out.append(f"Interval not within +-{o.tolerance:.0%} after {o.max_rounds} rounds (round limit reached) for "
+                   f"{len(limited)} recipe(s): {', '.join(limited)}.")  # fmt: skip
+    text = "\n".join(out)
+    print("\n" + text, flush=True)
+    if readme:
+        from trl_efficient.recipes.tables import write_readme_section
+
+        write_readme_section(readme, "speed-table", text)
     return 0 if len(ok) == len(rows) else 1
 
 
-def report(paths: list[str]) -> int:
+def report(paths: list[str], readme: str | None = None) -> int:
     """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
     order; the options of the first file head it (the others must have the same measurement settings)."""
     runs = []
@@ -527,7 +537,7 @@ def report(paths: list[str]) -> int:
     o = runs[0]["options"]
     machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
     return print_report(rows, o, [run["command"] for run in runs], machine,
-                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}))  # fmt: skip
+                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}), readme)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 README = os.path.join(ROOT, "README.md")
 DEFAULT_JSON = os.path.join(HERE, "results", "compare.json")
-START, END = "<!-- testbed-table:start -->", "<!-- testbed-table:end -->"
+MARKER = "testbed-table"  # <!-- testbed-table:start --> ... <!-- testbed-table:end -->
+START, END = f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"
 COMMAND = "trl-efficient testbed compare --recipes all --base-model {base}{seeds} --output-dir perf/testbed/results"
 
 
@@ -37,10 +38,10 @@ def render_section(json_path: str = DEFAULT_JSON) -> str:
 
 
 def readme_section(text: str) -> str:
-    """The text between the markers of `text`."""
-    if START not in text or END not in text:
-        raise ValueError(f"README has no {START} ... {END} markers.")
-    return text.split(START, 1)[1].split(END, 1)[0]
+    """The text between the markers of `text`, stripped."""
+    from trl_efficient.recipes.tables import readme_section as section
+
+    return section(text, MARKER)
 
 
 def main(argv=None) -> int:
@@ -51,16 +52,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.readme) as f:
         text = f.read()
-    current, wanted = readme_section(text), render_section(args.json)
+    current, wanted = readme_section(text), render_section(args.json).strip()
     if args.check:
         if current != wanted:
             print(f"{args.readme}: the testbed table differs from {args.json}; run {sys.argv[0]}", file=sys.stderr)
             return 1
         return 0
-    head, rest = text.split(START, 1)
-    tail = rest.split(END, 1)[1]
-    with open(args.readme, "w") as f:
-        f.write(head + START + wanted + END + tail)
+    from trl_efficient.recipes.tables import write_readme_section
+
+    write_readme_section(args.readme, MARKER, wanted)
     print(f"updated {args.readme}")
     return 0
 

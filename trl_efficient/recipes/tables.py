@@ -73,9 +73,26 @@ def readme_section(text: str, marker: str) -> str:
     return text[a:b].strip()
 
 
+def replace_readme_section(text: str, marker: str, body: str) -> str:
+    """`text` with what stands between the `marker` start/end comments replaced by `body` (on lines of its own).
+
+    >>> replace_readme_section("x\\n<!-- t:start -->\\nold\\n<!-- t:end -->\\n", "t", "new")
+    'x\\n<!-- t:start -->\\nnew\\n<!-- t:end -->\\n'
+    """
+    a, b = _bounds(text, marker)
+    return f"{text[:a]}\n{body.strip()}\n{text[b:]}"
+
+
+def write_readme_section(path: str, marker: str, body: str) -> None:
+    """Rewrite the `marker` section of the file `path` (a README) with `body` (the benchmarks' `--update-readme`)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(replace_readme_section(text, marker, body))
+
+
 def update_readme(text: str) -> str:
     """`text` with every generated table replaced by the registry's current one."""
     for marker, table in generated_sections().items():
-        a, b = _bounds(text, marker)
-        text = f"{text[:a]}\n{table}\n{text[b:]}"
+        text = replace_readme_section(text, marker, table)
     return text
