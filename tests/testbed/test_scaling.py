@@ -146,11 +146,13 @@ def test_correlations_and_ranks_by_hand():
     assert pearson([1, 1], [2, 3]) is None and pearson([1], [1]) is None
 
 
-def test_every_registered_recipe_is_in_exactly_one_method_family():
-    from trl_efficient.testbed.checks import FAMILIES
+def test_every_registered_recipe_declares_a_known_method_family():
+    from trl_efficient.recipes.registry import RECIPE_FAMILIES, Recipe
+    from trl_efficient.testbed.checks import family_of
 
-    members = [name for family in FAMILIES.values() for name in family]
-    assert sorted(members) == sorted(RECIPES) and len(members) == len(set(members))
+    assert {family_of(name) for name in RECIPES} == set(RECIPE_FAMILIES)  # every family has members
+    with pytest.raises(ValueError, match="family must be one of"):
+        Recipe(name="x", method="x", description="x", rewards=(), family="misc")
 
 
 def test_check_modes_follow_the_scaled_constants():

@@ -82,6 +82,7 @@ def _adlp_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hapo",
+        family="adaptive / history",
         testbed_scale=revisits("hapo", "the length term depends on L / h only"),
         method="HAPO (history-aware length reward)",
         description="Correctness plus a cosine length term against each prompt's shortest correct length so far, "
@@ -102,6 +103,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="a-dlp",
+        family="adaptive / history",
         testbed_scale=_adlp_scale,
         method="A-DLP (adaptive direct length penalty)",
         description="r = 1[correct] - lambda_t L, lambda_0 = 1e-3, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - "

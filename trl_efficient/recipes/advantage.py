@@ -67,6 +67,7 @@ def _gfpo_scale(name: str, extra: str = ""):
 register_recipe(
     Recipe(
         name="gfpo",
+        family="sampling",
         testbed_scale=_gfpo_scale("gfpo", ", Shortest 8/16"),
         method="GFPO (Shortest k/G)",
         description="Sample G, keep the k shortest per group, advantages over the kept set, the rest masked (§13).",
@@ -87,6 +88,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="gfpo-adaptive",
+        family="sampling",
         testbed_scale=_gfpo_scale("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
         method="Adaptive-Difficulty GFPO",
         description="GFPO with k per group from the quartiles of a streaming digest of prompt mean rewards (§13).",
@@ -159,6 +161,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon",
+        family="structure / signal",
         testbed_scale=scale_free("canon", "length halves of the group"),
         method="CANON (length-conditioned advantages)",
         description="Each response compared with the mean reward of the other length half of its group (§26).",

@@ -134,6 +134,7 @@ def _bingo_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="bingo",
+        family="structure / signal",
         testbed_scale=_bingo_scale,
         method="Bingo (significance-aware and dynamic length reward)",
         description=(

@@ -116,6 +116,7 @@ def _saber_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hbpo",
+        family="budget / prompted",
         testbed_scale=_hbpo_scale,
         method="HBPO (hierarchical budget policy optimization)",
         description=(
@@ -161,6 +162,7 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
+        family="budget / prompted",
         testbed_scale=_saber_scale,
         method="SABER (switchable and balanced budget tiers)",
         description=(

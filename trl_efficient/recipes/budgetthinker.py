@@ -58,6 +58,7 @@ def _budgetthinker_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="budgetthinker",
+        family="budget / prompted",
         testbed_scale=_budgetthinker_scale,
         method="BudgetThinker (forced budget control tokens)",
         description=(

@@ -62,6 +62,7 @@ def _curriculum_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="curriculum",
+        family="budget / prompted",
         testbed_scale=_curriculum_scale,
         method="Curriculum length control (Train Long, Think Short)",
         description=(

@@ -49,6 +49,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="da-dler",
+        family="adaptive / history",
         testbed_scale=_da_dler_scale,
         method="DA-DLER (difficulty-aware truncation, proposed)",
         description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",

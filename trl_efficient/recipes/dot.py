@@ -34,6 +34,7 @@ def _dot_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="dot",
+        family="sampling",
         testbed_scale=_dot_scale,
         method="DOT (outlier truncation, re-scoring, predictive dynamic sampling)",
         description="In all-correct groups, responses longer than mean + 3 std by >= 32 tokens are cut there and "

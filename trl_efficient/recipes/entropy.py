@@ -29,6 +29,7 @@ register_reward_builder(
 register_recipe(
     Recipe(
         name="pear",
+        family="structure / signal",
         testbed_scale=scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
         method="PEAR (phase entropy aware reward)",
         description="Correctness minus 0.5 * max(0, H_think - H_answer), the policy's mean token entropies of the "
@@ -48,6 +49,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon-entropy",
+        family="structure / signal",
         testbed_scale=scale_free("canon-entropy", "mean-token-entropy halves of the group"),
         method="CANON (entropy-conditioned advantages)",
         description="Each response compared with the mean reward of the other mean-token-entropy half of its group "

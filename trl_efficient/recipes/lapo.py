@@ -68,6 +68,7 @@ def _lapo_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="lapo",
+        family="adaptive / history",
         testbed_scale=_lapo_scale,
         method="LAPO (length-adaptive policy optimization, two stages)",
         description=(

@@ -120,6 +120,7 @@ def _laser_d_scale(name: str):
 register_recipe(
     Recipe(
         name="laser-d",
+        family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-d"),
         method="LASER-D (difficulty-aware length step reward)",
         description="LASER step reward with a target L_k per difficulty bucket, chosen every 20 steps from the length "
@@ -132,6 +133,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="laser-de",
+        family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-de"),
         method="LASER-DE (LASER-D + exploration bonus)",
         description="LASER-D, plus +alpha for wrong answers longer than L_k that are not repetitive (§7).",

@@ -143,8 +143,8 @@ def render_reference() -> str:
     """`docs/methods.md`: one section per method family, numbered as the code cites them.
 
     >>> text = render_reference()
-    >>> text.count("\\n## "), "## §8. Kimi k1.5 length penalty" in text
-    (34, True)
+    >>> text.count("\\n## ") >= len(SECTIONS), "## §8. Kimi k1.5 length penalty" in text
+    (True, True)
     """
     covered = [name for _, _, names, _ in SECTIONS for name in names]
     others = tuple(sorted(set(RECIPES.names()) - set(covered)))  # a new recipe: listed until it gets its section

@@ -97,6 +97,17 @@ class RewardSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
+# The method families of the testbed's per-family plots and tables (`Recipe.family`).
+RECIPE_FAMILIES = (
+    "baselines",
+    "length penalties",
+    "budget / prompted",
+    "adaptive / history",
+    "structure / signal",
+    "sampling",
+)
+
+
 @dataclass(frozen=True)
 class Recipe:
     name: str
@@ -112,6 +123,11 @@ class Recipe:
     testbed_scale: ScaleRule | None = (
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
+    family: str = "length penalties"  # one of RECIPE_FAMILIES: the testbed's plots group recipes by it
+
+    def __post_init__(self) -> None:
+        if self.family not in RECIPE_FAMILIES:
+            raise ValueError(f"recipe {self.name!r}: family must be one of {RECIPE_FAMILIES}, got {self.family!r}.")
 
     def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
         if self.prepare_dataset is None:
@@ -336,6 +352,7 @@ def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="grpo",
+        family="baselines",
         testbed_scale=scale_free("grpo", "no length constant"),
         method="GRPO (baseline)",
         description="Plain GRPO with the correctness reward: the baseline every length method is compared against.",
@@ -346,6 +363,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dr-grpo",
+        family="baselines",
         testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
         method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
         description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
@@ -381,6 +399,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-exact",
+        family="budget / prompted",
         testbed_scale=_l1_scale("exact"),
         method="L1 / LCPO-Exact",
         description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
@@ -394,6 +413,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-max",
+        family="budget / prompted",
         testbed_scale=_l1_scale("max"),
         method="L1 / LCPO-Max",
         description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",

@@ -38,6 +38,7 @@ def _frugal_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="lspo",
+        family="sampling",
         testbed_scale=revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
         method="LSPO (length-aware sampling for policy optimization)",
         description=(
@@ -68,6 +69,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="frugal",
+        family="sampling",
         testbed_scale=_frugal_scale,
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(

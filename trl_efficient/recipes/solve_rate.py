@@ -81,6 +81,7 @@ def _asrr_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="alp",
+        family="adaptive / history",
         testbed_scale=scale_free("alp", "per-token price beta / N with N = max_completion_length (= the cap)"),
         method="ALP (adaptive length penalty)",
         description="r = 1[correct] - (beta/N) max(p_solved, 1/K) |y|, p_solved the group's solve rate, "
@@ -111,6 +112,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="asrr",
+        family="budget / prompted",
         testbed_scale=_asrr_scale,
         method="ASRR (no-think prefix + accuracy-gated overlong penalty)",
         description="Every rollout prefilled with a closed think block; R = 1[correct] - alpha clip((L - L_shortest "

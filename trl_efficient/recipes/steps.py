@@ -86,6 +86,7 @@ def _grsp_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="step-pruner",
+        family="structure / signal",
         testbed_scale=_step_pruner_scale,
         method="Step Pruner (step-aware reward, proposed)",
         description="Correct answers earn 1 - 0.5 min(1, (S - S_min)/S_min) in steps S (blank-line paragraphs), "
@@ -104,6 +105,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grsp",
+        family="structure / signal",
         testbed_scale=_grsp_scale,
         method="GRSP (group relative segment penalty, proposed)",
         description="Correct answers lose 0.1 max(0, sum_k w_k z_k), z_k the group z-score of the segment count in "

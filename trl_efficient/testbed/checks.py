@@ -59,7 +59,6 @@ from .stats import Bootstrap, Panel, combine, constraint, decide, either, interv
 __all__ = [
     "ACCURACY_TOLERANCE",
     "CONDITIONED",
-    "FAMILIES",
     "FRACTION_MARGIN",
     "PEARSON_MARGIN",
     "TIGHT_CAP_FRACTION",
@@ -89,31 +88,19 @@ CONDITIONED = (
 )  # checked under their prompts, against the base
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
-_SHORTER = {"kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "gfpo",
-            "gfpo-adaptive", "hapo", "a-dlp", "alp", "grpo-lambda", "dot", "laser-d", "laser-de", "lapo", "curriculum",
-            "frugal", "step-pruner", "grsp", "pear", "o1-pruner", "sar"}  # fmt: skip
 _NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
-
-# The method families of the per-difficulty small multiples (one panel each); the registry has no family field, so
-# this is the one mapping (tests/testbed check that it covers every registered recipe).
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "baselines": ("grpo", "dr-grpo"),
-    "length penalties": ("kimi", "cosine", "shorter-better", "laser", "gdpo", "drpo", "grpo-lead", "o1-pruner",
-                         "sar", "dapo-overlong", "dler", "grpo-lambda"),
-    "budget / prompted": ("l1-exact", "l1-max", "hbpo", "saber", "budgetthinker", "curriculum", "asrr"),
-    "adaptive / history": ("hapo", "alp", "a-dlp", "laser-d", "laser-de", "lapo", "da-dler"),
-    "structure / signal": ("bingo", "step-pruner", "grsp", "pear", "canon", "canon-entropy"),
-    "sampling": ("gfpo", "gfpo-adaptive", "lspo", "dot", "frugal"),
-}  # fmt: skip
 
 
 def family_of(recipe: str) -> str:
-    """The family of `recipe` in `FAMILIES` ("other" when unlisted).
+    """The method family of `recipe` (`Recipe.family`, declared with the recipe; "other" when unregistered): one
+    panel of the per-difficulty small multiples each.
 
     >>> family_of("hbpo"), family_of("gfpo"), family_of("no-such")
     ('budget / prompted', 'sampling', 'other')
     """
-    return next((name for name, members in FAMILIES.items() if recipe in members), "other")
+    from ..recipes import RECIPES
+
+    return RECIPES.get(recipe).family if recipe in RECIPES else "other"
 
 
 def pearson(xs, ys) -> float | None:
@@ -491,6 +478,4 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
         return _bingo(inputs)
     if recipe == "dapo-overlong":
         return _dapo(inputs)
-    if recipe in _SHORTER:
-        return _shorter_at_similar_accuracy(inputs)
-    return {"claim": "no check defined", "measured": "-", "held": None}
+    return _shorter_at_similar_accuracy(inputs)  # every other recipe cuts length (its paper's claim)

@@ -2,7 +2,7 @@
 Testbed plots (matplotlib, Agg backend), drawn from the JSON rows only (`compare.json`, `sweep_<recipe>.json`).
 
 - `per_difficulty_plot(rows, path)`: small multiples over the difficulty k = number of operations, one column per
-  method family (`checks.FAMILIES`; base and grpo drawn in every column as references), the tokens-to-floor ratio
+  method family (`Recipe.family`; base and grpo drawn in every column as references), the tokens-to-floor ratio
   (mean tokens at k / the floor at k; 1 = the shortest correct trace) on top and the accuracy at k below, each line
   with its 95% interval as a band (rows with `ci_by_difficulty`). "Spends tokens where they are needed" reads as a
   ratio near 1 on easy k at an unchanged accuracy.
