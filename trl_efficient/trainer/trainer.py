@@ -12,12 +12,12 @@ Data flow of one generation batch (docs/trl-integration.md §1):
    generation run in phases by `trainer/budget_forcing.py`) and per-rollout hard caps.
 3. inside it, `_calculate_rewards`: after TRL gathers the rewards, gather lengths and row metadata into a
    `GroupBatch` (in the step context, `trainer.step.group_batch`).
-
-The hooks hand data to each other only through `trainer.step`, a `StepContext` (`trainer/step.py`) that lives for one
-`_generate_and_score_completions` call (`step_scope`).
 4. back in `_generate_and_score_completions`: the tokens budget forcing inserted leave the loss
    (`mask_completion_tokens`), then `group_stage(batch, output)`, the public group-stage pipeline
    (see `EfficientGRPOTrainer` and docs/architecture.md, "The group-stage pipeline").
+
+The hooks hand data to each other only through `trainer.step`, a `StepContext` (`trainer/step.py`) that lives for one
+`_generate_and_score_completions` call (`step_scope`).
 """
 
 from __future__ import annotations
