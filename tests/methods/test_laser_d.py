@@ -87,54 +87,6 @@ def test_targets_from_records_by_hand():
 
 
 # ------------------------------------------------------------------------------------------- repetition flag
-def released_is_repetitive(tokens, n=4):
-    """The released scan, transcribed line by line (`detect_token_ngram_repetition_optimized_reversed`, flagged iff
-    it returns a position before the end): the oracle of `is_repetitive`, which counts the n-grams at once."""
-    from collections import defaultdict
-
-    total = len(tokens)
-    if total <= 2 * n:
-        return False
-    n = 2 if total < 30 else 3 if total < 100 else min(4, n)
-    threshold = 2 if total < 200 else 3
-    positions = defaultdict(list)
-    for i in range(total - n, -1, -1):
-        gram = tuple(tokens[i : i + n])
-        if n > 2 and len(set(gram)) == 1:
-            continue
-        positions[gram].append(i)
-        if len(positions[gram]) >= threshold:
-            seen = sorted(positions[gram])
-            if any(b - a < total // 3 for a, b in zip(seen, seen[1:])):
-                return True
-    if total >= 4 * n:
-        patterns = set()
-        for i in range(total - 2 * n, -1, -1):
-            pattern = tuple(tokens[i : i + 2 * n])
-            if pattern in patterns:
-                return True
-            patterns.add(pattern)
-    return False
-
-
-def test_repetition_flag_equals_the_released_scan_on_random_sequences():
-    import random
-
-    rng = random.Random(0)
-    flagged = 0
-    for _ in range(3000):
-        total = rng.choice([rng.randint(0, 40), rng.randint(0, 120), rng.randint(150, 400)])
-        vocab = rng.choice([2, 3, 5, 20, 200, 5000])
-        seq = [rng.randrange(vocab) for _ in range(total)]
-        if rng.random() < 0.3 and total > 20:  # plant a repeat
-            start, width = rng.randrange(total - 10), rng.randint(2, 9)
-            at = rng.randrange(total - width)
-            seq[at : at + width] = seq[start : start + width][: len(seq[at : at + width])]
-        assert is_repetitive(seq) == released_is_repetitive(seq), seq
-        flagged += released_is_repetitive(seq)
-    assert 300 < flagged < 2700  # both outcomes are well represented
-
-
 def test_repetition_flag_on_constructed_sequences():
     assert not is_repetitive([5] * 8)  # <= 2n = 8 tokens: never flagged
     assert not is_repetitive(list(range(300)))  # all distinct

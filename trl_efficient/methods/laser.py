@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -201,24 +201,23 @@ def is_repetitive(tokens: Sequence[Any], n: int = 4) -> bool:
         return False
     n = 2 if total < 30 else 3 if total < 100 else min(4, n)
     threshold = 2 if total < 200 else 3
-    # The released scan returns at the first n-gram whose occurrences so far (from the end) reach the threshold with
-    # two of them closer than len/3. Occurrences only accumulate and a point added between two others only shortens
-    # gaps, so that happens during the scan iff it holds for some n-gram's full occurrence list: the n-grams are
-    # counted at once (C-speed `zip`, `Counter`) and only the frequent ones are located.
-    grams = list(zip(*(tokens[k:] for k in range(n))))
-    counts = Counter(grams)
-    frequent = {g for g, c in counts.items() if c >= threshold and (n <= 2 or len(set(g)) > 1)}
-    if frequent:
-        positions: dict[tuple, list[int]] = defaultdict(list)
-        for i, gram in enumerate(grams):
-            if gram in frequent:
-                positions[gram].append(i)
-        for seen in positions.values():
+    positions: dict[tuple, list[int]] = defaultdict(list)
+    for i in range(total - n, -1, -1):
+        gram = tuple(tokens[i : i + n])
+        if n > 2 and len(set(gram)) == 1:
+            continue
+        positions[gram].append(i)
+        if len(positions[gram]) >= threshold:
+            seen = sorted(positions[gram])
             if any(b - a < total // 3 for a, b in zip(seen, seen[1:])):
                 return True
-    if total >= 4 * n:  # any 2n-gram twice (overlaps count)
-        patterns = list(zip(*(tokens[k:] for k in range(2 * n))))
-        return len(set(patterns)) < len(patterns)
+    if total >= 4 * n:
+        patterns: set[tuple] = set()
+        for i in range(total - 2 * n, -1, -1):
+            pattern = tuple(tokens[i : i + 2 * n])
+            if pattern in patterns:
+                return True
+            patterns.add(pattern)
     return False
 
 
