@@ -25,6 +25,8 @@ TINY = {
     # LASER-D's monitor generates monitor_prompts x monitor_rollouts completions for real: a handful at the tiny size
     "laser-d": {"reward_kwargs": {"laser_d": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
     "laser-de": {"reward_kwargs": {"laser_de": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
+    # GRSP's buckets at the scripted completions' size (their segments are a few tokens; the default edges are 32/128)
+    "grsp": {"reward_kwargs": {"grsp": {"segmenter": "sentences", "bucket_bounds": [3, 6]}}},
     "gfpo-adaptive": {
         "advantage_kwargs": {
             "k_by_quartile": [4, 4, 3, 2],
@@ -129,9 +131,6 @@ def _frugal_extras(tmp_path, monkeypatch):
 CONSTANT_IN_TWO_STEPS = {
     # 0 on a prompt's first visit (no history yet); 2 steps of 1 prompt each visit 2 prompts once
     ("hapo", "hapo_length_reward"),
-    # the penalty compares segment-length buckets (32 / 128 tokens) across the group; the scripted thinking parts are
-    # a few short segments, all in the first bucket
-    ("grsp", "grsp_reward"),
 }
 
 EXTRAS = {"bingo": _bingo_extras, "saber": _saber_extras, "frugal": _frugal_extras}  # need more than their YAML
