@@ -19,6 +19,7 @@ after it. Each phase's $\bar H$ is its mean per-token entropy (nats). Edges (doc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -51,15 +52,14 @@ class PEARTrainer(TokenEntropyTrainer):
 
     provides_columns = (*TokenEntropyTrainer.provides_columns, *PEAR_COLUMNS)
 
+    @functools.cached_property
     def thinking_meter(self) -> LengthMeter:
         """The meter of the phase split (`LengthMeter(scope="thinking")` on the policy tokenizer), built once."""
-        if getattr(self, "_thinking_meter", None) is None:
-            self._thinking_meter = LengthMeter(scope="thinking", tokenizer=trl_tokenizer(self))
-        return self._thinking_meter
+        return LengthMeter(scope="thinking", tokenizer=trl_tokenizer(self))
 
     def entropy_columns(self, completion_ids_list, entropies: list[torch.Tensor]) -> dict[str, list]:
         columns = super().entropy_columns(completion_ids_list, entropies)
-        meter = self.thinking_meter()
+        meter = self.thinking_meter
         pairs = [phase_entropies(e, meter.thinking_tokens(ids)) for ids, e in zip(completion_ids_list, entropies)]
         columns[PEAR_COLUMNS[0]] = [think for think, _ in pairs]
         columns[PEAR_COLUMNS[1]] = [answer for _, answer in pairs]

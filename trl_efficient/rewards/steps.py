@@ -42,6 +42,7 @@ trainer's accuracy metrics keep reading the plain correctness reward. `as_penalt
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -94,6 +95,7 @@ def reasoning_text(completion: Any) -> str:
     return text[start:end]
 
 
+@functools.lru_cache(maxsize=32)
 def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern:
     alternatives = "|".join(re.escape(k) for k in keywords)
     return re.compile(rf"\n(?=[ \t]*(?:{alternatives})\b)")
