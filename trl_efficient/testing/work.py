@@ -31,6 +31,7 @@ It installs global module hooks (`torch.nn.modules.module.register_module_forwar
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections import defaultdict
@@ -184,14 +185,13 @@ class WorkCounter:
         """`reward_funcs` with each call's CPU time added to `seconds["reward:<name>"]`. A class instance keeps its
         identity (its class is swapped for a timed subclass, so components that hold it still see it); a plain
         function is replaced by a wrapper with its signature (`functools.wraps`)."""
-        import functools
         import types
 
         out = []
         for func, name in zip(reward_funcs, names, strict=True):
             key = f"reward:{name}"
             if isinstance(func, (types.FunctionType, types.MethodType, functools.partial)):
-                out.append(self._timed_function(func, key, functools))
+                out.append(self._timed_function(func, key))
             elif hasattr(func, "__dict__") and not hasattr(func, "forward"):  # a reward class, not a reward model
                 func.__class__ = self._timed_class(type(func), key)
                 out.append(func)
@@ -215,7 +215,7 @@ class WorkCounter:
     def _timed_class(self, cls: type, key: str) -> type:
         return type(cls.__name__, (cls,), {"__call__": self._charged(key, cls.__call__), "__module__": cls.__module__})
 
-    def _timed_function(self, func: Callable, key: str, functools) -> Callable:
+    def _timed_function(self, func: Callable, key: str) -> Callable:
         return functools.wraps(func)(self._charged(key, func))
 
     def time_method(self, obj, name: str, key: str | None = None) -> None:
