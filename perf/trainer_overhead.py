@@ -1,6 +1,6 @@
 """The cost of every recipe: work counters, step-time ratio with a 95% interval, and a GPU projection.
 
-    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 4] [--min-rounds 3] [--max-rounds 8]
+    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 12] [--min-rounds 2] [--max-rounds 6]
                                     [--tolerance 0.03] [--model tiny:qwen2-16] [--json out.json]
 
 **The two sides of a row.** The baseline is plain TRL `GRPOTrainer` (`trl.GRPOConfig`) with the recipe's
@@ -26,14 +26,20 @@ recipes (DLER, DA-DLER, DOT) generated tokens per useful group (groups with a le
 `need - shortfall` from `trl_efficient/dynamic_sampling/*`, otherwise `G`-groups with non-zero reward std).
 They are exact and machine-independent: they explain the ratios.
 
-**Ratio and interval.** Rounds alternate the two sides (plain first in even rounds, efficient first in odd ones), each
-run from a fresh copy of the model, the first step of each run a warm-up that is not timed. Step k of both runs of a
-round trains the k-th batch of the same seeded data order, so each timed step gives one paired ratio (efficient step
-time / plain step time); the estimate is their geometric mean and the 95% interval a Student-t interval on their
-logarithms (the steps are taken as independent samples; alternating the order cancels the bias of a drift between
-the two runs of a round, and its spread widens the interval). Rounds continue from `--min-rounds` until both ends of
-the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the
-limit says so (`limit`), and so does the footer.
+**Ratio and interval.** Each side runs in its own long-lived worker process (`LockstepPair`) and the two runs of a
+round take turns step by step: step k of one side, then step k of the other, the order flipping every step and every
+round (ABBA), one process at a time. Each run starts from a fresh copy of the model; its first step is a warm-up that
+is not timed. Step k of both runs trains the k-th batch of the same seeded data order, so each timed step gives one
+paired ratio (efficient step time / plain step time), its two halves timed seconds apart: the slow drift of a shared
+or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of seconds) cancels in the ratio. Step
+times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). The estimate is the geometric mean of
+the ratios and the 95% interval a Student-t interval on their logarithms. Rounds continue from `--min-rounds` until
+both ends of the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that
+stopped at the limit says so (`limit`), and so does the footer.
+
+**Own code.** The counting runs are profiled (cProfile): `own ms, added` is the self time per step of the library's
+own functions on the recipe's side minus the plain side's (`own_seconds`), what a recipe that adds no generation
+and no forward pass adds to a step, measured without timing noise. The footer checks those recipes against 1.03x.
 
 **GPU projection** (`CostModel`, documented constants): the counters turned into a projected step-time ratio at a
 stated scale, a 7B policy, 8k-token completions, vLLM generation, ZeRO-3 training: generated tokens weighted by
@@ -47,10 +53,12 @@ intervals).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import math
 import os
 import platform
+import pstats
 import statistics
 import sys
 import tempfile
@@ -163,9 +171,11 @@ def useful_groups(log_history: list[dict], groups_per_step: int) -> float | None
     return statistics.mean(values) if values else None
 
 
-def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: str, count: bool = False) -> dict:
+def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: str, count: bool = False,
+             gate=None) -> dict:  # fmt: skip
     """One training run of `opts.steps` steps of one side (`"plain"` or `"efficient"`) of a recipe's row: the step
-    times, and with `count=True` the work counters (`WorkCounter`) instead of meaningful times."""
+    times, and with `count=True` the work counters (`WorkCounter`) instead of meaningful times. With `gate` (a
+    `multiprocessing` connection to `LockstepPair`'s parent) every step waits for the parent's turn signal."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -206,7 +216,7 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
         cls = recipe.trainer_cls
     torch.manual_seed(opts.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    timer = StepTimer()
+    timer = StepTimer(clock=opts.clock) if gate is None else LockstepTimer(gate, clock=opts.clock)
     trainer = cls(model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
                   callbacks=[timer])  # fmt: skip
     trainer.remove_callback(PrinterCallback)  # no log line per step
@@ -218,14 +228,142 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
         trainer.reward_funcs = counter.wrap_rewards(list(trainer.reward_funcs), list(trainer.reward_func_names))
         if hasattr(trainer, "group_stage"):
             counter.time_method(trainer, "group_stage", "group_stage")
+        profiler = cProfile.Profile()
         with counter:
-            trainer.train()
+            profiler.runcall(trainer.train)
         out["work"] = counter.summary(opts.steps)
+        out["own_ms"] = round(1000 * own_seconds(profiler) / opts.steps, 2)
         out["useful_groups"] = useful_groups(trainer.state.log_history, opts.batch // opts.group)
     else:
         trainer.train()
     out["step_seconds"] = timer.durations[1:]
     return out
+
+
+def own_seconds(profiler: cProfile.Profile) -> float:
+    """Seconds spent in the library's own Python functions (their self time: not the torch, TRL or transformers
+    calls they make), `trl_efficient.testing` (the counters themselves) excluded. For a recipe that adds no
+    generation and no forward pass this is what it adds to a step, measured exactly instead of read off noisy step
+    times (cProfile's own overhead included, so an upper bound)."""
+    stats = pstats.Stats(profiler).stats  # {(file, line, name): (calls, primitive calls, self time, cumulative, ...)}
+    marker, skip = os.sep + "trl_efficient" + os.sep, os.sep + "trl_efficient" + os.sep + "testing" + os.sep
+    return sum(entry[2] for (path, _, _), entry in stats.items() if marker in path and skip not in path)
+
+
+def _lockstep_timer_class():
+    from trl_efficient.testing.work import StepTimer
+
+    class _LockstepTimer(StepTimer):
+        """A `StepTimer` whose steps take turns with the other side's: before a step it tells the parent it is ready
+        and waits for the go, after it reports done (the step timed in between)."""
+
+        def __init__(self, conn, clock: str = "wall") -> None:
+            super().__init__(clock)
+            self.conn = conn
+
+        def on_step_begin(self, args, state, control, **kwargs) -> None:
+            self.conn.send(("ready", state.global_step))
+            self.conn.recv()  # "go"
+            super().on_step_begin(args, state, control, **kwargs)
+
+        def on_step_end(self, args, state, control, **kwargs) -> None:
+            super().on_step_end(args, state, control, **kwargs)
+            self.conn.send(("done", state.global_step))
+
+    return _LockstepTimer
+
+
+def LockstepTimer(conn, clock: str = "wall"):  # noqa: N802 (a class built on first use: transformers loads lazily)
+    return _lockstep_timer_class()(conn, clock)
+
+
+def _worker(conn, threads: int) -> None:
+    """A side's process: runs `run_once` for every job the parent sends, gated step by step, until `None`."""
+    import torch
+
+    torch.set_num_threads(threads)
+    while (job := conn.recv()) is not None:
+        try:
+            conn.send(("result", run_once(*job, gate=conn)))
+        except Exception as err:  # the parent fails the row and restarts both workers
+            conn.send(("error", f"{type(err).__name__}: {' '.join(str(err).split())}"[:200]))
+
+
+class LockstepPair:
+    """Two long-lived worker processes, one per side, whose training steps take turns: step k of the plain run,
+    then step k of the efficient run (the order flips every step and every round: ABBA), one process at a time.
+
+    Timing noise on a shared or virtual machine drifts slowly (a fixed matmul loop's CPU time wanders by +-15% over
+    tens of seconds, but two adjacent repetitions differ by a few percent): a step timed right next to its pair
+    shares the drift, and the ratio cancels it. Runs that were timed one after the other (a whole run, then the
+    other) did not: `grpo`, the same work on both sides, had paired step ratios of 0.78-1.26.
+    """
+
+    KINDS = ("plain", "efficient")
+
+    def __init__(self, threads: int) -> None:
+        import multiprocessing
+
+        self.threads = threads
+        self.context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch thread pool
+        self.conns: dict = {}
+        self.procs: dict = {}
+        self.start()
+
+    def start(self) -> None:
+        for kind in self.KINDS:
+            parent, child = self.context.Pipe()
+            proc = self.context.Process(target=_worker, args=(child, self.threads), daemon=True)
+            proc.start()
+            self.conns[kind], self.procs[kind] = parent, proc
+
+    def close(self) -> None:
+        for kind in self.KINDS:
+            try:
+                self.conns[kind].send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            self.procs[kind].join(timeout=10)
+            if self.procs[kind].is_alive():
+                self.procs[kind].terminate()
+
+    def restart(self) -> None:
+        for proc in self.procs.values():
+            proc.terminate()
+            proc.join()
+        self.start()
+
+    def run(self, args_by_kind: dict, first: str) -> dict:
+        """Run one job per side (`run_once` arguments) in lockstep; `first` takes the first step. Returns each side's
+        `run_once` result; raises `RuntimeError` (after restarting the workers) if a side fails."""
+        for kind in self.KINDS:
+            self.conns[kind].send(args_by_kind[kind])
+        results, waiting = {}, set(self.KINDS)
+        order = [first, next(k for k in self.KINDS if k != first)]
+        try:
+            while waiting:
+                ready = []
+                for kind in order:  # each waiting side announces its next step, or ends
+                    if kind not in waiting:
+                        continue
+                    tag, payload = self.conns[kind].recv()
+                    if tag == "ready":
+                        ready.append(kind)
+                    elif tag == "result":
+                        results[kind] = payload
+                        waiting.discard(kind)
+                    else:
+                        raise RuntimeError(f"{kind} side: {payload}")
+                for kind in ready:  # one step at a time
+                    self.conns[kind].send("go")
+                    tag, payload = self.conns[kind].recv()
+                    if tag != "done":
+                        raise RuntimeError(f"{kind} side: {payload}")
+                order.reverse()  # ABBA
+        except BaseException:
+            self.restart()
+            raise
+        return results
 
 
 # Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (then the normal 1.96).
@@ -333,7 +471,8 @@ def counter_columns(work: dict) -> dict:
     }
 
 
-def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict) -> dict:
+def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict,
+                 pair: LockstepPair) -> dict:  # fmt: skip
     """One row: a counting run of each side (the plain side's once per correctness setting, kept in `plain_work`),
     then alternating timed rounds until the interval of the per-step ratios is narrow enough."""
     row = {"recipe": recipe_name, "status": "ok", "error": "", "notes": "", "rounds": 0, "converged": False}
@@ -343,11 +482,12 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
         key = json.dumps(baseline_correctness_kwargs(get_recipe(recipe_name)), sort_keys=True)
         if key not in plain_work:
             out = run_once("plain", recipe_name, model_path, opts, root, count=True)
-            plain_work[key] = (out["work"], out["useful_groups"])
+            plain_work[key] = (out["work"], out["useful_groups"], out["own_ms"])
         work = {"plain": plain_work[key][0]}
-        row["plain_useful_groups"] = plain_work[key][1]
+        row["plain_useful_groups"], row["plain_own_ms"] = plain_work[key][1], plain_work[key][2]
         out = run_once("efficient", recipe_name, model_path, opts, root, count=True)
         work["efficient"], row["efficient_useful_groups"] = out["work"], out["useful_groups"]
+        row["own_ms"] = out["own_ms"]
         row["trainer"] = out["trainer"]
         if out["replaced"]:
             row["notes"] = "benchmark sets " + ", ".join(out["replaced"])
@@ -357,12 +497,13 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
         row["projected"] = round(cost.ratio(work["plain"], work["efficient"]), 3)
         times, ratios = {"plain": [], "efficient": []}, []
         for r in range(opts.max_rounds):
-            steps = {}
-            for kind in ("plain", "efficient") if r % 2 == 0 else ("efficient", "plain"):
-                steps[kind] = run_once(kind, recipe_name, model_path, opts, root)["step_seconds"]
+            jobs = {kind: (kind, recipe_name, model_path, opts, root) for kind in LockstepPair.KINDS}
+            results = pair.run(jobs, first="plain" if r % 2 == 0 else "efficient")
+            steps = {kind: results[kind]["step_seconds"] for kind in LockstepPair.KINDS}
+            for kind in LockstepPair.KINDS:
                 times[kind] += steps[kind]
             # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
-            ratios += [e / p for e, p in zip(steps["efficient"], steps["plain"], strict=True)]
+            ratios += [e / p for e, p in zip(steps["efficient"], steps["plain"])]  # a stop rule may end one early
             row["rounds"] = r + 1
             est, low, high = ratio_interval(ratios)
             print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
@@ -388,6 +529,29 @@ def _per_group(row: dict, kind: str) -> str:
     return "-" if not useful or gen is None else f"{gen / useful:.0f}"
 
 
+def added_own_ms(row: dict) -> float | None:
+    """Milliseconds per step the recipe's side spends in the library's own code beyond the plain side's (which runs
+    the library's correctness reward too): `own_seconds` of the two counting runs."""
+    if row.get("own_ms") is None or row.get("plain_own_ms") is None:
+        return None
+    return row["own_ms"] - row["plain_own_ms"]
+
+
+def adds_no_pass(row: dict) -> bool:
+    """The recipe's side generates, prefills and forwards exactly the tokens of the plain side: it adds no
+    generation and no forward pass, only Python (rewards, hooks, advantages).
+
+    >>> same = {"gen": 675, "prefill": 2944, "fwd_train": 4504, "fwd_nograd": 0, "fwd_ref": 0, "fwd_other": 0}
+    >>> adds_no_pass({"plain_counters": same, "efficient_counters": same})
+    True
+    >>> adds_no_pass({"plain_counters": same, "efficient_counters": {**same, "fwd_nograd": 4504}})
+    False
+    """
+    keys = ("gen", "prefill", "fwd_train", "fwd_nograd", "fwd_ref", "fwd_other")
+    plain, efficient = row["plain_counters"], row["efficient_counters"]
+    return all(plain[k] == efficient[k] for k in keys)
+
+
 def markdown_table(rows: list[dict]) -> str:
     """One Markdown table: per-step counters of the efficient side (the plain side's in the header line below the
     table), the measured ratio with its 95% interval and rounds, and the projected GPU ratio."""
@@ -397,13 +561,13 @@ def markdown_table(rows: list[dict]) -> str:
 
     lines = [
         "| recipe | ratio [95% interval] | rounds | projected GPU ratio | gen tok | prefill tok | fwd tok train "
-        "| fwd tok no-grad | fwd tok ref | fwd tok other | reward ms | group ms | gen tok / useful group "
-        "| s/step plain, recipe | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| fwd tok no-grad | fwd tok ref | fwd tok other | reward ms | group ms | own ms, added "
+        "| gen tok / useful group | s/step plain, recipe | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]  # fmt: skip
     for row in rows:
         if row["status"] != "ok":
-            lines.append(f"| {row['recipe']} | failed | - | - |" + " - |" * 10 + f" {row['error'].replace('|', '/')} |")
+            lines.append(f"| {row['recipe']} | failed | - | - |" + " - |" * 11 + f" {row['error'].replace('|', '/')} |")
             continue
         c = row["efficient_counters"]
         rounds = f"{row['rounds']}" + ("" if row["converged"] else " (limit)")
@@ -411,7 +575,7 @@ def markdown_table(rows: list[dict]) -> str:
             f"| {row['recipe']} | {row['ratio']:.2f} [{row['ratio_low']:.2f}, {row['ratio_high']:.2f}] | {rounds} "
             f"| {row['projected']:.2f} | {num(c['gen'])} | {num(c['prefill'])} | {num(c['fwd_train'])} "
             f"| {num(c['fwd_nograd'])} | {num(c['fwd_ref'])} | {num(c['fwd_other'])} | {num(c['reward_ms'], '{:.1f}')} "
-            f"| {num(c['group_ms'], '{:.1f}')} | {_per_group(row, 'efficient')} "
+            f"| {num(c['group_ms'], '{:.1f}')} | {num(added_own_ms(row), '{:+.1f}')} | {_per_group(row, 'efficient')} "
             f"| {row['plain_s_per_step']:.3f}, {row['efficient_s_per_step']:.3f} | {row['notes'].replace('|', '/')} |"
         )  # fmt: skip
     return "\n".join(lines)
@@ -433,9 +597,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", default="all", help="a registered recipe, a comma-separated list, or all (default)")
     parser.add_argument("--model", default="tiny:qwen2-16", help="tiny:<arch>[-<hidden>], testbed:base or a path")
-    parser.add_argument("--steps", type=int, default=4, help="optimizer steps per run (the first is not timed)")
-    parser.add_argument("--min-rounds", type=int, default=3)
-    parser.add_argument("--max-rounds", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=12, help="optimizer steps per run (the first is not timed)")
+    parser.add_argument("--min-rounds", type=int, default=2)
+    parser.add_argument("--max-rounds", type=int, default=6)
     parser.add_argument("--tolerance", type=float, default=0.03, help="stop when the 95%% interval is within +-this")
     parser.add_argument("--batch", type=int, default=16, help="per-device batch (completions per step)")
     parser.add_argument("--group", type=int, default=8)
@@ -443,6 +607,8 @@ def main(argv=None) -> int:
     parser.add_argument("--eos-bias", type=float, default=2.0)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="cuda: scripts/gpu_check.sh's cost")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default=None,
+                        help="step clock: process CPU time (default on --device cpu) or wall time")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
@@ -450,6 +616,7 @@ def main(argv=None) -> int:
     opts = parser.parse_args(argv)
     if opts.report:
         return report(opts.report, opts.update_readme)
+    opts.clock = opts.clock or ("cpu" if opts.device == "cpu" else "wall")
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
     if not 2 <= opts.min_rounds <= opts.max_rounds:
@@ -476,13 +643,17 @@ def main(argv=None) -> int:
                 json.dump({"command": command.strip(), "options": vars(opts), "cost_model": asdict(cost), "rows": rows,
                            "machine": machine}, f, indent=1)  # fmt: skip
 
-    machine = (f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, Python "
-               f"{platform.python_version()}")  # fmt: skip
+    machine = (f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, device {opts.device}, {opts.clock} "
+               f"clock, Python {platform.python_version()}")  # fmt: skip
     plain_work: dict = {}
-    with tempfile.TemporaryDirectory() as root:
-        for name in names:
-            rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work))
-            dump()
+    pair = LockstepPair(opts.threads)
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            for name in names:
+                rows.append(bench_recipe(name, model_path, opts, root, cost, plain_work, pair))
+                dump()
+    finally:
+        pair.close()
     return print_report(rows, vars(opts), [command.strip()], machine, cost, opts.update_readme)
 
 
@@ -494,9 +665,10 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
     o = argparse.Namespace(**options)
     out = [f"Each recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
            f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
-           f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, rounds until the 95% interval is "
-           f"within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. Counters are per optimizer step "
-           f"of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in this script).\n"
+           f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, the two sides in lockstep, rounds "
+           f"until the 95% interval is within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. "
+           f"Counters are per optimizer step of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in "
+           f"this script).\n"
            + "\n".join(f"`{c}`" for c in commands) + "\n"]  # fmt: skip
     out.append(markdown_table(rows))
     out.append("\n" + baseline_line(rows))
@@ -509,6 +681,18 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
                    f"1.00 is {'inside' if inside else 'OUTSIDE'} its interval.")  # fmt: skip
     failed = [r["recipe"] for r in rows if r["status"] != "ok"]
     out.append(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
+    no_pass = [r for r in ok if adds_no_pass(r)]
+    if no_pass:
+        over = [r["recipe"] for r in no_pass if r["ratio_high"] > 1.03]
+        added = [a for a in (added_own_ms(r) for r in no_pass) if a is not None]
+        worst = max(added, default=0.0)
+        step = statistics.median(r["plain_s_per_step"] for r in no_pass)
+        out.append(f"Recipes that add no generation and no forward pass (counters equal the baseline's): "
+                   f"{len(no_pass)}; upper end of the interval <= 1.03x: {len(no_pass) - len(over)}"
+                   + (f" (above: {', '.join(over)})" if over else "")
+                   + f". Their own code adds at most {worst:.1f} ms per step (cProfile self time of trl_efficient "
+                   f"functions, counting runs), {100 * worst / 1000 / step:.1f}% of the baseline's median step "
+                   f"({step:.3f} s).")  # fmt: skip
     if limited:
         out.append(f"Interval not within +-{o.tolerance:.0%} after {o.max_rounds} rounds (round limit reached) for "
                    f"{len(limited)} recipe(s): {', '.join(limited)}.")  # fmt: skip

@@ -75,21 +75,97 @@ def _row(**kw):
     row = {"recipe": "kimi", "status": "ok", "error": "", "notes": "", "rounds": 3, "converged": True,
            "ratio": 1.01, "ratio_low": 0.99, "ratio_high": 1.03, "projected": 1.0, "plain_s_per_step": 0.25,
            "efficient_s_per_step": 0.2525, "efficient_counters": counters, "plain_counters": counters,
-           "efficient_useful_groups": 2.0, "plain_useful_groups": 0.0}  # fmt: skip
+           "efficient_useful_groups": 2.0, "plain_useful_groups": 0.0, "own_ms": 5.5, "plain_own_ms": 4.25}  # fmt: skip
     return {**row, **kw}
 
 
 def test_markdown_table_has_one_row_per_recipe_and_failures_inline():
     failed = {"recipe": "x", "status": "failed", "error": "ValueError: a | b", "notes": ""}
     lines = overhead.markdown_table([_row(), _row(recipe="dler", converged=False, rounds=8), failed]).splitlines()
-    assert len(lines) == 5 and all(line.count("|") == lines[0].count("|") == 16 for line in lines)
-    # 700 generated tokens / 2 useful groups = 350 per useful group
+    assert len(lines) == 5 and all(line.count("|") == lines[0].count("|") == 17 for line in lines)
+    # 700 generated tokens / 2 useful groups = 350 per useful group; own code 5.5 - 4.25 = +1.25 ms per step
     assert lines[2] == (
-        "| kimi | 1.01 [0.99, 1.03] | 3 | 1.00 | 700 | 2900 | 4500 | 0 | 0 | 0 | 1.2 | 0.5 | 350 | 0.250, 0.253 |  |"
+        "| kimi | 1.01 [0.99, 1.03] | 3 | 1.00 | 700 | 2900 | 4500 | 0 | 0 | 0 | 1.2 | 0.5 | +1.2 | 350 "
+        "| 0.250, 0.253 |  |"
     )
     assert "| 8 (limit) |" in lines[3]  # the round limit is said in the row
     assert lines[4].startswith("| x | failed |") and "ValueError: a / b" in lines[4]  # a "|" would split the cell
     assert "gen tok / useful group -" in overhead.baseline_line([_row()])  # no useful group: no division
+
+
+def test_no_pass_recipes_are_checked_against_1_03_in_the_footer(capsys):
+    options = {"model": "m", "batch": 8, "group": 8, "max_completion_length": 32, "steps": 5, "min_rounds": 2,
+               "max_rounds": 2, "tolerance": 0.03}  # fmt: skip
+    extra = {**_row()["efficient_counters"], "fwd_nograd": 4500.0}  # a signal pass: not a no-pass recipe
+    rows = [_row(), _row(recipe="alp", ratio_high=1.05, own_ms=6.25), _row(recipe="pear", efficient_counters=extra)]
+    overhead.print_report(rows, options, ["cmd"], "here", overhead.CostModel())
+    out = capsys.readouterr().out
+    # kimi (upper end 1.03) and alp (1.05) add no pass; alp's own code adds 6.25 - 4.25 = 2.0 ms of a 0.25 s step
+    assert "add no generation and no forward pass (counters equal the baseline's): 2; upper end of the interval " \
+           "<= 1.03x: 1 (above: alp). Their own code adds at most 2.0 ms per step" in out  # fmt: skip
+    assert "0.8% of the baseline's median step (0.250 s)" in out
+
+
+def test_own_seconds_counts_the_librarys_functions_only():
+    import cProfile
+
+    from trl_efficient.core.lengths import completion_text
+    from trl_efficient.testing.work import StepTimer
+
+    def outside():
+        return sum(i * i for i in range(20000))
+
+    profiler = cProfile.Profile()
+    profiler.runcall(lambda: [completion_text([{"content": "x"}] * 50) for _ in range(2000)] and outside())
+    own = overhead.own_seconds(profiler)
+    assert own > 0
+    timer = cProfile.Profile()
+    timer.runcall(lambda: [StepTimer() for _ in range(2000)])  # trl_efficient.testing: the counters, not counted
+    assert overhead.own_seconds(timer) == 0
+
+
+class TestLockstep:
+    """`LockstepPair.run`'s turn-taking, with two threads standing in for the worker processes (the same protocol
+    over real pipes)."""
+
+    @staticmethod
+    def _side(conn, kind, steps, log):
+        job = conn.recv()
+        assert job[0] == kind
+        for k in range(steps):
+            conn.send(("ready", k))
+            assert conn.recv() == "go"
+            log.append((kind, k))
+            conn.send(("done", k))
+        conn.send(("result", {"step_seconds": [0.1] * steps}))
+
+    def _run(self, plain_steps, efficient_steps, first):
+        import multiprocessing
+        import threading
+
+        pair = object.__new__(overhead.LockstepPair)  # no processes: the threads below answer on the pipes
+        pair.conns, log, threads = {}, [], []
+        for kind, steps in (("plain", plain_steps), ("efficient", efficient_steps)):
+            parent, child = multiprocessing.Pipe()
+            pair.conns[kind] = parent
+            threads.append(threading.Thread(target=self._side, args=(child, kind, steps, log)))
+        for t in threads:
+            t.start()
+        results = pair.run({"plain": ("plain",), "efficient": ("efficient",)}, first=first)
+        for t in threads:
+            t.join()
+        return results, log
+
+    def test_steps_alternate_abba(self):
+        results, log = self._run(4, 4, first="plain")
+        assert [kind[0] for kind, _ in log] == list("peeppeep")  # one side at a time, the order flipping each step
+        assert [k for _, k in log] == [0, 0, 1, 1, 2, 2, 3, 3]  # step k of both sides before step k + 1
+        assert set(results) == {"plain", "efficient"}
+
+    def test_a_side_that_stops_early_lets_the_other_finish(self):
+        results, log = self._run(4, 2, first="efficient")  # e.g. a stop rule ends the recipe's run
+        assert [kind[0] for kind, _ in log] == list("eppepp")
+        assert len(results["efficient"]["step_seconds"]) == 2
 
 
 class TestInterval:

@@ -43,10 +43,27 @@ __all__ = ["StepTimer", "WorkCounter"]
 
 
 class StepTimer(TrainerCallback):
-    """Wall-clock seconds of every optimizer step (`on_step_begin` to `on_step_end`) in `durations`, CUDA kernels
-    synchronised at both ends (they run asynchronously). The benchmarks in `perf/` time steps with it."""
+    """Seconds of every optimizer step (`on_step_begin` to `on_step_end`) in `durations`, CUDA kernels synchronised
+    at both ends (they run asynchronously). The benchmarks in `perf/` time steps with it.
 
-    def __init__(self) -> None:
+    `clock="wall"` (default) reads `time.perf_counter`; `clock="cpu"` reads this process's CPU time
+    (`time.process_time`, all its threads): on a CPU-only run it is the step's own work, without the time the process
+    waited for a core another process held, so paired step times vary far less on a shared machine (it is the wrong
+    clock for a GPU step, whose kernels run off the process's CPU time).
+
+    >>> StepTimer(clock="cpu").clock, StepTimer(clock="gpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: clock must be 'wall' or 'cpu', got 'gpu'.
+    """
+
+    CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+    def __init__(self, clock: str = "wall") -> None:
+        if clock not in self.CLOCKS:
+            raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}.")
+        self.clock = clock
+        self._now = self.CLOCKS[clock]
         self.durations: list[float] = []
         self._start: float | None = None
 
@@ -59,11 +76,11 @@ class StepTimer(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kwargs) -> None:
         self._synchronize()
-        self._start = time.perf_counter()
+        self._start = self._now()
 
     def on_step_end(self, args, state, control, **kwargs) -> None:
         self._synchronize()
-        self.durations.append(time.perf_counter() - self._start)
+        self.durations.append(self._now() - self._start)
 
 
 def _caller() -> str:
