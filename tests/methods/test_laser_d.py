@@ -115,6 +115,50 @@ def test_repetition_flag_on_constructed_sequences():
     assert is_repetitive(seq)
 
 
+def _released_repetition_flag(tokens, n=4):
+    """`detect_token_ngram_repetition_optimized_reversed` of LASER's released `compute_unique_tokens.py`, as a
+    boolean (flagged iff it returns a position before the end): the reference `is_repetitive` is checked against."""
+    from collections import defaultdict
+
+    total = len(tokens)
+    if total <= 2 * n:
+        return False
+    n = 2 if total < 30 else 3 if total < 100 else min(4, n)
+    threshold = 2 if total < 200 else 3
+    positions = defaultdict(list)
+    for i in range(total - n, -1, -1):
+        gram = tuple(tokens[i : i + n])
+        if n > 2 and len(set(gram)) == 1:
+            continue
+        positions[gram].append(i)
+        if len(positions[gram]) >= threshold:
+            seen = sorted(positions[gram])
+            if any(b - a < total // 3 for a, b in zip(seen, seen[1:])):
+                return True
+    if total >= 4 * n:
+        patterns = set()
+        for i in range(total - 2 * n, -1, -1):
+            pattern = tuple(tokens[i : i + 2 * n])
+            if pattern in patterns:
+                return True
+            patterns.add(pattern)
+    return False
+
+
+def test_repetition_flag_matches_the_released_scan_on_random_sequences():
+    import random
+
+    rng = random.Random(0)
+    flagged = 0
+    for _ in range(3000):
+        length = rng.choice([5, 9, 20, 29, 35, 99, 100, 150, 199, 200, 250, 400])
+        vocab = rng.choice([2, 3, 5, 20, 1000])
+        tokens = [rng.randrange(vocab) for _ in range(length)]
+        assert is_repetitive(tokens) == _released_repetition_flag(tokens), tokens
+        flagged += is_repetitive(tokens)
+    assert 300 < flagged < 2700  # both verdicts occur often
+
+
 # ------------------------------------------------------------------------------------------------ reward values
 def test_laser_d_reward_values_by_hand():
     reward = get_laser_d_reward(num_generations=3)

@@ -82,6 +82,38 @@ class TestStepTokensOnIds:
             steps = segment_reasoning(text, segmenter)
             assert reward._row_extra(text, ids, {}, 0) == self.overlapping_tokens(tiny_tokenizer, ids, steps)
 
+    @pytest.mark.parametrize("segmenter", ["paragraphs", "keywords", "sentences"])
+    def test_batch_counts_equal_row_counts(self, tiny_tokenizer, segmenter):
+        # the vectorised path (`LengthMeter.overlapping_tokens`, all rows at once) against one row at a time; rows it
+        # cannot take (a prefix the ids do not hold, a split multi-byte character, an id outside the vocabulary, no
+        # ids) go one by one and must come out the same
+        import random
+
+        rng = random.Random(segmenter)
+        words = ["add", "Wait,", "But", "3 + 4 = 7.", "check.", "so", "\n"]
+        seps = [" ", "\n", "\n\n", ". "]
+        reward = get_grsp_reward(num_generations=1, segmenter=segmenter, tokenizer=tiny_tokenizer)
+        completions, ids_list = [], []
+        for i in range(60):
+            body = "".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randint(0, 20)))
+            text = f"<think>{body}{' é日本' * (i % 7 == 1)}</think> \\boxed{{7}}"  # split multi-byte characters
+            ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"] + [tiny_tokenizer.eos_token_id] * (i % 2)
+            if i % 7 == 3:
+                text = "<think>" + text  # an assistant prefix the ids do not hold
+            elif i % 7 == 5:
+                ids = ids + [len(tiny_tokenizer) + 5]  # an id outside the vocabulary
+            completions.append([{"role": "assistant", "content": text}])
+            ids_list.append(ids)
+        completions.append([{"role": "assistant", "content": ""}])
+        ids_list.append([])
+        batch = reward._row_extras(completions, ids_list, {})
+        fallback = reward.meter.overlapping_tokens(ids_list, [c[0]["content"] for c in completions],
+                                                   [[] for _ in completions])  # fmt: skip
+        assert 15 < sum(row is None for row in fallback) < 40, fallback  # both paths are exercised
+        for i, (completion, ids) in enumerate(zip(completions, ids_list)):
+            if i % 7 != 5:  # an id outside the vocabulary: the row path decodes it (the batch path falls back to it)
+                assert batch[i] == reward._row_extra(completion, ids, {}, i), i
+
     def test_aligned_steps_equal_retokenised_steps(self, tiny_tokenizer):
         text = "<think>First we add.\n\nWait, 3 + 4 = 7.\nHmm, check it.\n\nAlternatively subtract.</think> \\boxed{7}"
         ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -287,3 +287,36 @@ def theirs_merge(model_dir, scorer, text):
         tok.convert_ids_to_tokens(ids), probs, force_tokens=[], token_map={}, force_reserve_digit=False
     )
     return words, [sum(p) / len(p) for p in token_probs]
+
+
+def _count_one_score_at_a_time(sig, threshold, normalize):
+    # Bingo's normalize_probs per chunk, then a count per unit, in plain Python (the batch version's reference)
+    low, start = 0, 0
+    for size in sig.chunk_sizes:
+        chunk, start = sig.scores[start : start + size], start + size
+        if not chunk:
+            continue
+        if normalize == "chunk_minmax":
+            lo, hi = min(chunk), max(chunk)
+            if hi != lo:
+                low += sum(1 for p in chunk if (p - lo) / (hi - lo) < threshold)
+        else:
+            low += sum(1 for p in chunk if p < threshold)
+    return low, len(sig.scores) - low
+
+
+@pytest.mark.parametrize("normalize", ["chunk_minmax", "none"])
+def test_batch_counts_equal_one_score_at_a_time(normalize):
+    import random
+
+    from trl_efficient.significance.scorers import Significance, count_significance_batch
+
+    rng = random.Random(0)
+    sigs = []
+    for _ in range(1000):  # empty texts, empty and constant chunks, ties at the threshold
+        sizes = tuple(rng.choice([0, 1, 2, 5, 30]) for _ in range(rng.randint(0, 4)))
+        pool = lambda: rng.choice([rng.random(), 0.5, 0.25, 1.0, rng.randint(0, 3) / 3])  # noqa: E731
+        sigs.append(Significance(tuple(pool() for _ in range(sum(sizes))), sizes))
+    for threshold in (0.5, 1 / 3, 0.0, 1.0):
+        expected = [_count_one_score_at_a_time(sig, threshold, normalize) for sig in sigs]
+        assert count_significance_batch(sigs, threshold, normalize) == expected

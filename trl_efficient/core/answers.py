@@ -328,17 +328,34 @@ def is_correct(
     False
     """
     gold_text = _gold_text(gold)
-    if not gold_text or _parse_gold_text(gold_text, _timeouts()[0]) is None:
+    parsing_timeout, verify_timeout = _timeouts()
+    if not gold_text or _parse_gold_text(gold_text, parsing_timeout) is None:
         return None
     text = completion_text(completion)
+    return _text_verdict(text, gold_text, answer_after_think, require_think_close, parsing_timeout, verify_timeout)
+
+
+# The verdict per whole completion text too: several rewards of a step pass the same completion objects, whose
+# strings cache their own hash, so a later reward's check is one dictionary lookup (no scan for the answer region).
+# Bounded to a few steps' completions (texts are kept alive by the cache: 4096 x at most a completion each).
+@lru_cache(maxsize=4096)
+def _text_verdict(
+    text: str,
+    gold_text: str,
+    answer_after_think: bool,
+    require_think_close: bool,
+    parsing_timeout: int | None,
+    verify_timeout: int | None,
+) -> bool:
     if require_think_close and THINK_CLOSE not in text:
         return False
-    return _region_verdict(extract_answer_region(text, answer_after_think), gold_text, *_timeouts())
+    return _region_verdict(extract_answer_region(text, answer_after_think), gold_text, parsing_timeout, verify_timeout)
 
 
 def clear_answer_cache(golds: bool = False) -> None:
     """Forget cached answer verdicts (benchmarks use it to time a step's first reward on new completions), and with
     `golds=True` the parsed gold answers too (a fresh run)."""
+    _text_verdict.cache_clear()
     _region_verdict.cache_clear()
     _region_matches.cache_clear()
     if golds:

@@ -16,7 +16,6 @@ user-visible options: characters (the open-r1 reimplementations) and the thinkin
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from typing import Any
 
@@ -34,7 +33,6 @@ LENGTH_UNITS = ("tokens", "chars")
 LENGTH_SCOPES = ("total", "thinking", "answer")
 
 THINK_CLOSE = "</think>"
-_BACKWARD_TOKENS = 64  # LengthMeter's fast path looks for the last close tag among this many final tokens first
 
 
 def completion_text(completion: Any) -> str:
@@ -228,27 +226,100 @@ class LengthMeter:
         except (TypeError, IndexError):
             return None
 
+    def overlapping_tokens(
+        self, ids_list: list[list[int]], texts: list[str], spans_list: list[list[tuple[int, int]]]
+    ) -> list[list[int] | None]:
+        r"""
+        For each row, how many of its tokens `ids_list[r]` overlap each span `(a, b)` of `spans_list[r]`, spans of
+        the row's text `texts[r]`: the counts `token_text`'s marks give, for a whole batch in a few vectorised
+        passes (no per-token Python work). The text must be the ids' text with special tokens skipped (as TRL
+        decodes a completion); a row whose text does not have that length (an assistant prefix, a tokenizer's
+        clean-up of spaces), that holds a piece that is not text alone or an id outside the vocabulary, or any row
+        when the table does not apply (not a byte-level BPE tokenizer), gets `None`: count it with `token_text`.
+
+        With the ends $E$ of the non-empty tokens in order, the tokens overlapping $[a, b)$ run from the first with
+        $E > a$ to the first with $E \ge b$: $1 + \#\{E < b\} - \#\{E \le a\}$.
+        """
+        import numpy as np
+
+        rows = len(ids_list)
+        table = self._pieces()
+        if table is None or rows == 0:
+            return [None] * rows
+        if getattr(self, "_plain_lengths", None) is None:
+            self.token_text([])  # builds the plain pieces (special tokens skipped)
+            self._plain_lengths = np.array([-1 if p is None else len(p) for p in self._plain_pieces], dtype=np.int64)
+        plain = self._plain_lengths
+        counts = [len(ids) for ids in ids_list]
+        flat = np.fromiter(itertools.chain.from_iterable(ids_list), dtype=np.int64, count=sum(counts))
+        bounds = np.concatenate(([0], np.cumsum(counts)))  # row r's tokens are flat[bounds[r]:bounds[r + 1]]
+        outside = (flat < 0) | (flat >= len(plain))
+        lengths = plain[np.where(outside, 0, flat)]
+        unusable = np.concatenate(([0], np.cumsum(outside | (lengths < 0))))[bounds].tolist()  # per row: a step
+        lengths = np.maximum(lengths, 0)
+        running = np.cumsum(lengths)
+        chars = np.concatenate(([0], running))[bounds].tolist()  # text offset of each row's start
+        token_ends = running[lengths > 0]
+        ok, starts, stops, owners = [], [], [], []
+        for r in range(rows):
+            base = chars[r]
+            row_ok = unusable[r + 1] == unusable[r] and chars[r + 1] - base == len(texts[r])
+            ok.append(row_ok)
+            if row_ok:
+                for a, b in spans_list[r]:
+                    starts.append(base + a)
+                    stops.append(base + b)
+                    owners.append(r)
+        overlap = (
+            1 + np.searchsorted(token_ends, stops, side="left") - np.searchsorted(token_ends, starts, side="right")
+        ).tolist()
+        out: list[list[int] | None] = [[] if row_ok else None for row_ok in ok]
+        for r, n in zip(owners, overlap):
+            out[r].append(n)
+        return out
+
     def _thinking_tokens_from_pieces(self, ids: list[int]) -> int | None:
+        # Every occurrence of the tag ends inside a token whose piece can end it (`_tag_suspects`), so the ids are
+        # scanned from the end for such tokens (a set lookup each); at each, the few preceding pieces that an
+        # occurrence ending there can span are joined and searched. The first hit from the end completes the last
+        # tag (occurrences cannot overlap, so the last to end is the last to start). A piece that is not text alone
+        # is a suspect too and sends the whole completion to the decoding search (`None`).
         table = self._pieces()
         if table is None:
             return None
         pieces, lengths = table
-        tag, width, n = self.close_tag, len(self.close_tag), len(ids)
+        suspects = self._tag_suspects()
+        tag, width = self.close_tag, len(self.close_tag)
         try:
-            # The tag usually closes the thinking a few dozen tokens before the end: look in the text of the last
-            # tokens first. An occurrence found whole there is the text's last one (occurrences cannot overlap, so a
-            # later one would be in the window too); otherwise the whole text decides.
-            window = ids[-_BACKWARD_TOKENS:] if n > _BACKWARD_TOKENS else ids
-            index = "".join(map(pieces.__getitem__, window)).rfind(tag)
-            if index < 0 and len(window) < n:
-                window = ids
-                index = "".join(map(pieces.__getitem__, ids)).rfind(tag)
-            if index < 0:
-                return n
-            ends = list(itertools.accumulate(map(lengths.__getitem__, window)))
+            for pos in range(len(ids) - 1, -1, -1):
+                if ids[pos] not in suspects:
+                    continue
+                last = pieces[ids[pos]]
+                start, have, need = pos, len(last), len(last) + width - 1
+                while start > 0 and have < need:
+                    start -= 1
+                    have += lengths[ids[start]]
+                window = "".join(map(pieces.__getitem__, ids[start : pos + 1]))
+                index = window.rfind(tag)
+                if index >= 0 and index + width > len(window) - len(last):
+                    return pos + 1
         except (TypeError, IndexError):  # a piece that is not text alone, or an id beyond the table
             return None
-        return n - len(window) + bisect.bisect_left(ends, index + width) + 1
+        return len(ids)
+
+    def _tag_suspects(self) -> frozenset:
+        """Ids whose piece can end an occurrence of the close tag (at some character of the piece, the piece's text
+        up to there ends with the tag, or is a suffix of it: the tag's start lies in earlier tokens), or is not
+        text alone (`None`). `"<|im_end|>"` ends in `>` but cannot end `"</think>"`."""
+        if getattr(self, "_suspects", None) is None:
+            tag = self.close_tag
+
+            def can_end(piece: str) -> bool:
+                return any(piece[: p + 1].endswith(tag) or tag.endswith(piece[: p + 1]) for p in range(len(piece)))
+
+            pieces = self._pieces()[0]
+            self._suspects = frozenset(i for i, piece in enumerate(pieces) if piece is None or can_end(piece))
+        return self._suspects
 
     def _thinking_tokens_by_decoding(self, ids: list[int]) -> int:
         n = len(ids)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -201,20 +200,30 @@ def is_repetitive(tokens: Sequence[Any], n: int = 4) -> bool:
         return False
     n = 2 if total < 30 else 3 if total < 100 else min(4, n)
     threshold = 2 if total < 200 else 3
-    positions: dict[tuple, list[int]] = defaultdict(list)
+    gap = total // 3
+    # The released scan, with the n-grams built once by `zip` and each n-gram's occurrences kept in descending order:
+    # when an n-gram reaches the threshold all its adjacent gaps are checked, after that only the new one (the
+    # pairs checked before stay adjacent). The same verdicts as the released loop (`tests/methods/test_laser_d.py`
+    # compares both on random sequences), about twice as fast.
+    grams = list(zip(*(tokens[k:] for k in range(n))))  # grams[i] == tuple(tokens[i : i + n])
+    positions: dict[tuple, list[int]] = {}
     for i in range(total - n, -1, -1):
-        gram = tuple(tokens[i : i + n])
-        if n > 2 and len(set(gram)) == 1:
+        gram = grams[i]
+        if n > 2 and gram[0] == gram[-1] and len(set(gram)) == 1:
             continue
-        positions[gram].append(i)
-        if len(positions[gram]) >= threshold:
-            seen = sorted(positions[gram])
-            if any(b - a < total // 3 for a, b in zip(seen, seen[1:])):
+        seen = positions.get(gram)
+        if seen is None:
+            positions[gram] = [i]
+            continue
+        seen.append(i)
+        if len(seen) == threshold:
+            if any(a - b < gap for a, b in zip(seen, seen[1:])):
                 return True
+        elif len(seen) > threshold and seen[-2] - i < gap:
+            return True
     if total >= 4 * n:
         patterns: set[tuple] = set()
-        for i in range(total - 2 * n, -1, -1):
-            pattern = tuple(tokens[i : i + 2 * n])
+        for pattern in reversed(list(zip(*(tokens[k:] for k in range(2 * n))))):
             if pattern in patterns:
                 return True
             patterns.add(pattern)

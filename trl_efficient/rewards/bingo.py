@@ -634,7 +634,7 @@ class _BingoLengthReward(StatefulComponent):
 
     def _score(self, texts: list[str]) -> list[tuple[int, int]]:
         from ..significance.client import ScorerUnavailableError
-        from ..significance.scorers import count_significance
+        from ..significance.scorers import count_significance_batch
 
         if not texts:
             return []
@@ -652,7 +652,7 @@ class _BingoLengthReward(StatefulComponent):
             results = self._fallback_scorer().score(texts)
         if len(results) != len(texts):
             raise RuntimeError(f"the scorer returned {len(results)} results for {len(texts)} texts.")
-        return [count_significance(r, self.threshold, self.normalize) for r in results]
+        return count_significance_batch(results, self.threshold, self.normalize)
 
     def _scoped(self, text: str) -> str:
         if self.scope == "total":

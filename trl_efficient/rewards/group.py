@@ -133,6 +133,11 @@ class GroupLengthReward:
         repetition flag); `None` by default. `i` is the row's index in this process's call."""
         return None
 
+    def _row_extras(self, completions: list, completion_ids: list, kwargs: dict) -> list:
+        """`_row_extra` of every row of this process's call; a subclass may compute them for the whole call at once
+        (vectorised), with the same values."""
+        return [self._row_extra(c, ids, kwargs, i) for i, (c, ids) in enumerate(zip(completions, completion_ids))]
+
     def _score_batch(self, rows: list[tuple[bool | None, int]], extras: list, group_size: int) -> list[float | None]:
         """Rewards of the whole gathered batch (all processes, global row order) from its `(correct, length)` rows
         and their `_row_extra` values. The default scores each group of `group_size` consecutive rows on its own
@@ -152,10 +157,11 @@ class GroupLengthReward:
         group_size = resolve_group_size(self.num_generations, kwargs, self._factory)
         if completion_ids is None:
             completion_ids = [None] * n
-        local = []
-        for i, (completion, gold, ids) in enumerate(zip(completions, solution, completion_ids, strict=True)):
-            row = (is_correct(completion, gold), self.meter(completion_text(completion), ids))
-            local.append((row, self._row_extra(completion, ids, kwargs, i)))
+        local = [
+            (is_correct(completion, gold), self.meter(completion_text(completion), ids))
+            for completion, gold, ids in zip(completions, solution, completion_ids, strict=True)
+        ]
+        local = list(zip(local, self._row_extras(completions, completion_ids, kwargs), strict=True))
         gathered, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
         rows = [row for row, _ in gathered]
         extras = [extra for _, extra in gathered]

@@ -231,6 +231,19 @@ class _SegmentedReward(GroupLengthReward):
         segments = segment_reasoning(completion, self.segmenter, self.keywords)
         return [count_segment_length(s, self.segment_unit, self.tokenizer) for s in segments]
 
+    def _row_extras(self, completions, completion_ids, kwargs):
+        """`_row_extra` of every row, the token counts of the whole call at once where the completion's text is its
+        ids' text (`LengthMeter.overlapping_tokens`: the same counts, vectorised); other rows one by one."""
+        if self.segment_unit != "tokens" or any(ids is None for ids in completion_ids):
+            return super()._row_extras(completions, completion_ids, kwargs)
+        texts = [completion_text(c) for c in completions]
+        spans = [segment_spans(text, self.segmenter, self.keywords) for text in texts]
+        counts = self.meter.overlapping_tokens(completion_ids, texts, spans)
+        return [
+            self._row_extra(completions[i], completion_ids[i], kwargs, i) if row is None else row
+            for i, row in enumerate(counts)
+        ]
+
     def _score_batch(self, rows, extras, group_size):
         rewards: list[float | None] = []
         for start in range(0, len(rows), group_size):

@@ -19,6 +19,7 @@ from .scorers import (
     Significance,
     SignificanceScorer,
     count_significance,
+    count_significance_batch,
     split_chunks,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "SignificanceScorer",
     "build_scorer",
     "count_significance",
+    "count_significance_batch",
     "split_chunks",
 ]
