@@ -19,6 +19,11 @@ Pruner/GRSP segmentation >= 100k/s, the first correctness pass >= 20k/s. Every s
 integer against an integer GSM8K gold, so the first pass measures the integer fast path of
 `core.answers` (`integer_verdict`), not math-verify: a batch of symbolic answers (fractions, expressions) is slower.
 
+The tokens/s column is for the rewards that read every token of a completion (LASER-DE's repetition flag, Step
+Pruner's and GRSP's token counts per step, which count on the completion's own ids): their cost grows with the
+completion, and the tiny tokenizer writes these completions in ~600 tokens (about two characters a token). Turning
+the ids TRL passes (Python lists) into an array alone costs 20-35 ns a token here, ~15 us a completion.
+
 Not a test: numbers depend on the machine. Run it on an idle machine.
 """
 
@@ -114,6 +119,7 @@ def main(argv=None) -> int:
     thinking_config.length_scope = "thinking"
     completions, solutions, ids = build_batch(args.num_completions, args.group_size, tokenizer)
     n = len(completions)
+    tokens = sum(len(row) for row in ids)
     rng = random.Random(1)
     columns = {
         "solution": solutions,
@@ -177,7 +183,8 @@ def main(argv=None) -> int:
                 best_warm = min(best_warm, time.perf_counter() - t0)
             target, met = target_cell(name, n / best, n / best_warm)
             rows.append({"reward": name + note, "seconds": round(best, 4), "completions_per_second": round(n / best, 1),
-                         "warm_completions_per_second": round(n / best_warm, 1), "target": target,
+                         "warm_completions_per_second": round(n / best_warm, 1),
+                         "warm_tokens_per_second": round(tokens / best_warm), "target": target,
                          "met": met})  # fmt: skip
         except Exception as err:
             rows.append({"reward": name, "skipped": f"call: {type(err).__name__}: {err}"[:160]})
@@ -193,17 +200,19 @@ def main(argv=None) -> int:
     }
     out = [
         f"Reward throughput on {n} completions (G={args.group_size}), best of {args.repeats}; "
-        f"{info['cpu_count']} CPUs, Python {info['python']}, {info['machine']}: `{info['command'].strip()}`\n",
-        "| reward | seconds / batch | completions / s | completions / s, answers already checked | target |",
-        "|---|---|---|---|---|",
+        f"{info['cpu_count']} CPUs, Python {info['python']}, {info['machine']}; {tokens / n:.0f} tokens per completion "
+        f"on average: `{info['command'].strip()}`\n",
+        "| reward | seconds / batch | completions / s | completions / s, answers already checked "
+        "| tokens / s, answers already checked | target |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "skipped" in r:
-            out.append(f"| {r['reward']} | failed: {r['skipped'].replace('|', '/')} | - | - | - |")
+            out.append(f"| {r['reward']} | failed: {r['skipped'].replace('|', '/')} | - | - | - | - |")
         else:
             out.append(
                 f"| {r['reward']} | {r['seconds']:.3f} | {r['completions_per_second']:,.0f} "
-                f"| {r['warm_completions_per_second']:,.0f} | {r['target']} |"
+                f"| {r['warm_completions_per_second']:,.0f} | {r['warm_tokens_per_second']:,.0f} | {r['target']} |"
             )
     missed = [r["reward"] for r in rows if not r.get("met", False)]
     out.append(
