@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import json
 import math
 import os
@@ -217,7 +216,7 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
         cls = recipe.trainer_cls
     torch.manual_seed(opts.seed)
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    timer = StepTimer(clock=opts.clock) if gate is None else LockstepTimer(gate, opts.clock, opts.gc_between_steps)
+    timer = StepTimer(clock=opts.clock) if gate is None else LockstepTimer(gate, clock=opts.clock)
     trainer = cls(model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
                   callbacks=[timer])  # fmt: skip
     trainer.remove_callback(PrinterCallback)  # no log line per step
@@ -258,30 +257,24 @@ def _lockstep_timer_class():
         """A `StepTimer` whose steps take turns with the other side's: before a step it tells the parent it is ready
         and waits for the go, after it reports done (the step timed in between)."""
 
-        def __init__(self, conn, clock: str = "wall", collect: bool = False) -> None:
+        def __init__(self, conn, clock: str = "wall") -> None:
             super().__init__(clock)
             self.conn = conn
-            self.collect = collect
 
         def on_step_begin(self, args, state, control, **kwargs) -> None:
             self.conn.send(("ready", state.global_step))
             self.conn.recv()  # "go"
-            if self.collect:  # the cyclic garbage collector runs before the step, not at a random point inside it
-                gc.collect()
-                gc.disable()
             super().on_step_begin(args, state, control, **kwargs)
 
         def on_step_end(self, args, state, control, **kwargs) -> None:
             super().on_step_end(args, state, control, **kwargs)
-            if self.collect:
-                gc.enable()
             self.conn.send(("done", state.global_step))
 
     return _LockstepTimer
 
 
-def LockstepTimer(conn, clock: str = "wall", collect: bool = False):  # noqa: N802 (built on first use)
-    return _lockstep_timer_class()(conn, clock, collect)
+def LockstepTimer(conn, clock: str = "wall"):  # noqa: N802 (a class built on first use: transformers loads lazily)
+    return _lockstep_timer_class()(conn, clock)
 
 
 def _worker(conn, threads: int) -> None:
@@ -616,8 +609,6 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default=None,
                         help="step clock: process CPU time (default on --device cpu) or wall time")  # fmt: skip
-    parser.add_argument("--gc-between-steps", action=argparse.BooleanOptionalAction, default=False,
-                        help="collect garbage before each timed step and not during it")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
