@@ -333,36 +333,43 @@ class LockstepPair:
             proc.join()
         self.start()
 
-    def run(self, args_by_kind: dict, first: str) -> dict:
-        """Run one job per side (`run_once` arguments) in lockstep; `first` takes the first step. Returns each side's
-        `run_once` result; raises `RuntimeError` (after restarting the workers) if a side fails."""
-        for kind in self.KINDS:
-            self.conns[kind].send(args_by_kind[kind])
-        results, waiting = {}, set(self.KINDS)
+    def run(self, args_by_kind: dict, first: str, together: bool = True) -> dict:
+        """Run one job per side (`run_once` arguments) in lockstep; `first` takes the first step. With
+        `together=False` the sides run one after the other instead (for a model too large to hold twice). Returns
+        each side's `run_once` result; raises `RuntimeError` (after restarting the workers) if a side fails."""
         order = [first, next(k for k in self.KINDS if k != first)]
+        results: dict = {}
         try:
-            while waiting:
-                ready = []
-                for kind in order:  # each waiting side announces its next step, or ends
-                    if kind not in waiting:
-                        continue
-                    tag, payload = self.conns[kind].recv()
-                    if tag == "ready":
-                        ready.append(kind)
-                    elif tag == "result":
-                        results[kind] = payload
-                        waiting.discard(kind)
-                    else:
-                        raise RuntimeError(f"{kind} side: {payload}")
-                for kind in ready:  # one step at a time
-                    self.conns[kind].send("go")
-                    tag, payload = self.conns[kind].recv()
-                    if tag != "done":
-                        raise RuntimeError(f"{kind} side: {payload}")
-                order.reverse()  # ABBA
+            for group in [order] if together else [[kind] for kind in order]:
+                results.update(self._run_group(group, args_by_kind))
         except BaseException:
             self.restart()
             raise
+        return results
+
+    def _run_group(self, order: list[str], args_by_kind: dict) -> dict:
+        for kind in order:
+            self.conns[kind].send(args_by_kind[kind])
+        results, waiting = {}, set(order)
+        while waiting:
+            ready = []
+            for kind in order:  # each waiting side announces its next step, or ends
+                if kind not in waiting:
+                    continue
+                tag, payload = self.conns[kind].recv()
+                if tag == "ready":
+                    ready.append(kind)
+                elif tag == "result":
+                    results[kind] = payload
+                    waiting.discard(kind)
+                else:
+                    raise RuntimeError(f"{kind} side: {payload}")
+            for kind in ready:  # one step at a time
+                self.conns[kind].send("go")
+                tag, payload = self.conns[kind].recv()
+                if tag != "done":
+                    raise RuntimeError(f"{kind} side: {payload}")
+            order = order[::-1]  # ABBA
         return results
 
 
@@ -498,7 +505,7 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
         times, ratios = {"plain": [], "efficient": []}, []
         for r in range(opts.max_rounds):
             jobs = {kind: (kind, recipe_name, model_path, opts, root) for kind in LockstepPair.KINDS}
-            results = pair.run(jobs, first="plain" if r % 2 == 0 else "efficient")
+            results = pair.run(jobs, first="plain" if r % 2 == 0 else "efficient", together=opts.lockstep)
             steps = {kind: results[kind]["step_seconds"] for kind in LockstepPair.KINDS}
             for kind in LockstepPair.KINDS:
                 times[kind] += steps[kind]
@@ -609,6 +616,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steadier on a shared machine)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default=None,
                         help="step clock: process CPU time (default on --device cpu) or wall time")  # fmt: skip
+    parser.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=True,
+                        help="the two sides take turns step by step (--no-lockstep: one run after the other, for a "
+                        "model too large to hold twice)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
@@ -665,7 +675,8 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
     o = argparse.Namespace(**options)
     out = [f"Each recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
            f"only; model {o.model}, batch {o.batch}, G {o.group}, max_completion_length {o.max_completion_length}, "
-           f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, the two sides in lockstep, rounds "
+           f"frozen policy (learning_rate 0), {o.steps - 1} timed steps per run, the two sides "
+           f"{'in lockstep' if getattr(o, 'lockstep', True) else 'one after the other'}, rounds "
            f"until the 95% interval is within +-{o.tolerance:.0%} ({o.min_rounds}-{o.max_rounds}); {machine}. "
            f"Counters are per optimizer step of the recipe's side. Projected GPU ratio: {cost.scale} (CostModel in "
            f"this script).\n"

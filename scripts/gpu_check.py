@@ -527,6 +527,8 @@ def check_cost(c: Check) -> tuple[str, str]:
     out = os.path.join(c.work, "cost.json")
     cmd = [sys.executable, script, "--device", "cuda", "--model", c.model, "--recipe", ",".join(COST_RECIPES),
            "--min-rounds", "3", "--max-rounds", "6", "--json", out]  # fmt: skip
+    if not c.model.startswith(("tiny:", "testbed:")):
+        cmd.append("--no-lockstep")  # a real model: one side's run at a time, not both resident on the GPU
     proc_ok, reason = c.run("cost", cmd, env={"CUDA_VISIBLE_DEVICES": "0"})
     if not os.path.exists(out):
         return "FAIL", reason

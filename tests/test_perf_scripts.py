@@ -139,7 +139,7 @@ class TestLockstep:
             conn.send(("done", k))
         conn.send(("result", {"step_seconds": [0.1] * steps}))
 
-    def _run(self, plain_steps, efficient_steps, first):
+    def _run(self, plain_steps, efficient_steps, first, together=True):
         import multiprocessing
         import threading
 
@@ -151,7 +151,7 @@ class TestLockstep:
             threads.append(threading.Thread(target=self._side, args=(child, kind, steps, log)))
         for t in threads:
             t.start()
-        results = pair.run({"plain": ("plain",), "efficient": ("efficient",)}, first=first)
+        results = pair.run({"plain": ("plain",), "efficient": ("efficient",)}, first=first, together=together)
         for t in threads:
             t.join()
         return results, log
@@ -161,6 +161,10 @@ class TestLockstep:
         assert [kind[0] for kind, _ in log] == list("peeppeep")  # one side at a time, the order flipping each step
         assert [k for _, k in log] == [0, 0, 1, 1, 2, 2, 3, 3]  # step k of both sides before step k + 1
         assert set(results) == {"plain", "efficient"}
+
+    def test_one_after_the_other(self):
+        _, log = self._run(3, 3, first="efficient", together=False)  # --no-lockstep: a model too large for two
+        assert [kind[0] for kind, _ in log] == list("eeeppp")
 
     def test_a_side_that_stops_early_lets_the_other_finish(self):
         results, log = self._run(4, 2, first="efficient")  # e.g. a stop rule ends the recipe's run
