@@ -21,8 +21,8 @@ integer against an integer GSM8K gold, so the first pass measures the integer fa
 
 The tokens/s column is for the rewards that read every token of a completion (LASER-DE's repetition flag, Step
 Pruner's and GRSP's token counts per step, which count on the completion's own ids): their cost grows with the
-completion, and the tiny tokenizer writes these completions in ~600 tokens (about two characters a token). Turning
-the ids TRL passes (Python lists) into an array alone costs 20-35 ns a token here, ~15 us a completion.
+completion, and the tiny tokenizer writes these completions in ~600 tokens (about two characters a token; the table's
+header prints the mean). Turning the ids TRL passes (Python lists) into an array is part of that per-token work.
 
 Not a test: numbers depend on the machine. Run it on an idle machine.
 """

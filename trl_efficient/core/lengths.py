@@ -202,27 +202,34 @@ class LengthMeter:
                 self._piece_table = (pieces, [0 if piece is None else len(piece) for piece in pieces])
         return self._piece_table or None
 
-    def token_text(self, ids: list[int]) -> tuple[str, str] | None:
-        r"""
-        The text of `ids` with special tokens skipped (as TRL decodes completions), read from the meter's table of
-        byte-level pieces without decoding, and a string of the same length that marks where each token starts
-        (`"\x01"` at a token's first character, `"\x00"` elsewhere); `None` where the table does not apply (not a
-        byte-level BPE tokenizer, a token that is not valid UTF-8 alone, an id outside the vocabulary). The tokens
-        that overlap `text[a:b]` are then `marks.count("\x01", a, b)`, plus one when `a` falls inside a token.
-        Both strings are joins of precomputed pieces: no per-token Python work.
-        """
+    def _plain_table(self) -> tuple[list, Any] | None:
+        """The byte-level pieces with special tokens skipped (as TRL decodes completions) and their lengths as an
+        array (-1 for a piece that is not text alone), built once; `None` where the piece table does not apply."""
         table = self._pieces()
         if table is None:
             return None
-        if getattr(self, "_plain_pieces", None) is None:
+        if getattr(self, "_plain", None) is None:
+            import numpy as np
+
             plain = list(table[0])
             for special in getattr(self.tokenizer, "all_special_ids", ()):
                 if 0 <= special < len(plain):
                     plain[special] = ""
-            self._plain_pieces = plain
-            self._start_marks = [None if p is None else "\x01" + "\x00" * (len(p) - 1) if p else "" for p in plain]
+            self._plain = (plain, np.array([-1 if p is None else len(p) for p in plain], dtype=np.int64))
+        return self._plain
+
+    def token_text(self, ids: list[int]) -> str | None:
+        r"""
+        The text of `ids` with special tokens skipped (as TRL decodes completions), read from the meter's table of
+        byte-level pieces without decoding (a join of precomputed pieces: no per-token Python work); `None` where the
+        table does not apply (not a byte-level BPE tokenizer, a token that is not valid UTF-8 alone, an id outside
+        the vocabulary). `overlapping_tokens` counts the tokens under spans of it.
+        """
+        table = self._plain_table()
+        if table is None:
+            return None
         try:
-            return "".join(map(self._plain_pieces.__getitem__, ids)), "".join(map(self._start_marks.__getitem__, ids))
+            return "".join(map(table[0].__getitem__, ids))
         except (TypeError, IndexError):
             return None
 
@@ -231,11 +238,11 @@ class LengthMeter:
     ) -> list[list[int] | None]:
         r"""
         For each row, how many of its tokens `ids_list[r]` overlap each span `(a, b)` of `spans_list[r]`, spans of
-        the row's text `texts[r]`: the counts `token_text`'s marks give, for a whole batch in a few vectorised
-        passes (no per-token Python work). The text must be the ids' text with special tokens skipped (as TRL
-        decodes a completion); a row whose text does not have that length (an assistant prefix, a tokenizer's
-        clean-up of spaces), that holds a piece that is not text alone or an id outside the vocabulary, or any row
-        when the table does not apply (not a byte-level BPE tokenizer), gets `None`: count it with `token_text`.
+        the row's text `texts[r]`, for a whole batch in a few vectorised passes (no per-token Python work). The text
+        must be the ids' text with special tokens skipped (`token_text`; TRL decodes a completion so); a row whose
+        text does not have that length (an assistant prefix, a tokenizer's clean-up of spaces), that holds a piece
+        that is not text alone or an id outside the vocabulary, or any row when the table does not apply (not a
+        byte-level BPE tokenizer), gets `None`.
 
         With the ends $E$ of the non-empty tokens in order, the tokens overlapping $[a, b)$ run from the first with
         $E > a$ to the first with $E \ge b$: $1 + \#\{E < b\} - \#\{E \le a\}$.
@@ -243,13 +250,10 @@ class LengthMeter:
         import numpy as np
 
         rows = len(ids_list)
-        table = self._pieces()
+        table = self._plain_table()
         if table is None or rows == 0:
             return [None] * rows
-        if getattr(self, "_plain_lengths", None) is None:
-            self.token_text([])  # builds the plain pieces (special tokens skipped)
-            self._plain_lengths = np.array([-1 if p is None else len(p) for p in self._plain_pieces], dtype=np.int64)
-        plain = self._plain_lengths
+        plain = table[1]
         counts = [len(ids) for ids in ids_list]
         flat = np.fromiter(itertools.chain.from_iterable(ids_list), dtype=np.int64, count=sum(counts))
         bounds = np.concatenate(([0], np.cumsum(counts)))  # row r's tokens are flat[bounds[r]:bounds[r + 1]]

@@ -60,7 +60,7 @@ def _step_pruner_scale(cap: int, steps: int) -> RecipeScale:
     # sentences there. The stop rule (a proposed default: stop once the moving average of the length has not set a
     # new low for 3 checks) is off: scaled to the run (window 4 and checks every 2 of 40 batches, from the YAML's
     # 50 / 10 of 500), a 4-batch average of 32 completions is noise-dominated and stopped all three seeds at step
-    # 10 of 40 (perf/testbed/results/runs/step-pruner at protocol 3: -0.051 accuracy and +0.6 tokens against grpo,
+    # 10 of 40 (`git show 1802ea2:perf/testbed/results/compare.md`: -0.051 accuracy and +0.6 tokens against grpo,
     # RL cut short), long before lengths level off; it guards long runs against step-merging late in training.
     limit = scale_length(512, cap, DEFAULT_PAPER_CAP)
     kwargs = {"segmenter": "sentences", "max_step_length": limit, "stop_patience": None}

@@ -18,8 +18,9 @@ Step-level rewards: the reasoning is cut into **steps** (segments) and the rewar
 
 - A step's length in tokens (`segment_unit="tokens"`) is the number of the completion's own tokens it overlaps: the
   steps are found in the text of `completion_ids` read through a table of byte-level pieces
-  (`LengthMeter.token_text`, no decoding and no re-tokenising). For a tokenizer without such a table each step's text
-  is re-tokenised on its own (`count_segment_length`), which can differ by a token where one straddles a boundary.
+  (`LengthMeter.token_text` and `overlapping_tokens`, no decoding and no re-tokenising). For a tokenizer without
+  such a table each step's text is re-tokenised on its own (`count_segment_length`), which can differ by a token
+  where one straddles a boundary.
 
 - `get_step_pruner_reward` (Step Pruner, arXiv 2510.03805, methods.md §19): fewer steps among the group's correct
   answers earn more, any step over `max_step_length` zeroes the reward, and a stop rule ends training when the
@@ -218,16 +219,16 @@ class _SegmentedReward(GroupLengthReward):
 
     def _row_extra(self, completion, ids, kwargs, i):
         """The lengths of the row's steps. In tokens, counted on the completion's own ids where the tokenizer allows
-        it (`LengthMeter.token_text`: the steps are found in the text of the ids, and each counts the tokens it
-        overlaps); otherwise each step's text is re-tokenised (`count_segment_length`)."""
+        it (the steps are found in the text of the ids, `LengthMeter.token_text`, and each counts the tokens it
+        overlaps, `LengthMeter.overlapping_tokens`); otherwise each step's text is re-tokenised
+        (`count_segment_length`)."""
         if self.segment_unit == "tokens" and ids is not None:
-            decoded = self.meter.token_text(ids)
-            if decoded is not None:
-                text, marks = decoded
-                return [
-                    marks.count("\x01", a, b) + (marks[a] != "\x01")
-                    for a, b in segment_spans(text, self.segmenter, self.keywords)
-                ]
+            text = self.meter.token_text(ids)
+            if text is not None:
+                spans = segment_spans(text, self.segmenter, self.keywords)
+                counts = self.meter.overlapping_tokens([ids], [text], [spans])[0]
+                if counts is not None:
+                    return counts
         segments = segment_reasoning(completion, self.segmenter, self.keywords)
         return [count_segment_length(s, self.segment_unit, self.tokenizer) for s in segments]
 
