@@ -170,6 +170,27 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     same = _panel(np.full((2, tasks), 60.0), modes=same_modes[0], values=same_modes[1])
     assert method_check("l1-exact", CheckInputs(same, base, "base", base, 60.0, 300))["held"] is False
     assert method_check("l1-exact", CheckInputs(rec, base, "base", None, 60.0, 300))["held"] is None  # no base
+    # L1-Max: under every maximum (no overshoot, a flat length: no Pearson gain) at the base's accuracy -> held;
+    # the same lengths with 0.3 less accuracy under the prompts -> not held (below base - 0.04 beyond the interval)
+    right = (rng.random((1, tasks)) < 0.8).astype(float)
+
+    def with_correct(lengths_by_value, correct):
+        m, v = modes(lengths_by_value, "l1-max")
+        return {k: {**x, "correct": np.broadcast_to(correct, x["lengths"].shape)} for k, x in m.items()}, v
+
+    base_modes, values = with_correct({t: 60 + noise[:1] for t in (20, 60, 100)}, right)
+    max_base = _panel(np.full((1, tasks), 60.0), seeds=[None], modes=base_modes, values=values)
+
+    def max_check(correct):
+        under = with_correct({t: np.full((2, tasks), 15.0) for t in (20, 60, 100)}, correct)[0]
+        rec = _panel(np.full((2, tasks), 15.0), modes=under, values=values)
+        return method_check("l1-max", CheckInputs(rec, max_base, "base", max_base, 60.0, 300))
+
+    c = max_check(np.repeat(right, 2, axis=0))
+    # overshoot: base (max(0, 60 - 20) + max(0, noise) + max(0, noise - 40)) / 3 ~ 13.3 + 0.4, recipe 0
+    assert c["held"] is True and c["differences"]["error_reduction"][0] == pytest.approx(13.8, abs=0.5)
+    assert c["differences"]["pearson_gain"][0] is None and "not judged" in c["measured"]  # a constant length
+    assert max_check(np.repeat(right, 2, axis=0) * (rng.random((2, tasks)) < 0.6))["held"] is False
     # HBPO: the overshoot past the budgets falls and easy tasks (k = 1-2) get shorter than the base's
     difficulty = [1 + i % 8 for i in range(tasks)]
     b_flat = modes({b: 70 + noise[:1] for b in (24, 120)}, "hbpo")

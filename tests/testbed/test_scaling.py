@@ -95,6 +95,8 @@ def test_paper_constants_are_scaled_by_cap_over_paper_cap():
     assert recipe_scale("l1-max", CAP).reward_kwargs["l1"]["alpha"] == pytest.approx(0.001 * 4096 / 192)
     assert recipe_scale("da-dler", CAP).config["advantage_kwargs"]["truncate_to"] == 96  # 2000 x 192/4000
     assert recipe_scale("da-dler", CAP).config["max_completion_length"] == CAP
+    # DLER's penalty is its truncation, and it must bind as the paper's 4000 does: training truncates at cap/2
+    assert recipe_scale("dler", CAP).config == {"max_completion_length": 96}
     assert recipe_scale("laser", CAP).reward_kwargs["laser"]["target_length"] == 24  # 2048 x 192/16384
     assert recipe_scale("shorter-better", CAP).reward_kwargs["shorter_better"]["beta"] == pytest.approx(
         0.001 * 4096 / 192

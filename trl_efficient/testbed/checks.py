@@ -21,7 +21,10 @@ with what the base model brings):
   budget minus the smallest) is printed but not judged: the v2 base already separates the budgets (docs/testbed.md);
 - L1-Exact: mean abs(length - target) falls from the base's *and* the Pearson correlation of target and length rises
   over the base's (a uniform cut that does not follow the target is not L1's claim);
-- L1-Max: mean overshoot max(0, length - target) falls from the base's *and* the Pearson correlation rises;
+- L1-Max: mean overshoot max(0, length - target) falls from the base's at similar accuracy under the same prompts
+  (its reward pays a correct answer for staying under the target, methods.md §3). The Pearson correlation is printed,
+  not judged: a maximum is met by any length below it, so the length follows the target only where the target binds,
+  and testbed:v2's base writes less than 4 of the 5 targets under the Max prompt (docs/testbed.md);
 - SABER: the thinking overshoot past the tier's budget (max(0, thinking - tier), mean over the smallest, a middle
   and the largest tier) falls from the base's (the tier gap is printed, not judged, for HBPO's reason);
 - DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192
@@ -279,7 +282,7 @@ def _dapo(c: CheckInputs) -> dict:
 
 
 def _dler(c: CheckInputs, cap: int | None) -> dict:
-    claim = f"fewer truncations than the base at a {cap}-token cap (half the training cap), not longer"
+    claim = f"fewer truncations than the base at a {cap}-token cap (half the comparison's cap), not longer"
     if c.base is None:
         return _result(claim, "no base row", None, {})
     rec, base = c.panel.aligned(c.base)
@@ -347,7 +350,9 @@ def _l1(c: CheckInputs, recipe: str) -> dict:
     exact = recipe == "l1-exact"
     name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
     claim = (f"length follows the prompted target better than the base model under the same prompts: mean {name} "
-             "falls and the target-length Pearson rises")  # fmt: skip
+             "falls and the target-length Pearson rises" if exact else
+             "vs the base model under the same maximum-length prompts: the mean overshoot max(0, length - target) "
+             f"falls at similar accuracy (>= base - {ACCURACY_TOLERANCE})")  # fmt: skip
     pair = _modes_pair(c)
     if pair is None:
         return _result(claim, "no base evaluation under the same prompts", None, {})
@@ -369,8 +374,16 @@ def _l1(c: CheckInputs, recipe: str) -> dict:
                 f"{float(error(rec).mean()):.1f}: base - recipe {_d(d_err)} (margin +-{c.token_margin:.1f}); pearson "
                 f"{_fmt(r(y_base), 2)} -> {_fmt(r(y_rec), 2)}: diff {_d(d_r, 2)}; mean tokens by target: base "
                 f"{_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
-    held = combine(decide(d_err, c.token_margin), decide(d_r, PEARSON_MARGIN))
-    return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r})
+    if exact:
+        held = combine(decide(d_err, c.token_margin), decide(d_r, PEARSON_MARGIN))
+        return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r})
+    acc = lambda p: np.mean([p.modes[m]["correct"] for m in names], axis=0)  # noqa: E731
+    d_acc = c.paired(acc(rec), acc(base))
+    measured += (f"; accuracy under the prompts {float(acc(base).mean()):.3f} (base) -> "
+                 f"{float(acc(rec).mean()):.3f}: diff {_d(d_acc, 3)} (allowed >= -{ACCURACY_TOLERANCE}); the Pearson "
+                 "is not judged for a maximum")  # fmt: skip
+    held = combine(decide(d_err, c.token_margin), constraint(d_acc, ACCURACY_TOLERANCE))
+    return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r, "accuracy": d_acc})
 
 
 def _saber(c: CheckInputs) -> dict:
