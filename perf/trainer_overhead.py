@@ -26,9 +26,10 @@ recipes (DLER, DA-DLER, DOT) generated tokens per useful group (groups with a le
 `need - shortfall` from `trl_efficient/dynamic_sampling/*`, otherwise `G`-groups with non-zero reward std).
 They are exact and machine-independent: they explain the ratios.
 
-**Ratio and interval.** Each side runs in its own long-lived worker process (`LockstepPair`) and the two runs of a
-round take turns step by step: step k of one side, then step k of the other, the order flipping every step and every
-round (ABBA), one process at a time. Each run starts from a fresh copy of the model; its first step is a warm-up that
+**Ratio and interval.** The two sides run in two long-lived worker processes (`LockstepPair`), swapping workers every
+round (a lasting difference between the two processes then falls on both sides alike), and the two runs of a round
+take turns step by step: step k of one side, then step k of the other, the order flipping every step and every two
+rounds (ABBA), one process at a time. Each run starts from a fresh copy of the model; its first step is a warm-up that
 is not timed. Step k of both runs trains the k-th batch of the same seeded data order, so each timed step gives one
 paired ratio (efficient step time / plain step time), its two halves timed seconds apart: the slow drift of a shared
 or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of seconds) cancels in the ratio. Step
@@ -290,8 +291,10 @@ def _worker(conn, threads: int) -> None:
 
 
 class LockstepPair:
-    """Two long-lived worker processes, one per side, whose training steps take turns: step k of the plain run,
-    then step k of the efficient run (the order flips every step and every round: ABBA), one process at a time.
+    """Two long-lived worker processes, one side each per round, whose training steps take turns: step k of the plain
+    run, then step k of the efficient run (the order flips every step and every round: ABBA), one process at a time.
+    With `swap=True` a round runs each side in the other worker, so that a lasting difference between the two
+    processes (memory layout, the core each lands on) falls on both sides alike over the rounds.
 
     Timing noise on a shared or virtual machine drifts slowly (a fixed matmul loop's CPU time wanders by +-15% over
     tens of seconds, but two adjacent repetitions differ by a few percent): a step timed right next to its pair
@@ -300,6 +303,7 @@ class LockstepPair:
     """
 
     KINDS = ("plain", "efficient")
+    SLOTS = (0, 1)  # the two worker processes
 
     def __init__(self, threads: int) -> None:
         import multiprocessing
@@ -311,21 +315,21 @@ class LockstepPair:
         self.start()
 
     def start(self) -> None:
-        for kind in self.KINDS:
+        for slot in self.SLOTS:
             parent, child = self.context.Pipe()
             proc = self.context.Process(target=_worker, args=(child, self.threads), daemon=True)
             proc.start()
-            self.conns[kind], self.procs[kind] = parent, proc
+            self.conns[slot], self.procs[slot] = parent, proc
 
     def close(self) -> None:
-        for kind in self.KINDS:
+        for slot in self.SLOTS:
             try:
-                self.conns[kind].send(None)
+                self.conns[slot].send(None)
             except (BrokenPipeError, OSError):
                 pass
-            self.procs[kind].join(timeout=10)
-            if self.procs[kind].is_alive():
-                self.procs[kind].terminate()
+            self.procs[slot].join(timeout=10)
+            if self.procs[slot].is_alive():
+                self.procs[slot].terminate()
 
     def restart(self) -> None:
         for proc in self.procs.values():
@@ -333,30 +337,32 @@ class LockstepPair:
             proc.join()
         self.start()
 
-    def run(self, args_by_kind: dict, first: str, together: bool = True) -> dict:
-        """Run one job per side (`run_once` arguments) in lockstep; `first` takes the first step. With
-        `together=False` the sides run one after the other instead (for a model too large to hold twice). Returns
-        each side's `run_once` result; raises `RuntimeError` (after restarting the workers) if a side fails."""
+    def run(self, args_by_kind: dict, first: str, together: bool = True, swap: bool = False) -> dict:
+        """Run one job per side (`run_once` arguments) in lockstep; `first` takes the first step; the plain side runs
+        in worker 0 and the efficient side in worker 1, or the other way round with `swap`. With `together=False`
+        the sides run one after the other instead (for a model too large to hold twice). Returns each side's
+        `run_once` result; raises `RuntimeError` (after restarting the workers) if a side fails."""
         order = [first, next(k for k in self.KINDS if k != first)]
+        conns = {kind: self.conns[slot ^ swap] for kind, slot in zip(self.KINDS, self.SLOTS)}
         results: dict = {}
         try:
             for group in [order] if together else [[kind] for kind in order]:
-                results.update(self._run_group(group, args_by_kind))
+                results.update(self._run_group(group, args_by_kind, conns))
         except BaseException:
             self.restart()
             raise
         return results
 
-    def _run_group(self, order: list[str], args_by_kind: dict) -> dict:
+    def _run_group(self, order: list[str], args_by_kind: dict, conns: dict) -> dict:
         for kind in order:
-            self.conns[kind].send(args_by_kind[kind])
+            conns[kind].send(args_by_kind[kind])
         results, waiting = {}, set(order)
         while waiting:
             ready = []
             for kind in order:  # each waiting side announces its next step, or ends
                 if kind not in waiting:
                     continue
-                tag, payload = self.conns[kind].recv()
+                tag, payload = conns[kind].recv()
                 if tag == "ready":
                     ready.append(kind)
                 elif tag == "result":
@@ -365,8 +371,8 @@ class LockstepPair:
                 else:
                     raise RuntimeError(f"{kind} side: {payload}")
             for kind in ready:  # one step at a time
-                self.conns[kind].send("go")
-                tag, payload = self.conns[kind].recv()
+                conns[kind].send("go")
+                tag, payload = conns[kind].recv()
                 if tag != "done":
                     raise RuntimeError(f"{kind} side: {payload}")
             order = order[::-1]  # ABBA
@@ -505,12 +511,16 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
         times, ratios = {"plain": [], "efficient": []}, []
         for r in range(opts.max_rounds):
             jobs = {kind: (kind, recipe_name, model_path, opts, root) for kind in LockstepPair.KINDS}
-            results = pair.run(jobs, first="plain" if r % 2 == 0 else "efficient", together=opts.lockstep)
+            # rounds alternate the workers (swap) and, every two rounds, which side steps first
+            results = pair.run(jobs, first="plain" if r // 2 % 2 == 0 else "efficient", together=opts.lockstep,
+                               swap=bool(r % 2))  # fmt: skip
             steps = {kind: results[kind]["step_seconds"] for kind in LockstepPair.KINDS}
             for kind in LockstepPair.KINDS:
                 times[kind] += steps[kind]
             # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
-            ratios += [e / p for e, p in zip(steps["efficient"], steps["plain"])]  # a stop rule may end one early
+            this_round = [e / p for e, p in zip(steps["efficient"], steps["plain"])]  # a stop rule may end one early
+            ratios += this_round
+            row.setdefault("round_ratios", []).append(round(ratio_interval(this_round)[0], 4))
             row["rounds"] = r + 1
             est, low, high = ratio_interval(ratios)
             print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "

@@ -131,7 +131,9 @@ class TestLockstep:
     @staticmethod
     def _side(conn, kind, steps, log):
         job = conn.recv()
-        assert job[0] == kind
+        if job[0] != kind:  # the wrong side's job reached this worker: LockstepPair.run raises RuntimeError
+            conn.send(("error", f"worker for {kind} got {job[0]}"))
+            return
         for k in range(steps):
             conn.send(("ready", k))
             assert conn.recv() == "go"
@@ -139,19 +141,23 @@ class TestLockstep:
             conn.send(("done", k))
         conn.send(("result", {"step_seconds": [0.1] * steps}))
 
-    def _run(self, plain_steps, efficient_steps, first, together=True):
+    def _run(self, plain_steps, efficient_steps, first, together=True, swap=False):
         import multiprocessing
         import threading
 
         pair = object.__new__(overhead.LockstepPair)  # no processes: the threads below answer on the pipes
         pair.conns, log, threads = {}, [], []
-        for kind, steps in (("plain", plain_steps), ("efficient", efficient_steps)):
+        # worker 0 expects the plain side's job, worker 1 the efficient side's (the other way round when swapped)
+        for slot, (kind, steps) in enumerate(
+            (("plain", plain_steps), ("efficient", efficient_steps))[:: -1 if swap else 1]
+        ):
             parent, child = multiprocessing.Pipe()
-            pair.conns[kind] = parent
+            pair.conns[slot] = parent
             threads.append(threading.Thread(target=self._side, args=(child, kind, steps, log)))
         for t in threads:
             t.start()
-        results = pair.run({"plain": ("plain",), "efficient": ("efficient",)}, first=first, together=together)
+        results = pair.run({"plain": ("plain",), "efficient": ("efficient",)}, first=first, together=together,
+                           swap=swap)  # fmt: skip
         for t in threads:
             t.join()
         return results, log
@@ -165,6 +171,10 @@ class TestLockstep:
     def test_one_after_the_other(self):
         _, log = self._run(3, 3, first="efficient", together=False)  # --no-lockstep: a model too large for two
         assert [kind[0] for kind, _ in log] == list("eeeppp")
+
+    def test_swapped_workers_run_the_other_side(self):
+        results, log = self._run(3, 3, first="plain", swap=True)  # worker 1 gets the plain job (the thread asserts)
+        assert [kind[0] for kind, _ in log] == list("peeppe") and set(results) == {"plain", "efficient"}
 
     def test_a_side_that_stops_early_lets_the_other_finish(self):
         results, log = self._run(4, 2, first="efficient")  # e.g. a stop rule ends the recipe's run
@@ -260,3 +270,34 @@ def test_scripts_resolve_tiny_and_testbed_names_in_a_fresh_interpreter():
                    "scripts/gpu_check.py"):  # fmt: skip
         source = open(os.path.join(ROOT, script)).read()
         assert "resolve_model_name" not in source and "resolve_model" in source, script
+
+
+class TestGroupSignal:
+    """perf/testbed/group_signal.py: the length gap of a group, GRPO's and GFPO's (the sampling itself is not run)."""
+
+    gs = staticmethod(lambda: _load("testbed/group_signal"))
+
+    def test_gap_hand_computed(self):
+        gs = self.gs()
+        # advantages +-1: reinforced 10 and 30 (mean 20), penalised 20 and 40 (mean 30)
+        assert gs.length_gap([1, 0, 1, 0], [10, 20, 30, 40]) == pytest.approx(-10.0)
+        # rewards 1, 1, 1, 0 (mean 0.75, std 0.433): A = +0.577 x3, -1.732; reinforced mean (10 + 20 + 30) / 3 = 20
+        assert gs.length_gap([1, 1, 1, 0], [10, 20, 30, 40]) == pytest.approx(20.0 - 40.0)
+        assert gs.length_gap([1, 1, 1, 1], [10, 20, 30, 40]) is None  # no signal
+
+    def test_gfpo_keeps_the_shortest_and_can_lose_the_signal(self):
+        gs = self.gs()
+        # the two shortest (5: wrong, 10: right) carry the signal; the long right answers get no advantage
+        assert gs.length_gap([1, 1, 0, 1], [10, 50, 5, 60], keep=2) == pytest.approx(10.0 - 5.0)
+        assert gs.length_gap([1, 1, 0, 0], [10, 20, 30, 40], keep=2) is None  # both kept are right
+
+    def test_summary_counts_groups_without_signal_as_zero_pressure(self):
+        gs = self.gs()
+        groups = [{"ops": 1, "rewards": [1, 1, 1, 1], "lengths": [10, 20, 30, 40]},
+                  {"ops": 1, "rewards": [1, 0, 1, 0], "lengths": [10, 20, 30, 40]}]  # fmt: skip
+        easy = gs.summarise(groups, group=4, keep=4)["easy (1-2 ops)"]
+        assert easy["grpo"]["signal"][0] == 0.5 and easy["grpo"]["gap"][0] == pytest.approx(-10.0)
+        assert easy["grpo"]["pressure"][0] == pytest.approx(-5.0)  # (0 + -10) / 2
+        text = gs.markdown({"summary": gs.summarise(groups, 4, 2), "model": "m", "num_tasks": 2, "group": 4, "keep": 2,
+                            "max_new_tokens": 8, "seed": 0, "command": "c", "seconds": 1.0})  # fmt: skip
+        assert "| easy (1-2 ops) | 2 | 0.750 [" in text  # accuracies 1.0 and 0.5

@@ -1,17 +1,19 @@
 """Budget forcing on the testbed: does the number of thinking tokens follow the budget?
 
-    nice -n 10 python perf/testbed/budget_forcing.py [--budgets 8 16 32 ...] [--num-eval 128] [--budgetthinker]
+    nice -n 10 python perf/testbed/budget_forcing.py [--budgets 16 32 64 ...] [--num-eval 128] [--budgetthinker]
+        [--base-model testbed:v2] [--max-new-tokens 384]
 
-For every budget B, one sample per held-out testbed task (`testbed:base`, the over-thinking base model, cached under
-~/.cache/trl_efficient/testbed; temperature 0.6, top-p 0.95, 192 new tokens, seed 0) under s1 budget forcing
+For every budget B, one sample per held-out testbed task (`--base-model`, by default the comparison's over-thinking
+base model `testbed:v2`, cached under ~/.cache/trl_efficient/testbed; temperature 0.6, top-p 0.95, the comparison's
+cap of 384 new tokens, seed 0) under s1 budget forcing
 `force:B` (`trl_efficient.trainer.budget_forcing`, the same code `trl-efficient eval --modes force:B` and training
 with `budget_forcing="force:B"` run), measuring the mean thinking tokens (`LengthMeter("tokens", "thinking")`: up
 to and including `</think>`, so a forced completion counts B + |tok("</think>")|), the share of forced completions
 and the accuracy. The unforced base model is the reference (dashed lines).
 
 With `--budgetthinker` it also trains BudgetThinker (recipe `budgetthinker`, testbed scale, `--bt-steps` GRPO steps
-from `testbed:formats`; a few minutes on two CPU cores) and measures it under `budgetthinker:B` (budget in the prompt
-plus forced control tokens), next to its starting point: `testbed:formats` with the control tokens added (fresh
+from the same base model; a few minutes on two CPU cores) and measures it under `budgetthinker:B` (budget in the prompt
+plus forced control tokens), next to its starting point: the base model with the control tokens added (fresh
 embeddings, as the trainer adds them) under the same `budgetthinker:B` prompts and forcing, so that what the
 prompt and the forced tokens do to an untrained model is not read as an effect of training. Writes
 `results/budget_forcing.{json,md,png}`: budget on x, measured thinking tokens on y with the y = x line, accuracy on
@@ -21,6 +23,7 @@ the second panel.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -30,17 +33,16 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # the testbed never touches the network
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_BUDGETS = [8, 16, 24, 32, 48, 64, 96, 128]
-MAX_NEW_TOKENS = 192  # the testbed's completion cap (TestbedSettings.max_completion_length)
+DEFAULT_BUDGETS = [16, 32, 48, 64, 96, 128, 192, 256]  # testbed:v2 thinks ~150 tokens unforced (world v1's: ~84)
 
 
-def measure(backend, tokenizer, rows, prompts, forcing, seed: int = 0) -> dict:
+def measure(backend, tokenizer, rows, prompts, forcing, max_new_tokens: int, seed: int = 0) -> dict:
     """Mean thinking tokens, mean generated tokens, forced share and accuracy of one sample per prompt."""
     from trl_efficient.core.lengths import LengthMeter
     from trl_efficient.rewards import is_correct
 
     meter = LengthMeter("tokens", "thinking", tokenizer)
-    gens = backend.generate(prompts, 1, MAX_NEW_TOKENS, 0.6, 0.95, seed, "budget forcing", forcing=forcing)
+    gens = backend.generate(prompts, 1, max_new_tokens, 0.6, 0.95, seed, "budget forcing", forcing=forcing)
     samples = [(row, g) for row, (g,) in zip(rows, gens, strict=True)]
     thinking = [meter.thinking_tokens(g.ids) for _, g in samples]
     correct = [bool(is_correct(g.text, row["solution"])) for row, g in samples]
@@ -67,7 +69,7 @@ def floor_thinking_tokens(rows, tokenizer) -> float:
     return sum(meter.thinking_tokens(i) for i in ids) / len(ids)
 
 
-def run_force(budgets, num_eval: int, seed: int) -> dict:
+def run_force(budgets, num_eval: int, seed: int, base_model: str, max_new_tokens: int) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
@@ -75,7 +77,7 @@ def run_force(budgets, num_eval: int, seed: int) -> dict:
     from trl_efficient.testbed.data import load_testbed_dataset
     from trl_efficient.trainer.budget_forcing import BudgetForcing
 
-    path = resolve_base_model("testbed:base")
+    path = resolve_base_model(base_model)
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path)
     rows = list(load_testbed_dataset("test", num_eval, seed))
@@ -83,24 +85,26 @@ def run_force(budgets, num_eval: int, seed: int) -> dict:
     backend = TransformersBackend(model, tok, batch_size=64, show_progress=False)
     close = len(tok.encode("</think>", add_special_tokens=False))
     floor = floor_thinking_tokens(rows, tok)
-    out = {"model": "testbed:base", "close_tag_tokens": close, "floor_thinking_tokens": floor,
-           "unforced": measure(backend, tok, rows, prompts, None)}  # fmt: skip
+    out = {"model": base_model, "close_tag_tokens": close, "floor_thinking_tokens": floor,
+           "unforced": measure(backend, tok, rows, prompts, None, max_new_tokens)}  # fmt: skip
     out["points"] = []
     for b in budgets:
         t0 = time.time()
-        point = {"budget": b, **measure(backend, tok, rows, prompts, BudgetForcing("force", b), seed)}
+        point = {"budget": b, **measure(backend, tok, rows, prompts, BudgetForcing("force", b), max_new_tokens, seed)}
         point["seconds"] = round(time.time() - t0, 1)
         print(f"force:{b}: {point}", flush=True)
         out["points"].append(point)
     return out
 
 
-def run_budgetthinker(budgets, num_eval: int, seed: int, steps: int, workdir: str, reuse: bool = False) -> dict:
-    """Train BudgetThinker at testbed scale, then measure it under `budgetthinker:B` (one torch thread throughout,
-    as the testbed runs: `runner.torch_threads`)."""
-    from trl_efficient.testbed.runner import TestbedSettings, torch_threads, train_recipe
+def run_budgetthinker(
+    budgets, num_eval: int, seed: int, steps: int, workdir: str, settings, reuse: bool = False
+) -> dict:
+    """Train BudgetThinker at testbed scale from `settings.base_model` (a `TestbedSettings`), then measure it under
+    `budgetthinker:B` (one torch thread throughout, as the testbed runs: `runner.torch_threads`)."""
+    from trl_efficient.testbed.runner import torch_threads, train_recipe
 
-    settings = TestbedSettings(max_steps=steps, seed=seed)
+    settings = dataclasses.replace(settings, max_steps=steps, seed=seed)
     meta_path = os.path.join(workdir, "perf_budget_forcing.json")
     with torch_threads():
         if reuse and os.path.exists(os.path.join(workdir, "model.safetensors")):
@@ -108,7 +112,10 @@ def run_budgetthinker(budgets, num_eval: int, seed: int, steps: int, workdir: st
 
             from trl_efficient.testbed.scaling import recipe_scale
 
-            meta = {"seconds": None, "testbed_scale": recipe_scale("budgetthinker", MAX_NEW_TOKENS, steps).to_dict()}
+            meta = {
+                "seconds": None,
+                "testbed_scale": recipe_scale("budgetthinker", settings.max_completion_length, steps).to_dict(),
+            }
             if os.path.exists(meta_path):
                 with open(meta_path) as f:
                     meta = json.load(f)
@@ -170,7 +177,7 @@ def _budgetthinker_points(
         mode = parse_mode(f"budgetthinker:{b}")[0] if "prompt" in parts else EvalMode()
         prompts = [build_prompt_text(r["prompt"], mode, tok) for r in rows]
         generator = budget_control_backend(backend, b, tok) if "forcing" in parts else backend
-        point = {"budget": b, **measure(generator, tok, rows, prompts, None, seed)}
+        point = {"budget": b, **measure(generator, tok, rows, prompts, None, settings.max_completion_length, seed)}
         print(f"budgetthinker:{b} {'+'.join(parts)} ({steps} steps): {point}", flush=True)
         out["points"].append(point)
     return out
@@ -182,11 +189,11 @@ def markdown(result: dict) -> str:
         "# Budget forcing on the testbed: thinking tokens vs budget",
         "",
         f"Model `{force['model']}`, {result['num_eval']} held-out tasks, one sample each (temperature 0.6, top-p "
-        f"0.95, {MAX_NEW_TOKENS} new tokens, seed {result['seed']}). Thinking tokens: `LengthMeter` (up to and "
-        f"including `</think>`, {force['close_tag_tokens']} tokens, so a forced completion counts "
+        f"0.95, {result['max_new_tokens']} new tokens, seed {result['seed']}). Thinking tokens: `LengthMeter` (up to "
+        f"and including `</think>`, {force['close_tag_tokens']} tokens, so a forced completion counts "
         f"B + {force['close_tag_tokens']}). Shortest correct traces of these tasks (`world.minimal_trace`, the "
-        f"floor): {force.get('floor_thinking_tokens', float('nan')):.1f} thinking tokens on average (17 + 11 per "
-        "step); under a budget below a task's floor only dropped steps fit. "
+        f"floor): {force.get('floor_thinking_tokens', float('nan')):.1f} thinking tokens on average; under a budget "
+        "below a task's floor only dropped steps fit. "
         f"Command: `{result['command']}` ({result['seconds']} s).",
         "",
         "| mode | budget B | mean thinking tokens | max thinking tokens | mean tokens | forced | accuracy |",
@@ -276,9 +283,17 @@ def main(argv=None) -> int:
     parser.add_argument("--budgetthinker", action="store_true", help="also train and measure BudgetThinker")
     parser.add_argument("--bt-steps", type=int, default=40)
     parser.add_argument("--bt-reuse", action="store_true", help="reuse the model of an earlier --budgetthinker run")
+    parser.add_argument("--base-model", default=None, help="default: the comparison's (TestbedSettings.base_model)")
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="default: the comparison's cap")
     parser.add_argument("--output-dir", default=os.path.join(HERE, "results"))
     parser.add_argument("--from-json", help="only redraw the .md and .png from this budget_forcing.json")
     args = parser.parse_args(argv)
+    if args.from_json is None:
+        from trl_efficient.testbed.runner import TestbedSettings
+
+        defaults = TestbedSettings()
+        args.base_model = args.base_model or defaults.base_model
+        args.max_new_tokens = args.max_new_tokens or defaults.max_completion_length
     if args.from_json:
         with open(args.from_json) as f:
             result = json.load(f)
@@ -287,16 +302,18 @@ def main(argv=None) -> int:
             f.write(markdown(result))
         plot(result, base + ".png")
         return 0
-    from trl_efficient.testbed.runner import torch_threads
+    from trl_efficient.testbed.runner import TestbedSettings, torch_threads
 
+    settings = TestbedSettings(base_model=args.base_model, max_completion_length=args.max_new_tokens)
     t0 = time.time()
     with torch_threads():
+        force = run_force(args.budgets, args.num_eval, args.seed, args.base_model, args.max_new_tokens)
         result = {"num_eval": args.num_eval, "seed": args.seed, "budgets": args.budgets,
-                  "force": run_force(args.budgets, args.num_eval, args.seed)}  # fmt: skip
+                  "max_new_tokens": args.max_new_tokens, "force": force}  # fmt: skip
     if args.budgetthinker:
         workdir = os.path.join(os.path.expanduser("~/.cache/trl_efficient"), "perf-budgetthinker")
         result["budgetthinker"] = run_budgetthinker(
-            args.budgets, args.num_eval, args.seed, args.bt_steps, workdir, reuse=args.bt_reuse
+            args.budgets, args.num_eval, args.seed, args.bt_steps, workdir, settings, reuse=args.bt_reuse
         )
     result["seconds"] = round(time.time() - t0, 1)
     result["command"] = "python perf/testbed/budget_forcing.py " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -225,9 +225,11 @@ def test_perf_script_renders_table_and_plot(tmp_path):
     point = {"thinking_tokens": 11.0, "max_thinking_tokens": 11, "tokens": 24.0, "forced_fraction": 1.0,
              "accuracy": 0.25, "n": 4}  # fmt: skip
     result = {"num_eval": 4, "seed": 0, "command": "python perf/testbed/budget_forcing.py", "seconds": 1.0,
+              "max_new_tokens": 24,
               "force": {"model": "testbed:base", "close_tag_tokens": 3, "unforced": dict(point, forced_fraction=0.0),
                         "points": [dict(point, budget=8)]}}  # fmt: skip
     text = script.markdown(result)
     assert "| force:8 | 8 | 11.0 | 11 | 24.0 | 1.00 | 0.250 |" in text and "BudgetThinker is not in this run" in text
+    assert "24 new tokens" in text
     script.plot(result, str(tmp_path / "bf.png"))
     assert (tmp_path / "bf.png").stat().st_size > 1000
