@@ -1,6 +1,6 @@
 """The cost of every recipe: work counters, step-time ratio with a 95% interval, and a GPU projection.
 
-    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 12] [--min-rounds 2] [--max-rounds 6]
+    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 8] [--min-rounds 3] [--max-rounds 8]
                                     [--tolerance 0.03] [--model tiny:qwen2-16] [--json out.json]
 
 **The two sides of a row.** The baseline is plain TRL `GRPOTrainer` (`trl.GRPOConfig`) with the recipe's
@@ -33,8 +33,11 @@ rounds (ABBA), one process at a time. Each run starts from a fresh copy of the m
 is not timed. Step k of both runs trains the k-th batch of the same seeded data order, so each timed step gives one
 paired ratio (efficient step time / plain step time), its two halves timed seconds apart: the slow drift of a shared
 or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of seconds) cancels in the ratio. Step
-times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). The estimate is the geometric mean of
-the ratios and the 95% interval a Student-t interval on their logarithms. Rounds continue from `--min-rounds` until
+times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). A round's ratio is the geometric mean
+of its paired step ratios; the estimate is the geometric mean of the rounds' ratios and the 95% interval a Student-t
+interval on their logarithms, **over rounds**: the steps of one run share that run's state (its fresh allocations),
+and `grpo`, the same work on both sides, read 1.03 [1.00, 1.06] with an interval over the pooled steps, while its
+rounds' ratios scatter 0.94-1.08 (six rounds, 2026-12-02). Rounds continue from `--min-rounds` until
 both ends of the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that
 stopped at the limit says so (`limit`), and so does the footer.
 
@@ -487,7 +490,7 @@ def counter_columns(work: dict) -> dict:
 def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict,
                  pair: LockstepPair) -> dict:  # fmt: skip
     """One row: a counting run of each side (the plain side's once per correctness setting, kept in `plain_work`),
-    then alternating timed rounds until the interval of the per-step ratios is narrow enough."""
+    then alternating timed rounds until the interval of the rounds' ratios is narrow enough."""
     row = {"recipe": recipe_name, "status": "ok", "error": "", "notes": "", "rounds": 0, "converged": False}
     try:
         from trl_efficient.recipes import get_recipe
@@ -508,7 +511,7 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
             row[f"{kind}_counters"] = counter_columns(work[kind])
             row[f"{kind}_work"] = work[kind]
         row["projected"] = round(cost.ratio(work["plain"], work["efficient"]), 3)
-        times, ratios = {"plain": [], "efficient": []}, []
+        times, ratios, round_ratios = {"plain": [], "efficient": []}, [], []
         for r in range(opts.max_rounds):
             jobs = {kind: (kind, recipe_name, model_path, opts, root) for kind in LockstepPair.KINDS}
             # rounds alternate the workers (swap) and, every two rounds, which side steps first
@@ -520,16 +523,18 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
             # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
             this_round = [e / p for e, p in zip(steps["efficient"], steps["plain"])]  # a stop rule may end one early
             ratios += this_round
-            row.setdefault("round_ratios", []).append(round(ratio_interval(this_round)[0], 4))
+            # the round's ratio; the interval is over rounds: steps of one run share that run's state
+            round_ratios.append(ratio_interval(this_round)[0])
             row["rounds"] = r + 1
-            est, low, high = ratio_interval(ratios)
+            est, low, high = ratio_interval(round_ratios)
             print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
                   f"efficient {statistics.median(steps['efficient']):.3f} s; ratio so far {est:.3f} "
                   f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
             if r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
                 row["converged"] = True
                 break
-        row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in ratio_interval(ratios))
+        row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in ratio_interval(round_ratios))
+        row["round_ratios"] = [round(x, 4) for x in round_ratios]
         row["step_ratios"] = [round(x, 4) for x in ratios]
         row["plain_s_per_step"] = round(statistics.median(times["plain"]), 4)
         row["efficient_s_per_step"] = round(statistics.median(times["efficient"]), 4)
@@ -614,9 +619,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", default="all", help="a registered recipe, a comma-separated list, or all (default)")
     parser.add_argument("--model", default="tiny:qwen2-16", help="tiny:<arch>[-<hidden>], testbed:base or a path")
-    parser.add_argument("--steps", type=int, default=12, help="optimizer steps per run (the first is not timed)")
-    parser.add_argument("--min-rounds", type=int, default=2)
-    parser.add_argument("--max-rounds", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=8, help="optimizer steps per run (the first is not timed)")
+    parser.add_argument("--min-rounds", type=int, default=3)
+    parser.add_argument("--max-rounds", type=int, default=8)
     parser.add_argument("--tolerance", type=float, default=0.03, help="stop when the 95%% interval is within +-this")
     parser.add_argument("--batch", type=int, default=16, help="per-device batch (completions per step)")
     parser.add_argument("--group", type=int, default=8)
@@ -640,7 +645,7 @@ def main(argv=None) -> int:
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
     if not 2 <= opts.min_rounds <= opts.max_rounds:
-        parser.error("need 2 <= --min-rounds <= --max-rounds (an interval needs two rounds).")
+        parser.error("need 2 <= --min-rounds <= --max-rounds (the interval is over rounds).")
 
     import torch
 
