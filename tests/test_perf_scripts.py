@@ -173,7 +173,8 @@ class TestLockstep:
         assert [kind[0] for kind, _ in log] == list("eeeppp")
 
     def test_swapped_workers_run_the_other_side(self):
-        results, log = self._run(3, 3, first="plain", swap=True)  # worker 1 gets the plain job (the thread asserts)
+        # worker 1 gets the plain job (a worker given the other side's job answers with an error)
+        results, log = self._run(3, 3, first="plain", swap=True)
         assert [kind[0] for kind, _ in log] == list("peeppe") and set(results) == {"plain", "efficient"}
 
     def test_a_side_that_stops_early_lets_the_other_finish(self):

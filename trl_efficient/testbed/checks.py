@@ -22,9 +22,10 @@ with what the base model brings):
 - L1-Exact: mean abs(length - target) falls from the base's *and* the Pearson correlation of target and length rises
   over the base's (a uniform cut that does not follow the target is not L1's claim);
 - L1-Max: mean overshoot max(0, length - target) falls from the base's at similar accuracy under the same prompts
-  (its reward pays a correct answer for staying under the target, methods.md §3). The Pearson correlation is printed,
-  not judged: a maximum is met by any length below it, so the length follows the target only where the target binds,
-  and testbed:v2's base writes less than 4 of the 5 targets under the Max prompt (docs/testbed.md);
+  (its reward pays a correct answer for staying under the target, docs/methods.md §6). The Pearson correlation is
+  printed, not judged: a maximum is met by any length below it, so the length follows the target only where the
+  target binds, and under the Max prompt testbed:v2's base already writes less than 4 of the 5 targets ask
+  (docs/testbed.md);
 - SABER: the thinking overshoot past the tier's budget (max(0, thinking - tier), mean over the smallest, a middle
   and the largest tier) falls from the base's (the tier gap is printed, not judged, for HBPO's reason);
 - DLER / DA-DLER: fewer truncations than the base model at a tighter cap (`TIGHT_CAP_FRACTION` of the cap: 192
@@ -52,6 +53,7 @@ The reference is the `grpo` row when the comparison has one, else the base model
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -377,7 +379,7 @@ def _l1(c: CheckInputs, recipe: str) -> dict:
     if exact:
         held = combine(decide(d_err, c.token_margin), decide(d_r, PEARSON_MARGIN))
         return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r})
-    acc = lambda p: np.mean([p.modes[m]["correct"] for m in names], axis=0)  # noqa: E731
+    acc = functools.partial(_mode_accuracy, names=names)
     d_acc = c.paired(acc(rec), acc(base))
     measured += (f"; accuracy under the prompts {float(acc(base).mean()):.3f} (base) -> "
                  f"{float(acc(rec).mean()):.3f}: diff {_d(d_acc, 3)} (allowed >= -{ACCURACY_TOLERANCE}); the Pearson "
@@ -422,6 +424,11 @@ def _canon(c: CheckInputs) -> dict:
     return _result(claim, measured, either(shorter, more_accurate), {"tokens_saved": d_tokens, "accuracy": d_acc})
 
 
+def _mode_accuracy(panel: Panel, names: list) -> np.ndarray:
+    """(S, T) accuracy cells under the check prompts `names`, the mean over the prompts."""
+    return np.mean([panel.modes[m]["correct"] for m in names], axis=0)
+
+
 def _budgetthinker(c: CheckInputs) -> dict:
     claim = ("vs the base model with the control tokens added (fresh embeddings: where training starts) under the same "
              "budget prompts and forced control tokens: accuracy rises and the thinking overshoot past the budget "
@@ -431,7 +438,7 @@ def _budgetthinker(c: CheckInputs) -> dict:
         return _result(claim, "no base evaluation under the budget prompts", None, {})
     rec, base = pair
     names = _by_value(rec, rec.modes)
-    acc = lambda p: np.mean([p.modes[m]["correct"] for m in names], axis=0)  # noqa: E731
+    acc = functools.partial(_mode_accuracy, names=names)
     d_acc = c.paired(acc(rec), acc(base))
     d_over = c.paired(_overshoot(base, names, "thinking"), _overshoot(rec, names, "thinking"))
     measured = (f"accuracy under the budgets {float(acc(base).mean()):.3f} (base) -> {float(acc(rec).mean()):.3f}: "
