@@ -36,10 +36,11 @@ or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of sec
 times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). A round's ratio is the geometric mean
 of its paired step ratios; the estimate is the geometric mean of the rounds' ratios and the 95% interval a Student-t
 interval on their logarithms, **over rounds**: the steps of one run share that run's state (its fresh allocations),
-and `grpo`, the same work on both sides, read 1.03 [1.00, 1.06] with an interval over the pooled steps, while its
-rounds' ratios scatter 0.94-1.08 (six rounds, 2026-12-02). Rounds continue from `--min-rounds` until
-both ends of the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that
-stopped at the limit says so (`limit`), and so does the footer.
+and `grpo`, the same work on both sides, read 1.03 [1.00, 1.06] with an interval over the pooled steps (README at
+8cff974), while `--recipe grpo --min-rounds 6 --max-rounds 6` gave rounds' ratios of 0.94-1.08 (2026-12-02; each
+round's ratio is printed as it ends). Rounds continue from `--min-rounds` until both ends of the interval are within
+`--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the limit says so (`limit`),
+and so does the footer.
 
 **Own code.** The counting runs are profiled (cProfile): `own ms, added` is the self time per step of the library's
 own functions on the recipe's side minus the plain side's (`own_seconds`), what a recipe that adds no generation
@@ -528,7 +529,8 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
             row["rounds"] = r + 1
             est, low, high = ratio_interval(round_ratios)
             print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
-                  f"efficient {statistics.median(steps['efficient']):.3f} s; ratio so far {est:.3f} "
+                  f"efficient {statistics.median(steps['efficient']):.3f} s; this round's ratio "
+                  f"{round_ratios[-1]:.3f}; ratio so far {est:.3f} "
                   f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
             if r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
                 row["converged"] = True
@@ -707,6 +709,10 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
                    f"1.00 is {'inside' if inside else 'OUTSIDE'} its interval.")  # fmt: skip
     failed = [r["recipe"] for r in rows if r["status"] != "ok"]
     out.append(f"{len(ok)} of {len(rows)} recipes have a row" + (f"; failed: {', '.join(failed)}." if failed else "."))
+    if ok:
+        half = sorted(100 * (r["ratio_high"] - r["ratio_low"]) / 2 / r["ratio"] for r in ok)
+        out.append(f"Interval half-widths: median {statistics.median(half):.1f}% ({half[0]:.1f}-{half[-1]:.1f}%); "
+                   f"{len(ok) - len(limited)} of {len(ok)} within +-{o.tolerance:.0%}.")  # fmt: skip
     no_pass = [r for r in ok if adds_no_pass(r)]
     if no_pass:
         over = [r["recipe"] for r in no_pass if r["ratio_high"] > 1.03]

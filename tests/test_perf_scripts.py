@@ -253,6 +253,8 @@ def test_report_merges_runs_and_refuses_different_settings(tmp_path, capsys):
     assert "`run a`\n`run b`" in out and "| kimi |" in out and "| grpo |" in out
     assert "grpo reads 1.010 [0.970, 1.050]: 1.00 is inside its interval" in out
     assert "2 of 2 recipes have a row." in out and "round limit reached) for 1 recipe(s): grpo." in out
+    # half-widths: kimi (1.03 - 0.99) / 2 / 1.01 = 1.98%, grpo (1.05 - 0.97) / 2 / 1.01 = 3.96%; median 2.97%
+    assert "Interval half-widths: median 3.0% (2.0-4.0%); 1 of 2 within +-3%." in out
     c.write_text(json.dumps({"command": "run c", "options": {**options, "batch": 16}, "cost_model": cost, "rows": []}))
     with pytest.raises(SystemExit, match="differs .* in \\['batch'\\]"):
         overhead.main(["--report", str(a), str(c)])

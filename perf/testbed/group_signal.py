@@ -18,9 +18,10 @@ $$ \Delta L = \frac{\sum_{A_i > 0} A_i L_i}{\sum_{A_i > 0} A_i}
              - \frac{\sum_{A_i < 0} |A_i| L_i}{\sum_{A_i < 0} |A_i|}, $$
 the mean length of what is reinforced minus the mean length of what is penalised (with $\sum_i A_i = 0$,
 $\sum_i A_i L_i = \tfrac12 \sum_i |A_i| \cdot \Delta L$: the length term of the policy-gradient step). Negative: the
-step favours shorter samples. Reported per difficulty band with 95% intervals over tasks (mean +- 1.96 standard
-errors): the share of groups with signal, the mean gap over those groups, and the gap per group (share x gap, 0 for a
-group without signal): the length pressure of one step. Writes `results/group_signal.{json,md}`.
+step favours shorter samples. Reported per difficulty band with 95% bootstrap intervals over tasks (the testbed's,
+`trl_efficient.testbed.stats`): the share of groups with signal, the mean gap over those groups, and the gap per
+group (share x gap, 0 for a group without signal): the length pressure of one step.
+Writes `results/group_signal.{json,md}`.
 
 Why: GFPO's check on the testbed ("shorter than grpo") is inconclusive with GFPO's own seeds scattering around GRPO's
 length. This measures what its filter does to the signal in this world (docs/testbed.md).
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -42,23 +42,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BANDS = {"easy (1-2 ops)": (1, 2), "middle (3-5 ops)": (3, 5), "hard (6-8 ops)": (6, 8)}
 
 
-def advantages(rewards: list[float]) -> list[float]:
-    """Group-normalised advantages `(R - mean) / std` (population std; all 0 when the rewards are equal).
-
-    >>> advantages([1.0, 0.0, 1.0, 0.0])
-    [1.0, -1.0, 1.0, -1.0]
-    >>> advantages([1.0, 1.0])
-    [0.0, 0.0]
-    """
-    mean = sum(rewards) / len(rewards)
-    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards))
-    return [0.0 if std == 0 else (r - mean) / std for r in rewards]
-
-
 def length_gap(rewards: list[float], lengths: list[int], keep: int | None = None) -> float | None:
     """The length gap of one group (`None` without signal): the advantage-weighted mean length of the reinforced
-    samples minus that of the penalised ones. With `keep`, GFPO Shortest k/G: only the `keep` shortest samples
-    (stable order on ties) get advantages, computed over them.
+    samples minus that of the penalised ones. The advantages are GFPO's (`trl_efficient.methods.gfpo`): with `keep`,
+    the `keep` shortest samples (`gfpo_keep_mask`, stable on ties) get kept-set advantages (`kept_set_advantages`)
+    and the rest 0; without it the whole group is kept, which is GRPO's group normalisation. The gap does not depend
+    on the advantages' scale.
 
     Rewards 1, 0, 1, 0 with lengths 10, 20, 30, 40: reinforced mean 20, penalised mean 30: gap -10.
 
@@ -69,45 +58,50 @@ def length_gap(rewards: list[float], lengths: list[int], keep: int | None = None
     >>> length_gap([1, 1, 0, 0], [10, 20, 30, 40], keep=2) is None  # kept 10 and 20 are both correct: no signal
     True
     """
-    idx = list(range(len(rewards)))
-    if keep is not None:
-        idx = sorted(idx, key=lambda i: lengths[i])[:keep]
-    adv = advantages([float(rewards[i]) for i in idx])
-    pos = [(a, lengths[i]) for a, i in zip(adv, idx, strict=True) if a > 0]
-    neg = [(-a, lengths[i]) for a, i in zip(adv, idx, strict=True) if a < 0]
-    if not pos or not neg:
+    import torch
+
+    from trl_efficient.methods.gfpo import gfpo_keep_mask, kept_set_advantages
+
+    total, n = torch.tensor(rewards, dtype=torch.float64), torch.tensor(lengths, dtype=torch.float64)
+    mask = gfpo_keep_mask(total, n, len(rewards), len(rewards) if keep is None else keep)
+    adv = kept_set_advantages(total, mask, len(rewards))
+    pos, neg = adv.clamp(min=0), (-adv).clamp(min=0)
+    if pos.sum() == 0 or neg.sum() == 0:
         return None
-    mean = lambda pairs: sum(w * n for w, n in pairs) / sum(w for w, _ in pairs)  # noqa: E731
-    return mean(pos) - mean(neg)
+    return float((pos * n).sum() / pos.sum() - (neg * n).sum() / neg.sum())
 
 
-def _mean_ci(values: list[float]) -> list[float | None]:
-    if not values:
-        return [None, None, None]
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return [m, None, None]
-    se = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
-    return [m, m - 1.96 * se, m + 1.96 * se]
-
-
-def summarise(groups: list[dict], group: int, keep: int) -> dict:
+def summarise(groups: list[dict], group: int, keep: int, resamples: int = 2000, seed: int = 0) -> dict:
     """Per band and overall, for GRPO (the first `keep` samples) and GFPO (the `keep` shortest of `group`): the share
-    of groups with signal, the mean gap over them and the gap per group (0 without signal), as `[mean, low, high]`."""
+    of groups with signal, the mean gap over them and the gap per group (0 without signal), as `[point, low, high]`
+    with the testbed's 95% bootstrap interval over tasks (`testbed.stats`, `resamples` seeded resamples)."""
+    import numpy as np
+
+    from trl_efficient.testbed.stats import Bootstrap, interval, wmean
+
+    ops = np.array([g["ops"] for g in groups])
+    boot = Bootstrap(1, len(groups), resamples, seed)
+    grpo = [length_gap(g["rewards"][:keep], g["lengths"][:keep]) for g in groups]
+    gfpo = [length_gap(g["rewards"], g["lengths"], keep=keep) for g in groups]
+    cells = {"accuracy": np.array([[sum(g["rewards"]) / group for g in groups]])}
+    for name, gaps in (("grpo", grpo), ("gfpo", gfpo)):
+        cells[f"{name} signal"] = np.array([[float(x is not None) for x in gaps]])
+        cells[f"{name} gap"] = np.array([[0.0 if x is None else x for x in gaps]])
+
+    def mean(key, mask, over=None):  # the mean of a cell over the band's tasks (and only those with signal: `over`)
+        m = mask if over is None else mask & (cells[over][0] > 0)
+        if not m.any():
+            return [None, None, None]
+        return list(interval(boot, lambda w, v: wmean(cells[key], w, v, m)))
+
     out = {}
     for band, (lo, hi) in {"all": (1, 99), **BANDS}.items():
-        rows = [g for g in groups if lo <= g["ops"] <= hi]
-        cell = {"tasks": len(rows)}
-        for name, take in (("grpo", lambda g: length_gap(g["rewards"][:keep], g["lengths"][:keep])),
-                           ("gfpo", lambda g: length_gap(g["rewards"], g["lengths"], keep=keep))):  # fmt: skip
-            gaps = [take(g) for g in rows]
-            cell[name] = {
-                "signal": _mean_ci([float(x is not None) for x in gaps]),
-                "gap": _mean_ci([x for x in gaps if x is not None]),
-                "pressure": _mean_ci([0.0 if x is None else x for x in gaps]),
-            }
-        cell["accuracy"] = _mean_ci([sum(g["rewards"]) / group for g in rows])
-        out[band] = cell
+        mask = (ops >= lo) & (ops <= hi)
+        out[band] = {"tasks": int(mask.sum()), "accuracy": mean("accuracy", mask)}
+        for name in ("grpo", "gfpo"):
+            out[band][name] = {"signal": mean(f"{name} signal", mask),
+                               "gap": mean(f"{name} gap", mask, over=f"{name} signal"),
+                               "pressure": mean(f"{name} gap", mask)}  # fmt: skip
     return out
 
 
@@ -128,7 +122,7 @@ def markdown(result: dict) -> str:
         f"1.0, top-p 1.0, {result['max_new_tokens']} new tokens, seed {result['seed']}), correctness reward. GRPO: the "
         f"first {result['keep']} samples; GFPO: the {result['keep']} shortest of {result['group']}. Gap: mean length "
         "of the reinforced samples minus the penalised ones (advantage-weighted; negative favours shorter); pressure: "
-        "gap x share with signal (0 for a group without). 95% intervals over tasks. "
+        "gap x share with signal (0 for a group without). 95% bootstrap intervals over tasks. "
         f"Command: `{result['command']}` ({result['seconds']} s).",
         "",
         "| tasks | n | accuracy | GRPO: share with signal | GRPO: gap (tokens) | GRPO: pressure | GFPO: share with "
