@@ -145,6 +145,12 @@ def main(argv=None) -> int:
         "pear_answer_entropy": [rng.uniform(0.1, 2.0) for _ in range(n)],
         "sar_score": [rng.random() for _ in range(n)],
     }
+    # LASER-D's per-bucket target lengths from its monitor (methods/laser.py: longer for the hard, low-accuracy
+    # bucket): the batch's length quartiles, so LASER-DE's repetition flag is needed, as in training, for the
+    # formatted wrong answers longer than a target.
+    quartiles = sorted(len(row) for row in ids)
+    for bucket, q in (("low", 3), ("medium", 2), ("high", 1)):
+        columns[f"laser_target_{bucket}"] = [quartiles[q * len(quartiles) // 4]] * n
     import tempfile
 
     from trl_efficient.testing.scorers import save_tiny_token_classifier
@@ -218,6 +224,21 @@ def main(argv=None) -> int:
     out.append(
         f"\n{len(rows) - len(missed)} of {len(rows)} rewards meet their target"
         + (f"; not met: {', '.join(missed)}." if missed else ".")
+    )
+    # The floor of a reward that reads every token: copying TRL's Python lists of ids into one array, the library's
+    # own first step (`core.lengths.flat_ids`), timed alone on the same batch.
+    from trl_efficient.core.lengths import flat_ids
+
+    copy_seconds = float("inf")
+    for _ in range(max(3, args.repeats)):
+        t0 = time.perf_counter()
+        flat_ids(ids)
+        copy_seconds = min(copy_seconds, time.perf_counter() - t0)
+    info["ids_copy_seconds"] = copy_seconds
+    out.append(
+        f"Reading every token once (copying the {tokens:,} ids from TRL's Python lists into an array, nothing else) "
+        f"takes {copy_seconds * 1000:.1f} ms: {n / copy_seconds:,.0f} completions/s is the ceiling of a reward that "
+        "counts on every token of these completions."
     )
     text = "\n".join(out)
     print(text)

@@ -198,6 +198,51 @@ def test_laser_de_bonus_for_long_non_repetitive_wrong_answers():
     assert out == [-1.0] * 4
 
 
+def test_repetition_flag_is_computed_only_where_a_reward_can_read_it():
+    # The flag (the costly per-token scan) is skipped for rows that cannot get the bonus; the rewards must equal a
+    # reward that computes it for every formatted row, on random batches with and without targets.
+    import random
+
+    from trl_efficient.methods import laser
+
+    class EveryRow(type(get_laser_d_reward(exploration=True, num_generations=4))):
+        def _row_extras(self, completions, completion_ids, kwargs, rows):
+            extras = super()._row_extras(completions, completion_ids, kwargs, rows)
+            for extra, ids in zip(extras, completion_ids, strict=True):
+                extra["repetitive"] = is_repetitive(list(ids)) if extra["formatted"] else None
+            return extras
+
+    lazy = get_laser_d_reward(exploration=True, num_generations=4)
+    every = EveryRow(4, lazy.meter, True, lazy.alpha, lazy.correct_reward, lazy.wrong_reward, lazy.format_reward)
+    rng = random.Random(0)
+    scanned = []
+    real_scan = laser.is_repetitive
+
+    def counting_scan(tokens, n=4):
+        scanned.append(len(tokens))
+        return real_scan(tokens, n)
+
+    bonus = 0
+    for trial in range(200):
+        n = 8
+        completions = [rng.choice([DONE, WRONG, NO_CLOSE]) for _ in range(n)]
+        ids = []
+        for _ in range(n):
+            length = rng.randint(3, 60)
+            ids.append([rng.randrange(4 if rng.random() < 0.5 else 1000) for _ in range(length)])
+        targets = {b: rng.choice([-1, rng.randint(5, 50)]) for b in ("low", "medium", "high")}
+        kwargs = {"completions": completions, "solution": ["1"] * n, "completion_ids": ids, **_columns(n, **targets)}
+        laser.is_repetitive = counting_scan
+        try:
+            out = lazy(**kwargs)
+        finally:
+            laser.is_repetitive = real_scan
+        assert out == every(**kwargs), trial
+        bonus += sum(r == 0.0 for r in out)
+    assert bonus > 20  # the bonus fires in the comparison, so the flag's value matters
+    assert 0 < len(scanned) < 200 * 8 * 2 / 3  # fewer scans than formatted rows
+
+
 def test_fallback_is_the_batch_maximum():
     reward = get_laser_d_reward(exploration=True, num_generations=2)
     kwargs = {"completions": [DONE, DONE, WRONG, WRONG], "solution": ["1"] * 4}

@@ -106,7 +106,7 @@ class TestStepTokensOnIds:
             ids_list.append(ids)
         completions.append([{"role": "assistant", "content": ""}])
         ids_list.append([])
-        batch = reward._row_extras(completions, ids_list, {})
+        batch = reward._row_extras(completions, ids_list, {}, [])
         fallback = reward.meter.overlapping_tokens(ids_list, [c[0]["content"] for c in completions],
                                                    [[] for _ in completions])  # fmt: skip
         assert 15 < sum(row is None for row in fallback) < 40, fallback  # both paths are exercised

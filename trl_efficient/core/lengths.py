@@ -16,7 +16,7 @@ user-visible options: characters (the open-r1 reimplementations) and the thinkin
 
 from __future__ import annotations
 
-import itertools
+import array
 from typing import Any
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "LengthMeter",
     "completion_eos_token_ids",
     "completion_text",
+    "flat_ids",
     "split_thinking",
     "validate_length_options",
 ]
@@ -102,6 +103,18 @@ def validate_length_options(unit: str, scope: str) -> None:
         raise ValueError(f"length_unit must be one of {LENGTH_UNITS}, got {unit!r}.")
     if scope not in LENGTH_SCOPES:
         raise ValueError(f"length_scope must be one of {LENGTH_SCOPES}, got {scope!r}.")
+
+
+def flat_ids(ids_list: list[list[int]]):
+    """All rows' ids in one int64 array: each Python list copied by `array.fromlist` (a C loop), about 20% faster
+    than `numpy.fromiter` over the chained lists; this copy is most of the per-token cost of counting on the ids
+    TRL passes as lists."""
+    import numpy as np
+
+    buffer = array.array("q")
+    for ids in ids_list:
+        buffer.fromlist(ids if isinstance(ids, list) else list(ids))
+    return np.frombuffer(buffer, dtype=np.int64)
 
 
 class LengthMeter:
@@ -255,11 +268,16 @@ class LengthMeter:
             return [None] * rows
         plain = table[1]
         counts = [len(ids) for ids in ids_list]
-        flat = np.fromiter(itertools.chain.from_iterable(ids_list), dtype=np.int64, count=sum(counts))
+        flat = flat_ids(ids_list)
         bounds = np.concatenate(([0], np.cumsum(counts)))  # row r's tokens are flat[bounds[r]:bounds[r + 1]]
-        outside = (flat < 0) | (flat >= len(plain))
-        lengths = plain[np.where(outside, 0, flat)]
-        unusable = np.concatenate(([0], np.cumsum(outside | (lengths < 0))))[bounds].tolist()  # per row: a step
+        if flat.size and 0 <= flat.min() and flat.max() < len(plain):  # two reductions instead of a mask
+            lengths = plain[flat]
+            broken = lengths < 0
+        else:
+            outside = (flat < 0) | (flat >= len(plain))
+            lengths = plain[np.where(outside, 0, flat)]
+            broken = outside | (lengths < 0)
+        unusable = np.concatenate(([0], np.cumsum(broken)))[bounds].tolist()  # per row: a step where a row is broken
         lengths = np.maximum(lengths, 0)
         running = np.cumsum(lengths)
         chars = np.concatenate(([0], running))[bounds].tolist()  # text offset of each row's start

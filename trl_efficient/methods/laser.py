@@ -545,19 +545,26 @@ class _LaserDReward(GroupLengthReward):
         self.alpha = alpha
         self.correct_reward, self.wrong_reward, self.format_reward = correct_reward, wrong_reward, format_reward
 
-    def _row_extra(self, completion, ids, kwargs, i):
-        text = completion_text(completion)
-        formatted = laser_formatted(text)
-        targets = {}
-        for bucket, column in zip(BUCKETS, TARGET_COLUMNS, strict=True):
-            values = kwargs.get(column)
-            value = values[i] if values is not None else None
-            targets[bucket] = None if value is None or int(value) < 0 else int(value)
-        repetitive = None
-        if self.exploration and formatted:
-            tokens = list(ids) if ids is not None else text.split()
-            repetitive = is_repetitive(tokens)
-        return {"formatted": formatted, "targets": targets, "repetitive": repetitive}
+    def _row_extras(self, completions, completion_ids, kwargs, rows):
+        """Per row: LASER's format flag, the row's bucket targets and (LASER-DE) the repetition flag. The flag is
+        computed only where `_score_batch` can read it, a formatted wrong answer longer than the smallest of its
+        targets (the bonus needs `length > limit`, and `limit` is one of the targets, or without one the batch's
+        largest length, which no row exceeds); elsewhere it is `None`. Reading every token, it is the costly part."""
+        columns = [kwargs.get(column) for column in TARGET_COLUMNS]
+        extras = []
+        for i, (completion, ids, (correct, length)) in enumerate(zip(completions, completion_ids, rows, strict=True)):
+            text = completion_text(completion)
+            formatted = laser_formatted(text)
+            targets = {}
+            for bucket, values in zip(BUCKETS, columns, strict=True):
+                value = values[i] if values is not None else None
+                targets[bucket] = None if value is None or int(value) < 0 else int(value)
+            known = [t for t in targets.values() if t is not None]
+            repetitive = None
+            if self.exploration and formatted and correct is not None and not correct and known and length > min(known):
+                repetitive = is_repetitive(list(ids) if ids is not None else text.split())
+            extras.append({"formatted": formatted, "targets": targets, "repetitive": repetitive})
+        return extras
 
     def _score_batch(self, rows, extras, group_size):
         fallback = max((length for _, length in rows), default=0)  # released: the batch's largest length

@@ -133,9 +133,10 @@ class GroupLengthReward:
         repetition flag); `None` by default. `i` is the row's index in this process's call."""
         return None
 
-    def _row_extras(self, completions: list, completion_ids: list, kwargs: dict) -> list:
+    def _row_extras(self, completions: list, completion_ids: list, kwargs: dict, rows: list) -> list:
         """`_row_extra` of every row of this process's call; a subclass may compute them for the whole call at once
-        (vectorised), with the same values."""
+        (vectorised), with the same values, or skip work that no score can use (`rows` are the call's own
+        `(correct, length)` rows, before the gather)."""
         return [self._row_extra(c, ids, kwargs, i) for i, (c, ids) in enumerate(zip(completions, completion_ids))]
 
     def _score_batch(self, rows: list[tuple[bool | None, int]], extras: list, group_size: int) -> list[float | None]:
@@ -161,7 +162,7 @@ class GroupLengthReward:
             (is_correct(completion, gold), self.meter(completion_text(completion), ids))
             for completion, gold, ids in zip(completions, solution, completion_ids, strict=True)
         ]
-        local = list(zip(local, self._row_extras(completions, completion_ids, kwargs), strict=True))
+        local = list(zip(local, self._row_extras(completions, completion_ids, kwargs, local), strict=True))
         gathered, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
         rows = [row for row, _ in gathered]
         extras = [extra for _, extra in gathered]

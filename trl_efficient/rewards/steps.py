@@ -232,11 +232,11 @@ class _SegmentedReward(GroupLengthReward):
         segments = segment_reasoning(completion, self.segmenter, self.keywords)
         return [count_segment_length(s, self.segment_unit, self.tokenizer) for s in segments]
 
-    def _row_extras(self, completions, completion_ids, kwargs):
+    def _row_extras(self, completions, completion_ids, kwargs, rows):
         """`_row_extra` of every row, the token counts of the whole call at once where the completion's text is its
         ids' text (`LengthMeter.overlapping_tokens`: the same counts, vectorised); other rows one by one."""
         if self.segment_unit != "tokens" or any(ids is None for ids in completion_ids):
-            return super()._row_extras(completions, completion_ids, kwargs)
+            return super()._row_extras(completions, completion_ids, kwargs, rows)
         texts = [completion_text(c) for c in completions]
         spans = [segment_spans(text, self.segmenter, self.keywords) for text in texts]
         counts = self.meter.overlapping_tokens(completion_ids, texts, spans)
