@@ -105,7 +105,7 @@ def validate_length_options(unit: str, scope: str) -> None:
         raise ValueError(f"length_scope must be one of {LENGTH_SCOPES}, got {scope!r}.")
 
 
-def flat_ids(ids_list: list[list[int]]):
+def flat_ids(ids_list: list[list[int]]) -> Any:
     """All rows' ids in one int64 array: each Python list copied by `array.fromlist` (a C loop), about 20% faster
     than `numpy.fromiter` over the chained lists; this copy is most of the per-token cost of counting on the ids
     TRL passes as lists."""
