@@ -283,8 +283,9 @@ def _runs(folder):
             for d, _, files in os.walk(os.path.join(folder, "runs")) for f in files if f.endswith(".json")}  # fmt: skip
 
 
-def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path):
-    from trl_efficient.testbed.runner import ROW_METRICS, TestbedSettings, compare
+def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, monkeypatch):
+    from trl_efficient.testbed import runner
+    from trl_efficient.testbed.runner import ROW_METRICS, TestbedSettings, compare, undecided
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
@@ -325,3 +326,18 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path):
     # 2 worker processes give the numbers of 1
     two = compare(["grpo", "kimi"], settings, str(tmp_path / "two"), workers=2, show_progress=False)
     assert strip(two["rows"]) == strip(out["rows"])
+    # the second look: an undecided check and grpo (its reference) train seeds up to max_seeds, the rest keep theirs;
+    # the earlier seeds' files are reused (max_seeds is not in a run's hash). Kimi's check is decided here (not
+    # held after one step), so the test marks it undecided; `undecided` itself is checked by its doctest
+    assert undecided(out["rows"]) == [] and rows["kimi"]["method_check"]["held"] is not None
+    monkeypatch.setattr(runner, "undecided", lambda rows: ["kimi", "grpo"])
+    before = _runs(str(tmp_path / "two"))
+    looked = compare(["grpo", "kimi"], dataclasses.replace(settings, max_seeds=3), str(tmp_path / "two"),
+                     show_progress=False)  # fmt: skip
+    after = _runs(str(tmp_path / "two"))
+    assert len(after) == len(before) + 2 and all(after[p] == t for p, t in before.items())
+    rows = {r["recipe"]: r for r in looked["rows"]}
+    assert rows["kimi"]["seeds"] == rows["grpo"]["seeds"] == [0, 1, 2] and rows["base"]["seeds"] == []
+    assert "| kimi | 4 | 3 |" in open(looked["files"]["markdown"]).read()
+    with pytest.raises(ValueError, match="max_seeds"):
+        dataclasses.replace(settings, max_seeds=1).training_seeds()

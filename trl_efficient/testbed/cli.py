@@ -2,8 +2,8 @@
 
     trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
-    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--workers 2]
-                                  [--output-dir DIR] [--set key=value ...] [--overwrite]
+    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--max-seeds 6]
+                                  [--workers 2] [--output-dir DIR] [--set key=value ...] [--overwrite]
     trl-efficient testbed sweep --recipe laser --set reward.laser.target_length=24,48,96 [--set key2=...]
                                 [--setting key=value ...] [--max-steps 40] [--seeds 3] [--workers 2]
                                 [--output-dir DIR] [--overwrite]
@@ -19,7 +19,10 @@ floor, excess over floor, redundant share, truncation, each with its 95% interva
 differences from grpo, each recipe's method check, tokens by difficulty, the scaling rules), `pareto.png`,
 `per_difficulty.png` and `checks.png`. Runs are resumable (each (recipe, seed) run is a result file named by its config
 hash under `<output-dir>/runs/`) and run on `--workers` processes with a progress bar. A recipe that fails is a row with
-its error; the others still run, and the command exits with status 1 at the end when any recipe failed.
+its error; the others still run, and the command exits with status 1 at the end when any recipe failed. With
+`--max-seeds N`, a second look: every recipe whose method check is still inconclusive, and grpo (their reference),
+trains seeds up to N, and the table is rendered again (each recipe on its own seeds, paired with grpo on the common
+ones).
 
 `sweep` trains one recipe at every point of a grid over `--set` (an `EfficientGRPOConfig` field, `field.entry` of a
 dict field, or `reward.<builder>.<kwarg>`; values `x<m>` = m times the value at testbed scale) and writes
@@ -55,7 +58,8 @@ def _parse_sets(items: list[str]) -> dict:
 
 def _settings(args, items: list[str]):
     """`TestbedSettings` from `--base-model`, `--set`/`--setting` items (a `TestbedSettings` field, else an
-    `EfficientGRPOConfig` field for every recipe: `extra`) and `--max-steps`, `--num-eval`, `--seed`, `--seeds`."""
+    `EfficientGRPOConfig` field for every recipe: `extra`) and `--max-steps`, `--num-eval`, `--seed`, `--seeds`,
+    `--max-seeds`."""
     import dataclasses
 
     from .runner import TestbedSettings
@@ -67,7 +71,7 @@ def _settings(args, items: list[str]):
             setattr(settings, key, value)
         else:
             settings.extra[key] = value
-    for key in ("max_steps", "num_eval", "seed", "seeds"):
+    for key in ("max_steps", "num_eval", "seed", "seeds", "max_seeds"):
         if getattr(args, key, None) is not None:
             setattr(settings, key, getattr(args, key))
     return settings
@@ -134,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument("--num-eval", type=int, default=None)
     p_cmp.add_argument("--seed", type=int, default=None, help="data, evaluation and bootstrap seed (default 0)")
     p_cmp.add_argument("--seeds", type=int, default=None, help="training seeds per recipe (default 3)")
+    p_cmp.add_argument(
+        "--max-seeds",
+        type=int,
+        default=None,
+        help="a second look: every recipe whose method check is inconclusive after --seeds seeds, and grpo, trains "
+        "seeds up to this many (default: none added; perf/testbed/compare.py uses 6)",
+    )
     p_cmp.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
     p_cmp.add_argument(
         "--set",

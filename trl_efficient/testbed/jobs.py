@@ -2,13 +2,13 @@
 Runs of the testbed protocol: one job = one model trained with one seed (or the base model) and evaluated, its
 per-completion records written to a result file named by the hash of everything that determines it.
 
-- `Job` / `plan_job`: a (recipe, training seed) run, or the base model's evaluation (`seed=None`), with its key:
-  the protocol version, the recipe, the training seed, the settings (all but `seeds`, the number of seeds: adding seeds
-  reuses the finished ones; for the base model only `EVAL_SETTINGS`), the recipe's testbed scale, its effective reward
-  specs (after the scale and any sweep override), its config overrides, the base model's directory (which names its
-  config hash) and the check prompts evaluated. `hash` = the first 16 hex digits of SHA-256 of the key as sorted JSON;
-  the result file is `<output_dir>/runs/<recipe>/seed<s>-<hash>.json` (`runs/base/<hash>.json`), so a sweep point equal
-  to the recipe as `compare` trains it is the same file, and a changed config is a new file.
+- `Job` / `plan_job`: a (recipe, training seed) run, or the base model's evaluation (`seed=None`), with its key: the
+  protocol version, the recipe, the training seed, the settings (all but `seeds` and `max_seeds`, the number of seeds:
+  adding seeds reuses the finished ones; for the base model only `EVAL_SETTINGS`), the recipe's testbed scale, its
+  effective reward specs (after the scale and any sweep override), its config overrides, the base model's directory
+  (which names its config hash) and the check prompts evaluated. `hash` = the first 16 hex digits of SHA-256 of the key
+  as sorted JSON; the result file is `<output_dir>/runs/<recipe>/seed<s>-<hash>.json` (`runs/base/<hash>.json`), so a
+  sweep point equal to the recipe as `compare` trains it is the same file, and a changed config is a new file.
 - `run_job`: train (`runner.train_recipe` with the training seed: it seeds the training tasks, the GRPO sampling and
   the data order), then evaluate with the evaluation seed `settings.seed` (the same tasks and the same sampling
   streams for every model: `sampling.sample_seed`), write the file atomically. A job that raises writes nothing and
@@ -119,6 +119,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: s
 
     settings_d = settings.to_dict()
     settings_d.pop("seeds", None)
+    settings_d.pop("max_seeds", None)
     if name == BASE:
         settings_d = {k: settings_d[k] for k in EVAL_SETTINGS}
     key = {"protocol": PROTOCOL, "recipe": name, "train_seed": seed, "settings": settings_d,

@@ -18,6 +18,7 @@ that raises is recorded as a failed row with its error; the others still run and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -494,6 +495,22 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
     return rows
 
 
+def undecided(rows: list[dict]) -> list[str]:
+    """The recipes whose method check is inconclusive (not the baselines, not failed rows), and `grpo`, the
+    reference of their comparisons, when it is a row and any is: those that train more seeds in `compare`'s second
+    look (`TestbedSettings.max_seeds`).
+
+    >>> undecided([{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
+    ...            {"recipe": "kimi", "method_check": {"claim": "shorter", "held": True}},
+    ...            {"recipe": "gfpo", "method_check": {"claim": "shorter", "held": None}}])
+    ['gfpo', 'grpo']
+    """
+    names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
+    open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
+             and not _is_baseline(r["method_check"]) and r["method_check"].get("held") is None]  # fmt: skip
+    return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else [])
+
+
 def _reference(rows: list[dict]) -> tuple[dict | None, str]:
     for name in ("grpo", "base"):
         ref = next((r for r in rows if r["recipe"] == name and r.get("status", "ok") == "ok"), None)
@@ -513,6 +530,14 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     outcomes = run_jobs([j for js in plan.values() for j in js], workers, show_progress, "testbed compare")
     panels, infos, errors = load_panels(plan, outcomes)
     rows = panel_rows(panels, infos, errors, names, settings)
+    more = undecided(rows) if settings.max_seeds > settings.seeds else []
+    if more:  # the second look: the undecided checks and their reference train seeds up to max_seeds
+        logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - ("grpo" in more),
+                    ", ".join(more), settings.max_seeds)  # fmt: skip
+        plan.update(plan_runs(more, dataclasses.replace(settings, seeds=settings.max_seeds), output_dir, keep_models))
+        outcomes.update(run_jobs([j for n in more for j in plan[n]], workers, show_progress, "testbed seeds"))
+        panels, infos, errors = load_panels(plan, outcomes)
+        rows = panel_rows(panels, infos, errors, names, settings)
     scales = {n: recipe_scale(n, settings.max_completion_length, settings.max_steps).to_dict() for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}

@@ -63,6 +63,7 @@ class TestbedSettings:
     beta: float = 0.0
     seed: int = 0
     seeds: int = 3  # training seeds per recipe: seed, seed + 1, ..., seed + seeds - 1
+    max_seeds: int = 0  # compare: an undecided check trains seeds up to max_seeds (0: no added seeds; runner.py)
     min_ops: int = 1
     max_ops: int = 8
     check_eval: int = 256  # the first check_eval eval tasks (one sample each) per condition of a method check
@@ -80,6 +81,8 @@ class TestbedSettings:
         """
         if self.seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {self.seeds}.")
+        if self.max_seeds and self.max_seeds < self.seeds:
+            raise ValueError(f"max_seeds must be 0 (none added) or >= seeds = {self.seeds}, got {self.max_seeds}.")
         return [self.seed + i for i in range(self.seeds)]
 
 
