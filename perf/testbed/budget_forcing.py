@@ -26,10 +26,13 @@ import argparse
 import dataclasses
 import json
 import os
+import platform
 import sys
 import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # the testbed never touches the network
+if platform.machine() in ("x86_64", "AMD64"):  # the CPU kernels of the committed runs (docs/testbed.md, "One base")
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))

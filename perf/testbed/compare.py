@@ -20,9 +20,12 @@ perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base a
 """
 
 import os
+import platform
 import sys
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # the testbed never touches the network
+if platform.machine() in ("x86_64", "AMD64"):  # the CPU kernels of the committed runs (docs/testbed.md, "One base")
+    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 DEFAULT_RECIPES = ["all"]

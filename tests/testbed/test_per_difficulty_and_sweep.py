@@ -174,6 +174,7 @@ TINY = ["--base-model", "testbed:small", "--setting", "max_steps=1", "--setting"
 
 
 def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
+    from trl_efficient.testbed.base import base_model_id
     from trl_efficient.testbed.cli import main
     from trl_efficient.testbed.jobs import plan_job
     from trl_efficient.testbed.runner import TestbedSettings
@@ -198,8 +199,8 @@ def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
     md = (out / "sweep_laser.md").read_text()
     assert "| target_length=6 |" in md and "| base |" in md
     # the x1 point is laser as compare trains it: the same run file (job hash) as compare's laser seed 0
-    base_dir = os.path.basename(small_base)
-    same = plan_job("laser", 0, settings, str(out), base_dir)
+    base_id = base_model_id(small_base)
+    same = plan_job("laser", 0, settings, str(out), base_id)
     assert os.path.isfile(same.path)
     runs = sorted((out / "runs" / "laser").glob("*.json"))
     assert len(runs) == 2 and not any(f.suffix == ".safetensors" for f in (out / "runs" / "laser").rglob("*"))

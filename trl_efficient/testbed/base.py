@@ -52,7 +52,15 @@ from .world import THINK_CLOSE, THINK_OPEN, WORLD_V2, TraceStyle, make_tasks, ma
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BASE_MODEL_SIZES", "BaseModelConfig", "cache_root", "resolve_base_model", "train_base_model"]
+__all__ = [
+    "BASE_MODEL_SIZES",
+    "BaseModelConfig",
+    "base_model_id",
+    "cache_root",
+    "pinned_model_dir",
+    "resolve_base_model",
+    "train_base_model",
+]
 
 FORMAT_VERSION = 4  # bump when the world or the trace format changes: old cached models are then not reused
 MARKER = "trl_efficient_testbed.json"
@@ -367,7 +375,8 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
     torch.set_num_threads(threads_before)
     model.eval()
     info = {"config": config.to_dict(), "format_version": FORMAT_VERSION, "final_loss": running,
-            "train_seconds": round(time.time() - t0, 1)}  # fmt: skip
+            "train_seconds": round(time.time() - t0, 1), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch": torch.__version__}  # fmt: skip
     output_dir = save_pretrained_atomic(output_dir, model, tokenizer, MARKER, info, replace=True)
     logger.info("testbed base model saved to %s (loss %.4f, %.0f s)", output_dir, running, time.time() - t0)
     return output_dir
@@ -377,8 +386,49 @@ def _is_trained(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.json"))
 
 
+def pinned_model_dir(size: str) -> str | None:
+    """The weights of `testbed:<size>` shipped with the package (`trl_efficient/testbed/pinned/<size>/`), when there
+    are some and they were trained from the size's current config (`BaseModelConfig.to_dict`, `FORMAT_VERSION`);
+    else `None` (a changed config trains a new model).
+
+    Why pinned: training the base is deterministic on one machine but not across CPUs. Torch's kernels take other
+    paths (vector widths, summation order) on other instruction sets, and 3,000 steps turn a last-bit difference into
+    another model. With the same code and torch 2.13.0 on an AVX-512 machine (2026-12-02), `testbed:v2` trained with
+    the native kernels answered 0.520 of the world report's 512 tasks (the committed base: 0.807) and lost the world's
+    trade-off (own thinking over the minimal trace on hard tasks +0.05 instead of +0.32); trained under
+    `ATEN_CPU_CAPABILITY=avx2` it reproduced the committed world report digit for digit: that is the model shipped
+    (docs/testbed.md, "One base model on every machine"). A comparison's numbers mean something only from one base.
+    """
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinned", size)
+    if size not in BASE_MODEL_SIZES or not _is_trained(path):
+        return None
+    with open(os.path.join(path, MARKER)) as f:
+        info = json.load(f)
+    config = json.loads(json.dumps(BASE_MODEL_SIZES[size].to_dict()))  # as the marker holds it (tuples -> lists)
+    if info.get("format_version") != FORMAT_VERSION or info.get("config") != config:
+        return None
+    return path
+
+
+def base_model_id(path: str) -> str:
+    """`<directory name>@<first 16 hex digits of the SHA-256 of its model.safetensors>`: names the base model's
+    config (the directory) and its weights, so results from another base (another machine's training) never mix.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "v2-abc"; d.mkdir(); _ = (d / "model.safetensors").write_bytes(b"w")
+    >>> base_model_id(str(d))
+    'v2-abc@50e721e49c013f00'
+    """
+    digest = hashlib.sha256()
+    with open(os.path.join(path, "model.safetensors"), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return f"{os.path.basename(os.path.normpath(path))}@{digest.hexdigest()[:16]}"
+
+
 def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
-    """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats` or `small`), trained on first use.
+    """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats`, `v2` or `small`), trained on first
+    use, or copied from the package's pinned weights where it ships them (`pinned_model_dir`: `testbed:v2`).
 
     >>> resolve_base_model("testbed:huge")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -393,6 +443,29 @@ def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None)
     config = BASE_MODEL_SIZES[size]
     path = os.path.join(cache_dir or cache_root(), f"{size}-{config.key()}")
     if not _is_trained(path):
-        logger.info("Training the testbed base model %r into %s (once; cached afterwards)", name, path)
-        train_base_model(path, config)
+        pinned = pinned_model_dir(size)
+        if pinned is not None:
+            logger.info("Using the pinned weights of %r shipped with trl-efficient (%s)", name, path)
+            _copy_atomic(pinned, path)
+        else:
+            logger.info("Training the testbed base model %r into %s (once; cached afterwards)", name, path)
+            train_base_model(path, config)
     return path
+
+
+def _copy_atomic(source: str, path: str) -> None:
+    """Copy the directory `source` to `path` through a temporary sibling renamed into place (a concurrent reader sees
+    all of it or none)."""
+    import shutil
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".pinned-")
+    try:
+        for name in os.listdir(source):
+            shutil.copyfile(os.path.join(source, name), os.path.join(tmp, name))
+        if os.path.isdir(path):  # an untrained leftover (no marker)
+            shutil.rmtree(path)
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

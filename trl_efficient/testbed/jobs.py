@@ -8,7 +8,9 @@ per-completion records written to a result file named by the hash of everything 
   effective reward specs (after the scale and any sweep override), its config overrides, the base model's directory
   (which names its config hash) and the check prompts evaluated. `hash` = the first 16 hex digits of SHA-256 of the key
   as sorted JSON; the result file is `<output_dir>/runs/<recipe>/seed<s>-<hash>.json` (`runs/base/<hash>.json`), so a
-  sweep point equal to the recipe as `compare` trains it is the same file, and a changed config is a new file.
+  sweep point equal to the recipe as `compare` trains it is the same file, and a changed config is a new file. The file
+  also names the base model by its weights (`base_model_id`, `base.base_model_id`) and the CPU kernels it ran on
+  (`cpu_capability`); a file from another base's weights does not count as finished.
 - `run_job`: train (`runner.train_recipe` with the training seed: it seeds the training tasks, the GRPO sampling and
   the data order), then evaluate with the evaluation seed `settings.seed` (the same tasks and the same sampling
   streams for every model: `sampling.sample_seed`), write the file atomically. A job that raises writes nothing and
@@ -47,7 +49,8 @@ EVAL_SETTINGS = ("base_model", "num_eval", "eval_samples", "max_completion_lengt
 @dataclass
 class Job:
     """One run: `name` (a recipe or `"base"`), its training `seed` (`None` for the base model), the settings as a
-    dict, sweep `overrides` / `reward_overrides`, the result file `path` and the key's `hash`."""
+    dict, sweep `overrides` / `reward_overrides`, the result file `path`, the key's `hash` and `base_id`, the base
+    model it starts from (`base.base_model_id`: its directory and the hash of its weights)."""
 
     name: str
     seed: int | None
@@ -58,20 +61,24 @@ class Job:
     overrides: dict = field(default_factory=dict)
     reward_overrides: dict = field(default_factory=dict)
     keep_models: bool = False
+    base_id: str = ""
 
     @property
     def label(self) -> str:
         return self.name if self.seed is None else f"{self.name} seed {self.seed}"
 
     def finished(self) -> bool:
-        """Whether the result file exists with this job's hash (a partial write never has the name)."""
+        """Whether the result file exists with this job's hash (a partial write never has the name) and was computed
+        from this job's base model, weights included (`base_model_id` in the file; a file from another base, e.g. one
+        trained again on another CPU, is recomputed)."""
         if not os.path.isfile(self.path):
             return False
         try:
             with open(self.path) as f:
-                return json.load(f).get("hash") == self.hash
+                result = json.load(f)
         except (OSError, json.JSONDecodeError):
             return False
+        return result.get("hash") == self.hash and (not self.base_id or result.get("base_model_id") == self.base_id)
 
 
 def config_hash(key: dict) -> str:
@@ -108,7 +115,7 @@ def job_modes(name: str, settings) -> list:
     return list(out.values())
 
 
-def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: str, overrides: dict | None = None,
+def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: str, overrides: dict | None = None,
              reward_overrides: dict | None = None, keep_models: bool = False) -> Job:  # fmt: skip
     """The job of `name` at training seed `seed` (module docstring: its key and result file). `overrides` are
     `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
@@ -123,7 +130,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: s
     if name == BASE:
         settings_d = {k: settings_d[k] for k in EVAL_SETTINGS}
     key = {"protocol": PROTOCOL, "recipe": name, "train_seed": seed, "settings": settings_d,
-           "base_model_dir": base_dir, "check_modes": mode_names(name, settings)}  # fmt: skip
+           "base_model_dir": base_id.split("@")[0], "check_modes": mode_names(name, settings)}  # fmt: skip
     if name != BASE:
         scale = recipe_scale(name, settings.max_completion_length, settings.max_steps)
         recipe = scaled_recipe(get_recipe(name), scale).with_reward_kwargs(reward_overrides, "sweep point")
@@ -135,7 +142,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_dir: s
     stem = digest if seed is None else f"seed{seed}-{digest}"
     path = os.path.join(output_dir, "runs", name, stem + ".json")
     return Job(name, seed, settings.to_dict(), key, digest, path, dict(overrides or {}), dict(reward_overrides or {}),
-               keep_models)  # fmt: skip
+               keep_models, base_id)  # fmt: skip
 
 
 def load_result(job: Job) -> dict:
@@ -170,7 +177,7 @@ def _run(job: Job, settings) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .base import resolve_base_model
+    from .base import base_model_id, resolve_base_model
     from .data import load_testbed_dataset
     from .scaling import recipe_scale
     from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
@@ -197,7 +204,9 @@ def _run(job: Job, settings) -> dict:
         modes = job_modes(job.name, settings)
         mode_records = evaluate_modes(model, tokenizer, check_ds, modes, **sampling) if modes else {}
     records = summary.pop("records")
-    return {"hash": job.hash, "key": job.key, "recipe": job.name, "seed": job.seed, "num_generations": g,
+    return {"hash": job.hash, "key": job.key, "base_model_id": base_model_id(base_path),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "recipe": job.name, "seed": job.seed,
+            "num_generations": g,
             "train_seconds": seconds, "records": records, "modes": mode_records, "summary": summary,
             "log_history": info.get("log_history")}  # fmt: skip
 

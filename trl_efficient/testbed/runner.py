@@ -412,14 +412,14 @@ def plan_runs(names: list[str], settings: TestbedSettings, output_dir: str, keep
     """`{name: [jobs.Job, ...]}`: the base model's one evaluation (`"base"`) and every recipe's training seeds. The
     base model is resolved (trained on first use) here, before any worker starts. `overwrite` deletes their result
     files first."""
-    from .base import resolve_base_model
+    from .base import base_model_id, resolve_base_model
     from .jobs import BASE, plan_job
 
-    base_dir = os.path.basename(os.path.normpath(resolve_base_model(settings.base_model)))
+    base_id = base_model_id(resolve_base_model(settings.base_model))
     plan = {}
     for name in names:
         seeds = [None] if name == BASE else settings.training_seeds()
-        plan[name] = [plan_job(name, s, settings, output_dir, base_dir, keep_models=keep_models) for s in seeds]
+        plan[name] = [plan_job(name, s, settings, output_dir, base_id, keep_models=keep_models) for s in seeds]
     if overwrite:
         for job in (j for js in plan.values() for j in js):
             if os.path.isfile(job.path):

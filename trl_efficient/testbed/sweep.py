@@ -224,7 +224,7 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     processes. A point's row has 95% intervals and its paired differences from grpo (`runner.panel_row`); a point
     whose run raises is a failed row, the others still run. Returns the sweep (what the JSON holds) plus `"files"`."""
     from ..recipes import get_recipe
-    from .base import resolve_base_model
+    from .base import base_model_id, resolve_base_model
     from .jobs import plan_job, run_jobs
     from .plots import frontier_plot
     from .runner import load_panels, panel_row, panel_rows, plan_runs
@@ -239,12 +239,12 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     os.makedirs(output_dir, exist_ok=True)
     with torch_threads(), hub_offline():
         ref_plan = plan_runs(list(references), settings, output_dir, keep_models, overwrite)
-        base_dir = os.path.basename(os.path.normpath(resolve_base_model(settings.base_model)))
+        base_id = base_model_id(resolve_base_model(settings.base_model))
         point_plan = {}
         for config_overrides, reward_overrides, resolved, _ in points:
             changed = changed_overrides(recipe, config_overrides, settings, scale)
             point_plan[point_label(resolved)] = [
-                plan_job(recipe, s, settings, output_dir, base_dir, changed, reward_overrides, keep_models)
+                plan_job(recipe, s, settings, output_dir, base_id, changed, reward_overrides, keep_models)
                 for s in settings.training_seeds()
             ]  # fmt: skip
         if overwrite:
