@@ -243,6 +243,21 @@ def save_tiny_model(output_dir: str, **kwargs) -> str:
     return output_dir
 
 
+def _save_quietly(model, directory: str) -> None:
+    """`model.save_pretrained(directory)` without transformers' "Writing model shards" bar (transformers >= 5.2x
+    draws one even for a single shard): a tiny model built on first use inside a CLI command must not print to
+    stderr, where a bad-input error is the one line a user reads. The bar setting is restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(directory)
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def save_pretrained_atomic(
     output_dir, model, tokenizer, marker_file: str, marker: dict, is_complete=None, replace: bool = False
 ) -> str:
@@ -258,7 +273,7 @@ def save_pretrained_atomic(
     os.makedirs(parent, exist_ok=True)
     tmp_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.tmp-")
     try:
-        model.save_pretrained(tmp_dir)
+        _save_quietly(model, tmp_dir)
         tokenizer.save_pretrained(tmp_dir)
         with open(os.path.join(tmp_dir, marker_file), "w") as f:
             json.dump(marker, f, indent=1, sort_keys=True)
