@@ -183,3 +183,19 @@ class TestSaveAndResolve:
     def test_resolve_bad_tiny_name(self, name, tmp_path):
         with pytest.raises(ValueError, match="tiny:<arch>"):
             resolve_tiny_model(name, cache_dir=str(tmp_path))
+
+
+def test_saving_a_model_prints_no_progress_bar_and_keeps_the_setting(tok, tmp_path, capfd):
+    # A tiny model built on first use inside a CLI command must leave stderr to the command's own one-line error
+    # (transformers 5.24 draws a "Writing model shards" bar in save_pretrained, even for one shard).
+    from transformers.utils import logging as hf_logging
+
+    from trl_efficient.testing.tiny import save_pretrained_atomic
+
+    assert hf_logging.is_progress_bar_enabled()
+    model = build_tiny_model(tok, hidden_size=16, num_layers=1, num_heads=2, num_kv_heads=1)
+    capfd.readouterr()
+    save_pretrained_atomic(str(tmp_path / "m"), model, tok, "marker.json", {"ok": True})
+    err = capfd.readouterr().err
+    assert "Writing model shards" not in err and "%|" not in err
+    assert os.path.isfile(tmp_path / "m" / "model.safetensors") and hf_logging.is_progress_bar_enabled()

@@ -244,9 +244,9 @@ def save_tiny_model(output_dir: str, **kwargs) -> str:
 
 
 def _save_quietly(model, directory: str) -> None:
-    """`model.save_pretrained(directory)` without transformers' "Writing model shards" bar (transformers >= 5.2x
-    draws one even for a single shard): a tiny model built on first use inside a CLI command must not print to
-    stderr, where a bad-input error is the one line a user reads. The bar setting is restored afterwards."""
+    """`model.save_pretrained(directory)` without transformers' "Writing model shards" bar (transformers 5.24 draws
+    one even for a single shard): a tiny model built on first use inside a CLI command must not print to stderr,
+    where a bad-input error is the one line a user reads. The bar setting is restored afterwards."""
     from transformers.utils import logging as hf_logging
 
     enabled = hf_logging.is_progress_bar_enabled()
