@@ -59,6 +59,9 @@ def test_verdicts_by_hand():
     assert decide((-2.0, -3.5, -0.5), margin=1.0) is False  # excludes the claimed side
     assert decide((0.1, -0.4, 0.6), margin=1.0) is False  # inside [-1, 1]: decisively no effect
     assert decide((0.5, -0.4, 1.6), margin=1.0) is None  # could be 0, could be more than the margin
+    # one-sided: an interval reaching further the other way is more evidence against the claim, not less
+    assert decide((-0.008, -0.028, 0.011), margin=0.02) is False  # LSPO's accuracy gain on six seeds
+    assert decide((-1.0, -3.0, 0.99), margin=1.0) is False and decide((-1.0, -3.0, 1.0), margin=1.0) is None
     assert decide((0.5, None, None)) is None
     assert constraint((-0.01, -0.03, 0.01), 0.04) is True and constraint((-0.1, -0.12, -0.08), 0.04) is False
     assert constraint((-0.04, -0.07, -0.01), 0.04) is None

@@ -5,9 +5,9 @@ Every check is a claimed **paired difference** with a 95% bootstrap interval (`t
 tasks and sampling streams for every model, cells paired by task and training seed, tasks and seeds resampled
 jointly, 2,000 seeded resamples) and a three-way verdict (`stats.decide`): **held** when the interval excludes 0 on
 the claimed side (and the accuracy side condition holds within its interval: `stats.constraint`), **not held** when
-it excludes the claimed side, or lies inside the equivalence margin (decisively no effect: `TOKEN_MARGIN` x the mean
-floor in tokens, `FRACTION_MARGIN` for accuracy and other fractions, `PEARSON_MARGIN` for a correlation), or when
-the side condition fails beyond its interval, else **inconclusive**. A claim of several parts combines them
+its upper end is below the margin (it excludes every effect of the margin's size on the claimed side: `TOKEN_MARGIN`
+x the mean floor in tokens, `FRACTION_MARGIN` for accuracy and other fractions, `PEARSON_MARGIN` for a correlation),
+or when the side condition fails beyond its interval, else **inconclusive**. A claim of several parts combines them
 (`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference and its
 interval are printed; `differences` holds them as `[point, low, high]`.
 
@@ -79,9 +79,9 @@ __all__ = [
 ]
 
 ACCURACY_TOLERANCE = 0.04  # "at similar accuracy": the recipe may lose at most this much accuracy
-FRACTION_MARGIN = 0.02  # equivalence margin of a difference of accuracies or fractions ("decisively no effect")
-TOKEN_MARGIN = 0.02  # equivalence margin of a difference in tokens, as a fraction of the mean floor
-PEARSON_MARGIN = 0.02  # equivalence margin of a difference of correlations
+FRACTION_MARGIN = 0.02  # smallest claimed difference of accuracies or fractions that counts as an effect
+TOKEN_MARGIN = 0.02  # the same for a difference in tokens, as a fraction of the mean floor
+PEARSON_MARGIN = 0.02  # the same for a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
 CONDITIONED = (
     "hbpo",

@@ -334,7 +334,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             counts = {v: sum(1 for held in judged if held is v) for v in (True, None, False)}
             lines += ["", f"Verdicts: {counts[True]} held, {counts[None]} inconclusive, {counts[False]} not held "
                       "(held: the 95% interval of the claimed paired difference excludes 0 on the claimed side; not "
-                      "held: it excludes the claimed side or lies within the equivalence margin; "
+                      "held: it excludes every effect of the margin's size on the claimed side; "
                       "trl_efficient/testbed/checks.py)."]  # fmt: skip
     levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
     if levels:

@@ -23,9 +23,13 @@ subset, are left out).
 ($\hat\theta_A(w, v) - \hat\theta_B(w, v)$, the same task and seed drawn for both), so the task-to-task variation that
 both models share cancels out of the interval.
 
-**Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and equivalence margin $m$ is
-*held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < 0$ (it excludes the claimed
-side) or $-m \le l \le h \le m$ (decisively no effect), else *inconclusive*. A side condition ("at similar accuracy":
+**Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and margin $m$ (the smallest effect that counts) is
+*held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < m$ (it excludes every
+effect of the margin's size on the claimed side: no effect, or a negligible one, or one the other way), else
+*inconclusive*. The claim is one-sided, so only the claimed side's end decides "not held": an interval reaching
+further the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the claim, not less. (Until
+2026-12-02 "not held" also asked $l \ge -m$, the two-sided equivalence test, which left such intervals
+inconclusive.) A side condition ("at similar accuracy":
 $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else is unknown (`constraint`).
 
 >>> data = np.array([[1.0, 2.0, 3.0, 4.0]])
@@ -34,6 +38,8 @@ $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, 
 (2.5, True)
 >>> decide((0.5, 0.1, 0.9), margin=0.2), decide((-0.05, -0.1, 0.1), margin=0.2), decide((0.3, -0.1, 0.7), margin=0.2)
 (True, False, None)
+>>> decide((-0.05, -0.4, 0.1), margin=0.2)  # no effect of the margin's size on the claimed side
+False
 """
 
 from __future__ import annotations
@@ -149,14 +155,14 @@ def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.n
 
 def decide(estimate: Sequence[float | None], margin: float = 0.0) -> bool | None:
     """The verdict of a claimed difference `(point, low, high)` oriented so that the claim is "> 0": `True` (held:
-    low > 0), `False` (not held: high < 0, or the whole interval inside [-margin, margin]), `None` (inconclusive,
-    or no interval)."""
+    low > 0), `False` (not held: high < margin, so the interval excludes every effect of at least the margin on the
+    claimed side; with margin 0, high < 0), `None` (inconclusive, or no interval)."""
     _, low, high = estimate
     if low is None or high is None:
         return None
     if low > 0:
         return True
-    if high < 0 or (-margin <= low and high <= margin):
+    if high < max(margin, 0.0):
         return False
     return None
 
