@@ -31,13 +31,20 @@ def test_bootstrap_interval_by_hand():
     x = np.array([[0.0, 1.0]])
     point, low, high = interval(Bootstrap(1, 2, 2000, seed=0), lambda w, v: wmean(x, w, v))
     assert (point, low, high) == (0.5, 0.0, 1.0)
-    # the same seed gives the same resamples; weights are multinomial counts summing to S and T
+    # the same seed gives the same resamples; weights are multinomial counts summing to T
     a, b = Bootstrap(3, 5, 100, seed=7), Bootstrap(3, 5, 100, seed=7)
-    assert np.array_equal(a.v, b.v) and set(a.w.sum(1)) == {3.0} and set(a.v.sum(1)) == {5.0}
-    # seeds are resampled too: two seeds whose cells differ by a constant give a non-zero interval even with one task
+    assert np.array_equal(a.v, b.v) and set(a.v.sum(1)) == {5.0}
+    # seeds: one task (no task variation), two seeds at 1 and 3: the Student-t interval with 1 degree of freedom,
+    # 2 +- 12.706 * sd / sqrt(2) with sd = sqrt(2): 2 +- 12.706 (a joint bootstrap said [1, 3])
     s = np.array([[1.0], [3.0]])
-    _, low, high = interval(Bootstrap(2, 1, 2000, seed=0), lambda w, v: wmean(s, w, v))
-    assert (low, high) == (1.0, 3.0)  # resampled seeds (1,1), (1,3)/(3,1), (3,3): means 1, 2, 3
+    point, low, high = interval(Bootstrap(2, 1, 2000, seed=0), lambda w, v: wmean(s, w, v))
+    assert point == 2.0 and low == pytest.approx(2 - 12.706, abs=1e-3) and high == pytest.approx(2 + 12.706, abs=1e-3)
+    # both: the half-widths add in quadrature, tasks (percentile distances) and seeds (t)
+    both = np.array([[0.0, 1.0], [2.0, 3.0]])  # per-seed means 0.5 and 2.5; the pooled task resamples span [1, 2]
+    point, low, high = interval(Bootstrap(2, 2, 4000, seed=0), lambda w, v: wmean(both, w, v))
+    seeds_half = 12.706 * np.sqrt(2.0) / np.sqrt(2)
+    assert point == 1.5 and high - point == pytest.approx(np.hypot(0.5, seeds_half), abs=1e-3)
+    assert point - low == pytest.approx(np.hypot(0.5, seeds_half), abs=1e-3)
 
 
 def test_ratio_mask_and_weighted_pearson():

@@ -1,15 +1,15 @@
 r"""
 Method checks: does each recipe do on the testbed what its paper says it does?
 
-Every check is a claimed **paired difference** with a 95% bootstrap interval (`testbed.stats`: the same evaluation
-tasks and sampling streams for every model, cells paired by task and training seed, tasks and seeds resampled
-jointly, 2,000 seeded resamples) and a three-way verdict (`stats.decide`): **held** when the interval excludes 0 on
-the claimed side (and the accuracy side condition holds within its interval: `stats.constraint`), **not held** when
-its upper end is below the margin (it excludes every effect of the margin's size on the claimed side: `TOKEN_MARGIN`
-x the mean floor in tokens, `FRACTION_MARGIN` for accuracy and other fractions, `PEARSON_MARGIN` for a correlation),
-or when the side condition fails beyond its interval, else **inconclusive**. A claim of several parts combines them
-(`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference and its
-interval are printed; `differences` holds them as `[point, low, high]`.
+Every check is a claimed **paired difference** with a 95% interval (`testbed.stats.interval`: the same evaluation tasks
+and sampling streams for every model, cells paired by task and training seed; 2,000 seeded resamples of the tasks
+combined with a Student-t interval over the training seeds) and a three-way verdict (`stats.decide`): **held** when the
+interval excludes 0 on the claimed side (and the accuracy side condition holds within its interval: `stats.constraint`),
+**not held** when its upper end is below the margin (it excludes every effect of the margin's size on the claimed side:
+`TOKEN_MARGIN` x the mean floor in tokens, `FRACTION_MARGIN` for accuracy and other fractions, `PEARSON_MARGIN` for a
+correlation), or when the side condition fails beyond its interval, else **inconclusive**. A claim of several parts
+combines them (`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference
+and its interval are printed; `differences` holds them as `[point, low, high]`.
 
 The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:v2`, like
 `testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method

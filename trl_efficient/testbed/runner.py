@@ -7,8 +7,8 @@ seeds from the same base model with the same data and number of GRPO steps (reci
 functions and weights, its trainer class and dataset preparation), evaluates the base model and every trained model
 on the same held-out tasks with the same sampling streams (paired: `sampling`), and writes `compare.json`,
 `compare.md`, `pareto.png`, `per_difficulty.png` and `checks.png`. Every number of a row is a mean with its 95%
-bootstrap interval over tasks and seeds (`stats`), every recipe-minus-reference difference is paired by task and
-seed. The runs are `jobs.Job`s: resumable, and run on several processes with `workers`.
+interval over tasks (bootstrap) and training seeds (Student t; `stats.interval`), every recipe-minus-reference
+difference is paired by task and seed. The runs are `jobs.Job`s: resumable, and run on several processes with `workers`.
 
 Testbed scale: completions are 20-190 tokens, so every recipe runs with its rule of `testbed.scaling` (lengths scaled
 to the cap, per-token coefficients by the inverse, its own G where the method defines it; printed with the table).
@@ -118,7 +118,7 @@ def _estimate(panel, boot, num: str, den: str | None, mask=None) -> tuple:
 
 
 def _difference(panel, reference, resamples: int, seed: int, num: str, den: str | None = None, mask=None) -> list:
-    """`[point, low, high]` of `panel - reference` (paired: `Panel.aligned`, one joint resample for both)."""
+    """`[point, low, high]` of `panel - reference` (paired: `Panel.aligned`, the same resamples and seeds for both)."""
     import numpy as np
 
     from .stats import Bootstrap, interval, wratio
@@ -134,12 +134,12 @@ def _difference(panel, reference, resamples: int, seed: int, num: str, den: str 
 def panel_row(name: str, panel, settings: TestbedSettings, reference=None, reference_name: str | None = None,
               train_seconds: float | None = None, num_generations: int | None = None,
               tight_cap: int | None = None) -> dict:  # fmt: skip
-    """One table row from a model's per-(seed, task) `stats.Panel`: every `ROW_METRICS` field is the point estimate
-    (the mean over seeds and tasks, a ratio of sums for the shares) and `ci[field]` its 95% bootstrap interval
-    (tasks and seeds resampled jointly, `settings.bootstrap` resamples seeded with `settings.seed`); per difficulty k
-    the same for `DIFFICULTY_METRICS` (`by_difficulty[k]`, with `accuracy_by_difficulty`, `floor_ratio_by_difficulty`
-    and `ci_by_difficulty`). With a `reference` panel, `vs_reference` holds the paired differences (this - the
-    reference: per task and seed) of mean tokens and accuracy, overall and per k, as `[point, low, high]`."""
+    """One table row from a model's per-(seed, task) `stats.Panel`: every `ROW_METRICS` field is the point estimate (the
+    mean over seeds and tasks, a ratio of sums for the shares) and `ci[field]` its 95% interval (`stats.interval`:
+    `settings.bootstrap` task resamples seeded with `settings.seed`, Student t over the seeds); per difficulty k the
+    same for `DIFFICULTY_METRICS` (`by_difficulty[k]`, with `accuracy_by_difficulty`, `floor_ratio_by_difficulty` and
+    `ci_by_difficulty`). With a `reference` panel, `vs_reference` holds the paired differences (this - the reference:
+    per task and seed) of mean tokens and accuracy, overall and per k, as `[point, low, high]`."""
     from .stats import Bootstrap
 
     boot = Bootstrap(len(panel.seeds), panel.num_tasks, settings.bootstrap, settings.seed)
@@ -392,7 +392,7 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     `pareto.png`, `per_difficulty.png` and `checks.png` under `output_dir`. Every (recipe, seed) run and the base
     model's evaluation is a `jobs.Job` with its result file under `<output_dir>/runs/` named by the hash of its
     config: a rerun skips the finished ones (`overwrite` recomputes), `workers` > 1 runs them on that many spawned
-    processes. Rows carry means and 95% bootstrap intervals (`panel_row`), checks paired differences
+    processes. Rows carry means and 95% intervals (`panel_row`), checks paired differences
     (`checks.method_check`). A recipe whose run raises becomes a `failed_row`; the others still run.
     Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe

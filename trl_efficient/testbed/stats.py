@@ -1,6 +1,6 @@
 r"""
-The testbed's statistics: per-(seed, task) panels, a joint bootstrap over tasks and seeds, paired differences,
-three-way verdicts and interval-aware Pareto dominance.
+The testbed's statistics: per-(seed, task) panels, intervals over tasks (bootstrap) and seeds (Student t), paired
+differences, three-way verdicts and interval-aware Pareto dominance.
 
 **Panels.** A model trained with seeds $s = 1..S$ and evaluated on the same tasks $t = 1..T$ (the same sampling
 streams for every model: `sampling.sample_seed`) gives for every metric a matrix $X_{st}$: the mean over the
@@ -13,24 +13,38 @@ $$ \hat\theta(w, v) = \frac{\sum_{s,t \in M} w_s v_t N_{st}}{\sum_{s,t \in M} w_
 
 with $M$ a subset of tasks (a difficulty level), the point estimate at $w = v = 1$.
 
-**Bootstrap.** `resamples` (default 2,000) joint resamples, seeded (`numpy.random.default_rng(seed)`): the seeds
-are drawn with replacement ($w_s$ = how often seed $s$ is drawn, $w \sim \mathrm{Multinomial}(S, 1/S)$) and,
-independently, the tasks ($v \sim \mathrm{Multinomial}(T, 1/T)$); the 95% interval is the 2.5 and 97.5
-percentiles of $\hat\theta(w^{(b)}, v^{(b)})$ (resamples whose denominator is 0, possible for a small difficulty
-subset, are left out).
+**Intervals** (`interval`): the unit of replication is the training seed, and a model is trained with few of them,
+so the interval has two parts.
 
-**Paired differences.** Recipe minus reference is computed cell by cell on the same resample
-($\hat\theta_A(w, v) - \hat\theta_B(w, v)$, the same task and seed drawn for both), so the task-to-task variation that
-both models share cancels out of the interval.
+- *Seeds*: the statistic of each seed alone, $\hat\theta_s = \hat\theta(e_s, 1)$ ($e_s$ = seed $s$'s weights
+  only), and the Student-t half-width over them, $h_S = t_{S-1,\,0.975}\, \mathrm{sd}(\hat\theta_1..\hat\theta_S) /
+  \sqrt{S}$ (0 with one seed: nothing is known about seed-to-seed variation then).
+- *Tasks*: `resamples` (default 2,000) seeded resamples of the tasks (`numpy.random.default_rng(seed)`,
+  $v \sim \mathrm{Multinomial}(T, 1/T)$) with every seed in; the 2.5 and 97.5 percentiles of
+  $\hat\theta(1, v^{(b)})$ give the distances $d_-, d_+$ below and above the point (resamples whose denominator is
+  0, possible for a small difficulty subset, are left out).
 
-**Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and margin $m$ (the smallest effect that counts) is
-*held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < m$ (it excludes every
+The interval is $[\hat\theta - \sqrt{d_-^2 + h_S^2},\ \hat\theta + \sqrt{d_+^2 + h_S^2}]$: the two sources of error
+are independent (which tasks, which training runs), so their variances add; the evaluation's sampling noise is in
+both, which errs on the wide side. Until 2026-12-02 the seeds were resampled with the tasks in one joint bootstrap;
+with three seeds that has only 10 distinct seed draws and treats the seeds' spread as known (the 1.96 of a normal
+quantile instead of Student's 4.30 for two degrees of freedom, and a variance low by a factor 2/3), so it was too
+narrow: ALP's 9.8 tokens saved against GRPO read [5.0, 13.9] (held) while the t-interval of its three per-seed
+differences is [-2.2, 21.8] (docs/testbed.md, "The protocol").
+
+**Paired differences.** Recipe minus reference is one statistic, $\hat\theta_A(w, v) - \hat\theta_B(w, v)$: on the
+same task resample for both, so the task-to-task variation that both models share cancels out of the interval, and
+per seed as the difference of the two models trained with that seed, whose runs share the data order and the
+rollouts' random numbers.
+
+**Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and margin $m$ (the smallest effect that
+counts) is *held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < m$ (it excludes every
 effect of the margin's size on the claimed side: no effect, or a negligible one, or one the other way), else
-*inconclusive*. The claim is one-sided, so only the claimed side's end decides "not held": an interval reaching
-further the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the claim, not less. (Until
-2026-12-02 "not held" also asked $l \ge -m$, the two-sided equivalence test, which left such intervals
-inconclusive.) A side condition ("at similar accuracy":
-$\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else is unknown (`constraint`).
+*inconclusive*. The claim is one-sided, so only the claimed side's end decides "not held": an interval reaching further
+the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the claim, not less. (Until 2026-12-02
+"not held" also asked $l \ge -m$, the two-sided equivalence test, which left such intervals inconclusive.) A side
+condition ("at similar accuracy": $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else
+is unknown (`constraint`).
 
 >>> data = np.array([[1.0, 2.0, 3.0, 4.0]])
 >>> point, low, high = interval(Bootstrap(1, 4, resamples=500, seed=0), lambda w, v: wmean(data, w, v))
@@ -44,6 +58,8 @@ False
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -60,6 +76,7 @@ __all__ = [
     "either",
     "interval",
     "interval_pareto_flags",
+    "student_t_quantile",
     "wmean",
     "wpearson",
     "wratio",
@@ -70,23 +87,20 @@ CONFIDENCE = 0.95
 
 @dataclass
 class Bootstrap:
-    """Seeded joint resampling weights: `w` (resamples, S) over seeds, `v` (resamples, T) over tasks (multinomial
-    counts, see the module docstring). Row 0 of `point_w` / `point_v` is the point estimate (all weights 1)."""
+    """The weights `interval` evaluates a statistic at: `v` (resamples, T), seeded multinomial resamples of the tasks
+    (module docstring); `point_w` / `point_v` all ones (the point estimate, every seed and task); `seed_w` (S, S)
+    one row per seed, that seed's weight alone (the per-seed estimates)."""
 
     num_seeds: int
     num_tasks: int
     resamples: int = 2000
     seed: int = 0
-    w: np.ndarray = field(init=False, repr=False)
     v: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.num_seeds < 1 or self.num_tasks < 1:
             raise ValueError(f"a bootstrap needs >= 1 seed and task, got {self.num_seeds} and {self.num_tasks}.")
         rng = np.random.default_rng(self.seed)
-        self.w = rng.multinomial(self.num_seeds, [1 / self.num_seeds] * self.num_seeds, size=self.resamples).astype(
-            float
-        )
         self.v = rng.multinomial(self.num_tasks, [1 / self.num_tasks] * self.num_tasks, size=self.resamples).astype(
             float
         )
@@ -98,6 +112,10 @@ class Bootstrap:
     @property
     def point_v(self) -> np.ndarray:
         return np.ones((1, self.num_tasks))
+
+    @property
+    def seed_w(self) -> np.ndarray:
+        return np.eye(self.num_seeds)
 
 
 def _wsum(x: np.ndarray, w: np.ndarray, v: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
@@ -137,20 +155,64 @@ def wpearson(x: np.ndarray, y: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.n
         return np.where(var > 1e-12, cov / np.sqrt(np.where(var > 1e-12, var, 1.0)), np.nan)
 
 
+@functools.lru_cache(maxsize=64)
+def student_t_quantile(p: float, df: int) -> float:
+    r"""The `p` quantile ($p > 1/2$) of Student's t with `df` degrees of freedom: the $x$ with
+    $\int_0^x f(u)\,du = p - 1/2$, $f(u) = \frac{\Gamma((\nu+1)/2)}{\sqrt{\nu\pi}\,\Gamma(\nu/2)}
+    (1 + u^2/\nu)^{-(\nu+1)/2}$, by bisection on the trapezoid integral (error below 1e-4 for the table values).
+
+    >>> [round(student_t_quantile(0.975, k), 3) for k in (1, 2, 5, 30)]  # the t table: 12.706, 4.303, 2.571, 2.042
+    [12.706, 4.303, 2.571, 2.042]
+    """
+    if not 0.5 < p < 1 or df < 1:
+        raise ValueError(f"need 1/2 < p < 1 and df >= 1, got {p} and {df}.")
+    c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)
+
+    def mass(x: float) -> float:  # the integral of f over [0, x]
+        u = np.linspace(0.0, x, 20001)
+        f = c * (1 + u * u / df) ** (-(df + 1) / 2)
+        return float((f.sum() - (f[0] + f[-1]) / 2) * (u[1] - u[0]))
+
+    low, high = 0.0, 1.0
+    while mass(high) < p - 0.5:
+        high *= 2
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if mass(mid) < p - 0.5 else (low, mid)
+    return (low + high) / 2
+
+
 def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
              confidence: float = CONFIDENCE) -> tuple[float | None, float | None, float | None]:  # fmt: skip
-    """`(point, low, high)`: `statistic(w, v)` at weights 1 and the percentile interval over the resamples (NaN
-    resamples left out; all `None` when the point estimate is undefined)."""
+    """`(point, low, high)`: `statistic(w, v)` at weights 1, and the interval of the module docstring: the Student-t
+    half-width over the per-seed estimates combined with the percentile distances of the task resamples (NaN
+    resamples left out; all `None` when the point estimate is undefined; no interval when no task resample is
+    defined or a seed's own estimate is undefined).
+
+    >>> x = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])  # two seeds, three tasks: per-seed means 2 and 4
+    >>> point, low, high = interval(Bootstrap(2, 3, resamples=1000), lambda w, v: wmean(x, w, v))
+    >>> point, bool(high - point > 12.706 * 1.0 / 2 ** 0.5)  # wider than the seeds' t-interval alone: t(1) = 12.706
+    (3.0, True)
+    """
     point = float(statistic(boot.point_w, boot.point_v)[0])
     if not np.isfinite(point):
         return None, None, None
-    draws = statistic(boot.w, boot.v)
+    ones = np.ones((boot.resamples, boot.num_seeds))
+    draws = statistic(ones, boot.v)
     draws = draws[np.isfinite(draws)]
     if draws.size == 0:
         return point, None, None
     alpha = (1 - confidence) / 2
-    low, high = np.quantile(draws, [alpha, 1 - alpha])
-    return point, float(low), float(high)
+    q_low, q_high = np.quantile(draws, [alpha, 1 - alpha])
+    below, above = max(point - float(q_low), 0.0), max(float(q_high) - point, 0.0)
+    seeds_half = 0.0
+    if boot.num_seeds > 1:
+        per_seed = statistic(boot.seed_w, np.ones((boot.num_seeds, boot.num_tasks)))
+        if not np.all(np.isfinite(per_seed)):
+            return point, None, None
+        scale = student_t_quantile(1 - alpha, boot.num_seeds - 1)
+        seeds_half = scale * float(np.std(per_seed, ddof=1)) / np.sqrt(boot.num_seeds)
+    return point, point - float(np.hypot(below, seeds_half)), point + float(np.hypot(above, seeds_half))
 
 
 def decide(estimate: Sequence[float | None], margin: float = 0.0) -> bool | None:

@@ -45,8 +45,8 @@ class TestbedSettings:
     `seed` seeds the data (training and evaluation tasks), the evaluation's sampling streams and the bootstrap; the
     recipes train with `seeds` training seeds `seed, seed + 1, ...` (each seeds its training tasks, the GRPO sampling
     and the data order). Every model is evaluated on the same `num_eval` tasks with `eval_samples` samples each,
-    drawn from the same per-(task, sample) streams (`sampling.sample_seed`); `bootstrap` resamples give the 95%
-    intervals (`stats`)."""
+    drawn from the same per-(task, sample) streams (`sampling.sample_seed`); `bootstrap` task resamples and a Student-t
+    interval over the seeds give the 95% intervals (`stats.interval`)."""
 
     base_model: str = "testbed:v2"  # world v2's base model (it has seen the methods' prompt formats; base.py)
     max_steps: int = 40
