@@ -1,6 +1,6 @@
 """The cost of every recipe: work counters, step-time ratio with a 95% interval, and a GPU projection.
 
-    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 8] [--min-rounds 3] [--max-rounds 8]
+    python perf/trainer_overhead.py [--recipe all|kimi,...] [--steps 8] [--min-rounds 4] [--max-rounds 12]
                                     [--tolerance 0.03] [--model tiny:qwen2-16] [--json out.json]
 
 **The two sides of a row.** The baseline is plain TRL `GRPOTrainer` (`trl.GRPOConfig`) with the recipe's
@@ -27,20 +27,22 @@ recipes (DLER, DA-DLER, DOT) generated tokens per useful group (groups with a le
 They are exact and machine-independent: they explain the ratios.
 
 **Ratio and interval.** The two sides run in two long-lived worker processes (`LockstepPair`), swapping workers every
-round (a lasting difference between the two processes then falls on both sides alike), and the two runs of a round
-take turns step by step: step k of one side, then step k of the other, the order flipping every step and every two
-rounds (ABBA), one process at a time. Each run starts from a fresh copy of the model; its first step is a warm-up that
-is not timed. Step k of both runs trains the k-th batch of the same seeded data order, so each timed step gives one
-paired ratio (efficient step time / plain step time), its two halves timed seconds apart: the slow drift of a shared
-or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of seconds) cancels in the ratio. Step
-times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). A round's ratio is the geometric mean
-of its paired step ratios; the estimate is the geometric mean of the rounds' ratios and the 95% interval a Student-t
-interval on their logarithms, **over rounds**: the steps of one run share that run's state (its fresh allocations),
-and `grpo`, the same work on both sides, read 1.03 [1.00, 1.06] with an interval over the pooled steps (README at
-8cff974), while `--recipe grpo --min-rounds 6 --max-rounds 6` gave rounds' ratios of 0.94-1.08 (2026-12-02; each
-round's ratio is printed as it ends). Rounds continue from `--min-rounds` until both ends of the interval are within
-`--tolerance` (3%) of the estimate or `--max-rounds` is reached; a row that stopped at the limit says so (`limit`),
-and so does the footer.
+round, and the two runs of a round take turns step by step: step k of one side, then step k of the other, the order
+flipping every step and every two rounds (ABBA), one process at a time. Each run starts from a fresh copy of the model;
+its first step is a warm-up that is not timed. Step k of both runs trains the k-th batch of the same seeded data order,
+so each timed step gives one paired ratio (efficient step time / plain step time), its two halves timed seconds apart:
+the slow drift of a shared or virtual machine (a fixed matmul loop's time wanders by +-15% over tens of seconds) cancels
+in the ratio. Step times are the process's CPU time on `--device cpu` (`--clock`, `StepTimer`). A round's ratio is the
+geometric mean of its paired step ratios. The two worker processes are not equally fast: one can be several percent
+slower for its whole life (its memory layout), so the rounds' ratios alternate with the swap (`--recipe alp` on an idle
+machine, 2026-12-02: 1.05, 0.99, 1.09, 1.02, 1.05, 0.94, 1.12, 0.92, 1.11, 0.98, 1.10, 0.92, ...). The unit of the
+analysis is therefore a **crossover pair** of rounds (2i, 2i + 1: the same order, the workers swapped), whose geometric
+mean cancels that effect (`crossover_ratios`); the estimate is the geometric mean of the pairs and the 95% interval a
+Student-t interval on their logarithms (`rounds_interval`). Over single rounds the same sixteen rounds of `alp` read
+1.015 [0.977, 1.055]; over their eight pairs, 1.015 [0.996, 1.034]. Rounds continue in pairs from `--min-rounds` (4)
+until both ends of the interval are within `--tolerance` (3%) of the estimate or `--max-rounds` (12) is reached; a row
+that stopped at the limit says so (`limit`), and so does the footer. `--report` recomputes the interval of earlier runs'
+rows from their rounds.
 
 **Own code.** The counting runs are profiled (cProfile): `own ms, added` is the self time per step of the library's
 own functions on the recipe's side minus the plain side's (`own_seconds`), what a recipe that adds no generation
@@ -410,6 +412,30 @@ def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
+def crossover_ratios(round_ratios: list[float]) -> list[float]:
+    """The geometric mean of each two consecutive rounds (2i, 2i + 1): the same side steps first in both, and each
+    side runs in the other worker process in the second, so a lasting difference between the two processes (their
+    memory layout) cancels in it. A last unpaired round is left out.
+
+    >>> [round(x, 3) for x in crossover_ratios([1.1, 0.9, 1.08, 0.92, 1.3])]  # worker 0 ~10% slower
+    [0.995, 0.997]
+    """
+    return [math.sqrt(a * b) for a, b in zip(round_ratios[0::2], round_ratios[1::2])]
+
+
+def rounds_interval(round_ratios: list[float]) -> tuple[float, float, float]:
+    """`ratio_interval` over the crossover pairs of rounds (`crossover_ratios`): the estimate and its 95% interval.
+
+    Pairs sqrt(0.99), sqrt(0.9936), sqrt(1.008): logs -0.00503, -0.00321, +0.00398, mean -0.00142 -> 0.999, sd
+    0.00477, half-width t(2) * 0.00477 / sqrt(3) = 0.01184 -> exp(-0.00142 -+ 0.01184) = (0.987, 1.010); over the
+    six rounds alone the half-width would be about 0.11.
+
+    >>> [round(x, 3) for x in rounds_interval([1.1, 0.9, 1.08, 0.92, 1.12, 0.9])]
+    [0.999, 0.987, 1.01]
+    """
+    return ratio_interval(crossover_ratios(round_ratios))
+
+
 def interval_within(estimate: float, low: float, high: float, tolerance: float) -> bool:
     """Both ends of the interval within `tolerance` of the estimate (relative).
 
@@ -488,6 +514,13 @@ def counter_columns(work: dict) -> dict:
     }
 
 
+def summarize_rounds(row: dict, tolerance: float) -> None:
+    """Set `ratio`, `ratio_low`, `ratio_high` of a row from its `round_ratios` (`rounds_interval`), and `converged`
+    when the interval is within `tolerance`; `--report` recomputes earlier runs' rows so, from their rounds."""
+    row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in rounds_interval(row["round_ratios"]))
+    row["converged"] = interval_within(row["ratio"], row["ratio_low"], row["ratio_high"], tolerance)
+
+
 def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostModel, plain_work: dict,
                  pair: LockstepPair) -> dict:  # fmt: skip
     """One row: a counting run of each side (the plain side's once per correctness setting, kept in `plain_work`),
@@ -524,19 +557,19 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
             # step k of both runs trains the k-th batch of the same seeded data order: one paired ratio per step
             this_round = [e / p for e, p in zip(steps["efficient"], steps["plain"])]  # a stop rule may end one early
             ratios += this_round
-            # the round's ratio; the interval is over rounds: steps of one run share that run's state
+            # the round's ratio; the interval is over crossover pairs of rounds (module docstring)
             round_ratios.append(ratio_interval(this_round)[0])
             row["rounds"] = r + 1
-            est, low, high = ratio_interval(round_ratios)
+            est, low, high = rounds_interval(round_ratios)
             print(f"  {recipe_name} round {r + 1}: median step plain {statistics.median(steps['plain']):.3f} s, "
                   f"efficient {statistics.median(steps['efficient']):.3f} s; this round's ratio "
                   f"{round_ratios[-1]:.3f}; ratio so far {est:.3f} "
                   f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
-            if r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
+            if (r + 1) % 2 == 0 and r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
                 row["converged"] = True
                 break
-        row["ratio"], row["ratio_low"], row["ratio_high"] = (round(x, 4) for x in ratio_interval(round_ratios))
         row["round_ratios"] = [round(x, 4) for x in round_ratios]
+        summarize_rounds(row, opts.tolerance)
         row["step_ratios"] = [round(x, 4) for x in ratios]
         row["plain_s_per_step"] = round(statistics.median(times["plain"]), 4)
         row["efficient_s_per_step"] = round(statistics.median(times["efficient"]), 4)
@@ -622,8 +655,8 @@ def main(argv=None) -> int:
     parser.add_argument("--recipe", default="all", help="a registered recipe, a comma-separated list, or all (default)")
     parser.add_argument("--model", default="tiny:qwen2-16", help="tiny:<arch>[-<hidden>], testbed:base or a path")
     parser.add_argument("--steps", type=int, default=8, help="optimizer steps per run (the first is not timed)")
-    parser.add_argument("--min-rounds", type=int, default=3)
-    parser.add_argument("--max-rounds", type=int, default=8)
+    parser.add_argument("--min-rounds", type=int, default=4, help="even: the interval is over pairs of rounds")
+    parser.add_argument("--max-rounds", type=int, default=12, help="even: the interval is over pairs of rounds")
     parser.add_argument("--tolerance", type=float, default=0.03, help="stop when the 95%% interval is within +-this")
     parser.add_argument("--batch", type=int, default=16, help="per-device batch (completions per step)")
     parser.add_argument("--group", type=int, default=8)
@@ -649,8 +682,8 @@ def main(argv=None) -> int:
     opts.clock = opts.clock or ("cpu" if opts.device == "cpu" else "wall")
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
-    if not 2 <= opts.min_rounds <= opts.max_rounds:
-        parser.error("need 2 <= --min-rounds <= --max-rounds (the interval is over rounds).")
+    if not 4 <= opts.min_rounds <= opts.max_rounds or opts.min_rounds % 2 or opts.max_rounds % 2:
+        parser.error("need even 4 <= --min-rounds <= --max-rounds (the interval is over pairs of rounds, at least 2).")
 
     import torch
 
@@ -754,6 +787,9 @@ def report(paths: list[str], readme: str | None = None, section: str = "speed-ta
             raise SystemExit(f"--report: {run['command']!r} differs from {runs[0]['command']!r} in {differ}.")
     rows = [row for run in runs for row in run["rows"]]
     o = runs[0]["options"]
+    for row in rows:  # the interval of this version of the script, from the rounds the run measured
+        if row.get("round_ratios"):
+            summarize_rounds(row, o["tolerance"])
     machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
     return print_report(rows, o, [run["command"] for run in runs], machine,
                         CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}), readme, section)  # fmt: skip

@@ -200,6 +200,26 @@ class TestInterval:
         assert overhead.interval_within(1.0, 0.975, 1.029, 0.03)
         assert not overhead.interval_within(1.0, 0.975, 1.031, 0.03)  # upper end 3.1% above
 
+    def test_a_lasting_worker_effect_cancels_in_the_crossover_pairs(self):
+        # a true ratio of 1.01 measured with worker 0 8% slower: odd rounds swap the workers
+        rounds = [1.01 * (1.08 if r % 2 == 0 else 1 / 1.08) for r in range(8)]
+        est, low, high = overhead.rounds_interval(rounds)
+        assert (est, low, high) == (pytest.approx(1.01), pytest.approx(1.01), pytest.approx(1.01))
+        _, low_rounds, high_rounds = overhead.ratio_interval(rounds)  # the same rounds taken one by one
+        assert high_rounds - low_rounds > 0.1
+        assert overhead.crossover_ratios([1.0, 1.0, 1.0]) == [1.0]  # an unpaired last round is left out
+
+    def test_report_recomputes_the_interval_from_the_rounds(self, tmp_path, capsys):
+        row = _row(ratio=1.0, ratio_low=0.5, ratio_high=1.5, converged=False,
+                   round_ratios=[1.02 * 1.1, 1.02 / 1.1, 1.02 * 1.1, 1.02 / 1.1])  # fmt: skip
+        options = {"model": "m", "batch": 8, "group": 8, "max_completion_length": 32, "steps": 5, "min_rounds": 4,
+                   "max_rounds": 4, "tolerance": 0.03}  # fmt: skip
+        run = {"command": "cmd", "options": options, "machine": "here", "cost_model": {}, "rows": [row]}
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps(run))
+        overhead.report([str(path)])
+        assert "| 1.02 [1.02, 1.02] |" in capsys.readouterr().out
+
 
 class TestCostModel:
     def test_units_hand_computed(self):

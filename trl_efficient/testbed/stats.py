@@ -101,6 +101,9 @@ class Bootstrap:
         if self.num_seeds < 1 or self.num_tasks < 1:
             raise ValueError(f"a bootstrap needs >= 1 seed and task, got {self.num_seeds} and {self.num_tasks}.")
         rng = np.random.default_rng(self.seed)
+        # the seed resamples of the joint bootstrap this replaced are drawn and dropped, so that `v` is the same
+        # stream as before: one-seed intervals (the world report, the base row) are unchanged
+        rng.multinomial(self.num_seeds, [1 / self.num_seeds] * self.num_seeds, size=self.resamples)
         self.v = rng.multinomial(self.num_tasks, [1 / self.num_tasks] * self.num_tasks, size=self.resamples).astype(
             float
         )
