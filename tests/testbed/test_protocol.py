@@ -45,6 +45,19 @@ def test_bootstrap_interval_by_hand():
     seeds_half = 12.706 * np.sqrt(2.0) / np.sqrt(2)
     assert point == 1.5 and high - point == pytest.approx(np.hypot(0.5, seeds_half), abs=1e-3)
     assert point - low == pytest.approx(np.hypot(0.5, seeds_half), abs=1e-3)
+    # an accuracy near 1 on two seeds: the symmetric seed part would reach past 1, the limits clip it
+    acc = np.array([[1.0, 1.0], [1.0, 0.0]])
+    point, low, high = interval(Bootstrap(2, 2, 500, seed=0), lambda w, v: wmean(acc, w, v), limits=(0.0, 1.0))
+    assert point == 0.75 and high == 1.0 and low == 0.0
+
+
+def test_row_intervals_stay_within_the_cells_range():
+    from trl_efficient.testbed.runner import _estimate
+
+    correct = np.array([[1.0] * 9 + [0.0], [0.0] * 3 + [1.0] * 7])  # two seeds: 0.9 and 0.7 accurate
+    panel = _panel(np.full((2, 10), 50.0), correct)
+    point, low, high = _estimate(panel, Bootstrap(2, 10, 500, seed=0), "correct", None)
+    assert point == pytest.approx(0.8) and high == 1.0 and 0.0 <= low < 0.8
 
 
 def test_ratio_mask_and_weighted_pearson():

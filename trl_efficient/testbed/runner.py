@@ -114,7 +114,11 @@ def _estimate(panel, boot, num: str, den: str | None, mask=None) -> tuple:
 
     x = panel.metrics[num]
     d = np.ones_like(x) if den is None else panel.metrics[den]
-    return interval(boot, lambda w, v: wratio(x, d, w, v, mask))
+    # a mean or ratio of sums lies within the range of its cells' own values (an accuracy in [0, 1])
+    cells = x / np.where(d != 0, d, np.nan)
+    cells = cells if mask is None else cells[:, np.asarray(mask, dtype=bool)]
+    limits = (float(np.nanmin(cells)), float(np.nanmax(cells))) if np.isfinite(cells).any() else None
+    return interval(boot, lambda w, v: wratio(x, d, w, v, mask), limits=limits)
 
 
 def _difference(panel, reference, resamples: int, seed: int, num: str, den: str | None = None, mask=None) -> list:

@@ -186,11 +186,13 @@ def student_t_quantile(p: float, df: int) -> float:
 
 
 def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
-             confidence: float = CONFIDENCE) -> tuple[float | None, float | None, float | None]:  # fmt: skip
+             confidence: float = CONFIDENCE,
+             limits: tuple[float, float] | None = None) -> tuple[float | None, float | None, float | None]:  # fmt: skip
     """`(point, low, high)`: `statistic(w, v)` at weights 1, and the interval of the module docstring: the Student-t
     half-width over the per-seed estimates combined with the percentile distances of the task resamples (NaN
     resamples left out; all `None` when the point estimate is undefined; no interval when no task resample is
-    defined or a seed's own estimate is undefined).
+    defined or a seed's own estimate is undefined). `limits`: the values the statistic can take (an accuracy lies in
+    [0, 1]); the interval is clipped to them, since the symmetric seed part can reach past them.
 
     >>> x = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])  # two seeds, three tasks: per-seed means 2 and 4
     >>> point, low, high = interval(Bootstrap(2, 3, resamples=1000), lambda w, v: wmean(x, w, v))
@@ -215,7 +217,10 @@ def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.n
             return point, None, None
         scale = student_t_quantile(1 - alpha, boot.num_seeds - 1)
         seeds_half = scale * float(np.std(per_seed, ddof=1)) / np.sqrt(boot.num_seeds)
-    return point, point - float(np.hypot(below, seeds_half)), point + float(np.hypot(above, seeds_half))
+    low, high = point - float(np.hypot(below, seeds_half)), point + float(np.hypot(above, seeds_half))
+    if limits is not None:
+        low, high = max(low, limits[0]), min(high, limits[1])
+    return point, low, high
 
 
 def decide(estimate: Sequence[float | None], margin: float = 0.0) -> bool | None:
