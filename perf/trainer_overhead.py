@@ -432,8 +432,11 @@ def rounds_interval(round_ratios: list[float]) -> tuple[float, float, float]:
 
     >>> [round(x, 3) for x in rounds_interval([1.1, 0.9, 1.08, 0.92, 1.12, 0.9])]
     [0.999, 0.987, 1.01]
+    >>> rounds_interval([1.2])  # no pair yet: the round itself, no interval
+    (1.2, 0.0, inf)
     """
-    return ratio_interval(crossover_ratios(round_ratios))
+    pairs = crossover_ratios(round_ratios)
+    return ratio_interval(pairs) if pairs else ratio_interval(round_ratios)
 
 
 def interval_within(estimate: float, low: float, high: float, tolerance: float) -> bool:
