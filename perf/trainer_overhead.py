@@ -676,12 +676,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--report", nargs="+", metavar="JSON", help="print one table of earlier runs' --json files")
     parser.add_argument("--update-readme", metavar="README", help="also paste the table into README's Speed section")
-    parser.add_argument("--readme-section", default="speed-table",
-                        help="the README block (between <!-- NAME:start --> and <!-- NAME:end -->) --update-readme "
-                        "replaces (default speed-table)")  # fmt: skip
     opts = parser.parse_args(argv)
     if opts.report:
-        return report(opts.report, opts.update_readme, opts.readme_section)
+        return report(opts.report, opts.update_readme)
     opts.clock = opts.clock or ("cpu" if opts.device == "cpu" else "wall")
     if opts.steps < 2:
         parser.error("--steps must be at least 2 (the first step of a run is a warm-up and is not timed).")
@@ -720,13 +717,13 @@ def main(argv=None) -> int:
                 dump()
     finally:
         pair.close()
-    return print_report(rows, vars(opts), [command.strip()], machine, cost, opts.update_readme, opts.readme_section)
+    return print_report(rows, vars(opts), [command.strip()], machine, cost, opts.update_readme)
 
 
 def print_report(rows: list[dict], options: dict, commands: list[str], machine: str, cost: CostModel,
-                 readme: str | None = None, section: str = "speed-table") -> int:  # fmt: skip
+                 readme: str | None = None) -> int:  # fmt: skip
     """Print the table, the baseline's counters and the footer (sanity check, rows, round limits), and paste the same
-    text into `readme` between `<!-- {section}:start -->` and `<!-- {section}:end -->` when given; the exit
+    text into `readme` between `<!-- speed-table:start -->` and `<!-- speed-table:end -->` when given; the exit
     status."""
     o = argparse.Namespace(**options)
     out = [f"Each recipe (its trainer, plan, hooks and rewards) vs plain TRL GRPOTrainer with the correctness reward "
@@ -772,11 +769,11 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
     if readme:
         from trl_efficient.recipes.tables import write_readme_section
 
-        write_readme_section(readme, section, text)
+        write_readme_section(readme, "speed-table", text)
     return 0 if len(ok) == len(rows) else 1
 
 
-def report(paths: list[str], readme: str | None = None, section: str = "speed-table") -> int:
+def report(paths: list[str], readme: str | None = None) -> int:
     """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
     order; the options of the first file head it (the others must have the same measurement settings)."""
     runs = []
@@ -795,7 +792,7 @@ def report(paths: list[str], readme: str | None = None, section: str = "speed-ta
             summarize_rounds(row, o["tolerance"])
     machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
     return print_report(rows, o, [run["command"] for run in runs], machine,
-                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}), readme, section)  # fmt: skip
+                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}), readme)  # fmt: skip
 
 
 if __name__ == "__main__":
