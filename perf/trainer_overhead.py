@@ -385,13 +385,6 @@ class LockstepPair:
         return results
 
 
-# Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (then the normal 1.96).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-    2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-
-
 def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
     """Geometric mean of per-round ratios and its 95% Student-t interval (computed on the logarithms).
 
@@ -407,8 +400,9 @@ def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
     mean = statistics.fmean(logs)
     if len(logs) < 2:
         return math.exp(mean), 0.0, math.inf
-    df = len(logs) - 1
-    half = (_T975[df - 1] if df <= len(_T975) else 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    from trl_efficient.testbed.stats import student_t_quantile
+
+    half = student_t_quantile(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
@@ -569,8 +563,7 @@ def bench_recipe(recipe_name: str, model_path: str, opts, root: str, cost: CostM
                   f"{round_ratios[-1]:.3f}; ratio so far {est:.3f} "
                   f"[{low:.3f}, {high:.3f}]", flush=True)  # fmt: skip
             if (r + 1) % 2 == 0 and r + 1 >= opts.min_rounds and interval_within(est, low, high, opts.tolerance):
-                row["converged"] = True
-                break
+                break  # `summarize_rounds` sets `converged` from the same interval
         row["round_ratios"] = [round(x, 4) for x in round_ratios]
         summarize_rounds(row, opts.tolerance)
         row["step_ratios"] = [round(x, 4) for x in ratios]

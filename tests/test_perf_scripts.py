@@ -324,3 +324,17 @@ class TestGroupSignal:
         text = gs.markdown({"summary": gs.summarise(groups, 4, 2), "model": "m", "num_tasks": 2, "group": 4, "keep": 2,
                             "max_new_tokens": 8, "seed": 0, "command": "c", "seconds": 1.0})  # fmt: skip
         assert "| easy (1-2 ops) | 2 | 0.750 [" in text  # accuracies 1.0 and 0.5
+
+
+def test_readme_speed_table_is_the_rendering_of_the_committed_runs(tmp_path, capsys):
+    # the README's Speed table comes from the two committed --json files (its text names the command)
+    readme = tmp_path / "README.md"
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        committed = f.read()
+    readme.write_text(committed, encoding="utf-8")
+    runs = [os.path.join(ROOT, "perf", "results", f"trainer_overhead_{kind}.json") for kind in ("no_pass", "pass")]
+    assert overhead.report(runs, str(readme)) == 0
+    assert readme.read_text(encoding="utf-8") == committed, (
+        "README's speed table differs from the committed runs: python perf/trainer_overhead.py --report "
+        "perf/results/trainer_overhead_no_pass.json perf/results/trainer_overhead_pass.json --update-readme README.md"
+    )

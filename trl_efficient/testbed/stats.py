@@ -196,7 +196,7 @@ def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.n
 
     >>> x = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])  # two seeds, three tasks: per-seed means 2 and 4
     >>> point, low, high = interval(Bootstrap(2, 3, resamples=1000), lambda w, v: wmean(x, w, v))
-    >>> point, bool(high - point > 12.706 * 1.0 / 2 ** 0.5)  # wider than the seeds' t-interval alone: t(1) = 12.706
+    >>> point, bool(high - point > 12.706)  # the seeds' t-interval alone: t(1) x sd sqrt(2) / sqrt(2 seeds) = 12.706
     (3.0, True)
     """
     point = float(statistic(boot.point_w, boot.point_v)[0])
