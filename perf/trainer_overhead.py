@@ -766,19 +766,42 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
     return 0 if len(ok) == len(rows) else 1
 
 
-def report(paths: list[str], readme: str | None = None) -> int:
-    """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
-    order; the options of the first file head it (the others must have the same measurement settings)."""
+def merged_rows(paths: list[str]) -> tuple[list[dict], list[dict]]:
+    """`(runs, rows)` of `--report`'s files: every run, and their rows by recipe (a later file's row of a recipe
+    replaces the earlier one in its place)."""
     runs = []
     for path in paths:
         with open(path) as f:
             runs.append(json.load(f))
-    keys = ("model", "batch", "group", "max_completion_length", "steps", "min_rounds", "max_rounds", "tolerance")
+    keys = ("model", "batch", "group", "max_completion_length", "steps", "tolerance")
     for run in runs[1:]:
         differ = [k for k in keys if run["options"][k] != runs[0]["options"][k]]
         if differ:
             raise SystemExit(f"--report: {run['command']!r} differs from {runs[0]['command']!r} in {differ}.")
-    rows = [row for run in runs for row in run["rows"]]
+    by_recipe: dict[str, dict] = {}
+    for run in runs:
+        for row in run["rows"]:
+            by_recipe[row["recipe"]] = row  # a dict keeps the first insertion's place
+    return runs, list(by_recipe.values())
+
+
+def report(paths: list[str], readme: str | None = None) -> int:
+    """`--report a.json b.json ...`: one table of the rows of earlier runs (e.g. recipes split over processes), in
+    order; the options of the first file head it (the others must have the same measurement settings, the number of
+    rounds aside). A recipe measured again in a later file (more rounds) takes the later row, in the first row's
+    place; every command is listed.
+
+    >>> import tempfile
+    >>> run = lambda rows, rounds: {"command": f"r{rounds}", "rows": rows, "options": {"model": "m", "batch": 1,
+    ...     "group": 1, "max_completion_length": 1, "steps": 2, "tolerance": 0.03, "min_rounds": rounds,
+    ...     "max_rounds": rounds}}
+    >>> paths = [tempfile.mkstemp(suffix=".json")[1] for _ in range(2)]
+    >>> _ = [json.dump(r, open(p, "w")) for r, p in zip([run([{"recipe": "a", "rounds": 4}, {"recipe": "b"}], 4),
+    ...                                                  run([{"recipe": "a", "rounds": 8}], 8)], paths)]
+    >>> [(r["recipe"], r.get("rounds")) for r in merged_rows(paths)[1]]
+    [('a', 8), ('b', None)]
+    """
+    runs, rows = merged_rows(paths)
     o = runs[0]["options"]
     for row in rows:  # the interval of this version of the script, from the rounds the run measured
         if row.get("round_ratios"):

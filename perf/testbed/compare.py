@@ -1,21 +1,21 @@
 """Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
-    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 6]
+    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 12]
                                    [--workers 2]
 
-Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 6 --output-dir perf/testbed/results`:
+Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 12 --output-dir perf/testbed/results`:
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/testbed), then every registered recipe with 3 training seeds at its testbed scale
-(trl_efficient/testbed/scaling.py) for the same number of GRPO steps from it (a second look: every recipe whose method
-check is still inconclusive, and grpo, trains 3 more seeds), on 2 worker processes (one torch thread each) with a
-progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png, per_difficulty.png
-(tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and checks.png
-(`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON). Resumable: every (recipe,
-seed) run is a file under results/runs/ named by the hash of its config, and a rerun skips the finished ones (an
-interrupted run continues where it stopped; a changed setting reruns only what it changes). Everything is seeded: a
-rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a row of the
-table, with its error). Run with the default recipes and output directory, it then pastes the table into the README
-(`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates both; `python
+(trl_efficient/testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
+check is still inconclusive, and grpo, trains 3 more seeds, up to 12), on 2 worker processes (one torch thread each)
+with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
+per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
+checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON). Resumable:
+every (recipe, seed) run is a file under results/runs/ named by the hash of its config, and a rerun skips the finished
+ones (an interrupted run continues where it stopped; a changed setting reruns only what it changes). Everything is
+seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a
+row of the table, with its error). Run with the default recipes and output directory, it then pastes the table into
+the README (`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates both; `python
 perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo).
 """
 
@@ -30,7 +30,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 DEFAULT_RECIPES = ["all"]
 DEFAULT_WORKERS = "2"  # two worker processes: the two CPU cores this comparison is sized for
-DEFAULT_MAX_SEEDS = "6"  # the second look: an inconclusive check (and grpo) trains 3 more seeds
+DEFAULT_MAX_SEEDS = "12"  # looks at 3, 6, 9, 12 seeds: an inconclusive check (and grpo) trains 3 more at each
 
 
 def main(argv=None) -> int:

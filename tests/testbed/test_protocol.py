@@ -362,5 +362,13 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, m
     rows = {r["recipe"]: r for r in looked["rows"]}
     assert rows["kimi"]["seeds"] == rows["grpo"]["seeds"] == [0, 1, 2] and rows["base"]["seeds"] == []
     assert "| kimi | 4 | 3 |" in open(looked["files"]["markdown"]).read()
+    # later looks add `seeds` (2) at a time up to max_seeds (looks at 2, 4, 6) and stop once every check is decided:
+    # here the check is open at the look of 2 seeds and decided at 4, so the seeds stop at 4
+    answers = iter([["kimi", "grpo"], []])
+    monkeypatch.setattr(runner, "undecided", lambda rows: next(answers))
+    looked = compare(["grpo", "kimi"], dataclasses.replace(settings, max_seeds=6), str(tmp_path / "two"),
+                     show_progress=False)  # fmt: skip
+    rows = {r["recipe"]: r for r in looked["rows"]}
+    assert rows["kimi"]["seeds"] == rows["grpo"]["seeds"] == [0, 1, 2, 3] and next(answers, "done") == "done"
     with pytest.raises(ValueError, match="max_seeds"):
         dataclasses.replace(settings, max_seeds=1).training_seeds()

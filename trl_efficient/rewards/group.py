@@ -130,7 +130,8 @@ class GroupLengthReward:
 
     def _row_extra(self, completion: Any, ids: list[int] | None, kwargs: dict, i: int) -> Any:
         """A picklable per-row value gathered with the row's `(correct, length)` (e.g. a per-row column, a
-        repetition flag); `None` by default. `i` is the row's index in this process's call."""
+        repetition flag); `None` by default. `completion` is the row's text (`completion_text`, read once per call);
+        `i` is the row's index in this process's call."""
         return None
 
     def _row_extras(self, completions: list, completion_ids: list, kwargs: dict, rows: list) -> list:
@@ -158,11 +159,12 @@ class GroupLengthReward:
         group_size = resolve_group_size(self.num_generations, kwargs, self._factory)
         if completion_ids is None:
             completion_ids = [None] * n
+        texts = [completion_text(completion) for completion in completions]  # each completion's text, once
         local = [
-            (is_correct(completion, gold), self.meter(completion_text(completion), ids))
-            for completion, gold, ids in zip(completions, solution, completion_ids, strict=True)
+            (is_correct(text, gold), self.meter(text, ids))
+            for text, gold, ids in zip(texts, solution, completion_ids, strict=True)
         ]
-        local = list(zip(local, self._row_extras(completions, completion_ids, kwargs, local), strict=True))
+        local = list(zip(local, self._row_extras(texts, completion_ids, kwargs, local), strict=True))
         gathered, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
         rows = [row for row, _ in gathered]
         extras = [extra for _, extra in gathered]

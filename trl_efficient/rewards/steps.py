@@ -237,7 +237,7 @@ class _SegmentedReward(GroupLengthReward):
         ids' text (`LengthMeter.overlapping_tokens`: the same counts, vectorised); other rows one by one."""
         if self.segment_unit != "tokens" or any(ids is None for ids in completion_ids):
             return super()._row_extras(completions, completion_ids, kwargs, rows)
-        texts = [completion_text(c) for c in completions]
+        texts = [completion_text(c) for c in completions]  # already texts under GroupLengthReward.__call__
         spans = [segment_spans(text, self.segmenter, self.keywords) for text in texts]
         counts = self.meter.overlapping_tokens(completion_ids, texts, spans)
         return [

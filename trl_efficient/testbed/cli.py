@@ -2,7 +2,7 @@
 
     trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
-    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--max-seeds 6]
+    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--max-seeds 12]
                                   [--workers 2] [--output-dir DIR] [--set key=value ...] [--overwrite]
     trl-efficient testbed sweep --recipe laser --set reward.laser.target_length=24,48,96 [--set key2=...]
                                 [--setting key=value ...] [--max-steps 40] [--seeds 3] [--workers 2]
@@ -20,9 +20,9 @@ differences from grpo, each recipe's method check, tokens by difficulty, the sca
 `per_difficulty.png` and `checks.png`. Runs are resumable (each (recipe, seed) run is a result file named by its config
 hash under `<output-dir>/runs/`) and run on `--workers` processes with a progress bar. A recipe that fails is a row with
 its error; the others still run, and the command exits with status 1 at the end when any recipe failed. With
-`--max-seeds N`, a second look: every recipe whose method check is still inconclusive, and grpo (their reference),
-trains seeds up to N, and the table is rendered again (each recipe on its own seeds, paired with grpo on the common
-ones).
+`--max-seeds N`, later looks: every recipe whose method check is still inconclusive, and grpo (their reference),
+trains `--seeds` more seeds (up to N in all), and the table is computed again, until every check is decided or N is
+reached (each recipe on its own seeds, paired with grpo on the common ones).
 
 `sweep` trains one recipe at every point of a grid over `--set` (an `EfficientGRPOConfig` field, `field.entry` of a
 dict field, or `reward.<builder>.<kwarg>`; values `x<m>` = m times the value at testbed scale) and writes
@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         "--max-seeds",
         type=int,
         default=None,
-        help="a second look: every recipe whose method check is inconclusive after --seeds seeds, and grpo, trains "
-        "seeds up to this many (default: none added; perf/testbed/compare.py uses 6)",
+        help="later looks: every recipe whose method check is inconclusive after --seeds seeds, and grpo, trains "
+        "--seeds more seeds at a time, up to this many (default: none added; perf/testbed/compare.py uses 12)",
     )
     p_cmp.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
     p_cmp.add_argument(

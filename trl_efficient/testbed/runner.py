@@ -469,9 +469,11 @@ def reference_of(name: str, names) -> str | None:
 
 
 def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settings: TestbedSettings,
-               checks: bool = True) -> list[dict]:  # fmt: skip
+               checks: bool = True, cache: dict | None = None) -> list[dict]:  # fmt: skip
     """The rows of `names` in order (failed ones as `failed_row`), each against `reference_of` it, with its method
-    check (`checks.method_check` on the panels) when `checks`."""
+    check (`checks.method_check` on the panels) when `checks`. `cache` (a dict kept across `compare`'s looks) reuses
+    a row whose own seeds and whose common seeds with its reference are unchanged: a row reads its reference only on
+    the seeds both have (`stats.Panel.aligned`), so a look that adds seeds recomputes only the rows they change."""
     from .checks import CheckInputs, method_check
 
     rows = []
@@ -488,6 +490,14 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
             continue
         ref = reference_of(name, [n for n in names if n in panels])
         info = infos[name]
+        own = panels[name].seeds
+        common = [seed for seed in own if ref in panels and seed in panels[ref].seeds] if ref else []
+        key = (name, tuple(own), ref, tuple(common), checks)
+        if cache is not None and key in cache:
+            row = dict(cache[key])
+            floor = floor if floor is not None else row["mean_floor_tokens"]
+            rows.append(row)
+            continue
         row = panel_row(name, panels[name], settings, panels.get(ref), ref, info["train_seconds"],
                         info["num_generations"], info["tight_cap"])  # fmt: skip
         floor = floor if floor is not None else row["mean_floor_tokens"]
@@ -495,14 +505,16 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
             inputs = CheckInputs(panels[name], panels.get(ref), ref or "-", panels.get("base"), floor or 0.0,
                                  settings.bootstrap, settings.seed)  # fmt: skip
             row["method_check"] = method_check(name, inputs, info["tight_cap"])
+        if cache is not None:
+            cache[key] = dict(row)
         rows.append(row)
     return rows
 
 
 def undecided(rows: list[dict]) -> list[str]:
     """The recipes whose method check is inconclusive (not the baselines, not failed rows), and `grpo`, the
-    reference of their comparisons, when it is a row and any is: those that train more seeds in `compare`'s second
-    look (`TestbedSettings.max_seeds`).
+    reference of their comparisons, when it is a row and any is: those that train more seeds at `compare`'s next
+    look (`look_sizes`, up to `TestbedSettings.max_seeds`).
 
     >>> undecided([{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
     ...            {"recipe": "kimi", "method_check": {"claim": "shorter", "held": True}},
@@ -513,6 +525,19 @@ def undecided(rows: list[dict]) -> list[str]:
     open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
              and not _is_baseline(r["method_check"]) and r["method_check"].get("held") is None]  # fmt: skip
     return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else [])
+
+
+def look_sizes(seeds: int, max_seeds: int) -> list[int]:
+    """The number of training seeds at each look of `compare`: `seeds` first, then `seeds` more at a time (the last
+    look capped at `max_seeds`) for the checks still undecided (`undecided`); `max_seeds` 0 or <= `seeds`: one look.
+
+    >>> look_sizes(3, 12), look_sizes(3, 6), look_sizes(3, 8), look_sizes(3, 0)
+    ([3, 6, 9, 12], [3, 6], [3, 6, 8], [3])
+    """
+    sizes = [seeds]
+    while sizes[-1] < max_seeds:
+        sizes.append(min(sizes[-1] + seeds, max_seeds))
+    return sizes
 
 
 def _reference(rows: list[dict]) -> tuple[dict | None, str]:
@@ -533,15 +558,18 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     plan = plan_runs(names, settings, output_dir, keep_models, overwrite)
     outcomes = run_jobs([j for js in plan.values() for j in js], workers, show_progress, "testbed compare")
     panels, infos, errors = load_panels(plan, outcomes)
-    rows = panel_rows(panels, infos, errors, names, settings)
-    more = undecided(rows) if settings.max_seeds > settings.seeds else []
-    if more:  # the second look: the undecided checks and their reference train seeds up to max_seeds
+    cache: dict = {}  # rows the later looks leave unchanged (`panel_rows`)
+    rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
+    for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
+        more = undecided(rows)
+        if not more:
+            break
         logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - ("grpo" in more),
-                    ", ".join(more), settings.max_seeds)  # fmt: skip
-        plan.update(plan_runs(more, dataclasses.replace(settings, seeds=settings.max_seeds), output_dir, keep_models))
-        outcomes.update(run_jobs([j for n in more for j in plan[n]], workers, show_progress, "testbed seeds"))
+                    ", ".join(more), seeds)  # fmt: skip
+        plan.update(plan_runs(more, dataclasses.replace(settings, seeds=seeds), output_dir, keep_models))
+        outcomes.update(run_jobs([j for n in more for j in plan[n]], workers, show_progress, f"testbed seeds {seeds}"))
         panels, infos, errors = load_panels(plan, outcomes)
-        rows = panel_rows(panels, infos, errors, names, settings)
+        rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
     scales = {n: recipe_scale(n, settings.max_completion_length, settings.max_steps).to_dict() for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}

@@ -63,7 +63,7 @@ class TestbedSettings:
     beta: float = 0.0
     seed: int = 0
     seeds: int = 3  # training seeds per recipe: seed, seed + 1, ..., seed + seeds - 1
-    max_seeds: int = 0  # compare: an undecided check trains seeds up to max_seeds (0: no added seeds; runner.py)
+    max_seeds: int = 0  # compare: an undecided check trains `seeds` more at each look, up to max_seeds (0: none added)
     min_ops: int = 1
     max_ops: int = 8
     check_eval: int = 256  # the first check_eval eval tasks (one sample each) per condition of a method check
