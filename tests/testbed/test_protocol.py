@@ -372,3 +372,32 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, m
     assert rows["kimi"]["seeds"] == rows["grpo"]["seeds"] == [0, 1, 2, 3] and next(answers, "done") == "done"
     with pytest.raises(ValueError, match="max_seeds"):
         dataclasses.replace(settings, max_seeds=1).training_seeds()
+
+
+def test_later_looks_reuse_only_the_rows_their_seeds_leave_unchanged():
+    # compare's looks keep a cache of rows (`panel_rows(cache=...)`): a row reads its reference only on the seeds both
+    # have, so when grpo gains a seed, kimi's row (seeds 0-1 against grpo's 0-1) is reused and equals a fresh
+    # computation, while grpo's own row is recomputed
+    from trl_efficient.testbed.runner import DIFFICULTY_METRICS, ROW_METRICS, TestbedSettings, panel_rows
+
+    rng = np.random.default_rng(0)
+    keys = {k for num, den in [*ROW_METRICS.values(), *DIFFICULTY_METRICS.values()] for k in (num, den) if k}
+
+    def panel(seeds):
+        data = {k: rng.random((len(seeds), 40)) * 100 for k in keys}
+        correct = (data.pop("correct") > 30).astype(float)
+        return _panel(data.pop("tokens"), correct, seeds=seeds, **data)
+
+    grpo3 = panel([0, 1, 2])
+    panels = {"base": panel([None]), "grpo": grpo3._select([0, 1]), "kimi": panel([0, 1])}
+    names, settings = ["base", "grpo", "kimi"], TestbedSettings(bootstrap=100)
+    infos = {n: {"train_seconds": None, "num_generations": 8, "tight_cap": None} for n in names}
+    dump = lambda rows: json.dumps(rows, sort_keys=True, default=float)  # noqa: E731
+    cache: dict = {}
+    first = panel_rows(panels, infos, {}, names, settings, checks=False, cache=cache)
+    assert len(cache) == 3
+    panels["grpo"] = grpo3  # the next look: grpo trains a third seed, kimi is decided
+    again = panel_rows(panels, infos, {}, names, settings, checks=False, cache=cache)
+    assert len(cache) == 4  # grpo's new row only
+    assert dump(again) == dump(panel_rows(panels, infos, {}, names, settings, checks=False))
+    assert dump(again[2]) == dump(first[2]) and again[1]["seeds"] == [0, 1, 2] != first[1]["seeds"]
