@@ -768,7 +768,21 @@ def print_report(rows: list[dict], options: dict, commands: list[str], machine: 
 
 def merged_rows(paths: list[str]) -> tuple[list[dict], list[dict]]:
     """`(runs, rows)` of `--report`'s files: every run, and their rows by recipe (a later file's row of a recipe
-    replaces the earlier one in its place)."""
+    replaces the earlier one in its place).
+
+    >>> import tempfile
+    >>> run = lambda rows, rounds: {"command": f"r{rounds}", "rows": rows, "options": {"model": "m", "batch": 1,
+    ...     "group": 1, "max_completion_length": 1, "steps": 2, "tolerance": 0.03, "min_rounds": rounds,
+    ...     "max_rounds": rounds}}
+    >>> folder = tempfile.mkdtemp()
+    >>> paths = [os.path.join(folder, f"{i}.json") for i in range(2)]
+    >>> first, later = run([{"recipe": "a", "rounds": 4}, {"recipe": "b"}], 4), run([{"recipe": "a", "rounds": 8}], 8)
+    >>> for r, p in zip([first, later], paths):
+    ...     with open(p, "w") as f:
+    ...         json.dump(r, f)
+    >>> [(r["recipe"], r.get("rounds")) for r in merged_rows(paths)[1]]
+    [('a', 8), ('b', None)]
+    """
     runs = []
     for path in paths:
         with open(path) as f:
@@ -790,16 +804,6 @@ def report(paths: list[str], readme: str | None = None) -> int:
     order; the options of the first file head it (the others must have the same measurement settings, the number of
     rounds aside). A recipe measured again in a later file (more rounds) takes the later row, in the first row's
     place; every command is listed.
-
-    >>> import tempfile
-    >>> run = lambda rows, rounds: {"command": f"r{rounds}", "rows": rows, "options": {"model": "m", "batch": 1,
-    ...     "group": 1, "max_completion_length": 1, "steps": 2, "tolerance": 0.03, "min_rounds": rounds,
-    ...     "max_rounds": rounds}}
-    >>> paths = [tempfile.mkstemp(suffix=".json")[1] for _ in range(2)]
-    >>> _ = [json.dump(r, open(p, "w")) for r, p in zip([run([{"recipe": "a", "rounds": 4}, {"recipe": "b"}], 4),
-    ...                                                  run([{"recipe": "a", "rounds": 8}], 8)], paths)]
-    >>> [(r["recipe"], r.get("rounds")) for r in merged_rows(paths)[1]]
-    [('a', 8), ('b', None)]
     """
     runs, rows = merged_rows(paths)
     o = runs[0]["options"]
@@ -808,7 +812,7 @@ def report(paths: list[str], readme: str | None = None) -> int:
             summarize_rounds(row, o["tolerance"])
     machine = runs[0].get("machine") or f"torch threads {o['threads']}, {os.cpu_count()} CPUs, device {o['device']}"
     return print_report(rows, o, [run["command"] for run in runs], machine,
-                        CostModel(**{k: v for k, v in runs[0]["cost_model"].items()}), readme)  # fmt: skip
+                        CostModel(**runs[0]["cost_model"]), readme)  # fmt: skip
 
 
 if __name__ == "__main__":

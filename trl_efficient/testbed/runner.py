@@ -491,7 +491,7 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
         ref = reference_of(name, [n for n in names if n in panels])
         info = infos[name]
         own = panels[name].seeds
-        common = [seed for seed in own if ref in panels and seed in panels[ref].seeds] if ref else []
+        common = [seed for seed in own if seed in panels[ref].seeds] if ref in panels else []
         key = (name, tuple(own), ref, tuple(common), checks)
         if cache is not None and key in cache:
             row = dict(cache[key])
