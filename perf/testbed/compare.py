@@ -1,16 +1,18 @@
 """Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
-    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 12]
+    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 15]
                                    [--workers 2]
 
-Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 12 --output-dir perf/testbed/results`:
+Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 15 --output-dir perf/testbed/results`:
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/testbed), then every registered recipe with 3 training seeds at its testbed scale
 (trl_efficient/testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
-check is still inconclusive, and grpo, trains 3 more seeds, up to 12), on 2 worker processes (one torch thread each)
+check is still inconclusive, and grpo, trains 3 more seeds, up to 15), on 2 worker processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
 per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
-checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON). Resumable:
+checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON), then prints
+the scorecard: the testbed's targets beside what was measured (`trl-efficient testbed scorecard`), with the base
+model's world report (results/world_report_v2.json, measured first when it is missing: about 2 minutes). Resumable:
 every (recipe, seed) run is a file under results/runs/ named by the hash of its config, and a rerun skips the finished
 ones (an interrupted run continues where it stopped; a changed setting reruns only what it changes). Everything is
 seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a
@@ -30,7 +32,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 DEFAULT_RECIPES = ["all"]
 DEFAULT_WORKERS = "2"  # two worker processes: the two CPU cores this comparison is sized for
-DEFAULT_MAX_SEEDS = "12"  # looks at 3, 6, 9, 12 seeds: an inconclusive check (and grpo) trains 3 more at each
+DEFAULT_MAX_SEEDS = "15"  # looks at 3, 6, 9, 12, 15 seeds: an inconclusive check (and grpo) trains 3 more at each
 
 
 def main(argv=None) -> int:
@@ -47,6 +49,15 @@ def main(argv=None) -> int:
     committed = "--output-dir" not in argv
     if committed:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]
+    # the base model's world report next to the comparison (items 1, 2 and 4 of the scorecard that compare prints):
+    # measured once per base model, kept as world_report_<model>.json
+    from trl_efficient.testbed.scorecard import world_report_path
+
+    model = argv[argv.index("--base-model") + 1] if "--base-model" in argv else "testbed:v2"
+    report = world_report_path(argv[argv.index("--output-dir") + 1], model)
+    if not os.path.exists(report):
+        os.makedirs(os.path.dirname(report), exist_ok=True)
+        testbed_main(["world-report", "--model", model, "--json", report])
     status = testbed_main(["compare", *argv])
     if every_recipe and committed:  # the full comparison in results/: paste it into the README in the same run
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

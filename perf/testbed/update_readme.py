@@ -1,11 +1,14 @@
-"""Paste the testbed comparison into the top-level README, between its markers.
+"""Paste the testbed comparison into the top-level README, and its scorecard into docs/testbed.md, between markers.
 
     python perf/testbed/update_readme.py [--json perf/testbed/results/compare.json] [--check]
 
 Renders `compare.json` (written by `trl-efficient testbed compare --recipes all --output-dir
 perf/testbed/results`) with the same renderer as `compare.md`, and replaces the text between
-`<!-- testbed-table:start -->` and `<!-- testbed-table:end -->` in README.md. `--check` changes nothing and exits
-with status 1 when the README differs from the rendering (tests/testbed/test_readme_table.py runs the same check).
+`<!-- testbed-table:start -->` and `<!-- testbed-table:end -->` in README.md; renders the scorecard of the same
+`compare.json` and the world report next to it (`trl-efficient testbed scorecard`) between
+`<!-- testbed-scorecard:start -->` and `<!-- testbed-scorecard:end -->` in docs/testbed.md. `--check` changes nothing
+and exits with status 1 when either differs from its rendering (tests/testbed/test_readme_table.py runs the same
+check).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 README = os.path.join(ROOT, "README.md")
+DOCS = os.path.join(ROOT, "docs", "testbed.md")
 DEFAULT_JSON = os.path.join(HERE, "results", "compare.json")
 MARKER = "testbed-table"  # <!-- testbed-table:start --> ... <!-- testbed-table:end -->
+SCORECARD = "testbed-scorecard"  # in docs/testbed.md
 START, END = f"<!-- {MARKER}:start -->", f"<!-- {MARKER}:end -->"
 COMMAND = "trl-efficient testbed compare --recipes all --base-model {base}{seeds} --output-dir perf/testbed/results"
 # (= python perf/testbed/compare.py, which also sets --workers 2 and the AVX2 kernels)
@@ -40,32 +45,43 @@ def render_section(json_path: str = DEFAULT_JSON) -> str:
             f"`perf/testbed/results/compare.json`):\n\n{render_compare_json(json_path)}")  # fmt: skip
 
 
-def readme_section(text: str) -> str:
-    """The text between the markers of `text`, stripped."""
+def render_scorecard(json_path: str = DEFAULT_JSON) -> str:
+    """The scorecard of `json_path` and the world report next to it, as docs/testbed.md quotes it."""
+    from trl_efficient.testbed.scorecard import load_inputs, scorecard_markdown
+
+    compare, world, _ = load_inputs(json_path)
+    return scorecard_markdown(compare, world)
+
+
+def readme_section(text: str, marker: str = MARKER) -> str:
+    """The text between the `marker` markers of `text`, stripped."""
     from trl_efficient.recipes.tables import readme_section as section
 
-    return section(text, MARKER)
+    return section(text, marker)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default=DEFAULT_JSON)
     parser.add_argument("--readme", default=README)
+    parser.add_argument("--docs", default=DOCS, help="the testbed documentation that quotes the scorecard")
     parser.add_argument("--check", action="store_true", help="exit 1 if the README is out of date; write nothing")
     args = parser.parse_args(argv)
-    with open(args.readme) as f:
-        text = f.read()
-    current, wanted = readme_section(text), render_section(args.json).strip()
-    if args.check:
-        if current != wanted:
-            print(f"{args.readme}: the testbed table differs from {args.json}; run {sys.argv[0]}", file=sys.stderr)
-            return 1
-        return 0
     from trl_efficient.recipes.tables import write_readme_section
 
-    write_readme_section(args.readme, MARKER, wanted)
-    print(f"updated {args.readme}")
-    return 0
+    status = 0
+    for path, marker, wanted in ((args.readme, MARKER, render_section(args.json).strip()),
+                                 (args.docs, SCORECARD, render_scorecard(args.json).strip())):  # fmt: skip
+        with open(path) as f:
+            current = readme_section(f.read(), marker)
+        if args.check:
+            if current != wanted:
+                print(f"{path}: the {marker} section differs from {args.json}; run {sys.argv[0]}", file=sys.stderr)
+                status = 1
+            continue
+        write_readme_section(path, marker, wanted)
+        print(f"updated {path}")
+    return status
 
 
 if __name__ == "__main__":

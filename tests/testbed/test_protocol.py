@@ -370,6 +370,11 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, m
                      show_progress=False)  # fmt: skip
     rows = {r["recipe"]: r for r in looked["rows"]}
     assert rows["kimi"]["seeds"] == rows["grpo"]["seeds"] == [0, 1, 2, 3] and next(answers, "done") == "done"
+    # compare.json records the invocation's timing per look (the scorecard's runtime): the first look's 5 runs were
+    # all finished files, the second trained the two new seeds of its 8
+    timing = json.load(open(looked["files"]["json"]))["timing"]
+    assert timing["workers"] == 1 and timing["seconds"] >= sum(look["seconds"] for look in timing["looks"][1:])
+    assert [(look["seeds"], look["runs"], look["trained"]) for look in timing["looks"]] == [(2, 5, 0), (4, 8, 2)]
     with pytest.raises(ValueError, match="max_seeds"):
         dataclasses.replace(settings, max_seeds=1).training_seeds()
 

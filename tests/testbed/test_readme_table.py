@@ -24,14 +24,30 @@ def test_readme_testbed_section_equals_the_rendered_compare_json():
     assert data["rows"][0]["recipe"] == "base" and data["scales"]  # the committed data has rules and a base row
     for row in data["rows"]:
         assert row["recipe"] in section
+    # every run of the committed comparison ran on the AVX2 kernels (perf/testbed/compare.py's default), so a rerun
+    # there reproduces it digit for digit (docs/testbed.md, "One base model on every machine")
+    results = os.path.dirname(up.DEFAULT_JSON)
+    kernels = {json.load(open(os.path.join(results, path)))["cpu_capability"]
+               for paths in data["runs"].values() for path in paths}  # fmt: skip
+    assert kernels == {"AVX2"}
+
+
+def test_docs_scorecard_equals_the_committed_files():
+    up = _updater()
+    with open(up.DOCS) as f:
+        section = up.readme_section(f.read(), up.SCORECARD)
+    assert section == up.render_scorecard(up.DEFAULT_JSON).strip() and section.count("\n| ") == 7
 
 
 def test_update_readme_check_flags_a_stale_table(tmp_path):
     up = _updater()
-    readme = tmp_path / "README.md"
+    readme, docs = tmp_path / "README.md", tmp_path / "testbed.md"
     readme.write_text(f"intro\n{up.START}\nold table\n{up.END}\nrest\n")
-    assert up.main(["--readme", str(readme), "--check"]) == 1
-    assert up.main(["--readme", str(readme)]) == 0
+    docs.write_text(f"doc\n<!-- {up.SCORECARD}:start -->\nold card\n<!-- {up.SCORECARD}:end -->\n")
+    paths = ["--readme", str(readme), "--docs", str(docs)]
+    assert up.main([*paths, "--check"]) == 1
+    assert up.main(paths) == 0
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("rest\n") and "old table" not in text
-    assert up.main(["--readme", str(readme), "--check"]) == 0
+    assert "old card" not in docs.read_text() and "| 6 | every check decides" in docs.read_text()
+    assert up.main([*paths, "--check"]) == 0

@@ -41,19 +41,20 @@ register_reward_builder(
 def _curriculum_scale(cap: int, steps: int) -> RecipeScale:
     # methods.md §22 states no cap; its two budgets are anchored to the task: the start (256) is about the base
     # model's GSM8K length (258.4 tokens) and the end (87) about what GSM8K needs (the trained model: 86.2% at 88.8
-    # tokens), a ratio of 87/256 = 0.34. The testbed keeps the start at about its base model's length (cap / 2 = 192
-    # at the 384-token cap, against testbed:v2's 161 tokens) and the paper's ratio, which ends at 65 tokens: the
-    # tasks' mean floor (62), as the paper ends at what its tasks need. (World v1's base was only ~25% over its floor,
-    # so one ratio could not hold both anchors there; the v2 base over-thinks 2.6x, near the paper's ~3x. The
-    # earlier rule, end = 87 x cap / 256 = 130 tokens at cap 384, ended at twice the floor, where the triangular
-    # reward paid for answers *longer* than GRPO's: 25 tokens longer in the first v2 comparison.)
-    start = cap // 2
-    final = max(1, round(start * 87 / 256))
+    # tokens). The testbed keeps both anchors: the start at its base model's length (testbed:v2 writes 161 tokens at
+    # the 384-token cap: 0.42 x cap) and the end at what its tasks need (cap/2 x 87/256 = 65 at cap 384, about the
+    # tasks' mean floor of 62). Until 2026-12-02 the start was cap/2 = 192, above what the base writes, so the first
+    # quarter of a 40-step run paid for *longer* answers and the recipe ended no shorter than GRPO (docs/testbed.md,
+    # the comparison). (World v1's base was only ~25% over its floor, so the two anchors could not both hold there.
+    # An end at 87 x cap / 256 = 130 tokens, twice the floor, had the triangular reward pay for answers *longer* than
+    # GRPO's: 25 tokens longer in the first v2 comparison.)
+    start = max(1, round(cap * 161 / 384))
+    final = max(1, round(cap / 2 * 87 / 256))
     budgets = {"initial_budget": start, "final_budget": final}
     return RecipeScale(
         "curriculum",
-        f"budgets anchored as in the paper (start ~ the base model's length, end ~ what the tasks need, ratio "
-        f"87/256): 256 -> 87 becomes {start} (cap/2; testbed:v2 writes 161) -> {final} (x 87/256; the tasks' mean "
+        f"budgets anchored as in the paper (start at the base model's length, end at what the tasks need): 256 -> 87 "
+        f"becomes {start} (0.42 x cap: testbed:v2 writes 161 at cap 384) -> {final} (cap/2 x 87/256; the tasks' mean "
         "floor is 62); n = 3 decay points over the run",
         config={"rollout_plan_kwargs": budgets},
     )

@@ -9,6 +9,8 @@
                                 [--output-dir DIR] [--overwrite]
     trl-efficient testbed frontier DIR/sweep_laser.json DIR/sweep_kimi.json ... --out frontier.png
     trl-efficient testbed plots perf/testbed/results/compare.json      per_difficulty.png next to it
+    trl-efficient testbed world-report [--model testbed:v2] [--json DIR/world_report_v2.json]
+    trl-efficient testbed scorecard perf/testbed/results/compare.json  the targets beside the measured values
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
@@ -205,6 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     p_world.add_argument("--temperature", type=float, default=1.0)
     p_world.add_argument("--seed", type=int, default=0)
     p_world.add_argument("--json", default=None, help="also write the report's data to this JSON file")
+    p_score = sub.add_parser(
+        "scorecard",
+        help="the testbed's targets beside what a comparison and the base's world report measured",
+        description="Print each target of the testbed (dynamic range, trade-off, RL learns, length following, power, "
+        "decided checks, runtime) with the measured value from a compare.json and the world report next to it "
+        "(world_report_<model>.json, written by `world-report --json`), and whether it is met (docs/testbed.md, "
+        "'Scorecard'). `compare` prints it too.",
+    )
+    p_score.add_argument("compare_json")
+    p_score.add_argument("--world-report", default=None, help="default: world_report_<model>.json next to it")
     p_plots = sub.add_parser("plots", help="redraw per_difficulty.png and checks.png from a compare.json")
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
@@ -251,6 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
+        return 0
+    if args.command == "scorecard":
+        from .scorecard import load_scorecard
+
+        print(load_scorecard(args.compare_json, args.world_report))
         return 0
     if args.command == "plots":
         import os
@@ -300,7 +317,12 @@ def main(argv: list[str] | None = None) -> int:
             keep_models=args.keep_models,
             workers=args.workers,
         )
-        return _report(out, "failed", ", ")
+        status = _report(out, "failed", ", ")
+        from .scorecard import load_scorecard
+
+        print("\nScorecard (trl-efficient testbed scorecard):\n")
+        print(load_scorecard(out["files"]["json"]))
+        return status
     return 2
 
 

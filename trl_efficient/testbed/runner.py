@@ -22,6 +22,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -554,28 +555,40 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     from .scaling import recipe_scale
 
     os.makedirs(output_dir, exist_ok=True)
+    started = time.perf_counter()
     names = (["base"] if include_base else []) + list(recipes)
     plan = plan_runs(names, settings, output_dir, keep_models, overwrite)
-    outcomes = run_jobs([j for js in plan.values() for j in js], workers, show_progress, "testbed compare")
+    jobs = [j for js in plan.values() for j in js]
+    outcomes = run_jobs(jobs, workers, show_progress, "testbed compare")
     panels, infos, errors = load_panels(plan, outcomes)
     cache: dict = {}  # rows the later looks leave unchanged (`panel_rows`)
     rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
+    # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
+    looks = [{"seeds": settings.seeds, "runs": len(jobs), "trained": len(outcomes),
+              "seconds": round(time.perf_counter() - started, 1)}]  # fmt: skip
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
         more = undecided(rows)
         if not more:
             break
         logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - ("grpo" in more),
                     ", ".join(more), seeds)  # fmt: skip
+        look_started = time.perf_counter()
         plan.update(plan_runs(more, dataclasses.replace(settings, seeds=seeds), output_dir, keep_models))
-        outcomes.update(run_jobs([j for n in more for j in plan[n]], workers, show_progress, f"testbed seeds {seeds}"))
+        jobs = [j for n in more for j in plan[n]]
+        new = run_jobs(jobs, workers, show_progress, f"testbed seeds {seeds}")
+        outcomes.update(new)
         panels, infos, errors = load_panels(plan, outcomes)
         rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
+        looks.append({"seeds": seeds, "runs": len(jobs), "trained": len(new),
+                      "seconds": round(time.perf_counter() - look_started, 1)})  # fmt: skip
     scales = {n: recipe_scale(n, settings.max_completion_length, settings.max_steps).to_dict() for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     runs = {name: [os.path.relpath(j.path, output_dir) for j in jobs] for name, jobs in plan.items()}
     with open(files["json"], "w") as f:
-        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs}, f, indent=1)
+        timing = {"workers": workers, "seconds": round(time.perf_counter() - started, 1), "looks": looks}
+        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs, "timing": timing},
+                  f, indent=1)  # fmt: skip
     with open(files["markdown"], "w") as f:
         f.write(compare_markdown(rows, settings.to_dict(), scales))
     for row in rows:

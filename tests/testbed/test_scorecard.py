@@ -1,0 +1,63 @@
+"""`testbed scorecard`: each target beside what the committed comparison and world report measured, and a target
+that is missed reads "not met" (the scorecard reports; it must not flatter)."""
+
+import copy
+import json
+import os
+
+from trl_efficient.testbed.scorecard import load_scorecard, scorecard_rows
+
+RESULTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed", "results"))
+
+
+def _committed():
+    with open(os.path.join(RESULTS, "compare.json")) as f:
+        compare = json.load(f)
+    with open(os.path.join(RESULTS, "world_report_v2.json")) as f:
+        world = json.load(f)
+    return compare, world
+
+
+def test_scorecard_reads_the_committed_world_report_and_comparison():
+    compare, world = _committed()
+    rows = {row["item"]: row for row in scorecard_rows(compare, world)}
+    assert sorted(rows) == [1, 2, 3, 4, 5, 6, 7]
+    dyn = world["dynamic_range"]
+    assert f"tokens / floor {dyn['ratio']:.2f}" in rows[1]["measured"] and rows[1]["met"] is True
+    assert f"hard {world['tradeoff']['hard']['gain']:+.3f}" in rows[2]["measured"] and rows[2]["met"] is True
+    grpo = next(r for r in compare["rows"] if r["recipe"] == "grpo")
+    assert f"{grpo['vs_reference']['accuracy'][0]:+.3f}" in rows[3]["measured"]
+    assert rows[3]["met"] is (grpo["vs_reference"]["accuracy"][1] > 0)
+    assert all(name in rows[4]["measured"] for name in world["following"]) and rows[4]["met"] is True
+    # item 6 counts the verdicts of the method checks (not the baselines')
+    verdicts = [r["method_check"]["held"] for r in compare["rows"]
+                if r.get("method_check") and not r["method_check"]["claim"].startswith("baseline")]  # fmt: skip
+    assert f"{verdicts.count(None)} inconclusive" in rows[6]["measured"]
+    assert rows[6]["met"] is (verdicts.count(None) <= 4)
+    # the CLI prints the same table with its sources
+    text = load_scorecard(os.path.join(RESULTS, "compare.json"))
+    assert text.count("\n| ") == 7 and "world_report_v2.json" in text
+
+
+def test_scorecard_says_not_met_where_a_target_is_missed():
+    compare, world = _committed()
+    world = copy.deepcopy(world)
+    world["dynamic_range"]["ratio"] = 2.4  # under 2.5
+    world["tradeoff"]["easy"]["gain"] = 0.05  # thinking pays on easy tasks too: no trade-off
+    world["following"]["hbpo"]["pearson"] = 0.2
+    compare = copy.deepcopy(compare)
+    grpo = next(r for r in compare["rows"] if r["recipe"] == "grpo")
+    grpo["vs_reference"]["accuracy"] = [0.01, -0.01, 0.03]  # RL not above the base beyond the interval
+    for row in compare["rows"][2:8]:  # six open checks
+        if row.get("method_check"):
+            row["method_check"]["held"] = None
+    compare["timing"] = {"workers": 2, "seconds": 4200.0, "looks": [{"seeds": 3, "runs": 118, "trained": 118,
+                                                                     "seconds": 2100.0}]}  # fmt: skip
+    rows = {row["item"]: row for row in scorecard_rows(compare, world)}
+    assert [rows[i]["met"] for i in range(1, 8)] == [False, False, False, False, False, False, False]
+    # a comparison that reused finished runs cannot say how long the whole takes
+    compare["timing"]["looks"][0]["trained"] = 3
+    row = scorecard_rows(compare, world)[6]
+    assert row["met"] is None and "not the full runtime" in row["measured"]
+    # without a world report, its items are unknown rather than met
+    assert [row["met"] for row in scorecard_rows(compare, None)][:4:3] == [None, None]

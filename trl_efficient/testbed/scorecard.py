@@ -1,0 +1,221 @@
+"""
+`trl-efficient testbed scorecard`: what the testbed promises, beside what was measured, in one table.
+
+A comparison is only worth reading if the world it runs in has something to decide and the protocol has the power to
+decide it. The scorecard reads the two files that say so, both written by commands anyone can rerun:
+
+- the base model's **world report** (`trl-efficient testbed world-report --json world_report_v2.json`,
+  `report.world_report`): how far the base over-thinks, where thinking pays, how its length follows L1 targets and
+  HBPO budgets, all measured on its own generations;
+- the **comparison** (`compare.json`, from `trl-efficient testbed compare` or `python perf/testbed/compare.py`): whether
+  RL learns, the intervals of every recipe-minus-GRPO difference, the verdicts, and the comparison's own timing.
+
+and prints each target (`TARGETS`, docs/testbed.md "Scorecard") with the measured value and whether it is met. A target
+that is not met says so: the scorecard reports, it does not gate.
+
+>>> compare = {"rows": [
+...     {"recipe": "base", "mean_floor_tokens": 60.0, "seeds": [0], "num_tasks": 1024, "ci": {}},
+...     {"recipe": "grpo", "mean_floor_tokens": 60.0, "seeds": [0, 1, 2], "num_tasks": 1024, "ci": {},
+...      "vs_reference": {"reference": "base", "accuracy": [0.1, 0.05, 0.15], "mean_tokens": [-5.0, -9.0, -1.0]},
+...      "method_check": {"claim": "baseline", "held": None}},
+...     {"recipe": "kimi", "mean_floor_tokens": 60.0, "seeds": [0, 1, 2], "num_tasks": 1024, "ci": {},
+...      "vs_reference": {"reference": "grpo", "accuracy": [0.0, -0.01, 0.01], "mean_tokens": [-20.0, -21.0, -19.0]},
+...      "method_check": {"claim": "shorter", "held": True}}],
+...     "timing": {"workers": 2, "seconds": 3000.0,
+...                "looks": [{"seeds": 3, "runs": 7, "trained": 7, "seconds": 3000.0}]}}
+>>> [(row["item"], row["met"]) for row in scorecard_rows(compare, None)]  # no world report: items 1, 2, 4 unknown
+[(1, None), (2, None), (3, True), (4, None), (5, True), (6, True), (7, True)]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from typing import Any
+
+from .checks import FRACTION_MARGIN, TOKEN_MARGIN
+
+__all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
+
+# The testbed's targets (docs/testbed.md, "Scorecard"): item -> (what, target).
+TARGETS = {
+    1: ("dynamic range", "base tokens / floor >= 2.5, redundant share >= 0.5, easy (k = 1-2) ratio >= hard (k = 7-8)"),
+    2: (
+        "a real trade-off",
+        "own thinking over the forced minimal trace: hard (k >= 6) >= +0.10, easy (k <= 2) <= +0.03",
+    ),  # fmt: skip
+    3: ("RL learns", "GRPO (correctness only) above the base's accuracy, interval excluding 0"),
+    4: ("length instructions followed", "Pearson(requested, generated length) >= 0.3 under every length prompt"),
+    5: (
+        "power",
+        f">= 3 seeds, >= 1,024 paired tasks; half-width of recipe - GRPO <= {TOKEN_MARGIN:.0%} of the floor "
+        f"in tokens and <= {FRACTION_MARGIN} in accuracy",
+    ),  # fmt: skip
+    6: ("every check decides", "<= 4 checks inconclusive; every 'not held' diagnosed in docs/testbed.md"),
+    7: ("fast enough", "the comparison on 2 cores in <= 60 minutes (every recipe x 3 seeds)"),
+}
+MIN_SEEDS, MIN_TASKS, MAX_INCONCLUSIVE, MAX_MINUTES = 3, 1024, 4, 60.0
+
+
+def world_report_path(output_dir: str, model: str) -> str:
+    """Where `compare`'s scorecard looks for the world report of `model` (`testbed:v2` -> `world_report_v2.json`).
+
+    >>> world_report_path("results", "testbed:v2")
+    'results/world_report_v2.json'
+    """
+    name = model.split(":", 1)[1] if model.startswith("testbed:") else os.path.basename(model.rstrip("/"))
+    return os.path.join(output_dir, f"world_report_{name}.json")
+
+
+def _fmt_interval(values, spec: str = "+.3f") -> str:
+    point, low, high = values
+    return f"{point:{spec}} [{low:{spec}}, {high:{spec}}]"
+
+
+def _world_items(world: dict | None) -> list[dict]:
+    if world is None:
+        return [{"item": i, "measured": "no world report (trl-efficient testbed world-report --json ...)", "met": None}
+                for i in (1, 2, 4)]  # fmt: skip
+    dyn, trade, follow = world["dynamic_range"], world["tradeoff"], world["following"]
+    floor_by_k = sorted(dyn["floor_by_difficulty"].items(), key=lambda kv: int(kv[0]))
+    floors = ", ".join(f"{k}: {v:.0f}" for k, v in floor_by_k)
+    low, high = dyn["ratio_interval"]
+    one = {
+        "item": 1,
+        "measured": f"tokens / floor {dyn['ratio']:.2f} [{low:.2f}, {high:.2f}], redundant share "
+        f"{dyn['redundant_share']:.3f}, easy {dyn['easy_ratio']:.2f} vs hard {dyn['hard_ratio']:.2f} (floor per k: "
+        f"{floors})",
+        "met": dyn["ratio"] >= 2.5 and dyn["redundant_share"] >= 0.5 and dyn["easy_ratio"] >= dyn["hard_ratio"],
+    }
+    hard, easy = trade["hard"], trade["easy"]
+    two = {
+        "item": 2,
+        "measured": f"hard {hard['gain']:+.3f} [{hard['interval'][0]:+.3f}, {hard['interval'][1]:+.3f}], easy "
+        f"{easy['gain']:+.3f} [{easy['interval'][0]:+.3f}, {easy['interval'][1]:+.3f}] (accuracy "
+        f"{trade['accuracy_own']:.3f} own vs {trade['accuracy_forced_minimal']:.3f} forced minimal)",
+        "met": hard["gain"] >= 0.10 and easy["gain"] <= 0.03,
+    }
+    four = {
+        "item": 4,
+        "measured": ", ".join(
+            f"{name} {f['pearson']:+.3f} [{f['interval'][0]:+.3f}, {f['interval'][1]:+.3f}]"
+            for name, f in follow.items()
+        ),
+        "met": bool(follow) and all(f["pearson"] >= 0.3 for f in follow.values()),
+    }
+    return [one, two, four]
+
+
+def _half_width(values) -> float:
+    return (values[2] - values[1]) / 2
+
+
+def _compare_items(compare: dict) -> list[dict]:
+    rows = [r for r in compare["rows"] if r.get("status", "ok") == "ok"]
+    by_name = {r["recipe"]: r for r in rows}
+    grpo = by_name.get("grpo")
+    learns = (grpo or {}).get("vs_reference", {})
+    three = {
+        "item": 3,
+        "measured": f"GRPO - base accuracy {_fmt_interval(learns['accuracy'])} on {len(grpo['seeds'])} seeds, tokens "
+        f"{_fmt_interval(learns['mean_tokens'], '+.1f')}"
+        if learns.get("accuracy")
+        else "no GRPO row paired with the base",
+        "met": learns["accuracy"][1] > 0 if learns.get("accuracy") else None,
+    }
+    paired = [r for r in rows if r.get("vs_reference", {}).get("reference") == "grpo"]
+    floor = (grpo or rows[0])["mean_floor_tokens"] if rows else 0.0
+    token_limit = TOKEN_MARGIN * floor
+    tokens = [_half_width(r["vs_reference"]["mean_tokens"]) for r in paired]
+    accuracy = [_half_width(r["vs_reference"]["accuracy"]) for r in paired]
+    seeds = [len(r["seeds"]) for r in rows if r["recipe"] != "base"]
+    tasks = [r["num_tasks"] for r in rows]
+    if paired:
+        measured = (
+            f"seeds {min(seeds)}-{max(seeds)}, {min(tasks):,} tasks; token half-widths {min(tokens):.1f}-"
+            f"{max(tokens):.1f} (median {statistics.median(tokens):.1f}; limit {token_limit:.1f}), "
+            f"{sum(h <= token_limit for h in tokens)} of {len(tokens)} within; accuracy half-widths "
+            f"{min(accuracy):.3f}-{max(accuracy):.3f} (median {statistics.median(accuracy):.3f}), "
+            f"{sum(h <= FRACTION_MARGIN for h in accuracy)} of {len(accuracy)} within"
+        )
+        met = (min(seeds) >= MIN_SEEDS and min(tasks) >= MIN_TASKS and all(h <= token_limit for h in tokens)
+               and all(h <= FRACTION_MARGIN for h in accuracy))  # fmt: skip
+    else:
+        measured, met = "no recipe paired with GRPO", None
+    five = {"item": 5, "measured": measured, "met": met}
+    checked = [r for r in rows if r.get("method_check") and not str(r["method_check"].get("claim") or "baseline")
+               .startswith("baseline")]  # fmt: skip
+    verdicts = {r["recipe"]: r["method_check"]["held"] for r in checked}
+    open_ = [n for n, v in verdicts.items() if v is None]
+    refuted = [n for n, v in verdicts.items() if v is False]
+    hbpo = {True: "held", False: "not held", None: "inconclusive"}[verdicts["hbpo"]] if "hbpo" in verdicts else "-"
+    six = {
+        "item": 6,
+        "measured": f"{sum(v is True for v in verdicts.values())} held, {len(open_)} inconclusive"
+        f"{' (' + ', '.join(open_) + ')' if open_ else ''}, {len(refuted)} not held"
+        f"{' (' + ', '.join(refuted) + ')' if refuted else ''}; HBPO {hbpo}",
+        "met": len(open_) <= MAX_INCONCLUSIVE if verdicts else None,
+    }
+    timing = compare.get("timing")
+    if timing and timing.get("looks"):
+        first, later = timing["looks"][0], timing["looks"][1:]
+        complete = first["trained"] == first["runs"]  # this invocation trained the whole first look
+        minutes = timing["seconds"] / 60
+        later_text = (f"; later looks {', '.join(str(look['trained']) for look in later)} runs in "
+                      f"{sum(look['seconds'] for look in later) / 60:.1f} min" if later else "")  # fmt: skip
+        seven = {
+            "item": 7,
+            "measured": f"{minutes:.1f} min on {timing['workers']} workers: first look (every recipe x "
+            f"{first['seeds']} seeds) {first['trained']} of {first['runs']} runs trained in "
+            f"{first['seconds'] / 60:.1f} min{later_text}"
+            + (
+                ""
+                if complete
+                else "; finished runs were reused, so this is not the full runtime: time it from an empty --output-dir"
+            ),  # fmt: skip
+            "met": minutes <= MAX_MINUTES if complete else None,
+        }
+    else:
+        seven = {"item": 7, "measured": "not recorded in this compare.json", "met": None}
+    return [three, five, six, seven]
+
+
+def scorecard_rows(compare: dict, world: dict | None) -> list[dict]:
+    """One dict per item of `TARGETS`, in order: `item`, `what`, `target`, `measured` (text), `met` (`True`,
+    `False`, or `None` when the files cannot say). Item 7 is judged on the whole invocation (every look), and only
+    when it trained every run of its first look (from an empty output directory)."""
+    found = {row["item"]: row for row in _world_items(world) + _compare_items(compare)}
+    return [{"item": i, "what": TARGETS[i][0], "target": TARGETS[i][1], **found[i]} for i in sorted(TARGETS)]
+
+
+def scorecard_markdown(compare: dict, world: dict | None, sources: str = "") -> str:
+    """The scorecard as a Markdown table (`scorecard_rows`), with a line naming its sources."""
+    mark = {True: "met", False: "**not met**", None: "-"}
+    lines = ["| # | target | measured | |", "|---|---|---|---|"]
+    for row in scorecard_rows(compare, world):
+        cells = [str(row["item"]), f"{row['what']}: {row['target']}", row["measured"], mark[row["met"]]]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    if sources:
+        lines += ["", sources]
+    return "\n".join(lines)
+
+
+def load_inputs(compare_json: str, world_json: str | None = None) -> tuple[dict, dict | None, str | None]:
+    """The comparison of `compare_json`, and the world report next to it (`world_report_path` of its base model) or
+    at `world_json`: `(compare, world, world_json)`, the last two `None` when there is no report."""
+    with open(compare_json) as f:
+        compare: dict[str, Any] = json.load(f)
+    model = (compare.get("settings") or {}).get("base_model", "testbed:v2")
+    world_json = world_json or world_report_path(os.path.dirname(compare_json) or ".", model)
+    if not os.path.exists(world_json):
+        return compare, None, None
+    with open(world_json) as f:
+        return compare, json.load(f), world_json
+
+
+def load_scorecard(compare_json: str, world_json: str | None = None) -> str:
+    """`scorecard_markdown` of a `compare.json` and its world report (`load_inputs`), with a line naming them."""
+    compare, world, world_json = load_inputs(compare_json, world_json)
+    sources = f"Sources: `{compare_json}`" + (f", `{world_json}`" if world is not None else "") + "."
+    return scorecard_markdown(compare, world, sources)
