@@ -72,6 +72,7 @@ __all__ = [
     "check_modes",
     "family_of",
     "fraction_noise",
+    "is_baseline",
     "method_check",
     "pearson",
     "rank",
@@ -467,6 +468,16 @@ def _asrr(c: CheckInputs) -> dict:
                 f"{float(lengths.mean()):.1f}: {c.reference_name} (plain) - recipe {_d(d_tokens)}")  # fmt: skip
     held = combine(decide(d_acc, FRACTION_MARGIN), decide(d_tokens, c.token_margin))
     return _result(claim, measured, held, {"prefix_accuracy_gain": d_acc, "tokens_saved": d_tokens})
+
+
+def is_baseline(check: dict) -> bool:
+    """A method check without a claim of its own (`grpo`, `dr-grpo`: its claim starts with "baseline"): it has no
+    verdict and is not counted among the verdicts.
+
+    >>> is_baseline({"claim": "baseline (unbiased)", "held": None}), is_baseline({"claim": "shorter", "held": True})
+    (True, False)
+    """
+    return str(check.get("claim") or "baseline").startswith("baseline")
 
 
 def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None) -> dict:

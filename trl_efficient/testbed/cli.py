@@ -2,7 +2,7 @@
 
     trl-efficient testbed base [--size base|small] [--retrain]      train (or find) the over-thinking base model
     trl-efficient testbed eval [--model testbed:base|DIR] [--num-eval 128] [--samples 2]
-    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--max-seeds 12]
+    trl-efficient testbed compare --recipes all|grpo kimi ... [--max-steps 40] [--seeds 3] [--max-seeds 15]
                                   [--workers 2] [--output-dir DIR] [--set key=value ...] [--overwrite]
     trl-efficient testbed sweep --recipe laser --set reward.laser.target_length=24,48,96 [--set key2=...]
                                 [--setting key=value ...] [--max-steps 40] [--seeds 3] [--workers 2]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     pass
 
+from .checks import is_baseline
 from .training import (  # noqa: F401  (re-exported: the runner's public names before the split)
     RECORD_COLUMNS,
     TestbedSettings,
@@ -246,11 +247,6 @@ def _secs(value) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-def _is_baseline(check: dict) -> bool:
-    """A row without a method claim of its own (`grpo`, `dr-grpo`): no verdict, not counted."""
-    return str(check.get("claim") or "baseline").startswith("baseline")
-
-
 def _held(value) -> str:
     return {True: "held", False: "**not held**", None: "inconclusive"}[value]
 
@@ -306,7 +302,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             lines.append(f"| {r['recipe']} | {g} | **failed**: {error} |" + " |" * (len(head) - 3))
             continue
         check = r.get("method_check") or {}
-        verdict = "-" if _is_baseline(check) else _held(check["held"])
+        verdict = "-" if is_baseline(check) else _held(check["held"])
         if intervals:
             vs = r.get("vs_reference") or {}
             ref = f" ({vs['reference']})" if vs.get("reference") else ""
@@ -330,12 +326,12 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
                   "| recipe | claim | measured | result |", "|---|---|---|---|"]  # fmt: skip
         for r in checked:
             c = r["method_check"]
-            if _is_baseline(c):
+            if is_baseline(c):
                 continue
             cells = [str(c[k]).replace("|", "\\|") for k in ("claim", "measured")]  # a "|" would split the cell
             lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {_held(c['held'])} |")
         if intervals:
-            judged = [r["method_check"]["held"] for r in checked if not _is_baseline(r["method_check"])]
+            judged = [r["method_check"]["held"] for r in checked if not is_baseline(r["method_check"])]
             counts = {v: sum(1 for held in judged if held is v) for v in (True, None, False)}
             lines += ["", f"Verdicts: {counts[True]} held, {counts[None]} inconclusive, {counts[False]} not held "
                       "(held: the 95% interval of the claimed paired difference excludes 0 on the claimed side; not "
@@ -524,7 +520,7 @@ def undecided(rows: list[dict]) -> list[str]:
     """
     names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
     open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
-             and not _is_baseline(r["method_check"]) and r["method_check"].get("held") is None]  # fmt: skip
+             and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None]  # fmt: skip
     return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else [])
 
 

@@ -34,7 +34,7 @@ import os
 import statistics
 from typing import Any
 
-from .checks import FRACTION_MARGIN, TOKEN_MARGIN
+from .checks import FRACTION_MARGIN, TOKEN_MARGIN, is_baseline
 
 __all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
 
@@ -144,8 +144,7 @@ def _compare_items(compare: dict) -> list[dict]:
     else:
         measured, met = "no recipe paired with GRPO", None
     five = {"item": 5, "measured": measured, "met": met}
-    checked = [r for r in rows if r.get("method_check") and not str(r["method_check"].get("claim") or "baseline")
-               .startswith("baseline")]  # fmt: skip
+    checked = [r for r in rows if r.get("method_check") and not is_baseline(r["method_check"])]
     verdicts = {r["recipe"]: r["method_check"]["held"] for r in checked}
     open_ = [n for n, v in verdicts.items() if v is None]
     refuted = [n for n, v in verdicts.items() if v is False]
