@@ -12,7 +12,7 @@ with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md,
 per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
 checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON), then prints
 the scorecard: the testbed's targets beside what was measured (`trl-efficient testbed scorecard`), with the base
-model's world report (results/world_report_v2.json, measured first when it is missing: about 2 minutes). Resumable:
+model's world report (results/world_report_v2.json, measured first when it is missing: about 15 seconds). Resumable:
 every (recipe, seed) run is a file under results/runs/ named by the hash of its config, and a rerun skips the finished
 ones (an interrupted run continues where it stopped; a changed setting reruns only what it changes). Everything is
 seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a
