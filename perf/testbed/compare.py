@@ -21,6 +21,7 @@ the README (`perf/testbed/update_readme.py`, also runnable on its own), so one c
 perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo).
 """
 
+import argparse
 import os
 import platform
 import sys
@@ -46,15 +47,19 @@ def main(argv=None) -> int:
         argv += ["--workers", DEFAULT_WORKERS]
     if "--max-seeds" not in argv:
         argv += ["--max-seeds", DEFAULT_MAX_SEEDS]
-    committed = "--output-dir" not in argv
+    committed = not any(a == "--output-dir" or a.startswith("--output-dir=") for a in argv)
     if committed:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]
     # the base model's world report next to the comparison (items 1, 2 and 4 of the scorecard that compare prints):
     # measured once per base model, kept as world_report_<model>.json
     from trl_efficient.testbed.scorecard import world_report_path
 
-    model = argv[argv.index("--base-model") + 1] if "--base-model" in argv else "testbed:v2"
-    report = world_report_path(argv[argv.index("--output-dir") + 1], model)
+    where = argparse.ArgumentParser(add_help=False)  # the two options the report needs (also as --opt=value)
+    where.add_argument("--output-dir")
+    where.add_argument("--base-model", default="testbed:v2")
+    known, _ = where.parse_known_args(argv)
+    model = known.base_model
+    report = world_report_path(known.output_dir, model)
     if not os.path.exists(report):
         os.makedirs(os.path.dirname(report), exist_ok=True)
         testbed_main(["world-report", "--model", model, "--json", report])

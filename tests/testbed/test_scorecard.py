@@ -5,6 +5,7 @@ import copy
 import json
 import os
 
+from trl_efficient.testbed.checks import is_baseline
 from trl_efficient.testbed.scorecard import load_scorecard, scorecard_rows
 
 RESULTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed", "results"))
@@ -31,7 +32,7 @@ def test_scorecard_reads_the_committed_world_report_and_comparison():
     assert all(name in rows[4]["measured"] for name in world["following"]) and rows[4]["met"] is True
     # item 6 counts the verdicts of the method checks (not the baselines')
     verdicts = [r["method_check"]["held"] for r in compare["rows"]
-                if r.get("method_check") and not r["method_check"]["claim"].startswith("baseline")]  # fmt: skip
+                if r.get("method_check") and not is_baseline(r["method_check"])]  # fmt: skip
     assert f"{verdicts.count(None)} inconclusive" in rows[6]["measured"]
     assert rows[6]["met"] is (verdicts.count(None) <= 4)
     # the CLI prints the same table with its sources
@@ -59,5 +60,29 @@ def test_scorecard_says_not_met_where_a_target_is_missed():
     compare["timing"]["looks"][0]["trained"] = 3
     row = scorecard_rows(compare, world)[6]
     assert row["met"] is None and "not the full runtime" in row["measured"]
-    # without a world report, its items are unknown rather than met
-    assert [row["met"] for row in scorecard_rows(compare, None)][:4:3] == [None, None]
+    # without a world report, its items (1, 2 and 4) are unknown rather than met
+    unknown = {row["item"]: row["met"] for row in scorecard_rows(compare, None)}
+    assert [unknown[i] for i in (1, 2, 4)] == [None, None, None] and unknown[3] is False
+
+
+def test_compare_script_measures_the_world_report_once_next_to_its_output(tmp_path, monkeypatch):
+    """`python perf/testbed/compare.py` prints every figure: it measures the base's world report into the output
+    directory when it is missing (then `compare` prints the scorecard from both), and reuses it when it is there."""
+    import importlib.util
+
+    import trl_efficient.testbed.cli as cli
+
+    path = os.path.join(RESULTS, "..", "compare.py")
+    spec = importlib.util.spec_from_file_location("testbed_compare_script", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    calls = []
+    monkeypatch.setattr(cli, "main", lambda argv: calls.append(argv) or 0)
+    out = tmp_path / "out"
+    assert script.main(["--recipes", "grpo", f"--output-dir={out}"]) == 0
+    assert calls[0] == ["world-report", "--model", "testbed:v2", "--json", str(out / "world_report_v2.json")]
+    assert calls[1][0] == "compare" and len(calls) == 2
+    (out / "world_report_v2.json").write_text("{}")
+    calls.clear()
+    assert script.main(["--recipes", "grpo", "--output-dir", str(out)]) == 0
+    assert [c[0] for c in calls] == ["compare"]

@@ -23,10 +23,6 @@ import json
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 from .checks import is_baseline
 from .training import (  # noqa: F401  (re-exported: the runner's public names before the split)
@@ -545,6 +541,13 @@ def _reference(rows: list[dict]) -> tuple[dict | None, str]:
     return None, "-"
 
 
+def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
+    """One look's entry of `compare.json`'s `timing`: its seeds, the runs it holds, those trained now, the seconds
+    since `started`."""
+    return {"seeds": seeds, "runs": len(jobs), "trained": len(trained),
+            "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
+
+
 def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress) -> dict:
     from ..eval.plots import pareto_plot
     from .jobs import run_jobs
@@ -560,8 +563,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     cache: dict = {}  # rows the later looks leave unchanged (`panel_rows`)
     rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
     # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
-    looks = [{"seeds": settings.seeds, "runs": len(jobs), "trained": len(outcomes),
-              "seconds": round(time.perf_counter() - started, 1)}]  # fmt: skip
+    looks = [_look(settings.seeds, jobs, outcomes, started)]
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
         more = undecided(rows)
         if not more:
@@ -575,8 +577,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         outcomes.update(new)
         panels, infos, errors = load_panels(plan, outcomes)
         rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
-        looks.append({"seeds": seeds, "runs": len(jobs), "trained": len(new),
-                      "seconds": round(time.perf_counter() - look_started, 1)})  # fmt: skip
+        looks.append(_look(seeds, jobs, new, look_started))
     scales = {n: recipe_scale(n, settings.max_completion_length, settings.max_steps).to_dict() for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}

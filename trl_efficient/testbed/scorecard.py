@@ -35,27 +35,28 @@ import statistics
 from typing import Any
 
 from .checks import FRACTION_MARGIN, TOKEN_MARGIN, is_baseline
+from .report import MAX_EASY_GAIN, MIN_FLOOR_RATIO, MIN_FOLLOWING_PEARSON, MIN_HARD_GAIN, MIN_REDUNDANT_SHARE
 
 __all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
 
+# The comparison's targets (the world's are `report`'s): seeds and tasks per recipe, open checks, minutes on 2 cores
+MIN_SEEDS, MIN_TASKS, MAX_INCONCLUSIVE, MAX_MINUTES = 3, 1024, 4, 60.0
 # The testbed's targets (docs/testbed.md, "Scorecard"): item -> (what, target).
 TARGETS = {
-    1: ("dynamic range", "base tokens / floor >= 2.5, redundant share >= 0.5, easy (k = 1-2) ratio >= hard (k = 7-8)"),
-    2: (
-        "a real trade-off",
-        "own thinking over the forced minimal trace: hard (k >= 6) >= +0.10, easy (k <= 2) <= +0.03",
-    ),  # fmt: skip
+    1: ("dynamic range", f"base tokens / floor >= {MIN_FLOOR_RATIO}, redundant share >= {MIN_REDUNDANT_SHARE}, easy "
+                         "(k = 1-2) ratio >= hard (k = 7-8)"),
+    2: ("a real trade-off", f"own thinking over the forced minimal trace: hard (k >= 6) >= +{MIN_HARD_GAIN:.2f}, easy "
+                            f"(k <= 2) <= +{MAX_EASY_GAIN:.2f}"),
     3: ("RL learns", "GRPO (correctness only) above the base's accuracy, interval excluding 0"),
-    4: ("length instructions followed", "Pearson(requested, generated length) >= 0.3 under every length prompt"),
-    5: (
-        "power",
-        f">= 3 seeds, >= 1,024 paired tasks; half-width of recipe - GRPO <= {TOKEN_MARGIN:.0%} of the floor "
-        f"in tokens and <= {FRACTION_MARGIN} in accuracy",
-    ),  # fmt: skip
-    6: ("every check decides", "<= 4 checks inconclusive; every 'not held' diagnosed in docs/testbed.md"),
-    7: ("fast enough", "the comparison on 2 cores in <= 60 minutes (every recipe x 3 seeds)"),
-}
-MIN_SEEDS, MIN_TASKS, MAX_INCONCLUSIVE, MAX_MINUTES = 3, 1024, 4, 60.0
+    4: ("length instructions followed", f"Pearson(requested, generated length) >= {MIN_FOLLOWING_PEARSON} under "
+                                        "every length prompt"),
+    5: ("power", f">= {MIN_SEEDS} seeds, >= {MIN_TASKS:,} paired tasks; half-width of recipe - GRPO <= "
+                 f"{TOKEN_MARGIN:.0%} of the floor in tokens and <= {FRACTION_MARGIN} in accuracy"),
+    6: ("every check decides", f"<= {MAX_INCONCLUSIVE} checks inconclusive; every 'not held' diagnosed in "
+                               "docs/testbed.md"),
+    7: ("fast enough", f"the comparison on 2 cores in <= {MAX_MINUTES:.0f} minutes (every recipe x {MIN_SEEDS} "
+                       "seeds)"),
+}  # fmt: skip
 
 
 def world_report_path(output_dir: str, model: str) -> str:
@@ -86,7 +87,9 @@ def _world_items(world: dict | None) -> list[dict]:
         "measured": f"tokens / floor {dyn['ratio']:.2f} [{low:.2f}, {high:.2f}], redundant share "
         f"{dyn['redundant_share']:.3f}, easy {dyn['easy_ratio']:.2f} vs hard {dyn['hard_ratio']:.2f} (floor per k: "
         f"{floors})",
-        "met": dyn["ratio"] >= 2.5 and dyn["redundant_share"] >= 0.5 and dyn["easy_ratio"] >= dyn["hard_ratio"],
+        "met": dyn["ratio"] >= MIN_FLOOR_RATIO
+        and dyn["redundant_share"] >= MIN_REDUNDANT_SHARE
+        and dyn["easy_ratio"] >= dyn["hard_ratio"],
     }
     hard, easy = trade["hard"], trade["easy"]
     two = {
@@ -94,7 +97,7 @@ def _world_items(world: dict | None) -> list[dict]:
         "measured": f"hard {hard['gain']:+.3f} [{hard['interval'][0]:+.3f}, {hard['interval'][1]:+.3f}], easy "
         f"{easy['gain']:+.3f} [{easy['interval'][0]:+.3f}, {easy['interval'][1]:+.3f}] (accuracy "
         f"{trade['accuracy_own']:.3f} own vs {trade['accuracy_forced_minimal']:.3f} forced minimal)",
-        "met": hard["gain"] >= 0.10 and easy["gain"] <= 0.03,
+        "met": hard["gain"] >= MIN_HARD_GAIN and easy["gain"] <= MAX_EASY_GAIN,
     }
     four = {
         "item": 4,
@@ -102,7 +105,7 @@ def _world_items(world: dict | None) -> list[dict]:
             f"{name} {f['pearson']:+.3f} [{f['interval'][0]:+.3f}, {f['interval'][1]:+.3f}]"
             for name, f in follow.items()
         ),
-        "met": bool(follow) and all(f["pearson"] >= 0.3 for f in follow.values()),
+        "met": bool(follow) and all(f["pearson"] >= MIN_FOLLOWING_PEARSON for f in follow.values()),
     }
     return [one, two, four]
 
