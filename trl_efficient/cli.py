@@ -483,7 +483,24 @@ def train_main(argv: list[str] | None = None) -> dict:
     if not argv:
         argv = ["--config", packaged_config("quickstart")]
     script_args, data_args, training_args = parse_train_args(argv)
-    return run_training(script_args, data_args, training_args)
+    result = run_training(script_args, data_args, training_args)
+    end_process_group()
+    return result
+
+
+def end_process_group() -> None:
+    """Destroy the distributed process group at the end of a successful run (`accelerate launch`, torchrun), through
+    accelerate's `PartialState.destroy_process_group`. A process that exits with its gloo group alive can abort at
+    interpreter exit (SIGABRT, "terminate called without an active exception": gloo's worker threads still hold work
+    when the interpreter is torn down, pytorch/pytorch#179291), which turned a finished 2-process run into a failed
+    launch. Not on failure: destroying the group while another rank is inside a collective can hang
+    (pytorch/torchtitan#1342), so an error still exits as it did. A no-op without a process group."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        from accelerate import PartialState
+
+        PartialState().destroy_process_group()
 
 
 def list_recipes() -> None:

@@ -180,3 +180,21 @@ def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
     base = trainer.model.get_base_model()
     assert base.dtype == torch.bfloat16 and base.config._attn_implementation == "eager"
     assert trainer.ref_model is None  # with PEFT, TRL's reference is the adapter-disabled model
+
+
+def test_a_finished_run_destroys_its_process_group(tmp_path):
+    """`train` ends a distributed run by destroying its process group (a gloo group left alive can abort the process
+    at interpreter exit, SIGABRT, after a finished run); without a group it does nothing. In a subprocess, so that
+    this test's process group and accelerate state stay out of the others'."""
+    code = f"""
+import torch.distributed as dist
+from trl_efficient.cli import end_process_group
+end_process_group()  # no group: a no-op
+dist.init_process_group("gloo", init_method="file://{tmp_path / "store"}", rank=0, world_size=1)
+assert dist.is_initialized()
+end_process_group()
+print("initialized after:", dist.is_initialized())
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "initialized after: False" in proc.stdout
