@@ -19,6 +19,7 @@ from trl_efficient.rewards.budgetthinker import (
     forced_positions,
     get_budgetthinker_reward,
 )
+from trl_efficient.trainer.trl_internals import loss_mask
 
 CTRL = [100, 101, 102, 103, 104, 105, 106]  # fake control ids for processor unit tests (vocabulary of 200)
 
@@ -283,7 +284,8 @@ def test_trainer_masks_forced_tokens(tmp_path, tiny_model_dir):
     inputs = [dict(row) for row in make_dataset(1) for _ in range(4)]
     torch.manual_seed(0)
     output = trainer._generate_and_score_completions(inputs)
-    ids, mask = output["completion_ids"], output["completion_mask"]
+    ids, mask = output["completion_ids"], loss_mask(output)
+    assert output["completion_mask"][ids != trainer.processing_class.pad_token_id].all()  # attention keeps them
     n_forced = 0
     for row in range(ids.shape[0]):
         length = int((output["completion_ids"][row] != trainer.processing_class.pad_token_id).sum())
@@ -296,6 +298,18 @@ def test_trainer_masks_forced_tokens(tmp_path, tiny_model_dir):
                 raise AssertionError(f"control token at free position {pos} of row {row}")
     assert n_forced > 0
     assert int(output["num_items_in_batch"]) == int(mask.sum())
+
+
+def test_control_tokens_stay_in_context_kl_zero_before_any_update(tmp_path, tiny_model_dir):
+    """Regression (issue 36 item 1): the control tokens were zeroed in `completion_mask`, which TRL 1.16's
+    `_compute_loss` also uses as the loss pass's attention mask, while the reference and old log-probs saw them (a
+    SmolLM2 run logged KL = 4.42 at step 1). With learning rate 0 the policy is the reference: KL 0 up to rounding."""
+    trainer = _trainer(tmp_path, tiny_model_dir, max_steps=1, beta=0.04, learning_rate=0.0,
+                       generation_kwargs={"min_new_tokens": 20})  # fmt: skip
+    trainer.train()
+    (logged,) = [h for h in trainer.state.log_history if "kl" in h]
+    assert logged["budgetthinker/control_tokens_mean"] > 0
+    assert abs(logged["kl"]) < 1e-9, logged["kl"]  # 0.0 here; 2e-6 to 1.2e-5 with the holes
 
 
 def test_training_follows_the_curriculum(tmp_path, tiny_model_dir):

@@ -12,6 +12,7 @@ from tests.helpers import make_dataset, tiny_config
 from trl_efficient.methods.budgetthinker import BudgetThinkerTrainer
 from trl_efficient.rewards import get_correctness_reward
 from trl_efficient.trainer import EfficientGRPOTrainer
+from trl_efficient.trainer.trl_internals import loss_mask
 
 # Thinking length (filler tokens before `</think>`) of each question of `make_dataset` in the scripted model.
 SEGMENTS = {"6 * 7": 3, "2 + 3": 20, "9 - 2": 5, "3 * 3": 30}
@@ -82,18 +83,12 @@ def _inputs():
     return [dict(row) for row in make_dataset(4)]  # one row per question, SEGMENTS order
 
 
-def _row(output, r):
-    ids, mask = output["completion_ids"][r].tolist(), output["completion_mask"][r].tolist()
-    n = int(sum(mask)) if mask else 0
-    return ids, mask, n
-
-
 def test_force_positions_and_mask_token_by_token(tmp_path, tiny_model_dir):
     B = 8
     trainer = _scripted(tmp_path, tiny_model_dir, budget_forcing="force:8", max_completion_length=64)
     s = trainer._script_ids()
     output = trainer._generate_and_score_completions(_inputs())
-    ids, mask = output["completion_ids"], output["completion_mask"]
+    ids, mask = output["completion_ids"], loss_mask(output)
     for r, seg in enumerate(SEGMENTS.values()):
         row = ids[r].tolist()
         if seg + len(s["think"]) <= B:  # closed its thinking within B: as generated, every token kept
@@ -105,6 +100,8 @@ def test_force_positions_and_mask_token_by_token(tmp_path, tiny_model_dir):
         assert row[: len(want)] == want, r
         pad = ids.size(1) - len(want)
         assert mask[r].tolist() == keep + [0] * pad, r  # token by token, padding 0
+        # out of the loss, not out of the context: attention (completion_mask) keeps the inserted tokens
+        assert output["completion_mask"][r].tolist() == [1] * len(want) + [0] * pad, r
     assert int(output["num_items_in_batch"]) == int(mask.sum())
     # phases: all 4 rows for min(B, 64) tokens; the 2 that closed in time up to 64 - B; the 2 forced ones answer_cap
     assert trainer.phase_calls == [(4, B), (2, 64 - B), (2, 32)]
@@ -119,7 +116,7 @@ def test_wait_positions_and_mask_token_by_token(tmp_path, tiny_model_dir):
     trainer = _scripted(tmp_path, tiny_model_dir, budget_forcing="wait:1", max_completion_length=64)
     s = trainer._script_ids()
     output = trainer._generate_and_score_completions(_inputs())
-    ids, mask = output["completion_ids"], output["completion_mask"]
+    ids, mask = output["completion_ids"], loss_mask(output)
     for r, seg in enumerate(SEGMENTS.values()):
         # the first `</think>` (position seg) is replaced by "Wait"; the second one (N = 1 used up) stays
         want = s["fill"] * seg + s["wait"] + s["fill"] * AFTER_WAIT + s["think"] + s["answer"]
@@ -145,7 +142,7 @@ def test_force_then_train_two_steps_real_model(tmp_path, tiny_model_dir):
     forced = trainer.processing_class.encode("</think>\n\nThe final answer is \\boxed{", add_special_tokens=False)
     torch.manual_seed(0)
     output = trainer._generate_and_score_completions(_inputs())
-    ids, mask = output["completion_ids"], output["completion_mask"]
+    ids, mask = output["completion_ids"], loss_mask(output)
     eos = trainer.processing_class.eos_token_id
     n_forced = 0
     for r in range(ids.size(0)):
@@ -163,6 +160,43 @@ def test_force_then_train_two_steps_real_model(tmp_path, tiny_model_dir):
     assert trainer.state.global_step == 2
     logged = [h for h in trainer.state.log_history if "budget_forcing/forced_fraction" in h]
     assert len(logged) == 2 and all(h["budget_forcing/inserted_tokens_mean"] > 0 for h in logged)
+
+
+@pytest.mark.parametrize("forcing", ["force:2", "wait:1"])
+def test_forced_tokens_stay_in_context_kl_zero_before_any_update(tmp_path, tiny_model_dir, forcing):
+    """Regression (issue 36 item 1): forced tokens were zeroed in `completion_mask`, which TRL 1.16's `_compute_loss`
+    also uses as the loss pass's attention mask, while the reference and old log-probs saw them. With learning rate 0
+    the policy *is* the reference, so the logged KL of step 1 must be 0 up to float rounding (it was 2e-6 to 1.2e-5
+    on this tiny random model with the holes, 1.1 on a batch of SmolLM2's). Some rows must be forced for the test to
+    mean anything: the scripted rollouts close their thinking (so "Wait" is inserted) and run past B (so `</think>`
+    is forced); the log-probs are the tiny model's."""
+    trainer = _scripted(tmp_path, tiny_model_dir, budget_forcing=forcing, max_completion_length=64, max_steps=1,
+                        beta=0.04, learning_rate=0.0)  # fmt: skip
+    trainer.train()
+    (logged,) = [h for h in trainer.state.log_history if "kl" in h]
+    assert logged["budget_forcing/inserted_tokens_mean"] > 0
+    assert abs(logged["kl"]) < 1e-9, logged["kl"]  # 0.0 here; 2e-6 to 1.2e-5 with the holes
+
+
+def test_unforced_loss_equals_trls(tmp_path, tiny_model_dir):
+    """Nothing forced: the loss mask our masking writes (`tool_mask` of ones) leaves TRL's loss unchanged, value for
+    value, against TRL's own output for the same sequences (beta > 0, so the KL term is compared too)."""
+    trainer = EfficientGRPOTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[get_correctness_reward()],
+        args=tiny_config(tmp_path, max_completion_length=12, beta=0.04, loss_type="dapo"),
+        train_dataset=make_dataset(8),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    torch.manual_seed(0)
+    output = trainer._generate_and_score_completions(_inputs())
+    output["advantages"] = torch.linspace(-1.0, 1.0, output["advantages"].numel())  # a loss that is not 0
+    plain = trainer._compute_loss(trainer.model, dict(output))
+    masked = dict(output)
+    trainer.mask_completion_tokens(masked, torch.zeros_like(output["completion_ids"], dtype=torch.bool))
+    assert torch.equal(masked["tool_mask"], torch.ones_like(output["completion_mask"]))
+    assert int(masked["num_items_in_batch"]) == int(output["num_items_in_batch"])
+    assert plain.item() != 0.0 and torch.equal(trainer._compute_loss(trainer.model, masked), plain)
 
 
 def test_wait_trains_one_step_real_model(tmp_path, tiny_model_dir):

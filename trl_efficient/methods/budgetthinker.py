@@ -16,9 +16,9 @@ during generation, and the control tokens masked out of the loss.
   a data epoch (the testbed's) can still go through the curriculum.
 - `BudgetThinkerTrainer`: installs `BudgetControlProcessor` (`trl_efficient.rewards.budgetthinker`) into TRL's
   transformers generation (wraps `GRPOTrainer._generate_single_turn`), and after
-  `GRPOTrainer._generate_and_score_completions` sets `completion_mask` to 0 on the control tokens (all forced:
-  the processor suppresses them elsewhere) and recomputes `num_items_in_batch` (methods.md §23 pitfalls: the forced
-  tokens' log-probs are not the policy's). The control tokens are added to the tokenizer and the model at
+  `GRPOTrainer._generate_and_score_completions` takes the control tokens (all forced: the processor suppresses them
+  elsewhere) out of the loss through TRL's loss-only `tool_mask`, not out of the attention mask, and recomputes
+  `num_items_in_batch` (methods.md §23 pitfalls: the forced tokens' log-probs are not the policy's). The control tokens are added to the tokenizer and the model at
   construction (`add_budget_tokens`, idempotent).
 
 vLLM is not supported in this version (a clear error at construction): forcing needs a vLLM logits processor on
@@ -187,8 +187,8 @@ class BudgetThinkerTrainer(EfficientGRPOTrainer):
         return output
 
     def mask_control_tokens(self, output: dict) -> None:
-        """`completion_mask = 0` on the control tokens, `num_items_in_batch` recomputed over the kept tokens
-        (`EfficientGRPOTrainer.mask_completion_tokens`, shared with budget forcing)."""
+        """The control tokens leave the loss (`tool_mask = 0`), not the context; `num_items_in_batch` recomputed over
+        the kept tokens (`EfficientGRPOTrainer.mask_completion_tokens`, shared with budget forcing)."""
         control = torch.isin(
             output["completion_ids"], torch.tensor(self.control_ids, device=output["completion_ids"].device)
         )

@@ -47,6 +47,7 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from ..core.checks import check_number as _check_number
 from ..trainer import ADVANTAGE_ESTIMATORS, EfficientGRPOTrainer, GroupBatch
+from ..trainer.trl_internals import loss_mask
 
 logger = logging.getLogger(__name__)
 
@@ -177,8 +178,7 @@ class DRPOTrainer(EfficientGRPOTrainer):
                     output["completion_ids"].size(1),
                     batch_size=batch_size,
                 )
-        mask = output["completion_mask"] * output["tool_mask"] if "tool_mask" in output else output["completion_mask"]
-        mask = mask.to(logps.dtype)
+        mask = loss_mask(output).to(logps.dtype)
         return (logps * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
     # Pipeline step 1 (`EfficientGRPOTrainer.run_stages`): the scores go into `batch.extras` before the stages run.

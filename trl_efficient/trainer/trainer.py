@@ -357,12 +357,16 @@ class EfficientGRPOTrainer(GRPOTrainer):
         return out
 
     def mask_completion_tokens(self, output: dict, drop: torch.Tensor) -> None:
-        """`completion_mask = 0` where the boolean `drop` (shape of `output["completion_ids"]`) is set: tokens the
-        policy did not sample (forced control tokens, budget-forcing insertions), whose log-probs must not enter the
-        loss (methods.md §23 pitfalls). `num_items_in_batch` is recomputed as TRL computes it: the gathered sum of
-        `completion_mask * tool_mask`."""
-        mask = output["completion_mask"] * (~drop.bool()).to(output["completion_mask"].dtype)
-        output["completion_mask"] = mask
+        """Take the tokens where the boolean `drop` (shape of `output["completion_ids"]`) is set out of the loss, not
+        out of the context: tokens the policy did not sample (forced control tokens, budget-forcing insertions),
+        whose log-probs must not enter the loss (methods.md §23 pitfalls) but which every later token was generated
+        after. They go to TRL's loss-only mask `tool_mask` (created as ones when absent, as TRL pads it), never to
+        `completion_mask`: TRL 1.16's `_compute_loss` builds the loss pass's attention mask from `completion_mask`,
+        while the old and reference log-probs were computed with these tokens visible, so zeroing them there trains
+        the policy on contexts with holes (a wrong gradient and a nonzero KL before any update).
+        `num_items_in_batch` is recomputed as TRL computes it (`trl_internals.num_items_in_batch`)."""
+        keep = (~drop.bool()).to(output["completion_mask"].dtype)
+        output["tool_mask"] = keep if "tool_mask" not in output else output["tool_mask"] * keep
         output["num_items_in_batch"] = num_items_in_batch(output)
 
     def _mask_forced_tokens(self, output: dict) -> None:

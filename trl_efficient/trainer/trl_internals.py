@@ -168,10 +168,24 @@ def output_dir(trainer: Any, trial: Any = None) -> str:
     return trainer._get_output_dir(trial=trial)
 
 
+def loss_mask(output: dict) -> Any:
+    """The tokens TRL's loss counts: `completion_mask * tool_mask` (`GRPOTrainer._compute_loss`, TRL 1.16.0:
+    `mask = completion_mask if "tool_mask" not in inputs else completion_mask * inputs["tool_mask"]`). The loss pass's
+    *attention* mask is built from `completion_mask` alone, so a token that must leave the loss but stay in context
+    (a forced token the policy did not sample) goes to `tool_mask`, never to `completion_mask`.
+
+    >>> import torch
+    >>> loss_mask({"completion_mask": torch.tensor([[1, 1, 0]]), "tool_mask": torch.tensor([[1, 0, 1]])}).tolist()
+    [[1, 0, 0]]
+    """
+    mask = output["completion_mask"]
+    return mask * output["tool_mask"] if "tool_mask" in output else mask
+
+
 def num_items_in_batch(output: dict) -> Any:
     """The loss normaliser as TRL computes it in `_generate_and_score_completions`: the sum over all processes of
-    `completion_mask * tool_mask`. The one home of this formula: every step that changes `completion_mask` (filters,
-    forced or control tokens, DA-DLER's cuts, DLER's refill) recomputes it with this function.
+    `completion_mask * tool_mask` (`loss_mask`). The one home of this formula: every step that changes either mask
+    (filters, forced or control tokens, DA-DLER's cuts, DLER's refill) recomputes it with this function.
 
     >>> import torch
     >>> int(num_items_in_batch({"completion_mask": torch.tensor([[1, 1, 0], [1, 0, 0]])}))
@@ -179,7 +193,4 @@ def num_items_in_batch(output: dict) -> Any:
     """
     from accelerate.utils import gather
 
-    loss_mask = output["completion_mask"]
-    if "tool_mask" in output:
-        loss_mask = loss_mask * output["tool_mask"]
-    return gather(loss_mask.sum()).sum()
+    return gather(loss_mask(output).sum()).sum()
