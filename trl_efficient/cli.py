@@ -62,7 +62,8 @@ class TrainArguments(ModelConfig):
     dtype: str | None = field(
         default="float32",
         metadata={
-            "help": "Load the model under this dtype (TRL's ModelConfig; a YAML's model_init_kwargs.dtype wins).",
+            "help": "Load the model under this dtype (TRL's ModelConfig; a YAML's model_init_kwargs.dtype wins). "
+            "Unset: float32, or a run preset's dtype while bf16 is on (resolve_load_dtype).",
             "choices": ["auto", "bfloat16", "float16", "float32"],
             "aliases": ["--torch_dtype"],
         },
@@ -254,13 +255,80 @@ def _config_error(err: ValueError, argv: list[str]) -> UserError:
             "(the fields are listed by `trl-efficient train --help`)"
         )
     if "bf16" in message and not torch.cuda.is_available():
-        asked = config is not None and read_config_file(config).get("bf16") is not None
-        source = f"{config} asks for bf16: true" if asked else "bf16 is on (TRL's default)"
         return UserError(
-            f"{source}, which needs a GPU, and this machine has no CUDA: to run on CPU pass --bf16 false "
-            "(float32), or --use_cpu true to keep bf16 autocast on CPU"
+            f"{_bf16_source(argv, config)}, which needs a GPU, and this machine has no CUDA: to run on CPU pass "
+            "--bf16 false (the model then loads and trains in float32 unless you set a dtype), or --use_cpu true to "
+            "keep bf16 autocast on CPU"
         )
     return UserError(message)
+
+
+def _bf16_source(argv: list[str], config: str | None) -> str:
+    """Who turned bf16 on, for the CPU error: the command line, the YAML, its run preset, else TRL's default (TRL's
+    `GRPOConfig` defaults `bf16` to True)."""
+    from .recipes.presets import run_preset
+
+    if _flag_value(argv, "--bf16") is not None:
+        return "--bf16 asks for bf16"
+    if config is not None and read_config_file(config).get("bf16") is not None:
+        return f"{config} asks for bf16: true"
+    preset = _prescan(argv, "run_defaults")
+    if preset is not None and run_preset(preset).get("bf16"):
+        return f"the run preset {preset} (run_defaults) sets bf16: true"
+    return "bf16 is on (TRL's default)"
+
+
+DTYPE_KEYS = ("dtype", "torch_dtype")  # TRL's ModelConfig field and its old name (a flag alias, a YAML key)
+HALF_DTYPES = ("bfloat16", "float16")
+
+
+def _user_dtype(argv: list[str], config: str | None, model_kwargs: dict | None) -> tuple[str, str] | None:
+    """The load dtype the user set and where, or None: the config's `model_init_kwargs` (the YAML's or the command
+    line's; a run preset's was taken out before parsing), else `--dtype`/`--torch_dtype`, else the YAML's `dtype`."""
+    for key in DTYPE_KEYS:
+        if (model_kwargs or {}).get(key) is not None:
+            return str(model_kwargs[key]), f"model_init_kwargs.{key}"
+    for key in DTYPE_KEYS:
+        for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
+            value = _flag_value(argv, flag)
+            if value is not None:
+                return value, flag
+    if config is not None:
+        data = read_config_file(config)
+        for key in DTYPE_KEYS:
+            if data.get(key) is not None:
+                return str(data[key]), f"{config}'s {key}"
+    return None
+
+
+def resolve_load_dtype(script_args, training_args, argv: list[str], preset_dtype: str | None) -> str:
+    """Decide, at config time, the one dtype the policy loads in, and write it to `script_args.dtype` and
+    `training_args.model_init_kwargs["dtype"]` (so everything that loads a copy of the policy, such as Bingo's frozen
+    reference, loads the same). Returns it.
+
+    Precedence: the user's `model_init_kwargs` dtype > the user's `--dtype` (or a YAML `dtype`) > the run preset's
+    `model_init_kwargs` dtype, **only while bf16 is on** (the preset's bfloat16 weights go with its `bf16: true`) >
+    float32. Why: a preset lies beneath everything the user sets, and a run that trains in float32 (`--bf16 false`,
+    no fp16, the CPU route) must not silently load and save bfloat16 weights. A half-precision dtype the user set
+    while bf16 and fp16 are off is kept (training bf16 weights directly is a choice) and named in one warning."""
+    source = _user_dtype(argv, _flag_value(argv, "--config"), training_args.model_init_kwargs)
+    mixed = bool(training_args.bf16 or training_args.fp16)
+    if source is not None:
+        dtype, where = source
+        if dtype in HALF_DTYPES and not mixed:
+            logger.warning(
+                "%s=%s loads the weights in %s while bf16 and fp16 are off: the run trains and saves %s weights "
+                "without mixed precision; drop it (or pass float32) to train in float32, or turn on --bf16 true",
+                where, dtype, dtype, dtype,
+            )  # fmt: skip
+    elif preset_dtype is not None and training_args.bf16:
+        dtype = preset_dtype
+    else:
+        dtype = "float32"
+    model_kwargs = {k: v for k, v in (training_args.model_init_kwargs or {}).items() if k not in DTYPE_KEYS}
+    training_args.model_init_kwargs = {**model_kwargs, "dtype": dtype}
+    script_args.dtype = dtype
+    return dtype
 
 
 def _zero3_enabled(training_args) -> bool:
@@ -302,6 +370,21 @@ def _check_vllm(training_args, config: str | None) -> None:
     )
 
 
+def _pop_dtype(defaults: dict) -> str | None:
+    """Take the load dtype out of a run preset's `model_init_kwargs` (dropping the mapping when nothing else is left)
+    and return it (None when it has none)."""
+    model_kwargs = dict(defaults.get("model_init_kwargs") or {})
+    dtype = None
+    for key in DTYPE_KEYS:
+        dtype = model_kwargs.pop(key, None) or dtype
+    if "model_init_kwargs" in defaults:
+        if model_kwargs:
+            defaults["model_init_kwargs"] = model_kwargs
+        else:
+            del defaults["model_init_kwargs"]
+    return dtype
+
+
 def parse_train_args(argv: list[str]) -> tuple:
     """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
     line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
@@ -325,11 +408,14 @@ def parse_train_args(argv: list[str]) -> tuple:
     try:
         # preset < the recipe's method settings < the YAML < the command line (recipes/presets.py)
         defaults = run_preset(_prescan(argv, "run_defaults"))
+        # the preset's load dtype applies after parsing, beneath the user's, only with bf16 on (resolve_load_dtype)
+        preset_dtype = _pop_dtype(defaults)
         if recipe_name is not None:
             defaults.update(get_recipe(recipe_name).config_overrides)
         if defaults:
             parser.set_defaults_with_config(**defaults)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
+        resolve_load_dtype(script_args, training_args, argv, preset_dtype)
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
         _check_vllm(training_args, config)

@@ -165,11 +165,18 @@ def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
         "all-linear",
         "bfloat16",
     )
-    # a YAML's model_init_kwargs ({dtype: bfloat16} in the recipe YAMLs) win over --dtype, as in TRL's grpo script
+    # a YAML's own model_init_kwargs win over --dtype, as in TRL's grpo script; a run preset's dtype lies beneath the
+    # flag (tests/cli/test_load_dtype.py)
     from trl_efficient.core.models import model_init_kwargs
 
-    _, _, config = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), "--dtype", "float16"])
+    own = tmp_path / "own.yaml"
+    own.write_text("recipe: grpo\nmodel_init_kwargs: {dtype: bfloat16}\n")
+    script, _, config = parse_train_args(["--config", str(own), *tiny_cli_args(tmp_path), "--dtype", "float16"])
     assert model_init_kwargs(script, overrides=config.model_init_kwargs)["dtype"] == "bfloat16"
+    script, _, config = parse_train_args(
+        ["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), "--dtype", "float16"]
+    )
+    assert model_init_kwargs(script, overrides=config.model_init_kwargs)["dtype"] == "float16"
     # without model_init_kwargs in the YAML, the flags decide (the default dtype is TRL's float32)
     bare = tmp_path / "bare.yaml"
     bare.write_text("recipe: grpo\n")

@@ -140,7 +140,8 @@ def test_bf16_yaml_on_a_cpu_machine_says_how_to_run_on_cpu(capsys, tmp_path):
     assert main(["train", "--config", config]) == 2
     assert _one_error_line(capsys) == (
         f"{config} asks for bf16: true, which needs a GPU, and this machine has no CUDA: to run on CPU pass "
-        "--bf16 false (float32), or --use_cpu true to keep bf16 autocast on CPU"
+        "--bf16 false (the model then loads and trains in float32 unless you set a dtype), or --use_cpu true to keep "
+        "bf16 autocast on CPU"
     )
     # and the advice works: the same YAML parses with --bf16 false
     from trl_efficient.cli import parse_train_args

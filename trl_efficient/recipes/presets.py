@@ -25,6 +25,8 @@ RUN_PRESETS: dict[str, dict] = {
     # `accelerate launch` on more: the batch is per device), evaluated on 100 MATH-500 problems before and after.
     "math-1.5b": {
         "model_name_or_path": "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
+        # bfloat16 weights go with `bf16: true`: with bf16 off (and no dtype of the user's) the model loads in float32
+        # (`cli.resolve_load_dtype`), so a CPU run with `--bf16 false` never trains bf16 weights silently
         "model_init_kwargs": {"dtype": "bfloat16"},
         "dataset_name": "math",
         "eval_dataset_name": "math500",
