@@ -17,6 +17,11 @@ Values shared with the trainer come from the config: the frozen reference policy
 `name_or_path` (the model directory for local and `tiny:` models; pass `reference_model` for anything else), and
 reference generation uses `max_completion_length`, `temperature`, `top_p`, `top_k`, `chat_template_kwargs`,
 `model_init_kwargs` and an EOS `sequence_bias` from `generation_kwargs`.
+
+The builder checks the scorer (and `fallback_scorer`) before the policy loads (`significance.check_scorer`: the
+checkpoint's `config.json` is found, locally or through the Hub cache; a server answers `/health`); a checkpoint
+that cannot be found, e.g. the default one offline, is one error line naming the scorer and how to pass another.
+The scorer's weights still load at the first reward call, on the process's training device.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..rewards.bingo import get_bingo_length_reward
+from ..significance.factory import ScorerNotFoundError, check_scorer
 from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
 from .scale import BASE_MODEL_PLACEHOLDER, RecipeScale
 
@@ -34,6 +40,11 @@ DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # method
 SCORER_ENV = "TRL_EFFICIENT_BINGO_SCORER"
 REFERENCE_ENV = "TRL_EFFICIENT_BINGO_REFERENCE"
 KWARGS_ENV = "TRL_EFFICIENT_BINGO_KWARGS"
+SCORER_HINT = (
+    'or pass another with --recipe_kwargs \'{{"{option}": "<spec>"}}\' (or $TRL_EFFICIENT_BINGO_SCORER for the '
+    "scorer): a local LLMLingua-2 checkpoint directory, 'self-information:<causal LM directory>' or the URL of a "
+    "`trl-efficient serve-scorer` server (docs/bingo.md)"
+)
 LOAD_KEYS = ("dtype", "torch_dtype", "revision", "trust_remote_code", "attn_implementation")  # model_init_kwargs reused
 
 
@@ -80,6 +91,14 @@ def build_bingo_length_reward(args, tokenizer, **kwargs) -> Callable:
             options.setdefault("generation_kwargs", {"sequence_bias": generation["sequence_bias"]})
         options.setdefault("seed", args.seed)
     reward = get_bingo_length_reward(scorer, **options)
+    # Fail here, before the policy loads, not at the first reward call minutes later: a checkpoint that cannot be
+    # found (offline, typo) or a server that does not answer, each named as Bingo's scorer.
+    for option, spec in (("scorer", scorer), ("fallback_scorer", options.get("fallback_scorer"))):
+        try:
+            check_scorer(spec)
+        except ScorerNotFoundError as err:
+            label = "significance" if option == "scorer" else "fallback significance"
+            raise ScorerNotFoundError(f"Bingo's {label} {err}; {SCORER_HINT.format(option=option)}") from err
     if isinstance(scorer, str) and scorer.startswith(("http://", "https://")):
         reward.scorer.health()  # fail before training when the scorer server is unreachable
     return reward
