@@ -17,12 +17,18 @@ user-visible options: characters (the open-r1 reimplementations) and the thinkin
 from __future__ import annotations
 
 import array
+import logging
+from collections.abc import Callable, Sequence
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "LENGTH_SCOPES",
     "LENGTH_UNITS",
+    "NO_THINK_CLOSE_METRIC",
     "LengthMeter",
+    "ThinkCloseMonitor",
     "completion_eos_token_ids",
     "completion_text",
     "flat_ids",
@@ -87,6 +93,54 @@ def split_thinking(text: str, close_tag: str = THINK_CLOSE) -> tuple[str, str, b
         return text, "", False
     end = index + len(close_tag)
     return text[:end], text[end:], True
+
+
+NO_THINK_CLOSE_METRIC = "trl_efficient/no_think_close_fraction"
+
+
+class ThinkCloseMonitor:
+    r"""
+    The one watch on a reward whose value depends on `</think>`: it logs, per reward call, the fraction of
+    completions without `</think>` (TRL's `log_metric`, as `trl_efficient/no_think_close_fraction`) and warns
+    **once per run** (per reward object) the first time no completion of a call has one.
+
+    Why: such a reward gives every completion without `</think>` one fixed value (HBPO its format reward -1, DLER
+    0 even for a right answer, SABER 0, LASER its format reward). A model that never writes `</think>` (a chat
+    template or prompt that does not ask for it, a base model) or a cap that cuts every completion then gets the
+    same reward for all its rollouts: zero advantage, no learning signal, and nothing said. A plain class, so the
+    reward holding it still pickles.
+
+    >>> monitor, logged = ThinkCloseMonitor("hbpo_reward", "format_reward=-1"), {}
+    >>> monitor(["a</think>4", "no close", "still thinking", "b</think>5"], lambda k, v: logged.update({k: v}))
+    0.5
+    >>> logged
+    {'trl_efficient/no_think_close_fraction': 0.5}
+    >>> monitor.warned, monitor(["x", "y"]), monitor.warned  # no completion closes: one warning line, then silent
+    (False, 1.0, True)
+    """
+
+    def __init__(self, owner: str, consequence: str, close_tag: str = THINK_CLOSE) -> None:
+        self.owner = owner  # the reward's __name__
+        self.consequence = consequence  # what a completion without the tag gets, e.g. "format_reward=-1.0"
+        self.close_tag = close_tag
+        self.warned = False
+
+    def __call__(self, texts: Sequence[str], log_metric: Callable[[str, float], None] | None = None) -> float:
+        """Fraction of `texts` without the close tag (0 for none); logged when `log_metric` is TRL's callable."""
+        if not texts:
+            return 0.0
+        missing = sum(self.close_tag not in (text or "") for text in texts) / len(texts)
+        if callable(log_metric):
+            log_metric(NO_THINK_CLOSE_METRIC, missing)
+        if missing == 1.0 and not self.warned:
+            self.warned = True
+            logger.warning(
+                "%s: none of the %d completions of this batch contains %s, so each gets %s, the same for all: no "
+                "learning signal. The model may never write %s (check the chat template and the prompt) or every "
+                "completion was cut at max_completion_length; %s logs the fraction per step. Warned once per run.",
+                self.owner, len(texts), self.close_tag, self.consequence, self.close_tag, NO_THINK_CLOSE_METRIC,
+            )  # fmt: skip
+        return missing
 
 
 def validate_length_options(unit: str, scope: str) -> None:

@@ -31,7 +31,7 @@ from ..core.checks import (
 from ..core.checks import (
     ids_or_none as _ids_or_none,
 )
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.lengths import THINK_CLOSE, LengthMeter, ThinkCloseMonitor, completion_text
 
 __all__ = [
     "HBPO_ALPHA",
@@ -144,6 +144,10 @@ def get_hbpo_reward(
         length_unit, length_scope, tokenizer:
             See `trl_efficient.core.lengths.LengthMeter`. `tokenizer` is required to count the prefill in tokens.
 
+    A model that never writes `</think>` gets `format_reward` on every completion, hence no learning signal: each
+    call logs the fraction of completions without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's
+    `log_metric`), and the first call where none has one warns once (`core.lengths.ThinkCloseMonitor`).
+
     Returns a picklable callable named `hbpo_reward`; `None` for rows whose gold cannot be parsed.
 
     >>> reward = get_hbpo_reward(count_prefill=False)
@@ -185,6 +189,7 @@ class _HBPOReward:
         self.wrong_reward = wrong_reward
         self.meter = meter
         self._prefill_lengths: dict[str, int] = {}
+        self.think_close = ThinkCloseMonitor(self.__name__, f"format_reward={format_reward}")
 
     def prefill_length(self, statement: str | None) -> int:
         """Length of the budget prefill in the meter's unit (0 when not counted)."""
@@ -218,15 +223,16 @@ class _HBPOReward:
         budgets = _column(kwargs, "budget", n) or [None] * n
         statements = _column(kwargs, "budget_statement", n) or [None] * n
         ids_list = _ids_or_none(completion_ids, n)
+        texts = [completion_text(completion) for completion in completions]
+        self.think_close(texts, kwargs.get("log_metric"))  # no </think> anywhere: all -1, no signal (warned once)
         rewards: list[float | None] = []
-        for completion, gold, ids, budget, statement in zip(
-            completions, solution, ids_list, budgets, statements, strict=True
+        for completion, text, gold, ids, budget, statement in zip(
+            completions, texts, solution, ids_list, budgets, statements, strict=True
         ):
             correct = is_correct(completion, gold, answer_after_think=True, require_think_close=True)
             if correct is None:
                 rewards.append(None)
                 continue
-            text = completion_text(completion)
             if not _formatted(text):
                 rewards.append(self.format_reward)
                 continue
@@ -285,7 +291,9 @@ def get_saber_reward(
         tokenizer (*optional*):
             The policy tokenizer.
 
-    Returns a picklable callable named `saber_reward`; `None` for rows whose gold cannot be parsed.
+    Returns a picklable callable named `saber_reward`; `None` for rows whose gold cannot be parsed. The fraction of
+    completions without `</think>` (reward 0) is logged as `trl_efficient/no_think_close_fraction`, with one warning
+    the first time no completion of a call has one (`core.lengths.ThinkCloseMonitor`).
 
     >>> reward = get_saber_reward(length_unit="chars")
     >>> think = lambda n: "x" * (n - len("</think>")) + r"</think>\boxed{4}"   # n thinking characters
@@ -316,6 +324,7 @@ class _SaberReward:
         self.no_think_max_tokens = no_think_max_tokens
         self.no_think_factor = no_think_factor
         self.meter = meter
+        self.think_close = ThinkCloseMonitor(self.__name__, "0")
 
     def score(self, correct: bool, thinking: int, mode: str, budget: int, base_tokens: int, penalize: bool) -> float:
         """Reward of a response whose thinking closed after `thinking` units (see the factory's formula)."""
@@ -345,6 +354,7 @@ class _SaberReward:
         base = _column(kwargs, "saber_base_tokens", n) or [-1] * n
         penalize = _column(kwargs, "saber_penalize", n) or [True] * n
         ids_list = _ids_or_none(completion_ids, n)
+        self.think_close([completion_text(c) for c in completions], kwargs.get("log_metric"))  # no </think>: 0
         rewards: list[float | None] = []
         for completion, gold, ids, mode, budget, base_tokens, pen in zip(
             completions, solution, ids_list, modes, budgets, base, penalize, strict=True

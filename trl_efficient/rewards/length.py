@@ -30,7 +30,7 @@ from ..core.checks import (
     ids_or_none as _ids_or_none,
 )
 from ..core.checks import renamed_argument
-from ..core.lengths import THINK_CLOSE, LengthMeter, completion_eos_token_ids, completion_text
+from ..core.lengths import THINK_CLOSE, LengthMeter, ThinkCloseMonitor, completion_eos_token_ids, completion_text
 
 __all__ = [
     "L1_MODES",
@@ -380,7 +380,9 @@ def get_laser_reward(
         length_unit, length_scope, tokenizer:
             See `trl_efficient.core.lengths.LengthMeter`.
 
-    Returns a picklable callable named `laser_reward`; `None` for rows whose gold cannot be parsed.
+    Returns a picklable callable named `laser_reward`; `None` for rows whose gold cannot be parsed. The fraction of
+    completions without `</think>` (all `format_reward`) is logged as `trl_efficient/no_think_close_fraction`, with
+    one warning the first time no completion of a call has one (`core.lengths.ThinkCloseMonitor`).
 
     >>> reward = get_laser_reward(target_length=4)
     >>> reward(completions=[r"a</think>\boxed{3}", r"a</think>\boxed{3}", r"a</think>\boxed{2}", r"\boxed{3}"],
@@ -437,6 +439,7 @@ class _LaserReward:
         self.wrong_reward = wrong_reward
         self.format_reward = format_reward
         self.meter = meter
+        self.think_close = ThinkCloseMonitor(self.__name__, f"format_reward={format_reward}")
 
     def __call__(
         self, completions: list, solution: list, completion_ids: list | None = None, **kwargs
@@ -444,6 +447,7 @@ class _LaserReward:
         n = len(completions)
         targets = _column(kwargs, "target_length", n) or [None] * n
         ids_list = _ids_or_none(completion_ids, n)
+        self.think_close([completion_text(c) for c in completions], kwargs.get("log_metric"))  # no </think>: format
         rewards: list[float | None] = []
         for completion, gold, ids, target in zip(completions, solution, ids_list, targets, strict=True):
             correct = is_correct(completion, gold, answer_after_think=True, require_think_close=True)
@@ -502,7 +506,11 @@ def get_dler_truncation_reward(
         stop_factor (`float`, *optional*, defaults to `0.1`):
             Multiplier for responses that did not stop, in [0, 1].
         require_think_close (`bool`, *optional*, defaults to `True`):
-            A response without `</think>` is wrong.
+            A response without `</think>` is wrong. Then a model that never writes `</think>` scores 0 on every
+            completion, right answers included: no learning signal. Each call logs the fraction of completions
+            without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's `log_metric`), and the first call
+            where none has one warns once (`core.lengths.ThinkCloseMonitor`). Set it to `False` for a model
+            that does not think in `<think>` tags.
         require_boxed (`bool`, *optional*, defaults to `True`):
             The answer after `</think>` must be in `\boxed{}`.
 
@@ -562,6 +570,7 @@ class _DlerTruncationReward:
         self.stop_factor = stop_factor
         self.require_think_close = require_think_close
         self.require_boxed = require_boxed
+        self.think_close = ThinkCloseMonitor(self.__name__, "0 (wrong), even with a right answer")
 
     def set_eos_token_ids(self, ids) -> None:
         """Use the trainer's EOS set (`GRPOTrainer.eos_token_ids`); `EfficientGRPOTrainer` calls this."""
@@ -573,6 +582,8 @@ class _DlerTruncationReward:
         return len(ids) < self.max_completion_length
 
     def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs) -> list[float | None]:
+        if self.require_think_close:  # no </think>: 0 even when right, the same for all (warned once)
+            self.think_close([completion_text(c) for c in completions], kwargs.get("log_metric"))
         rewards: list[float | None] = []
         for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
             correct = is_correct(completion, gold, require_think_close=self.require_think_close)
