@@ -107,6 +107,9 @@ def test_limit_is_a_seeded_subset(hub_fixture_files):
         (r"\boxed{2.7}", "2.5", "float", False),
         (r"\boxed{2.5 \text{ m/s}}", "2.5", "float", True),  # units are stripped
         (r"The answer is 3.", "3", "integer", True),
+        # issue 36 item 6a: an echoed empty box is no answer; the anchored one after it is read
+        (r"I put the final answer within \boxed{}. The answer is (b).", "(b)", "option", True),
+        (r"Answer within \boxed{}: the answer is True.", "True", "bool", True),
         (r"\boxed{\frac{5}{2}}", "2.5", "float", True),
     ],
 )

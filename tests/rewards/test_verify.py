@@ -291,3 +291,111 @@ class TestStringFallback:
             assert is_correct(r"\boxed{\frac{8}{6}}", r"\frac{4}{3}") is False  # equal value, different string
         finally:
             verify_module.clear_answer_cache()
+
+
+# Issue 36 item 6: answers on real text. Completions in the style of SmolLM2-135M-Instruct's (markdown, \[..\] maths,
+# the instruction echoed); each case failed before the decisions documented in trl_efficient/core/answers.py.
+ECHO = "Please reason step by step, and put your final answer within \\boxed{}.\n\n"
+WORKING = (
+    "To find the total number of apples, we multiply the number of baskets by the apples in each basket:\n\n"
+    "\\[ \\text{Total} = 3 \\times 9 = 27 \\]\n\n"
+)
+
+
+class TestEmptyBox:
+    """(a) An empty `\\boxed{}` (the instruction echoed) is no answer: the last non-empty box, else the last
+    statement, is read, as math-verify's own `any_match` reads on past a box it cannot read."""
+
+    @pytest.mark.parametrize(
+        ("completion", "gold", "expected"),
+        [
+            (ECHO + WORKING + "The answer is 27.", "27", True),  # was False: \boxed{.+} ran to \text{Total}'s }
+            (ECHO + WORKING + "The answer is 27.", "3", False),
+            (ECHO + WORKING + "So, the final answer is $27$.", "27", True),
+            ("I will put the final answer within $\\boxed{}$.\n\n" + WORKING + "Answer: 27", "27", True),
+            (WORKING + "\\boxed{27}\n\nI have put my final answer within \\boxed{}.", "27", True),  # echo after the box
+            (WORKING + "\\boxed{27}\n\nI have put my final answer within \\boxed{ }.", "24", False),
+            (ECHO + WORKING + "\\boxed{24}", "27", False),  # the non-empty box is read, not the working
+            (ECHO + WORKING, "27", False),  # the echo alone answers nothing
+        ],
+    )
+    def test_echoed_empty_box(self, completion, gold, expected):
+        assert is_correct(completion, gold) is expected
+
+    def test_normalisation_drops_empty_boxes_with_their_delimiters(self):
+        text = r"within $\boxed{}$, \(\boxed{}\), \[ \boxed{\,} \] and \fbox{}; then \boxed{27} and $\boxed{x}$."
+        # no "$$" left behind to open display maths; non-empty boxes kept
+        assert normalize_answer(text) == r"within , ,  and ; then \boxed{27} and $\boxed{x}$."
+
+    def test_region_window_starts_at_the_last_non_empty_box(self):
+        # the answer box stands 3,000 characters before the end and an echoed empty box follows it: the window
+        # starts at the answer box (it used to start at the empty box, losing the answer)
+        text = r"\boxed{27}" + "x" * 1000 + r" \boxed{} " + "y" * 1990
+        assert extract_answer_region(text).startswith(r"\boxed{27}")
+        assert is_correct(text, "27") is True
+
+    def test_many_empty_boxes_stay_fast(self):
+        text = r"\boxed{7} " + r"\boxed{}" * 6000  # a degenerate rollout: 48,000 characters of empty boxes
+        start = time.perf_counter()
+        assert is_correct(text, "7") is True
+        assert time.perf_counter() - start < 2.0
+
+
+class TestLastStatement:
+    """(b) The last answer statement wins whatever its wording ("final answer ... is", "the answer is", "answer:",
+    "answer =", "####"); a box still beats every statement; weak anchors count only when no statement does."""
+
+    REVISED = "The final answer is 24.\n\nWait, let me check again. 3 × 9 = 27, not 24.\n\nThe answer is 27."
+
+    @pytest.mark.parametrize(
+        ("completion", "gold", "expected"),
+        [
+            (REVISED, "27", True),  # was 24: math-verify ranks "final answer" (50) above "answer ... X" (200)
+            (REVISED, "24", False),
+            ("**Final Answer:** 24\n\nHmm, 3 × 9 is 27. So the answer is 27.", "27", True),  # "answer:" (100)
+            ("The answer is 24. No wait: 3 × 9 = 27, so the final answer is 27.", "27", True),  # as before
+            # a weak anchor after a statement does not replace it (was 3: the rightmost "answer ... X")
+            ("The answer is 27. This answer uses 3 multiplications.", "27", True),
+            ("The answer is 27. This answer uses 3 multiplications.", "3", False),
+            ("The answer is below.\n\n3 × 9 = 27, and the final answer is 27.", "27", True),
+            ("The answer is 27.\n\nI hope this answer is clear!", "27", True),  # a statement without a value
+            ("\\boxed{24}. Wait, the answer is 27.", "24", True),  # a box beats every statement (unchanged)
+            ("This answer took 3 steps.", "3", True),  # only a weak anchor: math-verify's reading, unchanged
+        ],
+    )
+    def test_last_statement_wins(self, completion, gold, expected):
+        assert is_correct(completion, gold) is expected
+
+    def test_answer_in_latex(self):
+        text = r"The final answer is $\frac{1}{3}$. Let me double-check: the answer is $\frac{2}{3}$."
+        assert (is_correct(text, r"\frac{2}{3}"), is_correct(text, r"\frac{1}{3}")) == (True, False)
+
+
+class TestGsm8kMark:
+    """(c) A completion's "#### N" is a statement, read as GSM8K's grader reads it (commas removed)."""
+
+    NATALIA = (
+        "Natalia sold 48 / 2 = 24 clips in May.\nNatalia sold 48 + 24 = 72 clips altogether in April and May.\n#### 72"
+    )
+
+    @pytest.mark.parametrize(
+        ("completion", "gold", "expected"),
+        [
+            (NATALIA, "72", True),  # was False: only golds parsed ####
+            (NATALIA, "#### 72", True),
+            (NATALIA, "24", False),
+            ("3 × 9 = 27\n\n#### 27.", "27", True),  # a full stop after the number is punctuation
+            ("#### 1,234", "1234", True),
+            ("#### 1,22", "122", True),  # GSM8K's reading (commas removed), as the gold side reads "#### 1,22"
+            ("#### 1,22", "1.22", False),
+            ("#### -5", "-5", True),
+            ("The answer is 24.\n#### 27", "27", True),  # the last statement
+            ("#### 27\nThe answer is 24.", "27", False),
+            # markdown headings are not answers: the number must end its line
+            ("#### 1. Multiply\n3 × 9 = 27", "1", False),
+            ("#### 1. Multiply\n3 × 9 = 27\n\nThe answer is 27.", "27", True),
+            ("#### Step 2\nThe answer is 27.", "27", True),
+        ],
+    )
+    def test_gsm8k_mark(self, completion, gold, expected):
+        assert is_correct(completion, gold) is expected

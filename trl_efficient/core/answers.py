@@ -10,6 +10,34 @@ wherever it stands, else to its last 2000 characters),
 answer before math-verify, and a normalised-string comparison of the boxed answer with the gold when math-verify
 says no (`answers_match_as_strings`).
 
+Which answer counts (`extract_prediction`): the last box, else the last answer statement, else math-verify's weaker
+anchors. Three decisions on real completions (issue 36 item 6, SmolLM2-135M-Instruct), each against math-verify 0.9
+(`math_verify/parser.py`: `extract_target_from_pred` tries priority groups in order and, within a group, the
+rightmost match first) and the papers' graders (Qwen2.5-Math's evaluation harness, `evaluation/parser.py`
+`extract_answer`, which LASER and other efficient-reasoning papers evaluate with: the last `boxed`, else the last
+"he answer is", else the last "final answer is";
+GSM8K's `grade_school_math/dataset.py` `extract_answer`: `#### (\-?[0-9\.\,]+)`, commas removed):
+
+- (a) **An empty `\boxed{}` is no answer.** A model that echoes the instruction "put your final answer within
+  \boxed{}" (2 of 12 real completions) used to lose its later answer whenever LaTeX followed: math-verify's
+  plain-box pattern `\boxed{.+}` ran from the empty box to the text's last `}`, read nothing, and in `first_match`
+  mode (TRL's `accuracy_reward`) ended the search. math-verify's own default (`any_match`) skips a box it cannot
+  read and goes on to the next candidate; we follow it by dropping empty boxes in `normalize_answer`, so the last
+  non-empty box, or else the last statement, is read. Qwen2.5-Math's grader reads an empty box that is the last
+  "boxed" as the answer "" (wrong); an empty box says nothing about the answer, so we do not follow it there.
+- (b) **The last answer statement wins, whatever its wording.** math-verify ranks "final answer ... is" (priority 50)
+  and "answer:" (100) above "answer ... X" (200), so "My final answer is 24. Wait, ... The answer is 27." read 24.
+  Qwen2.5-Math's grader ranks the other way ("he answer is" first), so the graders agree only on "the last of a
+  kind"; a completion that revises its answer states the revision last. A statement is "final answer ... is X",
+  "answer is X", "answer: X", "answer = X" or "#### X", read by math-verify on its own text (up to the next
+  "answer" or "####"). math-verify's weakest anchor, "answer" followed within 50 characters by any value ("this
+  answer took 3 steps"), is still read only when no statement holds a value. A box still beats every statement,
+  as in math-verify (`boxed_match_priority=0`) and in Qwen2.5-Math's grader.
+- (c) **"#### 27" in a completion is a statement**, read as GSM8K's grader reads it (a number, commas removed, the
+  reading our gold side gives "#### 1,234"), when the number ends its line as in every GSM8K gold (a markdown
+  heading "#### 1. Multiply" is no answer). GSM8K's grader takes the first `####` (`re.search`: its few-shot models
+  went on to write the next question); a chat completion ends at its EOS, so the last statement counts, as in (b).
+
 `is_correct` returns `None` **only** when the gold answer cannot be parsed, i.e. math-verify extracts nothing from it
 (the test TRL's `accuracy_reward` applies): that row carries no signal, and every reward built on it returns `None`
 for it (TRL then skips that reward for that row). A gold that math-verify reads only as a string (e.g.
@@ -19,6 +47,10 @@ for it (TRL then skips that reward for that row). A gold that math-verify reads 
 True
 >>> is_correct("The answer is 18.", "18"), is_correct("I got 18 apples.", "18"), is_correct("18", "")
 (True, False, None)
+>>> is_correct(r"Please put your final answer within \boxed{}. $\frac{54}{2} = 27$. The answer is 27.", "27")
+True
+>>> is_correct("My final answer is 24. Wait, 3 x 9 = 27. The answer is 27.", "27"), is_correct("#### 1,234", "1234")
+(True, True)
 """
 
 from __future__ import annotations
@@ -37,7 +69,9 @@ from .lengths import THINK_CLOSE, completion_text
 
 __all__ = [
     "ANSWER_REGION_CHARS",
+    "drop_empty_boxes",
     "extract_boxed",
+    "extract_prediction",
     "answers_match_as_strings",
     "extract_answer_region",
     "has_boxed",
@@ -100,6 +134,14 @@ _TRAILING_PERIOD = re.compile(r"(?<=\d)\.(?=\s*(?:\}|$))")
 # Operators whose arguments TeX takes as single tokens when not braced: \frac43 = \frac{4}{3}, \sqrt2 = \sqrt{2}.
 _SHORTHAND_OPERATOR = re.compile(r"\\(?:[dtc]?frac|[dt]?binom|sqrt)(?![a-zA-Z])")
 _CONTROL_WORD = re.compile(r"\\[a-zA-Z]+")
+# An empty box (the instruction "put your final answer within \boxed{}" echoed), with math delimiters that hold only
+# it, so that no bare "$$" is left to open display math: it holds no answer (issue 36 item 6a).
+_EMPTY_BOX_CORE = r"\\(?:boxed|fbox)\s*\{\s*\}"
+_EMPTY_BOX = re.compile(
+    rf"\$\$\s*{_EMPTY_BOX_CORE}\s*\$\$|\$\s*{_EMPTY_BOX_CORE}\s*\$|\\\(\s*{_EMPTY_BOX_CORE}\s*\\\)"
+    rf"|\\\[\s*{_EMPTY_BOX_CORE}\s*\\\]|{_EMPTY_BOX_CORE}"
+)
+_EMPTY_BOX_AT = re.compile(_EMPTY_BOX_CORE)
 
 
 def _braced_arguments(text: str) -> str:
@@ -160,6 +202,9 @@ def normalize_answer(text: str) -> str:
       `\quad` `~` become spaces;
     - degree signs are dropped: `90^\circ`, `90^{\circ}`, `90°` -> `90`;
     - a period after a number at the end of a box or of the text is punctuation: `\boxed{5.}` -> `\boxed{5}`;
+    - an empty box, `\boxed{}` (or `\fbox{}`, spaces inside allowed), is dropped with math delimiters that hold only
+      it: it holds no answer, and a model that echoes the instruction "put your final answer within \boxed{}" has
+      not answered with it (issue 36 item 6a, see the module docstring);
     - unbraced arguments of `\frac`, `\dfrac`, `\tfrac`, `\binom`, `\sqrt` are braced by TeX's rule (one
       character or one control word each): `\frac43` -> `\frac{4}{3}`, `\frac{270}7` -> `\frac{270}{7}`,
       `11\sqrt2` -> `11\sqrt{2}`, `\frac\pi2` -> `\frac{\pi}{2}`.
@@ -171,10 +216,13 @@ def normalize_answer(text: str) -> str:
     ('32,\\!348', '1000', '\\boxed{90}')
     >>> normalize_answer(r"\frac43 + \frac 59 - 11\sqrt2 + \frac{270}7 + \sqrt[3]x")
     '\\frac{4}{3} + \\frac{5}{9} - 11\\sqrt{2} + \\frac{270}{7} + \\sqrt[3]{x}'
+    >>> normalize_answer(r"put your final answer within $\boxed{}$. So \boxed{27}.")
+    'put your final answer within . So \\boxed{27}.'
     """
     text = _ESCAPED_DOLLAR.sub("", text or "")
     text = _THOUSANDS_SPACE.sub("", text)
     text = _SPACING.sub(" ", text)
+    text = _EMPTY_BOX.sub("", text)  # after the spacing macros: "\boxed{\,}" is empty too
     text = _DEGREES.sub("", text)
     text = _TRAILING_PERIOD.sub("", text)
     return _braced_arguments(text)
@@ -275,8 +323,9 @@ def extract_answer_region(text: str, answer_after_think: bool = True) -> str:
     With `answer_after_think=True` and a `</think>` present, that is the text after the **last** `</think>`
     (answers written while thinking do not count); otherwise the whole text. At most `ANSWER_REGION_CHARS` (2000)
     characters are kept, since parsing pathological long garbage could otherwise take seconds: the text's last
-    `\boxed` (or `\fbox`) and the 2000 characters from it when that box stands before the last 2000 characters (a
-    long note may follow the final answer), else the last 2000 characters. Finding the last box is one reverse scan.
+    non-empty `\boxed` (or `\fbox`; an empty `\boxed{}` holds no answer) and the 2000 characters from it when that
+    box stands before the last 2000 characters (a long note may follow the final answer), else the last 2000
+    characters. Finding the last box is one reverse scan per macro.
 
     >>> extract_answer_region(r"<think>\boxed{1}</think> \boxed{2}")
     ' \\boxed{2}'
@@ -290,10 +339,25 @@ def extract_answer_region(text: str, answer_after_think: bool = True) -> str:
             text = text[index + len(THINK_CLOSE) :]
     if len(text) <= ANSWER_REGION_CHARS:
         return text
-    box = max(text.rfind("\\boxed"), text.rfind("\\fbox"))  # the last match of _BOX_RE, as extract_boxed reads it
+    box = _last_answer_box(text)
     if 0 <= box < len(text) - ANSWER_REGION_CHARS:
         return text[box : box + ANSWER_REGION_CHARS]
     return text[-ANSWER_REGION_CHARS:]
+
+
+def _last_answer_box(text: str) -> int:
+    # The start of the last \boxed or \fbox that is not empty (the last box extract_boxed reads once normalize_answer
+    # has dropped the empty ones), or -1. Each macro's scan only moves backwards: linear even in a degenerate rollout
+    # that repeats "\boxed{}" thousands of times.
+    best = -1
+    for macro in ("\\boxed", "\\fbox"):
+        end = len(text)
+        while (pos := text.rfind(macro, 0, end)) > best:
+            if not _EMPTY_BOX_AT.match(text, pos):
+                best = pos
+                break
+            end = pos
+    return best
 
 
 def is_correct(
@@ -319,8 +383,8 @@ def is_correct(
         `None` iff the gold answer cannot be parsed; otherwise `True`/`False`. Empty or garbage text, a missing
         answer, or any math-verify error give `False`; this function never raises on bad text.
 
-    The prediction must be boxed (`\boxed{}` is preferred) or anchored ("The answer is 18."); a bare number
-    somewhere in the text does not count.
+    The prediction must be boxed (the last non-empty `\boxed{}` wins) or stated ("The answer is 18.", "#### 18";
+    the last statement wins, see `extract_prediction`); a bare number somewhere in the text does not count.
 
     >>> is_correct([{"role": "assistant", "content": r"\boxed{0.5}"}], "1/2")
     True
@@ -410,17 +474,73 @@ def integer_verdict(region: str, gold_text: str) -> bool | None:
 def _region_matches(region: str, gold_text: str, parsing_timeout: int | None, verify_timeout: int | None) -> bool:
     gold_parsed = _parse_gold_text(gold_text, parsing_timeout)
     try:
-        answer = parse(
-            region,
-            extraction_config=list(_PRED_EXTRACTION),
-            extraction_mode="first_match",
-            parsing_timeout=parsing_timeout,
-        )
+        answer = extract_prediction(region, parsing_timeout)
         if answer and verify(list(gold_parsed), answer, timeout_seconds=verify_timeout):
             return True
     except Exception:
         logger.debug("math-verify failed on completion region %r", region[-200:], exc_info=True)
     return answers_match_as_strings(region, gold_text)
+
+
+# An answer statement (issue 36 item 6b, 6c): math-verify 0.9's strong anchors ("final answer ... is", its priority 50
+# in `parser.lazy_expr_regex`/`lazy_latex_regex`, and "answer:", its priority 100), "answer is" / "answer =" (which
+# math-verify reads with its weakest anchor, "answer" then any value within 50 characters, priority 200), and GSM8K's
+# "####". The pattern only marks where a statement starts; math-verify reads its value.
+_STATEMENT = re.compile(r"(?i:final answer.{0,100}?\s+is\b|answer\s*(?:is\b|:|=))|####")
+# Where the next anchor starts: a statement's text ends there, so math-verify sees one anchor in it.
+_NEXT_ANCHOR = re.compile(r"(?i:answer)|####")
+# GSM8K's own answer pattern (openai/grade-school-math, `grade_school_math/dataset.py`,
+# `ANS_RE = r"#### (\-?[0-9\.\,]+)"`), with any spacing after "####", ending on a digit (a full stop after the number
+# is punctuation) and ending its line, as every GSM8K gold does, so that a markdown heading "#### 1. Multiply" is no
+# answer. Commas are removed as GSM8K's `extract_answer` and our gold side (`_gold_string`) remove them.
+_GSM8K_ANSWER = re.compile(r"####[ \t]*(-?[0-9.,]*[0-9])\.?[ \t]*(?:\n|$)")
+# How many of the last statements are tried, last first, when math-verify reads no value in a later one ("the answer
+# is below"): a bound on math-verify calls per region, which a degenerate rollout repeating "answer:" would inflate.
+_STATEMENTS_TRIED = 4
+
+
+def extract_prediction(region: str, parsing_timeout: int | None = None) -> list:
+    r"""
+    math-verify's reading of the final answer in a normalised answer region (`normalize_answer` of
+    `extract_answer_region`), `[]` when there is none. Three tiers, each the **last** of its kind:
+
+    1. a region with a `\boxed{` (math-verify's box pattern) is read by math-verify with the box first
+       (`boxed_match_priority=0`, `extraction_mode="first_match"`, as TRL's `accuracy_reward`): the last box wins;
+    2. else the last answer statement whose value math-verify reads: "final answer ... is X", "the answer is X",
+       "answer: X", "answer = X", or GSM8K's "#### X" (read as GSM8K's grader reads it, commas removed), each read on
+       its own text up to the next anchor, the last one first (up to `_STATEMENTS_TRIED` of them);
+    3. else math-verify on the whole region with anchors required ("answer ... X"), as before.
+
+    A later statement beats an earlier one whatever their wording (issue 36 item 6b: math-verify ranks an earlier
+    "final answer" above a later "The answer is 27."), and "#### 27" counts (item 6c); see the module docstring.
+
+    >>> extract_prediction("The final answer is 24. Wait, 3 x 9 = 27. The answer is 27.")
+    [27, '27']
+    >>> extract_prediction("3 x 9 = 27\n#### 27"), extract_prediction("I bought 18 apples.")
+    ([27, '27'], [])
+    """
+    if "\\boxed{" not in region:
+        statements = list(_STATEMENT.finditer(region))[-_STATEMENTS_TRIED:]
+        for statement in reversed(statements):
+            following = _NEXT_ANCHOR.search(region, statement.end())
+            text = region[statement.start() : following.start() if following else len(region)]
+            if text.startswith("####"):
+                number = _GSM8K_ANSWER.match(text)
+                answer = parse(number.group(1).replace(",", ""), parsing_timeout=parsing_timeout) if number else []
+            else:
+                answer = _parse_anchored(text, parsing_timeout)
+            if answer:
+                return answer
+    return _parse_anchored(region, parsing_timeout)
+
+
+def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
+    return parse(
+        text,
+        extraction_config=list(_PRED_EXTRACTION),
+        extraction_mode="first_match",
+        parsing_timeout=parsing_timeout,
+    )
 
 
 _TEXT_WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname)\s*\{([^{}]*)\}")
@@ -456,7 +576,7 @@ def answers_match_as_strings(region: str, gold: str) -> bool:
     (False, False)
     """
 
-    answer = extract_boxed(region)
+    answer = extract_boxed(drop_empty_boxes(region))  # an echoed empty box hides no earlier box
     if answer is None:
         return False
     gold_answer = extract_boxed(gold) if has_boxed(gold) else gold
@@ -471,6 +591,16 @@ def answers_match_as_strings(region: str, gold: str) -> bool:
 
 
 _BOXED = re.compile(r"\\(boxed|fbox)\s*\{")
+
+
+def drop_empty_boxes(text: str) -> str:
+    r"""`text` without its empty boxes (`\boxed{}`, `\fbox{ }`, with math delimiters that hold only them), as
+    `normalize_answer` drops them: an echoed instruction "within \boxed{}" is no answer (module docstring, (a)).
+
+    >>> drop_empty_boxes(r"within $\boxed{}$. So \boxed{(b)}.")
+    'within . So \\boxed{(b)}.'
+    """
+    return _EMPTY_BOX.sub("", text or "")
 
 
 def has_boxed(text: str) -> bool:

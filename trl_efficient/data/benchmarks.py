@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import datasets
 from datasets import Dataset
 
-from ..core.answers import extract_answer_region, is_correct
+from ..core.answers import drop_empty_boxes, extract_answer_region, is_correct
 from .loaders import _FEATURES as DATA_FEATURES
 from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
 
@@ -409,7 +409,7 @@ def _final_answer_text(completion) -> str | None:
     """The boxed answer in the answer region, else the text after an "answer is" anchor."""
     from ..core.lengths import completion_text
 
-    region = extract_answer_region(completion_text(completion))
+    region = drop_empty_boxes(extract_answer_region(completion_text(completion)))  # an echoed empty box: no box
     boxed = extract_boxed(region)
     if boxed is not None:
         return boxed
