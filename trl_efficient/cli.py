@@ -370,6 +370,46 @@ def _check_vllm(training_args, config: str | None) -> None:
     )
 
 
+def cpu_threads_hint(threads: int, cpus: int, load: float) -> str | None:
+    """The one-line hint for a CPU run whose torch threads outnumber the free cores (`cpus` minus the 1-minute load
+    average, at least 1), else None. Why: OpenMP threads that wait on each other for a busy core made a step of a
+    135M model 10x slower on a 2-core machine shared with other work (905 s with torch's default 2 threads, 91 s with
+    OMP_NUM_THREADS=1; issue 36). A hint only: the thread count is the user's (it can change the last bits of float
+    sums), and the testbed and the quickstart already run on one thread (`testbed.training.torch_threads`).
+
+    >>> cpu_threads_hint(2, 2, 0.3) is None, cpu_threads_hint(1, 2, 5.0) is None
+    (True, True)
+    >>> cpu_threads_hint(16, 16, 8.4)[:90]
+    'torch will use 16 threads on CPU while about 8 of the 16 cores are free (load average 8.4):'
+    """
+    free = max(1, cpus - round(load))
+    if threads <= free:
+        return None
+    return (
+        f"torch will use {threads} threads on CPU while about {free} of the {cpus} cores are free (load average "
+        f"{load:.1f}): threads waiting for busy cores can make each step many times slower (10x measured on 2 shared "
+        f"cores); set OMP_NUM_THREADS={free} before the command (README, 'CPU threads')"
+    )
+
+
+def warn_cpu_threads(script_args, training_args) -> None:
+    """Log `cpu_threads_hint` once, at config time, for a run on CPU (no CUDA, or `use_cpu`) whose thread count the
+    user did not choose (`OMP_NUM_THREADS` unset) and that is not on a `testbed:` model (run on one thread)."""
+    import torch
+
+    from .testbed import is_testbed_model
+
+    if torch.cuda.is_available() and not training_args.use_cpu:
+        return
+    if "OMP_NUM_THREADS" in os.environ or is_testbed_model(script_args.model_name_or_path):
+        return
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    line = cpu_threads_hint(torch.get_num_threads(), cpus, load)
+    if line is not None:
+        logger.warning(line)
+
+
 def _pop_dtype(defaults: dict) -> str | None:
     """Take the load dtype out of a run preset's `model_init_kwargs` (dropping the mapping when nothing else is left)
     and return it (None when it has none)."""
@@ -416,6 +456,7 @@ def parse_train_args(argv: list[str]) -> tuple:
             parser.set_defaults_with_config(**defaults)
         script_args, data_args, training_args = parser.parse_args_and_config(argv)
         resolve_load_dtype(script_args, training_args, argv, preset_dtype)
+        warn_cpu_threads(script_args, training_args)
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
         _check_vllm(training_args, config)
@@ -445,6 +486,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     from .testbed import is_testbed_model
     from .testbed.runner import torch_threads
 
+    resume_or_refuse(script_args, data_args, training_args)  # resume, refuse or start, before any model loads
     recipe = get_recipe(script_args.recipe)
     model_path = resolve_model_name(script_args.model_name_or_path)
     tokenizer = load_tokenizer(script_args.model_name_or_path)  # a model that cannot be found fails here, named
@@ -466,6 +508,10 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         script_args, trust_remote_code=training_args.trust_remote_code, overrides=training_args.model_init_kwargs
     )
     trainer_cls = recipe.trainer_cls
+    # The Trainer creates the Hub repo when it is built (push_to_hub): an unreachable Hub must not stop the run before
+    # it trains. Built with push_to_hub off, it then tries the repo once (`_hub_repo_or_later`); failing that, the
+    # push waits for the end, after the model is saved, as the README says.
+    push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
     trainer = trainer_cls(
         model=model_path,
         reward_funcs=reward_funcs,
@@ -475,6 +521,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         peft_config=get_peft_config(script_args),
         quantization_config=get_quantization_config(script_args),
     )
+    if push_to_hub:
+        _hub_repo_or_later(trainer)
     trainer.update_card_info(  # model-card inputs (trl_efficient.hub.card.ModelCardInfo)
         recipe=recipe,
         datasets=[data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else []),
@@ -505,7 +553,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     # Tiny testbed matrices: one torch thread is faster than two threads waiting on each other (testbed/runner.py).
     threads = torch_threads() if is_testbed_model(script_args.model_name_or_path) else contextlib.nullcontext()
     with threads:
-        before = _evaluate("before training")
+        # a resume reads the first run's before-training evaluation back instead of repeating it (trainer/runs.py)
+        before = _before_evaluation(training_args, _evaluate)
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         after = _evaluate("after training")
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
@@ -523,12 +572,49 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         _print_summary(summary, training_args.output_dir, script_args.smoke_run, trainer.model_card_error is None)
         if trainer.model_card_error is not None:
             raise ExtraFailedError("model card (README.md)", training_args.output_dir, trainer.model_card_error)
-    if training_args.push_to_hub:
+    if push_to_hub:
         try:
+            trainer.args.push_to_hub = training_args.push_to_hub = True
             trainer.push_to_hub()
         except Exception as exc:
             raise ExtraFailedError("push to the Hub", training_args.output_dir, exc) from exc
     return summary
+
+
+def _hub_repo_or_later(trainer) -> None:
+    """Create the run's Hub repo now (transformers' `Trainer.init_hf_repo`) and turn `push_to_hub` back on, so that
+    checkpoints push as `hub_strategy` says; when the Hub cannot be reached, one warning, training goes on, and
+    `run_training` pushes at the end (its failure then reported by `ExtraFailedError`, the model saved)."""
+    try:
+        trainer.init_hf_repo()
+    except Exception as exc:  # network, auth, offline mode: all wait for the end
+        logger.warning(
+            "trl-efficient: the Hugging Face Hub cannot be reached now (%s: %s); training goes on and the push is "
+            "tried at the end, after the model is saved in %s",
+            type(exc).__name__, _one_line(exc), trainer.args.output_dir,
+        )  # fmt: skip
+        return
+    trainer.args.push_to_hub = True
+
+
+def _before_evaluation(training_args, evaluate) -> dict | None:
+    """The before-training evaluation: on a resume, the one the run saved in `trl_efficient_eval_before.json` when it
+    started (None when it has none: the summary then has no before/after table); else `evaluate("before
+    training")`, saved there for a later resume."""
+    from .trainer.runs import BEFORE_EVAL_FILE
+
+    path = os.path.join(training_args.output_dir, BEFORE_EVAL_FILE)
+    if training_args.resume_from_checkpoint is not None:
+        if not os.path.isfile(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    before = evaluate("before training")
+    if before is not None and training_args.should_save:
+        os.makedirs(training_args.output_dir, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(before, f, indent=1)
+    return before
 
 
 class ExtraFailedError(RuntimeError):
@@ -569,9 +655,61 @@ def train_main(argv: list[str] | None = None) -> dict:
     if not argv:
         argv = ["--config", packaged_config("quickstart")]
     script_args, data_args, training_args = parse_train_args(argv)
-    result = run_training(script_args, data_args, training_args)
+    interrupted = False
+    try:
+        result = run_training(script_args, data_args, training_args)
+    except KeyboardInterrupt:  # Ctrl-C: one line naming the checkpoint to resume from (it is kept)
+        interrupted = True
+    if interrupted:  # outside the except block: the trainer is freed, its progress bar drawn, before the line
+        import gc
+
+        gc.collect()
+        raise InterruptedRunError(training_args.output_dir, argv)
     end_process_group()
     return result
+
+
+def resume_or_refuse(script_args, data_args, training_args) -> None:
+    """A rerun into an `output_dir` that holds a run resumes it or is refused (`trainer.runs.decide_resume`, at
+    config time): sets `training_args.resume_from_checkpoint` to the checkpoint folder (or None), then records this
+    run's settings in `output_dir/trl_efficient_run.json` for the next rerun to compare."""
+    from .trainer.runs import decide_resume, run_settings, write_run_settings
+
+    settings = run_settings(script_args, data_args, training_args)
+    training_args.resume_from_checkpoint = decide_resume(
+        training_args.output_dir, training_args.resume_from_checkpoint, settings
+    )
+    if training_args.should_save:
+        write_run_settings(training_args.output_dir, settings)
+
+
+class InterruptedRunError(Exception):
+    """Ctrl-C during `trl-efficient train`: `main` prints one line naming the checkpoint to resume from."""
+
+    def __init__(self, output_dir: str, argv: list[str]) -> None:
+        import shlex
+
+        from .trainer.runs import checkpoint_step, last_complete_checkpoint
+
+        last = last_complete_checkpoint(output_dir)
+        kept = [a for i, a in enumerate(argv) if not _is_resume_flag(argv, i)]
+        command = f"trl-efficient train {shlex.join(kept)}".rstrip()
+        if last is None:
+            message = (
+                f"interrupted before the first checkpoint of {output_dir}: nothing to resume from; `{command}` "
+                "starts the run over"
+            )
+        else:
+            message = f"interrupted; {last} (step {checkpoint_step(last)[0]}) is kept: `{command}` resumes from it"
+        super().__init__(message)
+
+
+def _is_resume_flag(argv: list[str], i: int) -> bool:
+    """`argv[i]` is `--resume_from_checkpoint` (either spelling, `=value` too) or its value."""
+    flags = ("--resume_from_checkpoint", "--resume-from-checkpoint")
+    if argv[i] in flags or argv[i].startswith(tuple(f + "=" for f in flags)):
+        return True
+    return i > 0 and argv[i - 1] in flags
 
 
 def end_process_group() -> None:
@@ -816,6 +954,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"trl-efficient: error: {err}", file=sys.stderr)
         return 1
+    except InterruptedRunError as err:  # Ctrl-C in train: the checkpoint to resume from, in one line
+        if debug:
+            raise
+        print(f"trl-efficient: {err}", file=sys.stderr)
+        return 130
     except _user_error_types() as err:
         if debug:
             raise
