@@ -154,3 +154,31 @@ def test_eval_vllm_backend_on_tiny_model(tmp_path):
     assert code == 0
     r = json.loads((out / "tiny" / "plain" / "gsm8k.json").read_text())["result"]
     assert r["num_samples"] == 4 and 1 <= r["mean_tokens"] <= 8
+
+
+def test_eval_never_reuses_results_made_with_other_settings(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "eval"
+    argv = ["--model", tiny_model_dir, "--label", "tiny", "--benchmarks", "gsm8k", "--limit", "2", "--eos-logit-bias",
+            "3", "--output-dir", str(out), "--quiet"]  # fmt: skip
+    assert eval_main([*argv, "--max-new-tokens", "6"]) == 0
+    path = out / "tiny" / "plain" / "gsm8k.json"
+    written = path.read_bytes()
+    capsys.readouterr()
+
+    def no_load(self):
+        raise AssertionError("model loaded although the command is refused")
+
+    monkeypatch.setattr(evaluation_cli._ModelHandle, "get", no_load)
+    assert eval_main([*argv, "--max-new-tokens", "4"]) == 2
+    assert capsys.readouterr().err == (
+        f"trl-efficient eval: error: {path} holds results made with other settings (--max-new-tokens: 6 there, 4 "
+        "now): pass --overwrite to recompute them with these, or --output-dir <another folder> to keep both\n"
+    )
+    assert path.read_bytes() == written and "4 now" not in (out / "results.md").read_text()
+    # another model under the same label is another setting too
+    assert eval_main([*argv, "--max-new-tokens", "6", "--model", "tiny:qwen2-16"]) == 2
+    assert "(--model: " in capsys.readouterr().err
+    monkeypatch.undo()
+    # --overwrite recomputes with the new settings
+    assert eval_main([*argv, "--max-new-tokens", "4", "--overwrite"]) == 0
+    assert json.loads(path.read_text())["settings"]["max_new_tokens"] == 4

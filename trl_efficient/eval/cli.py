@@ -7,7 +7,8 @@
 Writes, under `--output-dir`:
 
 - `<model>/<mode>/<benchmark>.json`: settings and the full `EvalResult` (one file per model x mode x benchmark;
-  an existing file is reused unless `--overwrite`, so an interrupted run resumes where it stopped);
+  an existing file made with the same model and settings is reused unless `--overwrite`, so an interrupted run
+  resumes where it stopped; one made with other settings is refused, before anything loads, naming what differs);
 - `<model>/<mode>/<benchmark>.samples.jsonl`: every completion with its tokens and correctness (`--no-samples` to
   skip);
 - `results.json` (all results of this command), `results.md` (tables: overall, and by level where the data has
@@ -131,12 +132,37 @@ class _ModelHandle:
         return self.tokenizer, self.backend
 
 
-def _settings(args, benchmark: str, mode) -> dict:
+def _settings(args, benchmark: str, mode, source: str | None = None) -> dict:
     return {
         "benchmark": benchmark, "mode": mode.name, "n": args.n, "max_new_tokens": args.max_new_tokens,
         "temperature": args.temperature, "top_p": args.top_p, "seed": args.seed, "limit": args.limit,
         "backend": args.backend, "instruction": args.instruction, "system_prompt": args.system_prompt,
+        "source": source, "dtype": args.dtype, "eos_logit_bias": args.eos_logit_bias,
     }  # fmt: skip
+
+
+# Settings added after result files were first written: a file without one was made with its default.
+LATER_SETTINGS = {"source": None, "dtype": "auto", "eos_logit_bias": None}
+FLAGS = {"n": "--n", "max_new_tokens": "--max-new-tokens", "top_p": "--top-p", "system_prompt": "--system-prompt",
+         "eos_logit_bias": "--eos-logit-bias", "model_name_or_path": "--model"}  # fmt: skip
+
+
+def setting_differences(entry: dict, model_name: str, settings: dict) -> list[str]:
+    """What differs between a result file's entry and this command's `settings` (and model), as `--flag: <file's>
+    there, <now> now`; empty when the file can be reused.
+
+    >>> entry = {"model_name_or_path": "m", "settings": {"max_new_tokens": 64, "seed": 0}}
+    >>> setting_differences(entry, "m", {"max_new_tokens": 32, "seed": 0, "dtype": "auto"})
+    ['--max-new-tokens: 64 there, 32 now']
+    """
+    recorded = {**LATER_SETTINGS, **(entry.get("settings") or {})}
+    pairs = [("model_name_or_path", entry.get("model_name_or_path"), model_name)]
+    pairs += [(key, recorded.get(key), value) for key, value in settings.items()]
+    return [
+        f"{FLAGS.get(key, '--' + key.replace('_', '-'))}: {there!r} there, {now!r} now"
+        for key, there, now in pairs
+        if there != now
+    ]
 
 
 def run_eval(args) -> dict:
@@ -176,21 +202,32 @@ def run_eval(args) -> dict:
 
     datasets_cache, failed, results = {}, {}, []
     jobs = [(m, lbl, mode, b) for m, lbl in zip(args.model, labels, strict=True) for mode in modes for b in benches]
+    if not args.overwrite:  # never reuse results made with other settings: refused before anything loads
+        for model_name, label, mode, bench in jobs:
+            path = os.path.join(args.output_dir, _slug(label), mode.slug, f"{bench.name}.json")
+            if not os.path.isfile(path):
+                continue
+            with open(path) as f:
+                entry = json.load(f)
+            differences = setting_differences(
+                entry, model_name, _settings(args, bench.name, mode, sources.get(bench.name))
+            )
+            if differences:
+                raise ValueError(
+                    f"{path} holds results made with other settings ({'; '.join(differences)}): pass --overwrite to "
+                    "recompute them with these, or --output-dir <another folder> to keep both"
+                )
     handles = {m: _ModelHandle(m, args) for m in args.model}
     bar = tqdm(jobs, desc="eval", disable=args.quiet or len(jobs) < 2)
     for model_name, label, mode, bench in bar:
         bar.set_postfix_str(f"{label} | {mode.name} | {bench.name}")
         folder = os.path.join(args.output_dir, _slug(label), mode.slug)
         path = os.path.join(folder, f"{bench.name}.json")
-        settings = _settings(args, bench.name, mode)
-        if os.path.isfile(path) and not args.overwrite:
+        settings = _settings(args, bench.name, mode, sources.get(bench.name))
+        if os.path.isfile(path) and not args.overwrite:  # made with these settings (checked above)
             with open(path) as f:
                 entry = json.load(f)
-            if entry.get("settings") != settings:
-                logger.warning("%s exists with other settings (%s); reusing it. Pass --overwrite to recompute.",
-                               path, entry.get("settings"))  # fmt: skip
-            else:
-                logger.info("%s exists; skipping (pass --overwrite to recompute).", path)
+            logger.info("%s exists with these settings; reusing it (pass --overwrite to recompute).", path)
             results.append(entry)
             continue
         if bench.name in failed:
