@@ -379,7 +379,7 @@ def cpu_threads_hint(threads: int, cpus: int, load: float) -> str | None:
 
     >>> cpu_threads_hint(2, 2, 0.3) is None, cpu_threads_hint(1, 2, 5.0) is None
     (True, True)
-    >>> cpu_threads_hint(16, 16, 8.4)[:90]
+    >>> cpu_threads_hint(16, 16, 8.4)[:91]
     'torch will use 16 threads on CPU while about 8 of the 16 cores are free (load average 8.4):'
     """
     free = max(1, cpus - round(load))
