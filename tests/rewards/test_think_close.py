@@ -96,3 +96,22 @@ def test_rewards_still_pickle_and_work_without_log_metric():
     # TRL's async worker pickles reward functions; plain GRPOTrainer-free calls pass no log_metric
     reward = pickle.loads(pickle.dumps(get_hbpo_reward(count_prefill=False)))
     assert _hbpo(RIGHT_NO_CLOSE, reward, None) == [-1.0] * 4 and reward.think_close.warned
+
+
+def test_a_trainer_logs_the_fraction_and_warns_once(tiny_model_dir, tmp_path, caplog):
+    """Through TRL 1.16's reward call (its `log_metric` kwarg): a tiny random model never writes `</think>`, so DLER
+    scores every completion 0; the logged fraction is 1 at every step and the warning comes once in the run."""
+    from helpers import make_dataset, tiny_config
+
+    from trl_efficient.trainer import EfficientGRPOTrainer
+
+    caplog.set_level(logging.WARNING)
+    reward = get_dler_truncation_reward(max_completion_length=8, eos_token_id=2)
+    args = tiny_config(tmp_path, max_completion_length=8, max_steps=2, learning_rate=0.0)
+    trainer = EfficientGRPOTrainer(
+        model=tiny_model_dir, reward_funcs=[reward], args=args, train_dataset=make_dataset(8)
+    )
+    trainer.train()
+    logged = [e[NO_THINK_CLOSE_METRIC] for e in trainer.state.log_history if NO_THINK_CLOSE_METRIC in e]
+    assert logged == [1.0, 1.0]  # logging_steps=1, two steps
+    assert [w.split(":")[0] for w in _warnings(caplog)] == ["dler_truncation_reward"]
