@@ -449,7 +449,9 @@ def get_bingo_length_reward(
     Args:
         scorer: a `SignificanceScorer`, or a spec for `trl_efficient.significance.build_scorer`: a checkpoint path or
             Hub name (LLMLingua-2, in-process), `"self-information:<causal LM>"`, or `"http://host:port"` (a
-            `trl-efficient serve-scorer` server). Built lazily, on first use, on this process's device.
+            `trl-efficient serve-scorer` server). Built lazily, on first use, on this process's device; the recipe
+            checks the spec before the policy loads (`trl_efficient.significance.check_scorer`), so call that too
+            when building this reward yourself, to fail before training rather than at the first reward call.
         reference (`str`, *optional*, defaults to `"model"`): `"model"` (cached frozen-policy references) or
             `"group"` (a statistic of the group's own rollouts).
         group_statistic (`str`, *optional*, defaults to `"mean"`): `"mean"`, `"median"`, `"min"` or `"max"`
