@@ -16,6 +16,8 @@ from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
 from .budget_forcing import BudgetForcing
 from .filters import COMPLETION_FILTERS
+from .lisa import check_lisa_config
+from .reference import check_reference_reset
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
 from .sampling import PROMPT_SAMPLERS
 
@@ -66,9 +68,23 @@ class EfficientGRPOConfig(GRPOConfig):
             `"force:B"` closes the thinking at B generated tokens with `</think>` + the answer prefix, `"wait:N"`
             replaces an early end of thinking by "Wait" up to N times; the inserted tokens are masked out of the loss.
             Transformers generation only (`use_vllm=False`, `use_transformers_continuous_batching=False`).
+    Layer sampling (LISA, Pan et al., arXiv 2403.17919, NeurIPS 2024; `trainer/lisa.py`; LMFlow's option names):
+        lisa_activated_layers (`int` or `None`): gamma, the decoder layers trained at a time, drawn uniformly
+            without replacement every `lisa_interval_steps` optimizer steps; embeddings, head and final norm always
+            train, and the optimizer holds state only for what trains. `None` (default): full fine-tuning.
+        lisa_interval_steps (`int`): K, optimizer steps between two draws (LMFlow's default 20).
     Lengths:
         length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
         length_scope (`str`): `"total"`, `"thinking"` or `"answer"`.
+    Reference resets (ProRL, `trainer/reference.py`; need `beta > 0`, exclusive with TRL's `sync_ref_model`):
+        ref_reset_steps (`int` or `None`): hard-reset TRL's reference model to the policy every N optimizer steps (a
+            multiple of the optimizer steps between TRL's generations).
+        ref_reset_metric (`str` or `None`): a logged metric (`eval_reward`, `reward`, ...) whose plateau triggers a
+            reset, at the next generation boundary.
+        ref_reset_mode (`str`): `"max"` or `"min"`: the direction in which `ref_reset_metric` improves.
+        ref_reset_patience (`int`): logged values in a row without improvement that make a plateau (3, proposed).
+        ref_reset_min_delta (`float`): the improvement over the best that counts (0.0, proposed).
+        ref_reset_optimizer (`bool`): also clear the optimizer's state at a reset (True, as ProRL does).
     """
 
     rollout_plan: str | None = field(
@@ -156,12 +172,45 @@ class EfficientGRPOConfig(GRPOConfig):
             "(replace an early end of thinking by 'Wait' N times); inserted tokens leave the loss. None = off."
         },
     )
+    lisa_activated_layers: int | None = field(
+        default=None,
+        metadata={"help": "LISA (arXiv 2403.17919): decoder layers trained at a time (gamma), redrawn every "
+                  "lisa_interval_steps optimizer steps; embeddings and head always train. None = full fine-tuning."},
+    )  # fmt: skip
+    lisa_interval_steps: int = field(
+        default=20, metadata={"help": "LISA: optimizer steps between two draws of the active layers (K)."}
+    )
     length_unit: str = field(
         default="tokens", metadata={"help": "Length unit of length rewards.", "choices": list(LENGTH_UNITS)}
     )
     length_scope: str = field(
         default="total",
         metadata={"help": "Which part of the completion length rewards measure.", "choices": list(LENGTH_SCOPES)},
+    )
+    # Reference resets (ProRL, trainer/reference.py): TRL's reference model hard-reset to the policy.
+    ref_reset_steps: int | None = field(
+        default=None,
+        metadata={"help": "Hard-reset the reference model (KL term, beta > 0) to the policy every N optimizer steps, "
+                  "with the optimizer state (ProRL). None = off."},
+    )  # fmt: skip
+    ref_reset_metric: str | None = field(
+        default=None,
+        metadata={"help": "Logged metric whose plateau triggers a reference reset, e.g. 'eval_reward' or 'reward'. "
+                  "None = off."},
+    )  # fmt: skip
+    ref_reset_mode: str = field(
+        default="max",
+        metadata={"help": "Whether ref_reset_metric improves upward or downward.", "choices": ["max", "min"]},
+    )
+    ref_reset_patience: int = field(
+        default=3,
+        metadata={"help": "Logged values of ref_reset_metric in a row without improvement that make a plateau."},
+    )
+    ref_reset_min_delta: float = field(
+        default=0.0, metadata={"help": "Smallest change of ref_reset_metric over its best that counts as improvement."}
+    )
+    ref_reset_optimizer: bool = field(
+        default=True, metadata={"help": "Also clear the optimizer state (Adam moments) at each reference reset."}
     )
 
     def __getstate__(self) -> dict:
@@ -214,10 +263,18 @@ class EfficientGRPOConfig(GRPOConfig):
         if self.reward_kwargs is not None and not isinstance(self.reward_kwargs, (dict, str)):
             raise ValueError(f"reward_kwargs must be a mapping of builder name -> kwargs, got {self.reward_kwargs!r}.")
         check_budget_forcing(self)
+        check_lisa_config(self)
         if len(self.target_length_range) != 2:
             raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
         super().__post_init__()
         # Cross-field checks after GRPOConfig has derived its values.
+        if self.lisa_activated_layers is not None:  # frozen layers have no gradient: DDP must not wait for one
+            if self.ddp_find_unused_parameters is False:
+                raise ValueError(
+                    f"lisa_activated_layers={self.lisa_activated_layers} freezes layers, which DDP then finds without "
+                    "gradients: set ddp_find_unused_parameters to True (or leave it unset)."
+                )
+            self.ddp_find_unused_parameters = True
         if self.rollout_plan is None and self.rollout_plan_kwargs:
             raise ValueError(
                 f"rollout_plan_kwargs={self.rollout_plan_kwargs} is set but rollout_plan is None: set rollout_plan "
@@ -256,6 +313,7 @@ class EfficientGRPOConfig(GRPOConfig):
             build_group_component(
                 COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"
             )
+        check_reference_reset(self)
 
     def _check_json_fields(self) -> None:
         """A dict field given as text (the command line) must be a JSON object; the error names the field.

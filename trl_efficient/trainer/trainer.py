@@ -40,6 +40,8 @@ from .budget_forcing import FORCED_TEXT, budget_force
 from .config import build_group_component, build_rollout_plan, check_budget_forcing
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
+from .lisa import build_lisa
+from .reference import ReferenceReset
 from .rollout import apply_assignment
 from .sampling import build_prompt_sampler
 from .state import (
@@ -188,6 +190,15 @@ class EfficientGRPOTrainer(GRPOTrainer):
         )
         if self.prompt_sampler is not None:
             components.append(self.prompt_sampler)
+        # ProRL's reference resets (trainer/reference.py): a callback and a stateful component; None when off
+        self.reference_reset = ReferenceReset.from_config(self.args)
+        if self.reference_reset is not None:
+            components.append(self.reference_reset)
+            self.add_callback(self.reference_reset)
+        # LISA's layer sampler (trainer/lisa.py): a callback (registered by its attach) and a stateful component
+        self.lisa = build_lisa(self.args)  # None unless lisa_activated_layers is set
+        if self.lisa is not None:
+            components.append(self.lisa)
         components += [f for f in self.reward_funcs if is_stateful(f)]
         for obj in (self.rollout_plan, self.advantage_estimator, self.completion_filter):
             if is_stateful(obj):
@@ -574,6 +585,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
         if self.args.should_save:  # always written (possibly `{}`), so every checkpoint says what state it holds
             folder = os.path.join(output_dir(self, trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
             save_components(self.stateful_components, folder)
+            if self.reference_reset is not None:  # the reference weights, once a reset moved them off the initial model
+                self.reference_reset.save_reference(folder)
 
     # Wraps GRPOTrainer._load_optimizer_and_scheduler (TRL 1.16.0), which runs on resume on every rank.
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -581,6 +594,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
         if checkpoint is not None and self.stateful_components:
             if not load_components(self.stateful_components, checkpoint):
                 logger.warning("Checkpoint %s has no trl_efficient state; stateful components start fresh.", checkpoint)
+            elif self.reference_reset is not None:
+                self.reference_reset.load_reference(checkpoint)
 
     # Wraps _BaseTrainer.create_model_card (TRL 1.16.0): adds license, base model and the method section.
     # TRL's `_save_checkpoint` writes the card *before* the checkpoint's weights, so a card that fails must not
