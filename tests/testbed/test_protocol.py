@@ -75,7 +75,8 @@ def test_ratio_mask_and_weighted_pearson():
 
 
 def test_verdicts_by_hand():
-    assert decide((2.0, 0.5, 3.5), margin=1.0) is True  # excludes 0 on the claimed side
+    assert decide((2.0, 1.5, 3.5), margin=1.0) is True  # the low end is above the margin (protocol 1)
+    assert decide((2.0, 0.5, 3.5), margin=1.0) is None  # above 0 but not above the margin: no longer held
     assert decide((-2.0, -3.5, -0.5), margin=1.0) is False  # excludes the claimed side
     assert decide((0.1, -0.4, 0.6), margin=1.0) is False  # inside [-1, 1]: decisively no effect
     assert decide((0.5, -0.4, 1.6), margin=1.0) is None  # could be 0, could be more than the margin

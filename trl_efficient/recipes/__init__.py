@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     bingo,
     budget,
     budgetthinker,
+    controls,
     curriculum,
     dler,
     dot,

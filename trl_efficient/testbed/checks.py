@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import Bootstrap, Panel, combine, constraint, decide, either, interval, wmean, wpearson, wratio
+from .stats import Bootstrap, Estimate, Panel, combine, constraint, decide, either, interval_at, wmean, wpearson, wratio
 
 __all__ = [
     "ACCURACY_TOLERANCE",
@@ -185,9 +185,13 @@ def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> floa
 
 @dataclass
 class CheckInputs:
-    """What a check reads: the recipe's `panel`, the `reference` panel (grpo, else the base) and its name, the
-    `base` panel (with its records under every conditioned recipe's prompts), the mean `floor` in tokens (the token
-    margin is `TOKEN_MARGIN` x it) and the bootstrap's `resamples` and `seed`."""
+    """What a check reads: the recipe's `panel`, the `reference` panel (grpo, else the base; FRUGAL's matching
+    control) and its name, the `base` panel and its name `base_name` (the comparator of the conditioned and DLER
+    checks: the recipe's matching control under protocol 1, `grpo-prompted` with records under every conditioned
+    recipe's prompts, `grpo-cap192`, ...; the base model before it), the mean `floor` in tokens (the token margin is
+    `TOKEN_MARGIN` x it), the bootstrap's `resamples` and `seed`, and `alpha`, the one-sided nominal level of the
+    look (`protocol.nominal_level`; `None`: 0.025, the plain 95% interval). Every decided part is recorded in
+    `parts` as `(estimate, threshold)`, from which `p_value` is computed."""
 
     panel: Panel
     reference: Panel | None = None
@@ -196,18 +200,47 @@ class CheckInputs:
     floor: float = 0.0
     resamples: int = 2000
     seed: int = 0
+    base_name: str = "base"
+    alpha: float | None = None
+    parts: list = field(default_factory=list)
 
     @property
     def token_margin(self) -> float:
         return TOKEN_MARGIN * self.floor
 
-    def paired(self, a: np.ndarray, b: np.ndarray, den_a=None, den_b=None, mask=None) -> tuple:
+    @property
+    def level(self) -> float:
+        return 0.025 if self.alpha is None else self.alpha
+
+    def paired(self, a: np.ndarray, b: np.ndarray, den_a=None, den_b=None, mask=None) -> Estimate:
         """`(point, low, high)` of the paired difference of the cells `a` - `b` (both (S, T), the same seeds and
-        tasks), each a weighted mean (a ratio of sums with `den_*`), over the tasks in `mask`."""
+        tasks), each a weighted mean (a ratio of sums with `den_*`), over the tasks in `mask`; each end at the
+        one-sided level `level`."""
         boot = Bootstrap(a.shape[0], a.shape[1], self.resamples, self.seed)
         one_a = np.ones_like(a) if den_a is None else den_a
         one_b = np.ones_like(b) if den_b is None else den_b
-        return interval(boot, lambda w, v: wratio(a, one_a, w, v, mask) - wratio(b, one_b, w, v, mask))
+        return interval_at(boot, lambda w, v: wratio(a, one_a, w, v, mask) - wratio(b, one_b, w, v, mask), self.level)
+
+    def decide(self, estimate, margin: float) -> bool | None:
+        """`stats.decide`, recording the part (claimed: above `margin`)."""
+        self.parts.append((estimate, max(margin, 0.0)))
+        return decide(estimate, margin)
+
+    def constraint(self, estimate, tolerance: float) -> bool | None:
+        """`stats.constraint`, recording the part (claimed: above -`tolerance`)."""
+        self.parts.append((estimate, -tolerance))
+        return constraint(estimate, tolerance)
+
+    def p_value(self, parts=None) -> float | None:
+        """The one-sided p-value of the whole claim, an intersection-union test: the largest of its parts'
+        (`Spread.p_above` at each part's threshold); `None` when a part has no interval."""
+        values = []
+        for estimate, threshold in self.parts if parts is None else parts:
+            spread = getattr(estimate, "spread", None)
+            if spread is None:
+                return None
+            values.append(spread.p_above(threshold))
+        return max(values) if values else None
 
 
 def _fmt(x, digits=1) -> str:
@@ -238,7 +271,7 @@ def _similar_accuracy(c: CheckInputs, rec: Panel, ref: Panel) -> tuple[tuple, bo
     d = c.paired(rec.metrics["correct"], ref.metrics["correct"])
     text = (f"accuracy {_fmt(_point(rec, 'correct'), 3)} vs {_fmt(_point(ref, 'correct'), 3)}: diff {_d(d, 3)} "
             f"(allowed >= -{ACCURACY_TOLERANCE})")  # fmt: skip
-    return d, constraint(d, ACCURACY_TOLERANCE), text
+    return d, c.constraint(d, ACCURACY_TOLERANCE), text
 
 
 def _shorter_at_similar_accuracy(c: CheckInputs) -> dict:
@@ -248,7 +281,7 @@ def _shorter_at_similar_accuracy(c: CheckInputs) -> dict:
     measured = (f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(ref, 'tokens'))}: {c.reference_name} - recipe "
                 f"{_d(d_tokens)} (margin +-{c.token_margin:.1f}); {acc_text}")  # fmt: skip
     return _result(f"shorter than {c.reference_name} at similar accuracy (>= {c.reference_name} - "
-                   f"{ACCURACY_TOLERANCE})", measured, combine(decide(d_tokens, c.token_margin), similar),
+                   f"{ACCURACY_TOLERANCE})", measured, combine(c.decide(d_tokens, c.token_margin), similar),
                    {"tokens_saved": d_tokens, "accuracy": d_acc})  # fmt: skip
 
 
@@ -258,7 +291,7 @@ def _not_less_accurate(c: CheckInputs) -> dict:
     measured = (f"accuracy {_fmt(_point(rec, 'correct'), 3)} vs {_fmt(_point(ref, 'correct'), 3)}: diff {_d(d, 3)} "
                 f"(margin +-{FRACTION_MARGIN})")  # fmt: skip
     return _result(f"more accurate than {c.reference_name} (the method targets accuracy, not length)", measured,
-                   decide(d, FRACTION_MARGIN), {"accuracy": d})  # fmt: skip
+                   c.decide(d, FRACTION_MARGIN), {"accuracy": d})  # fmt: skip
 
 
 def _bingo(c: CheckInputs) -> dict:
@@ -270,7 +303,7 @@ def _bingo(c: CheckInputs) -> dict:
     return _result(
         f"fewer insignificant (redundant) tokens than {c.reference_name} at similar accuracy",
         measured,
-        combine(decide(d, FRACTION_MARGIN), similar),
+        combine(c.decide(d, FRACTION_MARGIN), similar),
         {"redundant_share_saved": d, "accuracy": d_acc},
     )
 
@@ -280,22 +313,28 @@ def _dapo(c: CheckInputs) -> dict:
     d = c.paired(ref.metrics["truncated"], rec.metrics["truncated"])
     measured = (f"truncated {_fmt(_point(rec, 'truncated'), 3)} vs {_fmt(_point(ref, 'truncated'), 3)}: "
                 f"{c.reference_name} - recipe {_d(d, 3)} (allowed >= -{FRACTION_MARGIN})")  # fmt: skip
-    return _result(f"no more truncations than {c.reference_name}", measured, constraint(d, FRACTION_MARGIN),
-                   {"truncations_saved": d})  # fmt: skip
+    result = _result(f"no more truncations than {c.reference_name}", measured, c.constraint(d, FRACTION_MARGIN),
+                     {"truncations_saved": d})  # fmt: skip
+    if not rec.metrics["truncated"].any() and not ref.metrics["truncated"].any():
+        n = rec.metrics["truncated"].size
+        result["cannot_judge"] = (f"nothing truncates at the comparison's cap in either arm (0 of {n} recipe and "
+                                  f"{c.reference_name} cells): the claim cannot be nonzero here")  # fmt: skip
+    return result
 
 
 def _dler(c: CheckInputs, cap: int | None) -> dict:
-    claim = f"fewer truncations than the base at a {cap}-token cap (half the comparison's cap), not longer"
+    claim = f"fewer truncations than {c.base_name} at a {cap}-token cap (half the comparison's cap), not longer"
     if c.base is None:
-        return _result(claim, "no base row", None, {})
+        return _result(claim, f"no {c.base_name} row", None, {})
     rec, base = c.panel.aligned(c.base)
     d = c.paired(base.metrics["tight_truncated"], rec.metrics["tight_truncated"])
     d_tokens = c.paired(base.metrics["tokens"], rec.metrics["tokens"])
-    measured = (f"truncated at {cap}: {_fmt(_point(rec, 'tight_truncated'), 3)} vs base "
-                f"{_fmt(_point(base, 'tight_truncated'), 3)}: base - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); "
-                f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(base, 'tokens'))}: base - recipe "
+    measured = (f"truncated at {cap}: {_fmt(_point(rec, 'tight_truncated'), 3)} vs {c.base_name} "
+                f"{_fmt(_point(base, 'tight_truncated'), 3)}: {c.base_name} - recipe {_d(d, 3)} (margin "
+                f"+-{FRACTION_MARGIN}); "
+                f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(base, 'tokens'))}: {c.base_name} - recipe "
                 f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
-    return _result(claim, measured, combine(decide(d, FRACTION_MARGIN), constraint(d_tokens, c.token_margin)),
+    return _result(claim, measured, combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin)),
                    {"tight_truncations_saved": d, "tokens_saved": d_tokens})  # fmt: skip
 
 
@@ -320,12 +359,12 @@ def _overshoot(panel: Panel, names, key: str = "lengths") -> np.ndarray:
 
 
 def _hbpo(c: CheckInputs) -> dict:
-    claim = ("vs the base model: under the same budget prefills the overshoot past the budget (max(0, length - "
-             "budget), mean over the budgets) falls, and without a budget easy tasks (1-2 ops) get shorter than the "
-             "base's")  # fmt: skip
+    claim = (f"vs {c.base_name}: under the same budget prefills the overshoot past the budget (max(0, length - "
+             "budget), mean over the budgets) falls, and without a budget easy tasks (1-2 ops) get shorter than "
+             f"{c.base_name}'s")  # fmt: skip
     pair = _modes_pair(c)
     if pair is None or len(c.panel.modes) < 2:
-        return _result(claim, "no base evaluation under the same prompts", None, {})
+        return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
     rec, base = pair
     names = _by_value(rec, rec.modes)
     lo, hi = names[0], names[-1]
@@ -337,14 +376,15 @@ def _hbpo(c: CheckInputs) -> dict:
     d_easy = c.paired(base.metrics["tokens"], rec.metrics["tokens"], mask=easy)
     hard = np.isin(rec.difficulty.astype(str), HARD_OPS)
     gap = lambda p: (_point(p, "tokens", hard) or 0.0) - (_point(p, "tokens", easy) or 0.0)  # noqa: E731
-    measured = (f"overshoot {float(_overshoot(base, names).mean()):.1f} (base) -> "
-                f"{float(_overshoot(rec, names).mean()):.1f}: base - recipe {_d(d_over)} (margin "
-                f"+-{c.token_margin:.1f}); easy tokens {_fmt(_point(base, 'tokens', easy))} (base) -> "
-                f"{_fmt(_point(rec, 'tokens', easy))}: base - recipe {_d(d_easy)}; budget spread (not part of the "
+    measured = (f"overshoot {float(_overshoot(base, names).mean()):.1f} ({c.base_name}) -> "
+                f"{float(_overshoot(rec, names).mean()):.1f}: {c.base_name} - recipe {_d(d_over)} (margin "
+                f"+-{c.token_margin:.1f}); easy tokens {_fmt(_point(base, 'tokens', easy))} ({c.base_name}) -> "
+                f"{_fmt(_point(rec, 'tokens', easy))}: {c.base_name} - recipe {_d(d_easy)}; budget spread (not part "
+                f"of the "
                 f"verdict: the v2 base already follows budgets) {float(b_spread.mean()):.1f} -> "
                 f"{float(spread.mean()):.1f}: diff {_d(d_spread)}; hard-easy gap {gap(base):.1f} -> {gap(rec):.1f}; "
-                f"by budget: base {_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
-    held = combine(decide(d_over, c.token_margin), decide(d_easy, c.token_margin))
+                f"by budget: {c.base_name} {_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
+    held = combine(c.decide(d_over, c.token_margin), c.decide(d_easy, c.token_margin))
     return _result(claim, measured, held,
                    {"overshoot_saved": d_over, "easy_tokens_saved": d_easy, "spread_gain": d_spread})  # fmt: skip
 
@@ -352,13 +392,13 @@ def _hbpo(c: CheckInputs) -> dict:
 def _l1(c: CheckInputs, recipe: str) -> dict:
     exact = recipe == "l1-exact"
     name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
-    claim = (f"length follows the prompted target better than the base model under the same prompts: mean {name} "
+    claim = (f"length follows the prompted target better than {c.base_name} under the same prompts: mean {name} "
              "falls and the target-length Pearson rises" if exact else
-             "vs the base model under the same maximum-length prompts: the mean overshoot max(0, length - target) "
-             f"falls at similar accuracy (>= base - {ACCURACY_TOLERANCE})")  # fmt: skip
+             f"vs {c.base_name} under the same maximum-length prompts: the mean overshoot max(0, length - target) "
+             f"falls at similar accuracy (>= {c.base_name} - {ACCURACY_TOLERANCE})")  # fmt: skip
     pair = _modes_pair(c)
     if pair is None:
-        return _result(claim, "no base evaluation under the same prompts", None, {})
+        return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
     rec, base = pair
     names = _by_value(rec, rec.modes)
     targets = [float(rec.mode_values[m]) for m in names]
@@ -371,58 +411,66 @@ def _l1(c: CheckInputs, recipe: str) -> dict:
     x = np.stack([np.full_like(rec.modes[m]["lengths"], t) for m, t in zip(names, targets, strict=True)])
     y_rec, y_base = (np.stack([p.modes[m]["lengths"] for m in names]) for p in (rec, base))
     boot = Bootstrap(x.shape[1], x.shape[2], c.resamples, c.seed)
-    d_r = interval(boot, lambda w, v: wpearson(x, y_rec, w, v) - wpearson(x, y_base, w, v))
+    d_r = interval_at(boot, lambda w, v: wpearson(x, y_rec, w, v) - wpearson(x, y_base, w, v), c.level)
     r = lambda y: wpearson(x, y, boot.point_w, boot.point_v)[0]  # noqa: E731
-    measured = (f"mean {'abs(length - target)' if exact else 'overshoot'} {float(error(base).mean()):.1f} (base) -> "
-                f"{float(error(rec).mean()):.1f}: base - recipe {_d(d_err)} (margin +-{c.token_margin:.1f}); pearson "
-                f"{_fmt(r(y_base), 2)} -> {_fmt(r(y_rec), 2)}: diff {_d(d_r, 2)}; mean tokens by target: base "
+    measured = (f"mean {'abs(length - target)' if exact else 'overshoot'} {float(error(base).mean()):.1f} "
+                f"({c.base_name}) -> {float(error(rec).mean()):.1f}: {c.base_name} - recipe {_d(d_err)} (margin "
+                f"+-{c.token_margin:.1f}); pearson "
+                f"{_fmt(r(y_base), 2)} -> {_fmt(r(y_rec), 2)}: diff {_d(d_r, 2)}; mean tokens by target: {c.base_name} "
                 f"{_mode_means(base, names)}; trained {_mode_means(rec, names)}")  # fmt: skip
     if exact:
-        held = combine(decide(d_err, c.token_margin), decide(d_r, PEARSON_MARGIN))
+        held = combine(c.decide(d_err, c.token_margin), c.decide(d_r, PEARSON_MARGIN))
         return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r})
     acc = functools.partial(_mode_accuracy, names=names)
     d_acc = c.paired(acc(rec), acc(base))
-    measured += (f"; accuracy under the prompts {float(acc(base).mean()):.3f} (base) -> "
+    measured += (f"; accuracy under the prompts {float(acc(base).mean()):.3f} ({c.base_name}) -> "
                  f"{float(acc(rec).mean()):.3f}: diff {_d(d_acc, 3)} (allowed >= -{ACCURACY_TOLERANCE}); the Pearson "
                  "is not judged for a maximum")  # fmt: skip
-    held = combine(decide(d_err, c.token_margin), constraint(d_acc, ACCURACY_TOLERANCE))
+    held = combine(c.decide(d_err, c.token_margin), c.constraint(d_acc, ACCURACY_TOLERANCE))
     return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r, "accuracy": d_acc})
 
 
 def _saber(c: CheckInputs) -> dict:
     pair = _modes_pair(c)
     if pair is None or len(c.panel.modes) < 2:
-        return _result("-", "no base evaluation under the tier prompts", None, {})
+        return _result("-", f"no {c.base_name} evaluation under the tier prompts", None, {})
     rec, base = pair
     names = _by_value(rec, rec.modes)
     lo, hi = names[0], names[-1]
     tiers = "/".join(str(rec.mode_values[m]) for m in names)
-    claim = (f"vs the base model under the same tier prompts ({tiers} thinking tokens): the thinking overshoot past "
+    claim = (f"vs {c.base_name} under the same tier prompts ({tiers} thinking tokens): the thinking overshoot past "
              "the tier's budget (max(0, thinking - tier), mean over the tiers) falls")  # fmt: skip
     d = c.paired(_overshoot(base, names, "thinking"), _overshoot(rec, names, "thinking"))
     gap = rec.modes[hi]["thinking"] - rec.modes[lo]["thinking"]
     b_gap = base.modes[hi]["thinking"] - base.modes[lo]["thinking"]
     d_gap = c.paired(gap, b_gap)
-    measured = (f"thinking overshoot {float(_overshoot(base, names, 'thinking').mean()):.1f} (base) -> "
-                f"{float(_overshoot(rec, names, 'thinking').mean()):.1f}: base - recipe {_d(d)} (margin "
-                f"+-{c.token_margin:.1f}); thinking tokens by tier: base {_mode_means(base, names, 'thinking')} -> "
+    measured = (f"thinking overshoot {float(_overshoot(base, names, 'thinking').mean()):.1f} ({c.base_name}) -> "
+                f"{float(_overshoot(rec, names, 'thinking').mean()):.1f}: {c.base_name} - recipe {_d(d)} (margin "
+                f"+-{c.token_margin:.1f}); thinking tokens by tier: {c.base_name} "
+                f"{_mode_means(base, names, 'thinking')} -> "
                 f"trained {_mode_means(rec, names, 'thinking')}; tier gap (not part of the verdict) "
                 f"{float(b_gap.mean()):.1f} -> {float(gap.mean()):.1f}: diff {_d(d_gap)}")  # fmt: skip
-    return _result(claim, measured, decide(d, c.token_margin), {"overshoot_saved": d, "gap_gain": d_gap})
+    return _result(claim, measured, c.decide(d, c.token_margin), {"overshoot_saved": d, "gap_gain": d_gap})
 
 
 def _canon(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d_tokens = c.paired(ref.metrics["tokens"], rec.metrics["tokens"])
     d_acc, similar, acc_text = _similar_accuracy(c, rec, ref)
-    shorter = combine(decide(d_tokens, c.token_margin), similar)
-    more_accurate = combine(decide(d_acc, FRACTION_MARGIN), constraint(d_tokens, c.token_margin))
+    shorter = combine(c.decide(d_tokens, c.token_margin), similar)
+    more_accurate = combine(c.decide(d_acc, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin))
     measured = (f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(ref, 'tokens'))}: {c.reference_name} - recipe "
                 f"{_d(d_tokens)} (margin +-{c.token_margin:.1f}); {acc_text}")  # fmt: skip
     claim = (f"a better accuracy-cost trade-off than {c.reference_name}, in whichever direction pays (no preset "
              f"direction): shorter at similar accuracy, or more accurate (margin {FRACTION_MARGIN}) at no more "
              "tokens")  # fmt: skip
-    return _result(claim, measured, either(shorter, more_accurate), {"tokens_saved": d_tokens, "accuracy": d_acc})
+    result = _result(claim, measured, either(shorter, more_accurate), {"tokens_saved": d_tokens, "accuracy": d_acc})
+    # parts: [similar accuracy, tokens saved] (shorter) and [accuracy gain, not longer] (more accurate); "either" is a
+    # union: twice the smaller branch's p-value (Bonferroni), each branch an intersection-union test
+    branches = [c.p_value(c.parts[0:2]), c.p_value(c.parts[2:4])]
+    if None not in branches:
+        result["p_value"] = min(1.0, 2 * min(branches))
+    return result
 
 
 def _mode_accuracy(panel: Panel, names: list) -> np.ndarray:
@@ -448,12 +496,12 @@ def _budgetthinker(c: CheckInputs) -> dict:
                 f"{float(_overshoot(rec, names, 'thinking').mean()):.1f}: base - recipe {_d(d_over)} (margin "
                 f"+-{c.token_margin:.1f}); thinking tokens by budget: base {_mode_means(base, names, 'thinking')}; "
                 f"trained {_mode_means(rec, names, 'thinking')}")  # fmt: skip
-    held = combine(decide(d_acc, FRACTION_MARGIN), decide(d_over, c.token_margin))
+    held = combine(c.decide(d_acc, FRACTION_MARGIN), c.decide(d_over, c.token_margin))
     return _result(claim, measured, held, {"budget_accuracy_gain": d_acc, "overshoot_saved": d_over})
 
 
 def _asrr(c: CheckInputs) -> dict:
-    claim = (f"under the no-think prefix: accuracy above the base's under the same prefix and fewer tokens than "
+    claim = (f"under the no-think prefix: accuracy above {c.base_name}'s under the same prefix and fewer tokens than "
              f"{c.reference_name}")  # fmt: skip
     pair = _modes_pair(c)
     if pair is None or "asrr" not in c.panel.modes or c.reference is None or "correct" not in c.panel.modes["asrr"]:
@@ -463,10 +511,10 @@ def _asrr(c: CheckInputs) -> dict:
     rec2, ref = c.panel.aligned(c.reference)
     lengths = rec2.modes["asrr"]["lengths"]
     d_tokens = c.paired(ref.metrics["tokens"][:, : lengths.shape[1]], lengths)
-    measured = (f"prefix accuracy {float(rec.modes['asrr']['correct'].mean()):.3f} vs base "
+    measured = (f"prefix accuracy {float(rec.modes['asrr']['correct'].mean()):.3f} vs {c.base_name} "
                 f"{float(base.modes['asrr']['correct'].mean()):.3f}: diff {_d(d_acc, 3)}; prefix tokens "
                 f"{float(lengths.mean()):.1f}: {c.reference_name} (plain) - recipe {_d(d_tokens)}")  # fmt: skip
-    held = combine(decide(d_acc, FRACTION_MARGIN), decide(d_tokens, c.token_margin))
+    held = combine(c.decide(d_acc, FRACTION_MARGIN), c.decide(d_tokens, c.token_margin))
     return _result(claim, measured, held, {"prefix_accuracy_gain": d_acc, "tokens_saved": d_tokens})
 
 
@@ -482,7 +530,27 @@ def is_baseline(check: dict) -> bool:
 
 def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None) -> dict:
     """The check of one recipe: `{"claim", "measured", "held", "differences"}` (`held` is `None` when inconclusive
-    or untestable; `differences[name] = [point, low, high]`), from the per-(seed, task) panels of `inputs`."""
+    or untestable; `differences[name] = [point, low, high]` at the look's nominal level `alpha`), from the
+    per-(seed, task) panels of `inputs`, with `p_value` (the claim's one-sided p-value, `CheckInputs.p_value`),
+    `alpha`, and `cannot_judge` (the reason) when the claimed quantity is 0 in every cell of both arms: nothing to
+    measure in this world (DAPO's truncations at a cap nothing reaches)."""
+    inputs.parts = []
+    result = _method_check(recipe, inputs, tight_cap)
+    if is_baseline(result) or result.get("claim") == "-":
+        return result
+    result.setdefault("p_value", inputs.p_value())
+    result["alpha"] = inputs.level
+    if "cannot_judge" in result:
+        result["held"] = None
+    return result
+
+
+def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None) -> dict:
+    from .protocol import CONTROL_JOBS, matching_controls
+
+    if recipe in CONTROL_JOBS:  # GRPO run as a recipe's matching control (protocol.yaml)
+        return {"claim": f"baseline (matching control of {', '.join(matching_controls()[recipe]['for'])})",
+                "measured": "-", "held": None}  # fmt: skip
     if recipe == "grpo":
         return {"claim": "baseline", "measured": "-", "held": None}
     if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method

@@ -158,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument("--output-dir", default="outputs/testbed")
     p_cmp.add_argument("--overwrite", action="store_true")
     p_cmp.add_argument("--keep-models", action="store_true", help="keep the trained weights")
+    p_cmp.add_argument(
+        "--no-train",
+        action="store_true",
+        help="train nothing: render the finished run files under the protocol (a later look whose runs are missing "
+        "is not taken and is listed as pending)",
+    )
     p_sweep = sub.add_parser(
         "sweep",
         help="train one recipe at every point of a grid over its settings and draw its frontier",
@@ -316,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             overwrite=args.overwrite,
             keep_models=args.keep_models,
             workers=args.workers,
+            train=not args.no_train,
         )
         status = _report(out, "failed", ", ")
         from .scorecard import load_scorecard

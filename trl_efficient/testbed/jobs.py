@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PROTOCOL", "Job", "load_result", "plan_job", "run_job", "run_jobs"]
+__all__ = ["PROTOCOL", "Job", "load_result", "plan_job", "run_job", "run_jobs", "trained_recipe"]
 
 PROTOCOL = 3  # bump when evaluation, records or rollouts change: every result file is then recomputed (3: the
 # rollouts and evaluations decode with `decoding.FastDecoder`, whose float rounding changes training trajectories)
@@ -97,6 +97,31 @@ def mode_names(name: str, settings) -> list[str]:
     return [m.name for m in job_modes(name, settings)]
 
 
+def trained_recipe(name: str) -> str:
+    """The recipe a run of `name` trains: `name` itself, or for a matching control of the protocol
+    (`grpo-prompted`, `grpo-cap192`, ...) the recipe it names (`protocol.control_of`)."""
+    from .protocol import control_of
+
+    entry = control_of(name)
+    return entry["recipe"] if entry else name
+
+
+def control_overrides(name: str) -> dict:
+    """The `EfficientGRPOConfig` fields a matching control sets (`grpo-cap192`: `max_completion_length` 192)."""
+    from .protocol import control_of
+
+    return dict((control_of(name) or {}).get("config") or {})
+
+
+def evaluates_conditioned(name: str) -> bool:
+    """Whether a run of `name` is evaluated under every conditioned recipe's prompts: the base model, the negative
+    controls and the controls evaluated "under conditioned" (the protocol), so every check can score them."""
+    from .protocol import control_of, load
+
+    return name == BASE or name in (load().get("negative_controls") or []) or (
+        (control_of(name) or {}).get("evaluate_under") == "conditioned")  # fmt: skip
+
+
 def job_modes(name: str, settings) -> list:
     from ..recipes import RECIPES
     from .checks import CONDITIONED, check_modes
@@ -105,10 +130,12 @@ def job_modes(name: str, settings) -> list:
     def modes_of(recipe):
         return check_modes(recipe, recipe_scale(recipe, settings.max_completion_length, settings.max_steps))
 
-    if name != BASE:
-        return modes_of(name)
+    if not evaluates_conditioned(name):
+        return modes_of(trained_recipe(name))
+    # the controls leave out BudgetThinker's prompts: its check keeps the base with the control tokens as reference
+    conditioned = CONDITIONED if name == BASE else [r for r in CONDITIONED if r != "budgetthinker"]
     out = {}
-    for recipe in CONDITIONED:
+    for recipe in conditioned:
         if recipe in RECIPES:
             for mode in modes_of(recipe):
                 out.setdefault(mode.name, mode)
@@ -131,9 +158,13 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
         settings_d = {k: settings_d[k] for k in EVAL_SETTINGS}
     key = {"protocol": PROTOCOL, "recipe": name, "train_seed": seed, "settings": settings_d,
            "base_model_dir": base_id.split("@")[0], "check_modes": mode_names(name, settings)}  # fmt: skip
+    overrides = {**control_overrides(name), **(overrides or {})}
     if name != BASE:
-        scale = recipe_scale(name, settings.max_completion_length, settings.max_steps)
-        recipe = scaled_recipe(get_recipe(name), scale).with_reward_kwargs(reward_overrides, "sweep point")
+        trains = trained_recipe(name)
+        if trains != name:
+            key["trains"] = trains  # a matching control: the recipe it trains
+        scale = recipe_scale(trains, settings.max_completion_length, settings.max_steps)
+        recipe = scaled_recipe(get_recipe(trains), scale).with_reward_kwargs(reward_overrides, "sweep point")
         key["testbed_scale"] = scale.to_dict()
         key["rewards"] = [[s.builder, s.weight, s.kwargs] for s in recipe.rewards]
         key["config_overrides"] = overrides or {}
@@ -188,9 +219,10 @@ def _run(job: Job, settings) -> dict:
     if job.name == BASE:
         model = AutoModelForCausalLM.from_pretrained(base_path)
     else:
-        g = num_generations_for(recipe_scale(job.name, settings.max_completion_length, settings.max_steps), settings)
+        trains = trained_recipe(job.name)
+        g = num_generations_for(recipe_scale(trains, settings.max_completion_length, settings.max_steps), settings)
         folder = os.path.splitext(job.path)[0]
-        info = train_recipe(job.name, dataclasses.replace(settings, seed=job.seed), folder, overrides=job.overrides,
+        info = train_recipe(trains, dataclasses.replace(settings, seed=job.seed), folder, overrides=job.overrides,
                             reward_overrides=job.reward_overrides)  # fmt: skip
         model, seconds = info.pop("model"), info["seconds"]
         if not job.keep_models:
@@ -204,7 +236,11 @@ def _run(job: Job, settings) -> dict:
         modes = job_modes(job.name, settings)
         mode_records = evaluate_modes(model, tokenizer, check_ds, modes, **sampling) if modes else {}
     records = summary.pop("records")
+    from .protocol import library_versions, sha256
+
+    # not part of the key: the protocol judges runs, it does not change them (a file from before it has neither)
     return {"hash": job.hash, "key": job.key, "base_model_id": base_model_id(base_path),
+            "protocol_sha256": sha256(), "versions": library_versions(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "recipe": job.name, "seed": job.seed,
             "num_generations": g,
             "train_seconds": seconds, "records": records, "modes": mode_records, "summary": summary,

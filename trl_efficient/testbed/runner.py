@@ -278,7 +278,90 @@ def _pm(cell: dict, key: str, digits: int) -> str:
     return f"{value:.{digits}f}±{(high - low) / 2:.{digits}f}"
 
 
-def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None) -> str:
+def _verdict(check: dict) -> str:
+    """The verdict cell: the label (`verdicts.label`), bold when not held, broken or not judgeable."""
+    label = check.get("label") or _held(check.get("held")).replace("*", "")
+    if label == "held" and check.get("held_after_bh") is False:
+        return "held (not after BH)"
+    return f"**{label}**" if label in ("not held", "broken", "cannot be judged") else label
+
+
+def _p(value) -> str:
+    return "-" if value is None else ("<0.001" if value < 0.001 else f"{value:.3f}")
+
+
+def _control_cell(result: dict | None) -> str:
+    if not result:
+        return "-"
+    if result.get("cannot_judge"):
+        return "cannot be judged"
+    return {True: "**passes**", False: "fails", None: "inconclusive"}[result.get("held")]
+
+
+def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
+    """The method checks under the protocol: each check's claim and measurement, its verdict, its p-value and
+    Benjamini-Hochberg q-value, how each negative control scores on it, and the recipe against `constant-penalty`;
+    then the negative controls' own rows and the counts."""
+    protocol = protocol or {}
+    level = (protocol.get("nominal_levels") or [None])[0]
+    conf = "" if level is None else f" (intervals at {1 - 2 * level:.1%}: each end at the looks' nominal level)"
+    lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`trl_efficient/testbed/protocol.yaml`, "
+             f"sha256 {protocol.get('sha256', '-')}){conf}: does the method do what its paper says, against its "
+             "matching control?", "",
+             "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    controls_rows = []
+    for r in rows:
+        c = r["method_check"]
+        if is_baseline(c):
+            continue
+        if c.get("control"):
+            controls_rows.append(r)
+            continue
+        cells = [str(c.get(k, "-")).replace("|", "\\|") for k in ("claim", "measured")]
+        reason = c.get("cannot_judge") or c.get("broken")
+        verdict = _verdict(c) + (f": {reason}" if reason else "")
+        ctl = c.get("controls") or {}
+        vs = c.get("vs_constant_penalty")
+        vs_cell = (
+            "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
+        )
+        p_cell = "-" if c.get("cannot_judge") else _p(c.get("p_value"))
+        lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {verdict.replace('|', '/')} | {p_cell} "
+                     f"| {_p(c.get('q_value'))} | {_control_cell(ctl.get('placebo'))} | "
+                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} |")  # fmt: skip
+    if controls_rows:
+        lines += ["", "Negative controls (trained like every recipe; scored on every recipe's check, with that "
+                  "recipe's reference and matching control):", "", "| control | seeds | passes | fails | scored on |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for r in controls_rows:
+            c = r["method_check"]
+            passes = ", ".join(c.get("passes") or []) or "none"
+            lines.append(f"| {r['recipe']} | {len(r.get('seeds') or [])} | {passes} | {len(c.get('fails') or [])} | "
+                         f"{c.get('scored_on', 0)} checks |")  # fmt: skip
+    counts = protocol.get("verdicts")
+    if counts:
+        lines += ["", f"Verdicts: {counts['held']} held ({counts['held_after_bh']} after Benjamini-Hochberg across "
+                  f"the {counts['family']} checks that can be judged; {counts['specific']} of those also better than "
+                  f"constant-penalty), {counts['inconclusive']} inconclusive, {counts['not held']} not held, "
+                  f"{counts['cannot be judged']} cannot be judged, {counts['broken']} broken (placebo passes). "
+                  "Held: the interval's low end above the margin; not held: its high end below the "
+                  "margin."]  # fmt: skip
+    pending = protocol.get("pending_looks")
+    if pending:
+        lines += ["", "Looks the protocol asks for whose runs are not in the files (rendered with --no-train; those "
+                  "checks stay inconclusive until they run): " + ", ".join(f"{n} at {k} seeds" for n, k in
+                                                                          sorted(pending.items())) + "."]  # fmt: skip
+    runs = protocol.get("run_files")
+    if runs:
+        lines += ["", "Run files by protocol: " + ", ".join(
+            f"{n} {'written before protocol 1 (no hash recorded)' if h == 'None' else 'under ' + h}"
+            for h, n in sorted(runs.items())) + " (recipes x their run files' protocols)."]  # fmt: skip
+    return lines
+
+
+def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dict | None = None,
+                     protocol: dict | None = None) -> str:  # fmt: skip
     """The comparison table (failed recipes as rows with their error), the method checks, tokens by difficulty
     (mean tokens / accuracy per number of operations) and the testbed scaling rule of every recipe. Rows with
     intervals (`panel_row`) show every number as `mean [95% interval]` plus their paired differences from the
@@ -298,7 +381,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             lines.append(f"| {r['recipe']} | {g} | **failed**: {error} |" + " |" * (len(head) - 3))
             continue
         check = r.get("method_check") or {}
-        verdict = "-" if is_baseline(check) else _held(check["held"])
+        verdict = "-" if is_baseline(check) else _verdict(check)
         if intervals:
             vs = r.get("vs_reference") or {}
             ref = f" ({vs['reference']})" if vs.get("reference") else ""
@@ -317,7 +400,9 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             f"{_secs(r['train_seconds'])} |"
         )
     checked = [r for r in ok_rows if r.get("method_check")]
-    if checked:
+    if checked and any("label" in r["method_check"] for r in checked):
+        lines += check_table(checked, protocol)
+    elif checked:
         lines += ["", "Method checks (does the method do on the testbed what its paper says?):", "",
                   "| recipe | claim | measured | result |", "|---|---|---|---|"]  # fmt: skip
         for r in checked:
@@ -383,7 +468,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
 
 def compare(recipes: list[str], settings: TestbedSettings | None = None, output_dir: str = "outputs/testbed",
             overwrite: bool = False, keep_models: bool = False, include_base: bool = True, workers: int = 1,
-            show_progress: bool = True) -> dict:  # fmt: skip
+            show_progress: bool = True, train: bool = True) -> dict:  # fmt: skip
     """Train each recipe with `settings.seeds` training seeds from the same base with the same budget of steps,
     evaluate all on the same held-out tasks and sampling streams, and write `compare.json`, `compare.md`,
     `pareto.png`, `per_difficulty.png` and `checks.png` under `output_dir`. Every (recipe, seed) run and the base
@@ -391,17 +476,22 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     config: a rerun skips the finished ones (`overwrite` recomputes), `workers` > 1 runs them on that many spawned
     processes. Rows carry means and 95% intervals (`panel_row`), checks paired differences
     (`checks.method_check`). A recipe whose run raises becomes a `failed_row`; the others still run.
-    Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. Returns `{"rows", "files", "failed"}`."""
+    Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. `train=False` trains nothing: it renders the
+    finished run files, and a later look whose runs are missing is not taken (`compare.json`'s
+    `protocol.pending_looks` names it). Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
     from .scaling import recipe_scale
 
     settings = settings or TestbedSettings()
     settings.training_seeds()  # fail fast on seeds < 1
+    from .jobs import trained_recipe
+
     for name in recipes:
-        get_recipe(name)  # fail fast on a typo, before any training
-        recipe_scale(name, settings.max_completion_length, settings.max_steps)  # and on a recipe without a rule
+        get_recipe(trained_recipe(name))  # fail fast on a typo, before any training (a control names its recipe)
+        recipe_scale(trained_recipe(name), settings.max_completion_length, settings.max_steps)  # and a missing rule
     with torch_threads(), hub_offline():
-        return _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress)
+        return _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress,
+                        train)  # fmt: skip
 
 
 def plan_runs(names: list[str], settings: TestbedSettings, output_dir: str, keep_models: bool = False,
@@ -428,6 +518,8 @@ def load_panels(plan: dict[str, list], outcomes: dict[str, dict]) -> tuple[dict,
     """`(panels, infos, errors)` of planned runs: a `stats.Panel` per name whose runs all finished, with `infos[name]`
     = `{"train_seconds" (mean over seeds), "num_generations", "tight_cap"}`; `errors[name]` the first error of a
     name with a missing run."""
+    import hashlib
+
     from .jobs import load_result
     from .stats import Panel
 
@@ -441,10 +533,51 @@ def load_panels(plan: dict[str, list], outcomes: dict[str, dict]) -> tuple[dict,
         results = [load_result(j) for j in jobs]
         panels[name] = Panel.from_runs(results)
         secs = [r["train_seconds"] for r in results if r.get("train_seconds") is not None]
+        # what the runs measured (records and check records, seed by seed): equal digests = identical runs
+        digest = hashlib.sha256(json.dumps([[r["records"], r.get("modes")] for r in results]).encode()).hexdigest()
         infos[name] = {"train_seconds": sum(secs) / len(secs) if secs else None,
                        "num_generations": results[0].get("num_generations"),
-                       "tight_cap": results[0]["summary"].get("tight_cap")}  # fmt: skip
+                       "tight_cap": results[0]["summary"].get("tight_cap"), "records_sha256": digest[:16],
+                       "protocols": sorted({str(r.get("protocol_sha256")) for r in results}),
+                       "versions": sorted({json.dumps(r.get("versions"), sort_keys=True)
+                                           for r in results})}  # fmt: skip
     return panels, infos, errors
+
+
+def run_protocols(infos: dict) -> dict[str, int]:
+    """`{protocol hash: runs}` over the loaded names ("None": written before protocol 1, which recorded no hash).
+    Raises when two different protocols' runs would be mixed in one table."""
+    counts: dict[str, int] = {}
+    for info in infos.values():
+        for h in info.get("protocols") or []:
+            counts[h] = counts.get(h, 0) + 1
+    known = sorted(h for h in counts if h != "None")
+    if len(known) > 1:
+        raise ValueError(f"run files written under different protocols ({', '.join(known)}) cannot form one table; "
+                         "rerun them under one protocol (trl_efficient/testbed/protocol.yaml).")  # fmt: skip
+    return counts
+
+
+def check_inputs(name: str, panels: dict, ref: str | None, floor: float, settings: TestbedSettings,
+                 panel=None) -> object:  # fmt: skip
+    """The `checks.CheckInputs` of `name`'s method check under the protocol (`protocol.matching_control`): the
+    recipe's matching control replaces the base model (conditioned, DLER and DA-DLER checks: `base`) or grpo (FRUGAL:
+    `reference`); the intervals at the nominal level of the look its seeds stand at (`protocol.nominal_level`).
+    `panel`: score another model (a control) on `name`'s check instead of `name` itself."""
+    from .checks import CONDITIONED, CheckInputs
+    from .protocol import matching_control, nominal_level
+
+    control = matching_control(name)
+    base, base_name = panels.get("base"), "base"
+    reference, reference_name = panels.get(ref), ref or "-"
+    if control is not None:
+        if name in CONDITIONED or name in ("dler", "da-dler"):
+            base, base_name = panels.get(control), control
+        else:
+            reference, reference_name = panels.get(control), control
+    own = panels[name] if panel is None else panel
+    return CheckInputs(own, reference, reference_name, base, floor, settings.bootstrap, settings.seed,
+                       base_name=base_name, alpha=nominal_level(len(panels[name].seeds)))  # fmt: skip
 
 
 def reference_of(name: str, names) -> str | None:
@@ -467,7 +600,7 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
     check (`checks.method_check` on the panels) when `checks`. `cache` (a dict kept across `compare`'s looks) reuses
     a row whose own seeds and whose common seeds with its reference are unchanged: a row reads its reference only on
     the seeds both have (`stats.Panel.aligned`), so a look that adds seeds recomputes only the rows they change."""
-    from .checks import CheckInputs, method_check
+    from .checks import method_check
 
     rows = []
     floor = None
@@ -475,17 +608,22 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
         if name in errors:
             g = None
             if name != "base":
+                from .jobs import trained_recipe
                 from .scaling import recipe_scale
 
-                g = num_generations_for(recipe_scale(name, settings.max_completion_length, settings.max_steps),
-                                        settings)  # fmt: skip
+                g = num_generations_for(recipe_scale(trained_recipe(name), settings.max_completion_length,
+                                                     settings.max_steps), settings)  # fmt: skip
             rows.append({"recipe": name, "status": "failed", "num_generations": g, "error": errors[name]})
             continue
         ref = reference_of(name, [n for n in names if n in panels])
         info = infos[name]
         own = panels[name].seeds
         common = [seed for seed in own if seed in panels[ref].seeds] if ref in panels else []
-        key = (name, tuple(own), ref, tuple(common), checks)
+        from .verdicts import related
+
+        # the seeds of every other panel the row reads (its matching control, the negative controls)
+        others = tuple((n, tuple(panels[n].seeds)) for n in related(name) if n in panels)
+        key = (name, tuple(own), ref, tuple(common), checks, others)
         if cache is not None and key in cache:
             row = dict(cache[key])
             floor = floor if floor is not None else row["mean_floor_tokens"]
@@ -495,9 +633,12 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
                         info["num_generations"], info["tight_cap"])  # fmt: skip
         floor = floor if floor is not None else row["mean_floor_tokens"]
         if checks and name != "base":
-            inputs = CheckInputs(panels[name], panels.get(ref), ref or "-", panels.get("base"), floor or 0.0,
-                                 settings.bootstrap, settings.seed)  # fmt: skip
+            from .verdicts import score_controls
+
+            inputs = check_inputs(name, panels, ref, floor or 0.0, settings)
             row["method_check"] = method_check(name, inputs, info["tight_cap"])
+            score_controls(name, row, panels, ref, floor or 0.0, settings, info["tight_cap"])
+        row["records_sha256"] = info.get("records_sha256")
         if cache is not None:
             cache[key] = dict(row)
         rows.append(row)
@@ -514,10 +655,16 @@ def undecided(rows: list[dict]) -> list[str]:
     ...            {"recipe": "gfpo", "method_check": {"claim": "shorter", "held": None}}])
     ['gfpo', 'grpo']
     """
+    from .protocol import matching_control
+    from .verdicts import is_control
+
     names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
     open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
-             and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None]  # fmt: skip
-    return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else [])
+             and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None
+             and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])]  # fmt: skip
+    # their matching controls train the same seeds (a check reads its control on the seeds both have)
+    controls = [c for c in dict.fromkeys(matching_control(n) for n in open_) if c and c != "grpo" and c in names]
+    return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else []) + controls
 
 
 def look_sizes(seeds: int, max_seeds: int) -> list[int]:
@@ -548,24 +695,50 @@ def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
-def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress) -> dict:
+def with_controls(recipes: list[str]) -> list[str]:
+    """`recipes` and the matching control runs their checks need (`protocol.matching_control`), after them.
+
+    >>> with_controls(["grpo", "hbpo", "kimi", "dler"])
+    ['grpo', 'hbpo', 'kimi', 'dler', 'grpo-prompted', 'grpo-cap192']
+    """
+    from .protocol import CONTROL_JOBS, matching_control
+
+    controls = [matching_control(n) for n in recipes]
+    return list(recipes) + [c for c in dict.fromkeys(controls) if c in CONTROL_JOBS and c not in recipes]
+
+
+def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress,
+             train: bool = True) -> dict:  # fmt: skip
     from ..eval.plots import pareto_plot
     from .jobs import run_jobs
+    from .protocol import describe
     from .scaling import recipe_scale
+    from .verdicts import annotate
 
     os.makedirs(output_dir, exist_ok=True)
     started = time.perf_counter()
-    names = (["base"] if include_base else []) + list(recipes)
+    names = (["base"] if include_base else []) + with_controls(list(recipes))
     plan = plan_runs(names, settings, output_dir, keep_models, overwrite)
     jobs = [j for js in plan.values() for j in js]
-    outcomes = run_jobs(jobs, workers, show_progress, "testbed compare")
+    outcomes = run_jobs(jobs if train else [], workers, show_progress, "testbed compare")
     panels, infos, errors = load_panels(plan, outcomes)
     cache: dict = {}  # rows the later looks leave unchanged (`panel_rows`)
     rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
     # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
     looks = [_look(settings.seeds, jobs, outcomes, started)]
+    pending: dict[str, int] = {}  # without training: the looks the protocol asks for whose runs are missing
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
         more = undecided(rows)
+        if not train:
+            from .verdicts import is_control
+
+            bigger = plan_runs(more, dataclasses.replace(settings, seeds=seeds), output_dir, keep_models)
+            missing = [n for n in more if not all(j.finished() for j in bigger[n])]
+            for name in missing:
+                pending.setdefault(name, seeds)
+            more = [n for n in more if n not in missing]
+            if not any(n != "grpo" and not is_control(n) for n in more):
+                break
         if not more:
             break
         logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - ("grpo" in more),
@@ -578,16 +751,26 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         panels, infos, errors = load_panels(plan, outcomes)
         rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
         looks.append(_look(seeds, jobs, new, look_started))
-    scales = {n: recipe_scale(n, settings.max_completion_length, settings.max_steps).to_dict() for n in recipes}
+    from .jobs import trained_recipe
+
+    scales = {n: recipe_scale(trained_recipe(n), settings.max_completion_length, settings.max_steps).to_dict()
+              for n in recipes}  # fmt: skip
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     runs = {name: [os.path.relpath(j.path, output_dir) for j in jobs] for name, jobs in plan.items()}
+    verdicts = annotate(rows)
+    protocol = {
+        **describe(),
+        "run_files": run_protocols(infos),
+        "pending_looks": pending,
+        "library_versions": sorted({v for info in infos.values() for v in info.get("versions") or []}),
+    }
     with open(files["json"], "w") as f:
         timing = {"workers": workers, "seconds": round(time.perf_counter() - started, 1), "looks": looks}
-        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs, "timing": timing},
-                  f, indent=1)  # fmt: skip
+        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs, "timing": timing,
+                   "protocol": protocol, "verdicts": verdicts}, f, indent=1)  # fmt: skip
     with open(files["markdown"], "w") as f:
-        f.write(compare_markdown(rows, settings.to_dict(), scales))
+        f.write(compare_markdown(rows, settings.to_dict(), scales, {**protocol, "verdicts": verdicts}))
     for row in rows:
         if row.get("status", "ok") == "ok":
             logger.info("testbed: %s accuracy %.3f mean tokens %.1f redundant share %.3f", row["recipe"],
@@ -636,4 +819,7 @@ def render_compare_json(path: str) -> str:
     data."""
     with open(path) as f:
         data = json.load(f)
-    return compare_markdown(data["rows"], data.get("settings"), data.get("scales"))
+    protocol = data.get("protocol")
+    if protocol is not None:
+        protocol = {**protocol, "verdicts": data.get("verdicts")}
+    return compare_markdown(data["rows"], data.get("settings"), data.get("scales"), protocol)

@@ -38,20 +38,25 @@ per seed as the difference of the two models trained with that seed, whose runs 
 rollouts' random numbers.
 
 **Verdicts** (`decide`): a claimed difference $\Delta$ with interval $[l, h]$ and margin $m$ (the smallest effect that
-counts) is *held* when $l > 0$ (the interval excludes 0 on the claimed side), *not held* when $h < m$ (it excludes every
-effect of the margin's size on the claimed side: no effect, or a negligible one, or one the other way), else
-*inconclusive*. The claim is one-sided, so only the claimed side's end decides "not held": an interval reaching further
-the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the claim, not less. (Until 2026-12-02
-"not held" also asked $l \ge -m$, the two-sided equivalence test, which left such intervals inconclusive.) A side
-condition ("at similar accuracy": $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else
-is unknown (`constraint`).
+counts) is *held* when $l > m$ (the interval excludes every effect below the margin on the claimed side; until
+2026-12-03, $l > 0$), *not held* when $h < m$ (it excludes every effect of the margin's size on the claimed side: no
+effect, or a negligible one, or one the other way), else *inconclusive*: the same margin both ways (protocol 1,
+`protocol.yaml`). The method checks read their intervals at the nominal level of the protocol's looks (`interval_at`:
+Pocock's 0.0079 per side, the 98.4% interval), and `Spread.p_above` gives a claim's one-sided p-value for the
+Benjamini-Hochberg correction across the checks. The claim is one-sided, so only the claimed side's end decides "not
+held": an interval reaching further the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the
+claim, not less. (Until 2026-12-02 "not held" also asked $l \ge -m$, the two-sided equivalence test, which left such
+intervals inconclusive.) A side condition ("at similar accuracy": $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$,
+*fails* when $h < -\tau$, else is unknown (`constraint`).
 
 >>> data = np.array([[1.0, 2.0, 3.0, 4.0]])
 >>> point, low, high = interval(Bootstrap(1, 4, resamples=500, seed=0), lambda w, v: wmean(data, w, v))
 >>> point, bool(low < point < high)
 (2.5, True)
->>> decide((0.5, 0.1, 0.9), margin=0.2), decide((-0.05, -0.1, 0.1), margin=0.2), decide((0.3, -0.1, 0.7), margin=0.2)
+>>> decide((0.5, 0.3, 0.9), margin=0.2), decide((-0.05, -0.1, 0.1), margin=0.2), decide((0.3, -0.1, 0.7), margin=0.2)
 (True, False, None)
+>>> decide((0.5, 0.1, 0.9), margin=0.2)  # the low end is above 0 but not above the margin: no effect of its size shown
+
 >>> decide((-0.05, -0.4, 0.1), margin=0.2)  # no effect of the margin's size on the claimed side
 False
 """
@@ -68,6 +73,8 @@ import numpy as np
 __all__ = [
     "CONFIDENCE",
     "Bootstrap",
+    "Estimate",
+    "Spread",
     "Panel",
     "combine",
     "constraint",
@@ -75,7 +82,10 @@ __all__ = [
     "dominates",
     "either",
     "interval",
+    "interval_at",
     "interval_pareto_flags",
+    "student_t_isf",
+    "student_t_sf",
     "student_t_quantile",
     "wmean",
     "wpearson",
@@ -185,6 +195,135 @@ def student_t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz; Numerical Recipes 6.4)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c if abs(1.0 + aa / c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-13:
+            break
+    return h
+
+
+def student_t_sf(x: float, df: int) -> float:
+    """P(T > x) for Student's t with `df` degrees of freedom, through the regularized incomplete beta function:
+    P(|T| > x) = I_{df / (df + x^2)}(df / 2, 1 / 2).
+
+    >>> round(student_t_sf(4.303, 2), 4), round(student_t_sf(2.042, 30), 4), student_t_sf(0.0, 5)
+    (0.025, 0.025, 0.5)
+    """
+    if x == 0:
+        return 0.5
+    z = df / (df + x * x)
+    a, b = df / 2, 0.5
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(z) + b * math.log1p(-z))
+    beta = front * _betacf(a, b, z) / a if z < (a + 1) / (a + b + 2) else 1.0 - front * _betacf(b, a, 1 - z) / b
+    tail = 0.5 * beta
+    return tail if x > 0 else 1.0 - tail
+
+
+def student_t_isf(alpha: float, df: int) -> float:
+    """The x with P(T > x) = `alpha` (0 < alpha < 1/2), by bisection on `student_t_sf`.
+
+    >>> round(student_t_isf(0.025, 2), 3), round(student_t_isf(0.01, 5), 3)  # the t table: 4.303, 3.365
+    (4.303, 3.365)
+    """
+    low, high = 0.0, 1.0
+    while student_t_sf(high, df) > alpha:
+        high *= 2
+    for _ in range(80):
+        mid = (low + high) / 2
+        low, high = (mid, high) if student_t_sf(mid, df) > alpha else (low, mid)
+    return (low + high) / 2
+
+
+@dataclass
+class Spread:
+    """What an interval is made of: the `point` estimate, the finite task-resample values `draws` and the per-seed
+    estimates `per_seed` (`None` with one seed). `bounds(alpha)` gives the interval whose each end has one-sided
+    level `alpha` (0.025: the 95% interval), `p_above(m)` the one-sided p-value of "the effect is above m"."""
+
+    point: float
+    draws: np.ndarray
+    per_seed: np.ndarray | None
+    limits: tuple[float, float] | None = None
+
+    def _seed_half(self, alpha: float) -> float:
+        if self.per_seed is None or len(self.per_seed) < 2:
+            return 0.0
+        n = len(self.per_seed)
+        scale = student_t_quantile(1 - alpha, n - 1) if alpha in (0.025,) else student_t_isf(alpha, n - 1)
+        return scale * float(np.std(self.per_seed, ddof=1)) / np.sqrt(n)
+
+    def bounds(self, alpha: float) -> tuple[float, float]:
+        q_low, q_high = np.quantile(self.draws, [alpha, 1 - alpha])
+        below, above = max(self.point - float(q_low), 0.0), max(float(q_high) - self.point, 0.0)
+        half = self._seed_half(alpha)
+        low, high = self.point - float(np.hypot(below, half)), self.point + float(np.hypot(above, half))
+        if self.limits is not None:
+            low, high = max(low, self.limits[0]), min(high, self.limits[1])
+        return low, high
+
+    def p_above(self, threshold: float) -> float:
+        """The smallest one-sided level at which the lower bound is above `threshold` (1 when the point is not; the
+        resolution of 2,000 task resamples floors it near 1/2000)."""
+        if not self.point > threshold:
+            return 1.0
+        low_alpha, high_alpha = 1e-6, 0.5
+        if self.bounds(low_alpha)[0] > threshold:
+            return low_alpha
+        for _ in range(40):
+            mid = math.sqrt(low_alpha * high_alpha)
+            low_alpha, high_alpha = (low_alpha, mid) if self.bounds(mid)[0] > threshold else (mid, high_alpha)
+        return high_alpha
+
+
+class Estimate(tuple):
+    """`(point, low, high)` that also carries its `Spread` (`spread`, `None` when it has no interval), so a verdict
+    can be read at another level and its p-value computed."""
+
+    spread: Spread | None
+
+    def __new__(cls, values, spread: Spread | None = None) -> Estimate:
+        obj = super().__new__(cls, values)
+        obj.spread = spread
+        return obj
+
+
+def interval_at(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray], alpha: float,
+                limits: tuple[float, float] | None = None) -> Estimate:  # fmt: skip
+    """`interval`'s estimate with each end at one-sided level `alpha` (the protocol's nominal level of a look:
+    Pocock's 0.0079 gives the 98.4% interval), as an `Estimate` carrying its `Spread`."""
+    point = float(statistic(boot.point_w, boot.point_v)[0])
+    if not np.isfinite(point):
+        return Estimate((None, None, None))
+    draws = statistic(np.ones((boot.resamples, boot.num_seeds)), boot.v)
+    draws = draws[np.isfinite(draws)]
+    if draws.size == 0:
+        return Estimate((point, None, None))
+    per_seed = None
+    if boot.num_seeds > 1:
+        per_seed = statistic(boot.seed_w, np.ones((boot.num_seeds, boot.num_tasks)))
+        if not np.all(np.isfinite(per_seed)):
+            return Estimate((point, None, None))
+    spread = Spread(point, draws, per_seed, limits)
+    return Estimate((point, *spread.bounds(alpha)), spread)
+
+
 def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray],
              confidence: float = CONFIDENCE,
              limits: tuple[float, float] | None = None) -> tuple[float | None, float | None, float | None]:  # fmt: skip
@@ -224,15 +363,17 @@ def interval(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.n
 
 
 def decide(estimate: Sequence[float | None], margin: float = 0.0) -> bool | None:
-    """The verdict of a claimed difference `(point, low, high)` oriented so that the claim is "> 0": `True` (held:
-    low > 0), `False` (not held: high < margin, so the interval excludes every effect of at least the margin on the
-    claimed side; with margin 0, high < 0), `None` (inconclusive, or no interval)."""
+    """The verdict of a claimed difference `(point, low, high)` oriented so that the claim is "> 0", with the same
+    margin on both sides (protocol 1, issue 32): `True` (held: low > margin, the interval excludes every effect
+    smaller than the margin), `False` (not held: high < margin, it excludes every effect of at least the margin on the
+    claimed side), `None` (inconclusive, or no interval). Until 2026-12-03 "held" asked only low > 0."""
     _, low, high = estimate
     if low is None or high is None:
         return None
-    if low > 0:
+    margin = max(margin, 0.0)
+    if low > margin:
         return True
-    if high < max(margin, 0.0):
+    if high < margin:
         return False
     return None
 

@@ -1,0 +1,136 @@
+"""The verdict history of the testbed's method checks: every version of `perf/testbed/results/compare.json` in git,
+and the working tree's when it differs, paired with the one before it; for each recipe whose verdict moved, the old
+and the new verdict (with the check's first difference and its interval), the change and its reason
+(`perf/testbed/verdict_changes.yaml`, by commit; the working tree's version is `protocol-1`).
+
+    python perf/testbed/verdict_history.py          # -> results/verdict_history.{json,md} (needs the git history)
+
+`python perf/testbed/update_readme.py` pastes `results/verdict_history.md`'s table into docs/testbed.md, and
+tests/testbed/test_readme_table.py checks that it is the rendering of the committed JSON, whose last version's
+verdicts are the committed compare.json's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+COMPARE = "perf/testbed/results/compare.json"
+CHANGES = os.path.join(HERE, "verdict_changes.yaml")
+OUT_JSON = os.path.join(HERE, "results", "verdict_history.json")
+OUT_MD = os.path.join(HERE, "results", "verdict_history.md")
+FIRST = "797b244"  # world v2's first comparison: the history starts there
+
+
+def verdicts(compare: dict) -> dict[str, dict]:
+    """`{recipe: {"verdict", "seeds", "difference"}}` of every method check of a `compare.json` (not the baselines):
+    the verdict in words (`label` when the file has it, else from `held`), and the check's first difference."""
+    out = {}
+    for row in compare.get("rows", []):
+        check = row.get("method_check") or {}
+        if not check or str(check.get("claim") or "baseline").startswith("baseline"):
+            continue
+        if row.get("status", "ok") != "ok":
+            continue
+        verdict = check.get("label") or {True: "held", False: "not held", None: "inconclusive"}[check.get("held")]
+        diffs = check.get("differences") or {}
+        first = next(iter(diffs.items()), None)
+        difference = "-"
+        if first and first[1] and first[1][0] is not None:
+            name, (point, low, high) = first
+            difference = f"{name} {point:+.3g}" + ("" if low is None else f" [{low:+.3g}, {high:+.3g}]")
+        out[row["recipe"]] = {"verdict": verdict, "seeds": len(row.get("seeds") or [1]), "difference": difference}
+    return out
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+
+
+def versions() -> list[dict]:
+    """The versions of compare.json from `FIRST` on, oldest first: `{"commit", "date", "subject", "verdicts"}`, and
+    the working tree's as `protocol-1` when it differs from the last commit's."""
+    log = _git("log", "--reverse", "--format=%h %ad %s", "--date=short", "--", COMPARE).splitlines()
+    out, started = [], False
+    for line in log:
+        commit, date, subject = line.split(" ", 2)
+        started = started or commit.startswith(FIRST)
+        if not started:
+            continue
+        data = json.loads(_git("show", f"{commit}:{COMPARE}"))
+        out.append({"commit": commit, "date": date, "subject": subject, "verdicts": verdicts(data),
+                    "protocol": (data.get("protocol") or {}).get("sha256")})  # fmt: skip
+    with open(os.path.join(ROOT, COMPARE)) as f:
+        current = json.load(f)
+    if not out or verdicts(current) != out[-1]["verdicts"] or (current.get("protocol") or {}).get("sha256") != out[
+            -1]["protocol"]:  # fmt: skip
+        out.append({"commit": "protocol-1", "date": "2026-12-03", "subject": "working tree",
+                    "verdicts": verdicts(current),
+                    "protocol": (current.get("protocol") or {}).get("sha256")})  # fmt: skip
+    return out
+
+
+def history(vs: list[dict], changes: dict) -> list[dict]:
+    """Every move of a verdict between consecutive versions: `{"date", "commit", "recipe", "old", "new", "change",
+    "reason", "after_verdict"}` (`old` None for a recipe new in that version)."""
+    entries = []
+    for before, after in zip(vs, vs[1:], strict=False):
+        why = changes.get(after["commit"]) or next((v for k, v in changes.items() if after["commit"].startswith(k)),
+                                                   None) or {}  # fmt: skip
+        for recipe, new in after["verdicts"].items():
+            old = before["verdicts"].get(recipe)
+            if old is not None and old["verdict"] == new["verdict"]:
+                continue
+            entries.append({"date": after["date"], "commit": after["commit"], "recipe": recipe, "old": old,
+                            "new": new, "change": why.get("change", after["subject"]),
+                            "reason": why.get("reason", "-"), "after_verdict": why.get("after_verdict")})  # fmt: skip
+    return entries
+
+
+def render(data: dict) -> str:
+    """The markdown table of the history (`data`: what `main` writes to verdict_history.json)."""
+    first = data["versions"][0]
+    lines = [
+        f"Verdicts at world v2's first comparison ({first['commit']}, {first['date']}, one seed): "
+        + ", ".join(f"{r} {v['verdict']}" for r, v in sorted(first["verdicts"].items()))
+        + ".",
+        "",
+        "| date | commit | recipe | old verdict | new verdict | after the verdict was seen |",
+        "|---|---|---|---|---|---|",
+    ]
+    changes = {}
+    for e in data["entries"]:
+        old = (
+            "-" if e["old"] is None else f"{e['old']['verdict']} ({e['old']['seeds']} seeds; {e['old']['difference']})"
+        )
+        new = f"{e['new']['verdict']} ({e['new']['seeds']} seeds; {e['new']['difference']})"
+        seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
+        lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {new} | {seen} |")
+        changes[e["commit"]] = (e["change"], e["reason"])
+    lines += ["", "The changes (`perf/testbed/verdict_changes.yaml`):", ""]
+    lines += [f"- **{commit}**: {change} Reason: {reason}" for commit, (change, reason) in changes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    import yaml
+
+    with open(CHANGES) as f:
+        changes = {str(k): v for k, v in yaml.safe_load(f).items()}
+    vs = versions()
+    data = {"versions": [{k: v[k] for k in ("commit", "date", "subject", "protocol", "verdicts")} for v in vs],
+            "entries": history(vs, changes)}  # fmt: skip
+    with open(OUT_JSON, "w") as f:
+        json.dump(data, f, indent=1)
+    with open(OUT_MD, "w") as f:
+        f.write(render(data))
+    print(f"wrote {OUT_JSON} and {OUT_MD}: {len(data['entries'])} moves over {len(vs)} versions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

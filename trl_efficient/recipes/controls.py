@@ -1,0 +1,63 @@
+"""The testbed's negative controls as recipes (issue 32): `constant-penalty` (a fixed per-token length penalty) and
+`placebo` (a zero-mean reward term that carries no information about length or correctness).
+
+They claim nothing; they are what the method checks must tell apart from a method. A check that `constant-penalty`
+passes credits "a length penalty shortens", not the method; a check that `placebo` (or `grpo`) passes is broken
+(`trl_efficient/testbed/protocol.py`, docs/testbed.md "Controls").
+"""
+
+from ..rewards.controls import get_constant_length_penalty, get_placebo_reward
+from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_free, scale_per_token
+
+register_reward_builder(
+    "constant_length",
+    lambda args, tok, **kw: get_constant_length_penalty(**_length_kwargs(args, tok), **kw),
+    RewardInfo(
+        "get_constant_length_penalty", "negative control: a fixed per-token penalty -alpha L (no paper)", needs=()
+    ),  # fmt: skip
+)
+register_reward_builder(
+    "placebo",
+    lambda args, tok, **kw: get_placebo_reward(**kw),
+    RewardInfo(
+        "get_placebo_reward", "negative control: zero-mean noise keyed by the completion's ids (no paper)", needs=()
+    ),  # fmt: skip
+)
+
+
+def _constant_scale(cap: int, steps: int) -> RecipeScale:
+    paper, alpha = DEFAULT_PAPER_CAP, 1 / DEFAULT_PAPER_CAP
+    scaled = scale_per_token(alpha, cap, paper)
+    return RecipeScale(
+        "constant-penalty",
+        f"per-token x {paper}/cap: alpha 1/{paper} -> 1/{cap} = {scaled:.5f} (an answer at the cap loses one correct "
+        "answer; the value A-DLP's capped controller sits at on the testbed)",
+        reward_kwargs={"constant_length": {"alpha": scaled}},
+    )
+
+
+register_recipe(
+    Recipe(
+        name="constant-penalty",
+        family="baselines",
+        testbed_scale=_constant_scale,
+        method="Constant length penalty (negative control)",
+        description="r = 1[correct] - alpha L with a fixed alpha (1/cap at testbed scale): the simplest length "
+        "penalty, which a method check must beat to credit more than 'a length penalty shortens'.",
+        rewards=(RewardSpec("correctness"), RewardSpec("constant_length")),
+        proposed_defaults=("constant-penalty alpha 1/4096 per token (1/cap on the testbed)",),
+    )
+)
+register_recipe(
+    Recipe(
+        name="placebo",
+        family="baselines",
+        testbed_scale=scale_free("placebo", "zero-mean noise of a fixed spread"),
+        method="Placebo reward (negative control)",
+        description="r = 1[correct] + u, u uniform in [-0.1, 0.1] keyed by the completion's token ids: zero mean, "
+        "no information about length or correctness. A check it passes is a broken check.",
+        rewards=(RewardSpec("correctness"), RewardSpec("placebo")),
+        proposed_defaults=("placebo spread 0.1 (about constant-penalty's within-group spread on the testbed)",),
+    )
+)

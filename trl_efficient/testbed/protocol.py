@@ -1,0 +1,168 @@
+r"""
+The testbed's protocol, fixed before the runs (`protocol.yaml` next to this module; issue 32): margins, the verdict
+rule, the looks and their error spending, the false-discovery-rate correction across the checks, and the controls.
+
+- `load()` / `sha256()`: the file and the first 16 hex digits of its SHA-256, which every run file written since
+  records (`jobs._run`: `protocol_sha256`, with `versions`, the trl / transformers / torch versions) and
+  `compare.json` records beside its verdicts.
+- `nominal_levels(K)`: the one-sided nominal level of each of K looks under the file's error spending (Pocock or
+  O'Brien-Fleming critical values for K = 5 looks at two-sided alpha 0.05, Jennison & Turnbull 2000, Table 2.1; other
+  K: Pocock's constant from the same table). A look-k interval is the (1 - 2 a_k) interval.
+- `benjamini_hochberg(p)`: the BH-adjusted p-values (q-values) of a family.
+- `matching_control(recipe)` / `CONTROL_JOBS`: the control runs (GRPO under a recipe's prompts or at its cap).
+
+>>> [round(a, 4) for a in nominal_levels(5, "pocock")]
+[0.0079, 0.0079, 0.0079, 0.0079, 0.0079]
+>>> [round(a, 5) for a in nominal_levels(5, "obrien-fleming")]
+[0.0, 0.00063, 0.00422, 0.01128, 0.02068]
+>>> [round(q, 3) for q in benjamini_hochberg([0.01, 0.04, 0.03, 0.5])]  # 0.01*4/1, 0.03*4/2 -> 0.04*4/3, 0.5
+[0.04, 0.053, 0.053, 0.5]
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import os
+from typing import Any
+
+__all__ = [
+    "CONTROL_JOBS",
+    "PROTOCOL_PATH",
+    "benjamini_hochberg",
+    "control_of",
+    "library_versions",
+    "load",
+    "look_index",
+    "matching_control",
+    "nominal_level",
+    "nominal_levels",
+    "sha256",
+]
+
+PROTOCOL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.yaml")
+
+# Two-sided alpha = 0.05 critical values for K = 5 equally spaced looks (Jennison & Turnbull 2000, Table 2.1):
+# Pocock's constant C_P(5) = 2.413, O'Brien-Fleming's C_B(5) = 2.040 at the last look and C_B sqrt(K / k) before.
+POCOCK_C = {1: 1.960, 2: 2.178, 3: 2.289, 4: 2.361, 5: 2.413}
+OBRIEN_FLEMING_C = {1: 1.960, 2: 1.977, 3: 2.004, 4: 2.024, 5: 2.040}
+
+
+@functools.lru_cache(maxsize=4)
+def _load(path: str) -> tuple[dict, str]:
+    import yaml
+
+    with open(path, "rb") as f:
+        data = f.read()
+    return yaml.safe_load(data), hashlib.sha256(data).hexdigest()[:16]
+
+
+def load(path: str = PROTOCOL_PATH) -> dict:
+    """The protocol file as a dict."""
+    return _load(path)[0]
+
+
+def sha256(path: str = PROTOCOL_PATH) -> str:
+    """The first 16 hex digits of the SHA-256 of the protocol file's bytes."""
+    return _load(path)[1]
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of the libraries a run depends on (recorded in every run file since protocol 1)."""
+    import torch
+    import transformers
+    import trl
+
+    from .. import __version__
+
+    return {"trl": trl.__version__, "transformers": transformers.__version__, "torch": torch.__version__,
+            "trl_efficient": __version__}  # fmt: skip
+
+
+def _normal_sf(z: float) -> float:
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def nominal_levels(looks: int, method: str | None = None) -> list[float]:
+    """The nominal one-sided level of each of `looks` looks (two-sided overall alpha 0.05: 0.025 per side) under
+    `method` (`pocock` or `obrien-fleming`; default: the protocol file's)."""
+    method = method or load()["error_spending"]["method"]
+    if float(load()["error_spending"]["alpha"]) != 0.05:
+        raise ValueError("the tabulated critical values are for alpha = 0.05.")
+    k = min(max(int(looks), 1), 5)
+    if method == "pocock":
+        return [_normal_sf(POCOCK_C[k])] * looks
+    if method == "obrien-fleming":
+        return [_normal_sf(OBRIEN_FLEMING_C[k] * math.sqrt(looks / (i + 1))) for i in range(looks)]
+    raise ValueError(f"error_spending.method must be 'pocock' or 'obrien-fleming', got {method!r}.")
+
+
+def look_sizes() -> list[int]:
+    """The seeds at each look: `seeds_per_look`, twice it, ... up to `max_seeds`."""
+    looks = load()["looks"]
+    step, top = int(looks["seeds_per_look"]), int(looks["max_seeds"])
+    sizes = [step]
+    while sizes[-1] < top:
+        sizes.append(min(sizes[-1] + step, top))
+    return sizes
+
+
+def look_index(seeds: int) -> int:
+    """The look (0-based) a row with `seeds` training seeds stands at: the first look with at least that many.
+
+    >>> look_index(3), look_index(6), look_index(15), look_index(1)
+    (0, 1, 4, 0)
+    """
+    sizes = look_sizes()
+    return next((i for i, s in enumerate(sizes) if seeds <= s), len(sizes) - 1)
+
+
+def nominal_level(seeds: int) -> float:
+    """The one-sided nominal level of the look at which a check over `seeds` seeds is judged."""
+    sizes = look_sizes()
+    return nominal_levels(len(sizes))[look_index(seeds)]
+
+
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """BH-adjusted p-values: q_(i) = min over j >= i of p_(j) m / j (sorted ascending), capped at 1, in input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    q = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, p_values[i] * m / rank)
+        q[i] = min(running, 1.0)
+    return q
+
+
+def matching_controls() -> dict[str, dict]:
+    return dict(load().get("matching_controls") or {})
+
+
+CONTROL_JOBS = ("grpo-prompted", "grpo-cap192", "grpo-cap230")
+
+
+def control_of(name: str) -> dict | None:
+    """The protocol entry of a matching-control run name (`grpo-prompted`, ...), `None` for a recipe."""
+    return matching_controls().get(name)
+
+
+def matching_control(recipe: str) -> str | None:
+    """The matching control of `recipe`'s check: a control run's name, `"grpo"`, or `None` (the check keeps its
+    reference)."""
+    for name, entry in matching_controls().items():
+        if recipe in (entry.get("for") or []):
+            return name
+    if recipe in (load().get("reference_is_grpo") or []):
+        return "grpo"
+    return None
+
+
+def describe() -> dict[str, Any]:
+    """What `compare.json` records of the protocol: its hash, version, spending and FDR method."""
+    data = load()
+    return {"sha256": sha256(), "version": data["version"], "error_spending": data["error_spending"],
+            "false_discovery_rate": data["false_discovery_rate"], "margins": data["margins"],
+            "nominal_levels": nominal_levels(len(look_sizes())), "looks": look_sizes()}  # fmt: skip

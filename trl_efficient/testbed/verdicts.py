@@ -1,0 +1,147 @@
+"""
+The verdicts of the method checks under the protocol (`protocol.yaml`, issue 32): controls scored on every check,
+identical runs merged, the Benjamini-Hochberg correction across the family, and the words of each verdict.
+
+- `score_controls`: every negative control (`placebo`, `constant-penalty`) run through the recipe's own check, with
+  the recipe's reference and matching control, and the recipe against `constant-penalty` (a better trade-off in
+  either direction: what the method adds to a fixed length penalty), stored in `method_check["controls"]` and
+  `method_check["vs_constant_penalty"]`.
+- `annotate(rows)`: after every row has its check: a recipe whose run files measured exactly what an earlier
+  recipe's did (`records_sha256`) is `duplicate_of` it and cannot be judged on its own; the BH-adjusted p-value
+  (`q_value`) of every check that can be judged, `held_after_bh`; `broken` when `placebo` passes the check;
+  `label`, the verdict in words. Returns the counts.
+
+>>> rows = [{"recipe": "a", "records_sha256": "x", "method_check": {"claim": "c", "held": True, "p_value": 0.001,
+...          "alpha": 0.0079}},
+...         {"recipe": "b", "records_sha256": "x", "method_check": {"claim": "c", "held": True, "p_value": 0.001,
+...          "alpha": 0.0079}},
+...         {"recipe": "c", "records_sha256": "y", "method_check": {"claim": "c", "held": True, "p_value": 0.006,
+...          "alpha": 0.0079}},
+...         {"recipe": "d", "records_sha256": "z", "method_check": {"claim": "c", "held": None, "p_value": 0.5,
+...          "alpha": 0.0079}}]
+>>> counts = annotate(rows)  # BH over a, c, d: q = 0.003, 0.009 (0.006 x 3 / 2), 0.5: c is not held after BH
+>>> [r["method_check"]["label"] for r in rows], counts["held"], counts["held_after_bh"], counts["cannot_judge"]
+(['held', 'cannot be judged', 'held', 'inconclusive'], 2, 1, 1)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .checks import CONDITIONED, is_baseline, method_check
+from .protocol import CONTROL_JOBS, benjamini_hochberg, load, matching_control
+
+__all__ = ["annotate", "is_control", "label", "negative_controls", "related", "score_controls"]
+
+
+def negative_controls() -> list[str]:
+    return list(load().get("negative_controls") or [])
+
+
+def is_control(name: str) -> bool:
+    """A negative control (`placebo`, `constant-penalty`) or a matching control run (`grpo-prompted`, ...)."""
+    return name in negative_controls() or name in CONTROL_JOBS
+
+
+def related(name: str) -> list[str]:
+    """The other panels `name`'s row reads: its matching control and the negative controls."""
+    control = matching_control(name)
+    return ([control] if control else []) + [n for n in negative_controls() if n != name]
+
+
+def _restricted(panel, modes):
+    """`panel` with only the check prompts `modes` (a control evaluated under every conditioned recipe's prompts,
+    scored on one recipe's check); no prompts when it lacks one of them."""
+    keep = {m: panel.modes[m] for m in modes if m in panel.modes}
+    if len(keep) != len(modes):
+        keep = {}
+    return dataclasses.replace(panel, modes=keep, mode_values={m: panel.mode_values[m] for m in keep})
+
+
+def _brief(result: dict) -> dict:
+    return {k: result.get(k) for k in ("held", "p_value", "differences", "measured", "cannot_judge") if k in result}
+
+
+def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: float, settings, tight_cap) -> None:
+    """Score every negative control on `name`'s check, and `name` against `constant-penalty` (module docstring)."""
+    from .runner import check_inputs
+
+    check = row.get("method_check") or {}
+    if is_baseline(check) or is_control(name) or check.get("claim") == "-":
+        return
+    controls = {}
+    for control in negative_controls():
+        if control not in panels:
+            continue
+        panel = _restricted(panels[control], list(panels[name].modes))
+        result = method_check(name, check_inputs(name, panels, ref, floor, settings, panel=panel), tight_cap)
+        controls[control] = _brief(result)
+    check["controls"] = controls
+    if "constant-penalty" in panels and name not in CONDITIONED:
+        inputs = check_inputs(name, panels, ref, floor, settings)
+        inputs.reference, inputs.reference_name = panels["constant-penalty"], "constant-penalty"
+        check["vs_constant_penalty"] = _brief(method_check("canon", inputs))
+
+
+def label(check: dict) -> str:
+    """The verdict in words: baseline, control, cannot be judged, broken (placebo passes), held, not held,
+    inconclusive."""
+    if is_baseline(check):
+        return "baseline"
+    if check.get("control"):
+        return "control"
+    if check.get("duplicate_of") or check.get("cannot_judge"):
+        return "cannot be judged"
+    if check.get("broken"):
+        return "broken"
+    return {True: "held", False: "not held", None: "inconclusive"}[check.get("held")]
+
+
+def annotate(rows: list[dict]) -> dict:
+    """Mark duplicates, broken checks, BH q-values and labels on `rows` (in place); return the counts."""
+    seen: dict[str, str] = {}
+    for row in rows:
+        check = row.get("method_check")
+        if row.get("status", "ok") != "ok" or not check:
+            continue
+        if is_control(row["recipe"]) and not is_baseline(check):
+            check["control"] = True
+        digest = row.get("records_sha256")
+        if digest and not is_baseline(check) and not check.get("control"):
+            if digest in seen:
+                check["duplicate_of"] = seen[digest]
+                check["cannot_judge"] = (f"its run files measured exactly what {seen[digest]}'s did (the same records "
+                                         f"and check records, seed by seed): one row, {seen[digest]}")  # fmt: skip
+                check["held"] = None
+            else:
+                seen[digest] = row["recipe"]
+        placebo = (check.get("controls") or {}).get("placebo") or {}
+        if placebo.get("held") is True:
+            check["broken"] = "placebo passes this check"
+    family = [r["method_check"] for r in rows if r.get("method_check") and label(r["method_check"]) in
+              ("held", "not held", "inconclusive") and r["method_check"].get("p_value") is not None]  # fmt: skip
+    for check, q in zip(family, benjamini_hochberg([c["p_value"] for c in family]), strict=True):
+        check["q_value"] = q
+        check["held_after_bh"] = bool(check.get("held") is True and q <= check["alpha"])
+    counts = {"held": 0, "not held": 0, "inconclusive": 0, "cannot be judged": 0, "broken": 0}
+    for row in rows:
+        check = row.get("method_check")
+        if row.get("status", "ok") != "ok" or not check:
+            continue
+        check["label"] = label(check)
+        if check["label"] in counts:
+            counts[check["label"]] += 1
+    for row in rows:  # each negative control's row: the checks it passes, of those it was scored on
+        check = row.get("method_check") or {}
+        if row["recipe"] in negative_controls() and check:
+            scored = [(r["recipe"], r["method_check"]["controls"][row["recipe"]]) for r in rows
+                      if row["recipe"] in ((r.get("method_check") or {}).get("controls") or {})]  # fmt: skip
+            check["scored_on"] = len(scored)
+            check["passes"] = [name for name, result in scored if result.get("held") is True]
+            check["fails"] = [name for name, result in scored if result.get("held") is False]
+    counts["cannot_judge"] = counts["cannot be judged"]
+    counts["held_after_bh"] = sum(1 for c in family if c.get("held_after_bh"))
+    counts["family"] = len(family)
+    counts["specific"] = sum(1 for c in family if c.get("held_after_bh")
+                             and (c.get("vs_constant_penalty") or {}).get("held") is True)  # fmt: skip
+    return counts
