@@ -1,0 +1,291 @@
+r"""LISA, Layerwise Importance Sampled AdamW (Pan et al., "LISA: Layerwise Importance Sampling for Memory-Efficient
+Large Language Model Fine-Tuning", arXiv 2403.17919, NeurIPS 2024, Algorithm 1), as two options of any recipe:
+`lisa_activated_layers` ($\gamma$) and `lisa_interval_steps` ($K$), LMFlow's names.
+
+Full-parameter training in which the embeddings and the LM head (and everything else outside the decoder-layer list:
+the final norm) always train, and only $\gamma$ of the $N_L$ decoder layers are trainable at a time; the active set
+is drawn again every $K$ optimizer steps:
+
+$$ \mathcal{A}_i \sim \mathrm{Uniform}\{S \subset \{0, \dots, N_L - 1\} : |S| = \gamma\}, \qquad
+   \text{layer } \ell \text{ trains at step } t \iff \ell \in \mathcal{A}_{\lfloor t / K \rfloor} $$
+
+(each layer is active with probability $\gamma / N_L$, the paper's $p_\ell$; $p = 1$ for embeddings and head).
+
+Followed from the released code, LMFlow `src/lmflow/pipeline/utils/lisa_trainer.py` `DynamicLayerActivationCallback`
+(OptimalScale/LMFlow, checked at f3597db; the same callback as in the 2024 `finetuner.py`, ac7e9c3, which Axolotl's
+`src/axolotl/utils/callbacks/lisa.py` `LISACallback` adapts):
+
+- a `transformers.TrainerCallback` that sets `requires_grad` of the decoder layers' parameters; embeddings and head
+  are never touched;
+- the set is drawn **at the start of an optimizer step** whose `global_step % K == 0` (`on_step_begin`), so the first
+  draw is at step 0, after the optimizer was built over every parameter (the optimizer must hold every layer's
+  parameters: freezing before it is built leaves the first draw's layers trained forever, LMFlow issue #726);
+- $\gamma$ layers uniformly **without replacement from all decoder layers** (`np.random.choice(range(N_L), gamma,
+  replace=False)`); LMFlow's defaults are `lisa_activated_layers=2`, `lisa_interval_steps=20` (`args.py`), and its
+  README and `scripts/run_finetune_with_lisa.sh` run 1 and 20.
+
+Where this module differs, and why:
+
+1. **The random numbers.** LMFlow draws from NumPy's *global* RNG. Here the set of interval $i$ is a pure function of
+   the run's seed and $i$ (`sample_layers`: `numpy.random.default_rng([seed, i])`), the same distribution. The global
+   RNG is shared with everything else in the process, so LMFlow's draw depends on unrelated code, can differ between
+   ranks (every rank must train the same layers, or DDP's reduction no longer matches), and a resumed run redraws
+   nothing until the next multiple of $K$ (all layers train in between). The seed and the current interval's set are
+   saved in `trl_efficient_state.json` (state key `"lisa"`); a resume re-applies the set before its first step, so it
+   continues bit for bit (`tests/trainer/test_lisa.py`). Axolotl additionally redraws at step 1; not done here.
+2. **Optimizer memory.** AdamW creates its state lazily and skips a parameter whose `.grad` is `None` (`torch.optim`),
+   so a frozen layer gets no state; but LMFlow never frees the state of a layer once active, so after enough
+   intervals AdamW holds state for every layer, as full fine-tuning does (LMFlow issues #729, #768: the paper's runs
+   restarted the optimizer for each interval; the authors planned "optimizer state dropping"). Here, at every draw
+   the state of every parameter of an inactive layer is dropped (and its `.grad` set to `None`): the optimizer holds
+   state only for the active layers and the always-trained parameters. A layer that stays active across a draw keeps
+   its state (AdamW simply continues); a re-activated layer starts from zero moments, as in the paper's
+   per-interval runs. The embeddings and head keep theirs throughout, as in LMFlow (the paper's per-interval restart
+   would reset them too).
+3. **Finding the layers.** LMFlow maps class names to attribute paths (`model.model.layers`, `model.transformer.h`)
+   or asks for `lisa_layers_attribute`. Here the list is found generically: `model.get_decoder().layers`, else the
+   `torch.nn.ModuleList` whose blocks are all of a class named in the model's `_no_split_modules` (GPT-2's
+   `transformer.h`); a model with neither fails at construction in one line.
+4. **Refused**, in one line: PEFT/LoRA together with LISA (the adapters are the only trainable weights; nothing is
+   left for LISA to sample), DeepSpeed ZeRO-3 (parameters are partitioned and gathered on the fly, `requires_grad`
+   of the module's parameters is not what the engine trains), FSDP (not verified), $\gamma$ outside
+   $[1, N_L]$, $K < 1$. With DDP, `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient;
+   transformers would otherwise turn it off under gradient checkpointing). At the end of training every layer's
+   parameters get their `requires_grad` back.
+
+>>> sample_layers(seed=42, interval=0, num_layers=8, activated_layers=2)
+[0, 6]
+>>> [sample_layers(42, i, 8, 2) for i in range(1, 4)]  # a new set every interval, the same for every rank and rerun
+[[4, 6], [1, 2], [1, 5]]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import TrainerCallback, TrainerControl
+
+from ..core.state import StatefulComponent
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LISA", "build_lisa", "check_lisa_config", "decoder_layers", "deepspeed_zero_stage", "sample_layers"]
+
+
+def sample_layers(seed: int, interval: int, num_layers: int, activated_layers: int) -> list[int]:
+    """The decoder layers (sorted indices) active during interval `interval` (optimizer steps `interval * K` to
+    `interval * K + K - 1`): `activated_layers` of `num_layers`, uniformly without replacement, from a generator
+    seeded with `[seed, interval]` alone."""
+    rng = np.random.default_rng([int(seed) % 2**63, int(interval)])
+    return sorted(int(i) for i in rng.choice(num_layers, activated_layers, replace=False))
+
+
+def decoder_layers(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
+    """`(qualified name, the ModuleList)` of the model's decoder layers: `model.get_decoder().layers`, else the
+    `ModuleList` whose blocks are all of a class named in `model._no_split_modules`; `ValueError` when neither."""
+    get_decoder = getattr(model, "get_decoder", None)
+    decoder = None
+    if callable(get_decoder):
+        try:
+            decoder = get_decoder()
+        except (AttributeError, NotImplementedError, TypeError):
+            decoder = None
+    layers = getattr(decoder, "layers", None)
+    if isinstance(layers, torch.nn.ModuleList) and len(layers) > 0:
+        for name, module in model.named_modules():
+            if module is layers:
+                return name, layers
+    blocks = set(getattr(model, "_no_split_modules", None) or ())
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) and all(type(m).__name__ in blocks for m in module):
+            return name, module
+    raise ValueError(
+        f"lisa_activated_layers needs the model's list of decoder layers: {type(model).__name__} has no "
+        f"get_decoder().layers and no ModuleList of its _no_split_modules blocks ({sorted(blocks)})."
+    )
+
+
+def deepspeed_zero_stage(deepspeed: Any) -> int | None:
+    """The ZeRO stage of a `deepspeed` training argument (a dict, a JSON object text, or a JSON file path), or of an
+    `accelerate launch` DeepSpeed run (`ACCELERATE_DEEPSPEED_ZERO_STAGE`); `None` without DeepSpeed.
+
+    >>> deepspeed_zero_stage({"zero_optimization": {"stage": 3}}), deepspeed_zero_stage(None)
+    (3, None)
+    """
+    config = deepspeed
+    if isinstance(config, str):
+        text = config
+        if not text.lstrip().startswith("{"):
+            if not os.path.exists(text):
+                return None
+            with open(text) as f:
+                text = f.read()
+        config = json.loads(text)
+    if isinstance(config, dict):
+        stage = (config.get("zero_optimization") or {}).get("stage")
+        return None if stage is None else int(stage)
+    if os.environ.get("ACCELERATE_USE_DEEPSPEED", "false").lower() == "true":
+        stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
+        return int(stage) if stage else None
+    return None
+
+
+def check_lisa_config(args) -> None:
+    """Config-time checks of `lisa_activated_layers` / `lisa_interval_steps` (one line each, naming the field); the
+    upper bound of `lisa_activated_layers` (the model's layer count) and PEFT are checked when the trainer is built."""
+    gamma, interval = getattr(args, "lisa_activated_layers", None), getattr(args, "lisa_interval_steps", 20)
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+        raise ValueError(f"lisa_interval_steps must be a whole number of optimizer steps >= 1, got {interval!r}.")
+    if gamma is None:
+        return
+    if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
+        raise ValueError(
+            f"lisa_activated_layers must be a number of decoder layers >= 1 (or None for full fine-tuning), got "
+            f"{gamma!r}."
+        )
+    stage = deepspeed_zero_stage(getattr(args, "deepspeed", None))
+    if stage == 3:
+        raise ValueError(
+            f"lisa_activated_layers={gamma} is not supported with DeepSpeed ZeRO-3 (partitioned parameters are "
+            "gathered by the engine, so freezing a layer's parameters does not freeze what it trains): use ZeRO-1/2 or "
+            "DDP, or lisa_activated_layers=None."
+        )
+    fsdp = getattr(args, "fsdp", None)
+    if fsdp or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
+        raise ValueError(
+            f"lisa_activated_layers={gamma} is not supported with FSDP (flattened, sharded parameters; not "
+            "verified): use DDP or DeepSpeed ZeRO-1/2, or lisa_activated_layers=None."
+        )
+
+
+def build_lisa(args) -> LISA | None:
+    """The `LISA` callback of `args` (`None` when `lisa_activated_layers` is unset)."""
+    gamma = getattr(args, "lisa_activated_layers", None)
+    if gamma is None:
+        return None
+    return LISA(gamma, args.lisa_interval_steps, seed=args.seed)
+
+
+def _base_optimizer(optimizer: Any) -> Any:
+    """The torch optimizer under accelerate's `AcceleratedOptimizer` (and any other wrapper with `.optimizer`)."""
+    seen = set()
+    while hasattr(optimizer, "optimizer") and id(optimizer) not in seen:
+        seen.add(id(optimizer))
+        optimizer = optimizer.optimizer
+    return optimizer
+
+
+class LISA(TrainerCallback, StatefulComponent):
+    """The LISA layer sampler: a `TrainerCallback` (registered by `attach`) and a stateful component (the run's seed
+    and the current interval's layers, in `trl_efficient_state.json`). See the module docstring.
+
+    Args:
+        activated_layers (`int`): $\\gamma$, decoder layers trained at a time (LMFlow `lisa_activated_layers`).
+        interval_steps (`int`): $K$, optimizer steps between two draws (LMFlow `lisa_interval_steps`).
+        seed (`int`): the run's seed (`args.seed`); the set of interval $i$ is `sample_layers(seed, i, N_L, gamma)`.
+    """
+
+    state_key = "lisa"
+
+    def __init__(self, activated_layers: int, interval_steps: int, seed: int) -> None:
+        self.activated_layers = int(activated_layers)
+        self.interval_steps = int(interval_steps)
+        self.seed = int(seed)
+        self.layers: torch.nn.ModuleList | None = None
+        self.layers_name = ""
+        self.interval: int | None = None  # the interval whose layers are (or, after a resume, will be) active
+        self.active_layers: list[int] = []
+        self._applied = False  # whether `active_layers` is applied to the model in this process
+        self._trainable: dict[int, bool] = {}  # id(param) -> requires_grad as the model came (restored at the end)
+
+    # --- component contract --------------------------------------------------------------------------------------
+    def attach(self, trainer) -> None:
+        """Find the decoder layers, check the setup against the model, register as a callback (once)."""
+        model = trainer.model
+        if getattr(model, "peft_config", None):
+            raise ValueError(
+                f"lisa_activated_layers={self.activated_layers} trains the full model's layers and cannot be "
+                "combined with PEFT/LoRA (the adapters are the only trainable weights): drop --use_peft / "
+                "peft_config, or set lisa_activated_layers=None."
+            )
+        self.layers_name, self.layers = decoder_layers(model)
+        if self.activated_layers > len(self.layers):
+            raise ValueError(
+                f"lisa_activated_layers={self.activated_layers} is more than the {len(self.layers)} decoder layers of "
+                f"{type(model).__name__} ({self.layers_name}): use 1 to {len(self.layers)}."
+            )
+        self._trainable = {id(p): p.requires_grad for layer in self.layers for p in layer.parameters()}
+        if self not in trainer.callback_handler.callbacks:
+            trainer.add_callback(self)
+
+    def state_dict(self) -> dict:
+        return {
+            "seed": self.seed,
+            "interval": self.interval,
+            "active_layers": list(self.active_layers),
+            "activated_layers": self.activated_layers,
+            "interval_steps": self.interval_steps,
+            "num_layers": None if self.layers is None else len(self.layers),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        saved = (state.get("activated_layers"), state.get("interval_steps"))
+        if saved != (self.activated_layers, self.interval_steps):
+            raise ValueError(
+                f"The checkpoint was trained with lisa_activated_layers={saved[0]}, lisa_interval_steps={saved[1]}; "
+                f"this run has {self.activated_layers}, {self.interval_steps}: resume with the checkpoint's values."
+            )
+        self.seed = int(state["seed"])  # the run's sampling stream, whatever seed this process was given
+        self.interval = state.get("interval")
+        self.active_layers = [int(i) for i in state.get("active_layers") or []]
+        self._applied = False  # a fresh process: the layers are re-applied before the next step
+
+    # --- sampling --------------------------------------------------------------------------------------------------
+    def layers_for(self, interval: int) -> list[int]:
+        """The active decoder layers of interval `interval` (after `attach`)."""
+        return sample_layers(self.seed, interval, len(self.layers), self.activated_layers)
+
+    def activate(self, interval: int, optimizer: Any = None) -> None:
+        """Make interval `interval`'s layers the trainable ones; every other layer is frozen, its gradients set to
+        `None` and its optimizer state dropped."""
+        if self.interval != interval or not self.active_layers:
+            self.active_layers = self.layers_for(interval)
+        self.interval = interval
+        active = set(self.active_layers)
+        state = getattr(_base_optimizer(optimizer), "state", None)
+        for index, layer in enumerate(self.layers):
+            for param in layer.parameters():
+                on = index in active and self._trainable.get(id(param), True)
+                param.requires_grad_(on)
+                if not on:
+                    param.grad = None
+                    if state is not None:
+                        state.pop(param, None)
+        self._applied = True
+        logger.info(
+            "LISA: interval %d (optimizer steps %d-%d): training decoder layers %s of %d (%s) plus every parameter "
+            "outside them (embeddings, head, final norm).",
+            interval, interval * self.interval_steps, (interval + 1) * self.interval_steps - 1, self.active_layers,
+            len(self.layers), self.layers_name,
+        )  # fmt: skip
+
+    # --- TrainerCallback -------------------------------------------------------------------------------------------
+    # LMFlow's DynamicLayerActivationCallback.on_step_begin: draw when global_step % K == 0 (step 0 included); here
+    # also on the first step of a resumed process (its layers come from the checkpoint's state).
+    def on_step_begin(self, args, state, control, optimizer=None, **kwargs) -> TrainerControl:
+        interval = state.global_step // self.interval_steps
+        if not self._applied or interval != self.interval:
+            self.activate(interval, optimizer)
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs) -> TrainerControl:
+        for layer in self.layers or ():
+            for param in layer.parameters():
+                param.requires_grad_(self._trainable.get(id(param), True))
+        self._applied = False
+        return control
