@@ -148,17 +148,26 @@ def _compare_items(compare: dict) -> list[dict]:
         measured, met = "no recipe paired with GRPO", None
     five = {"item": 5, "measured": measured, "met": met}
     checked = [r for r in rows if r.get("method_check") and not is_baseline(r["method_check"])]
-    verdicts = {r["recipe"]: r["method_check"]["held"] for r in checked}
-    open_ = [n for n, v in verdicts.items() if v is None]
-    refuted = [n for n, v in verdicts.items() if v is False]
-    hbpo = {True: "held", False: "not held", None: "inconclusive"}[verdicts["hbpo"]] if "hbpo" in verdicts else "-"
+    # protocol 1 files label every verdict (`verdicts.label`: controls are no claims, "cannot be judged" no verdict)
+    words = {
+        r["recipe"]: r["method_check"].get("label")
+        or {True: "held", False: "not held", None: "inconclusive"}[r["method_check"]["held"]]
+        for r in checked
+    }
+    words = {n: w for n, w in words.items() if w != "control"}
+    open_ = [n for n, w in words.items() if w == "inconclusive"]
+    refuted = [n for n, w in words.items() if w == "not held"]
+    other = [f"{n} {w}" for n, w in words.items() if w not in ("held", "inconclusive", "not held")]
+    after_bh = (compare.get("verdicts") or {}).get("held_after_bh")
     six = {
         "item": 6,
-        "measured": f"{sum(v is True for v in verdicts.values())} held, {len(open_)} inconclusive"
+        "measured": f"{sum(w == 'held' for w in words.values())} held"
+        f"{'' if after_bh is None else f' ({after_bh} after BH)'}, {len(open_)} inconclusive"
         f"{' (' + ', '.join(open_) + ')' if open_ else ''}, {len(refuted)} not held"
-        f"{' (' + ', '.join(refuted) + ')' if refuted else ''}; HBPO {hbpo}",
-        "met": len(open_) <= MAX_INCONCLUSIVE if verdicts else None,
-    }
+        f"{' (' + ', '.join(refuted) + ')' if refuted else ''}{'; ' + ', '.join(other) if other else ''}; HBPO "
+        f"{words.get('hbpo', '-')}",
+        "met": len(open_) <= MAX_INCONCLUSIVE if words else None,
+    }  # fmt: skip
     timing = compare.get("timing")
     if timing and timing.get("looks"):
         first, later = timing["looks"][0], timing["looks"][1:]
