@@ -285,3 +285,13 @@ def test_all_layers_active_equals_trl_full_fine_tuning(tiny_model_dir, tiny_toke
     assert ours[2].lisa.interval == 2 and ours[2].lisa.active_layers == [0, 1]
     assert plain[0] == ours[0]
     assert [k for k in plain[1] if not torch.equal(plain[1][k], ours[1][k])] == []
+
+
+def test_the_model_card_cites_lisa_whatever_the_recipe(four_layer_dir, tmp_path):
+    from trl_efficient.hub.card import card_data_from_trainer
+    from trl_efficient.hub.papers import bibtex
+
+    with_lisa = _trainer(four_layer_dir, tmp_path / "on", lisa_activated_layers=1)
+    assert card_data_from_trainer(with_lisa).papers == ["2403.17919"]
+    assert "LISA: Layerwise Importance Sampling" in bibtex("2403.17919")
+    assert card_data_from_trainer(_trainer(four_layer_dir, tmp_path / "off")).papers == []

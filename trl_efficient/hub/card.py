@@ -583,6 +583,16 @@ def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) 
     return None, system, user or None
 
 
+def cited_papers(trainer, recipe) -> list[str]:
+    """The arXiv ids a card cites: the recipe's `papers`, then the `papers` each of the trainer's components declares
+    (`trainer.components()`; LISA's layer sampler: 2403.17919, whatever the recipe), each once."""
+    papers = list(getattr(recipe, "papers", ()) or ())
+    components = trainer.components() if callable(getattr(trainer, "components", None)) else ()
+    for comp in components:
+        papers += [p for p in getattr(comp, "papers", ()) or () if p not in papers]
+    return papers
+
+
 def card_data_from_trainer(trainer, license: str | None = None, tags=None) -> CardData:
     """The `CardData` of a trainer (an `EfficientGRPOTrainer` or anything with its attributes). `license`: given
     explicitly, else the base model's (`model_license`), else none (`choose_license`)."""
@@ -609,7 +619,7 @@ def card_data_from_trainer(trainer, license: str | None = None, tags=None) -> Ca
         recipe=getattr(recipe, "name", "custom"),
         method=getattr(recipe, "method", "custom"),
         description=getattr(recipe, "description", "") or "",
-        papers=list(getattr(recipe, "papers", ()) or ()),
+        papers=cited_papers(trainer, recipe),
         rewards=_reward_rows(trainer, recipe, args),
         rollout_plan=getattr(plan, "name", None) if plan is not None else None,
         hyperparameters=used_hyperparameters(args, recipe, plan),

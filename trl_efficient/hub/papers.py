@@ -55,6 +55,12 @@ PAPERS: dict[str, Paper] = dict(
             "Shao, Zhihong and Wang, Peiyi and Zhu, Qihao and Xu, Runxin and Song, Junxiao and Bi, Xiao and Zhang, "
             "Haowei and Zhang, Mingchuan and Li, Y. K. and Wu, Y. and Guo, Daya",
         ),
+        # README: the BibTeX of OptimalScale/LMFlow's README (LISA's released code), 7 authors as on arXiv.
+        _p(
+            "2403.17919",
+            "LISA: Layerwise Importance Sampling for Memory-Efficient Large Language Model Fine-Tuning",
+            "Pan, Rui and Liu, Xiang and Diao, Shizhe and Pi, Renjie and Zhang, Jipeng and Han, Chi and Zhang, Tong",
+        ),
         # arXiv listing; the README of O1-Pruner's released code names the title and links the paper, no BibTeX.
         _p(
             "2501.12570",

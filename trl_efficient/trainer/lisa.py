@@ -191,6 +191,7 @@ class LISA(TrainerCallback, StatefulComponent):
     """
 
     state_key = "lisa"
+    papers = ("2403.17919",)  # cited by the model card of every run that uses it (`hub.card.cited_papers`)
 
     def __init__(self, activated_layers: int, interval_steps: int, seed: int) -> None:
         self.activated_layers = int(activated_layers)
