@@ -523,10 +523,9 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     )
     if push_to_hub:
         _hub_repo_or_later(trainer)
-    trainer.update_card_info(  # model-card inputs (trl_efficient.hub.card.ModelCardInfo)
-        recipe=recipe,
-        datasets=[data_args.dataset_name] + ([data_args.eval_dataset_name] if eval_dataset is not None else []),
-    )
+    # model-card inputs (trl_efficient.hub.card.ModelCardInfo): the data the run used, the evaluation set only once
+    # the before/after evaluation has run on it (below); a loaded eval set that is never evaluated is not on the card
+    trainer.update_card_info(recipe=recipe, datasets=[data_args.dataset_name])
     if not os.path.isdir(script_args.model_name_or_path) and model_scheme(script_args.model_name_or_path) is None:
         trainer.update_card_info(base_model_id=script_args.model_name_or_path)
 
@@ -561,7 +560,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     if before and after:  # which set the before/after table measured (hub.card.summary_markdown says so)
         summary["eval_dataset"] = {"name": data_args.eval_dataset_name, "split": data_args.eval_split}
     if before and after:
-        trainer.update_card_info(summary=summary_markdown(summary))
+        datasets = [data_args.dataset_name, data_args.eval_dataset_name]
+        trainer.update_card_info(summary=summary_markdown(summary), datasets=datasets)
     # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
     # that fails is reported by name afterwards, with the model already safe.
     trainer.save_model(training_args.output_dir)

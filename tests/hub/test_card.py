@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from datasets import Dataset
-from helpers import RecordingTrainer, make_dataset, tiny_config
+from helpers import RecordingTrainer, make_dataset, tiny_cli_args, tiny_config
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard import metadata_load
 
@@ -39,10 +39,15 @@ BUDGET_FIELDS = ("budgets", "budget_placement", "budget_template", "budget_hard_
 TARGET_FIELDS = ("target_length_range", "target_length_mode", "target_length_per")
 
 
-def _trainer(recipe_name, tmp_path, tokenizer, base_model_id=None, model_path="/nonexistent/x", dataset=None, **cfg):
+def _trainer(
+    recipe_name, tmp_path, tokenizer, base_model_id=None, model_path="/nonexistent/x", dataset=None,
+    recipe_kwargs=None, **cfg,
+):  # fmt: skip
     """Just what `finalize_model_card` reads from an `EfficientGRPOTrainer`, built from the recipe as the CLI does."""
     recipe = get_recipe(recipe_name)
     args = tiny_config(tmp_path, **{**recipe.config_overrides, **cfg})
+    if recipe_kwargs is not None:  # handed to the recipe's data preparation, as cli.run_training does
+        dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **recipe_kwargs)
     funcs, weights = recipe.build_reward_funcs(args, tokenizer)
     return SimpleNamespace(
         args=args,
@@ -200,6 +205,56 @@ def test_l1_max_card_lists_target_lengths_with_exact_text(tmp_path, tiny_tokeniz
     assert not any(f"`{f}`" in hyper for f in BUDGET_FIELDS)
 
 
+@pytest.mark.parametrize(("low", "high", "offered"), [(32, 128, (32, 64, 96, 128)), (300, 1500, (512, 1024))])
+def test_l1_card_offers_the_targets_the_run_trained_on(low, high, offered, tmp_path, tiny_tokenizer):
+    """Issue 36 item 4: a run trained on targets of 32-128 tokens was offered L1's 512-3,600-token evaluation targets.
+    The card offers L1_TARGETS inside the trained range when two or more lie in it (300-1500: 512 and 1024), else
+    four targets evenly spaced over it, ends included (32 + 96 * i / 3 = 32, 64, 96, 128), and states the range."""
+    trainer = _trainer("l1-exact", tmp_path, tiny_tokenizer, base_model_id=BASE, target_length_range=[low, high])
+    _, card = _write_card(trainer, tmp_path)
+    text = card.text
+    for target in offered:
+        assert repr({"user_suffix": l1_instruction(target, "exact")}) in text
+    for target in set(L1_TARGETS) - set(offered):  # none the run could not have drawn
+        assert l1_instruction(target, "exact") not in text
+    assert f"from the integers [{low}, {high}] (`target_length_range`)" in text
+    assert "a target outside it was never trained" in text
+
+
+def _bingo_card(tmp_path, tokenizer, monkeypatch, recipe_kwargs):
+    for var in ("TRL_EFFICIENT_BINGO_SCORER", "TRL_EFFICIENT_BINGO_REFERENCE", "TRL_EFFICIENT_BINGO_KWARGS"):
+        monkeypatch.delenv(var, raising=False)
+    trainer = _trainer("bingo", tmp_path, tokenizer, base_model_id=BASE, recipe_kwargs=recipe_kwargs)
+    _, card = _write_card(trainer, tmp_path)
+    row = next(r for r in CardData.load(os.path.join(tmp_path, CARD_DATA_FILE)).rewards if "bingo" in r["name"])
+    return card.text, row["kwargs"]
+
+
+def test_bingo_card_states_the_scorer_the_run_used(tmp_path, tiny_tokenizer, tiny_model_dir, monkeypatch):
+    """Issue 36 item 4: the card named the LLMLingua-2 scorer when another was given, and omitted the scorer
+    settings. A self-information scorer, a threshold and scorer options given as `recipe_kwargs`: the card shows
+    them, the other scorer settings at their defaults, no token, and no LLMLingua-2 anywhere."""
+    scorer = f"self-information:{tiny_model_dir}"
+    given = {"scorer": scorer, "threshold": 0.3, "schedule_start": 5, "scorer_kwargs": {"batch_size": 2, "token": "x"}}
+    text, settings = _bingo_card(tmp_path, tiny_tokenizer, monkeypatch, given)
+    assert settings["scorer"] == scorer and settings["threshold"] == 0.3 and settings["schedule_start"] == 5
+    assert settings["scorer_kwargs"] == {"batch_size": 2}  # the token is never on a card
+    assert (settings["normalize"], settings["scope"], settings["on_scorer_error"]) == ("chunk_minmax", "total", "raise")
+    assert f'"scorer": "{scorer}"' in text and '"threshold": 0.3' in text
+    assert "LLMLingua" not in text and '"x"' not in text
+
+
+def test_bingo_card_with_an_llmlingua_checkpoint_names_it(tmp_path, tiny_tokenizer, monkeypatch):
+    """The control: with an LLMLingua-2-format checkpoint as the scorer, the card names that checkpoint and lists
+    the proposed default of our LLMLingua-2 forward pass."""
+    from trl_efficient.testing.scorers import save_tiny_token_classifier
+
+    checkpoint = save_tiny_token_classifier(str(tmp_path / "scorer" / "tiny-bert-base-multilingual-cased"))
+    text, settings = _bingo_card(tmp_path / "run", tiny_tokenizer, monkeypatch, {"scorer": checkpoint})
+    assert settings["scorer"] == checkpoint and settings["threshold"] == 0.5
+    assert "scorer: own LLMLingua-2 forward pass" in text
+
+
 def test_saber_card_lists_mode_system_prompts(tmp_path, tiny_tokenizer):
     _, card = _write_card(
         _trainer("saber", tmp_path, tiny_tokenizer, base_model_id=BASE, length_scope="thinking"), tmp_path
@@ -309,3 +364,21 @@ def test_summary_markdown_names_the_eval_set_and_n():
     )
     one = {**r, "num_problems": 8, "samples_per_problem": 1, "num_samples": 8}
     assert "n = 8 problems x 1 sample = 8 samples" in summary_markdown({**summary, "before": one, "after": one})
+
+
+@pytest.mark.parametrize("evaluated", [False, True])
+def test_card_lists_only_the_datasets_the_run_used(evaluated, tmp_path):
+    """Issue 36 item 4: cards listed MATH-500, loaded as the evaluation set of a run that never evaluated on it
+    (`--eval_before_after false`). A one-step run on GSM8K with MATH-500 as its evaluation set: the card and its
+    metadata name MATH-500 only when the before/after evaluation ran on it."""
+    from trl_efficient.cli import train_main
+
+    overrides = dict(recipe="grpo", max_steps=1, dataset_name="gsm8k", dataset_limit=8, eval_dataset_name="math500")
+    overrides.update(eval_limit=2, eval_max_new_tokens=4, eval_before_after=evaluated)
+    summary = train_main(tiny_cli_args(tmp_path, **overrides))
+    assert bool(summary["before"]) is evaluated
+    path = os.path.join(tmp_path, "README.md")
+    datasets = ["openai/gsm8k", "HuggingFaceH4/MATH-500"] if evaluated else ["openai/gsm8k"]
+    assert metadata_load(path)["datasets"] == datasets
+    assert ("| Datasets | gsm8k, math500 |" if evaluated else "| Datasets | gsm8k |") in ModelCard.load(path).text
+    assert CardData.load(os.path.join(tmp_path, CARD_DATA_FILE)).datasets == ["gsm8k", "math500"][: 1 + evaluated]

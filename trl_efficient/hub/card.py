@@ -22,13 +22,20 @@ What the card says and where each part comes from:
   (`mark_adapter`), the same in the local card (from the trainer's PEFT model) and the pushed one (from the
   directory's `adapter_config.json`);
 - recipe, method and papers (`hub.papers`: one BibTeX entry per arXiv id, plus TRL's citation read from TRL);
+- rewards with the settings the run built them with: the recipe's reward kwargs (`Recipe.reward_kwargs`), updated
+  with a reward's own `card_settings` when it has them (Bingo's: the scorer the run used and its settings, however
+  they were given), never a token (`SECRET_FIELDS`); proposed defaults of the recipe and of each reward
+  (`proposed_defaults`: Bingo lists its LLMLingua-2 forward pass only when that is the scorer);
+- datasets: `card_info.datasets`, the data the run used: `trl-efficient train` names the training set, and the
+  evaluation set only once the before/after evaluation has run on it;
 - hyperparameters the recipe uses: `CORE_HYPERPARAMETERS` (every GRPO run), the recipe's `config_overrides`, the
   config fields its rollout plan reads (recorded while the plan is rebuilt from the config) and any of our own
   config fields set away from their default. A field the run never reads (the budgets of a recipe without budget
   plan) is left out;
 - quick start: the math prompt (`trl_efficient.data.format_prompt` with the training instruction) and every
   prompting mode with its exact text: each budget of a budget plan (from the plan's own assignments), the L1
-  instructions for `L1_TARGETS` (`prompts.l1_instruction`), SABER's system prompts (`prompts.saber_mode_prompts`);
+  instructions (`prompts.l1_instruction`) for targets inside the range the run drew its targets from
+  (`card_targets`), with that range stated, SABER's system prompts (`prompts.saber_mode_prompts`);
 - evaluation: the before/after table of `trl-efficient train` (`summary_markdown`: which evaluation set and how
   many problems and samples), and the results of `trl-efficient eval` (a
   `results.json`, found in `OUTPUT_DIR/eval/` or given to `push --eval`) as a table and as `model-index`
@@ -191,6 +198,7 @@ class CardData:
     instruction: str | None = DEFAULT_INSTRUCTION
     system_prompt: str | None = None
     prompt_modes: list[PromptMode] = field(default_factory=list)
+    modes_note: str = ""  # what the modes were trained on, when they are a sample of it (L1's target range)
     datasets: list[str] = field(default_factory=list)
     base_model: str | None = None
     base_model_text: str = "It was fine-tuned from a model that is not on the Hugging Face Hub."
@@ -323,7 +331,36 @@ def _reward_rows(trainer, recipe, args) -> list[dict[str, Any]]:
             kwargs = [_jsonable(kw) for kw in recipe.reward_kwargs(args)]
         except Exception:  # the recipe does not accept this config's reward_kwargs: show names and weights only
             kwargs = [_jsonable(getattr(s, "kwargs", {}) or {}) for s in specs]
-    return [{"name": n, "weight": float(w), "kwargs": kw} for n, w, kw in zip(names, weights, kwargs)]
+    funcs = list(getattr(trainer, "reward_funcs", None) or [])
+    if len(funcs) == len(names):  # a reward's own record of what it runs with wins over the recipe's kwargs
+        for i, func in enumerate(funcs):
+            settings = getattr(func, "card_settings", None)
+            if isinstance(settings, dict):
+                kwargs[i] = {**(kwargs[i] or {}), **_jsonable(settings)}
+    return [{"name": n, "weight": float(w), "kwargs": _without_secrets(kw)} for n, w, kw in zip(names, weights, kwargs)]
+
+
+def _without_secrets(value):
+    """`value` with every `SECRET_FIELDS` key removed, at any depth (a scorer's `scorer_kwargs` may hold a token)."""
+    if isinstance(value, dict):
+        return {k: _without_secrets(v) for k, v in value.items() if k not in SECRET_FIELDS}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
+
+
+def card_targets(low: int, high: int) -> tuple[int, ...]:
+    """The L1 target lengths (tokens) a card offers for a run that drew its targets from the integers
+    `[low, high]`: L1's evaluation targets (`L1_TARGETS`) that lie in the range when at least two do, else four
+    targets evenly spaced over it, both ends included. Never a target the run could not have drawn.
+
+    >>> card_targets(100, 4000), card_targets(32, 128), card_targets(50, 52), card_targets(64, 64)
+    ((512, 1024, 2048, 3600), (32, 64, 96, 128), (50, 51, 52), (64,))
+    """
+    inside = tuple(t for t in L1_TARGETS if low <= t <= high)
+    if len(inside) >= 2:
+        return inside
+    return tuple(dict.fromkeys(round(low + (high - low) * i / 3) for i in range(4)))
 
 
 def _plan_modes(plan, args, question_row: dict) -> list[PromptMode]:
@@ -336,7 +373,7 @@ def _plan_modes(plan, args, question_row: dict) -> list[PromptMode]:
         return [
             PromptMode(f"{t} tokens ({kind})", user_suffix=l1_instruction(t, kind))
             for kind in kinds
-            for t in L1_TARGETS
+            for t in card_targets(*_target_range(plan))
         ]
     group = int(getattr(args, "num_generations", 0) or 0)
     modes: dict[tuple, PromptMode] = {}
@@ -357,6 +394,25 @@ def _plan_modes(plan, args, question_row: dict) -> list[PromptMode]:
         # HBPO's "efficiency prompting" (arXiv 2507.15844) and no statement at all: the model picks its budget
         out += [PromptMode("minimal", prefill=HBPO_MINIMAL_PROMPT), PromptMode("own budget")]
     return out
+
+
+def _target_range(plan) -> tuple[int, int]:
+    """The `[low, high]` token range a target-length plan draws from (`token_lengths()["target_length_range"]`),
+    else L1's evaluation targets' span."""
+    lengths = plan.token_lengths() if callable(getattr(plan, "token_lengths", None)) else {}
+    low, high = (lengths or {}).get("target_length_range") or (min(L1_TARGETS), max(L1_TARGETS))
+    return int(low), int(high)
+
+
+def _modes_note(plan) -> str:
+    """What a plan's listed modes are a sample of: the target range of a target-length plan, else nothing."""
+    if plan is None or "target_length" not in tuple(getattr(plan, "metadata_keys", ())):
+        return ""
+    low, high = _target_range(plan)
+    return (
+        f"Training drew each prompt's target length from the integers [{low}, {high}] (`target_length_range`); the "
+        "targets above lie in that range, and a target outside it was never trained."
+    )
 
 
 def _saber_modes(trainer, recipe) -> list[PromptMode]:
@@ -629,6 +685,7 @@ def card_data_from_trainer(trainer, license: str | None = None, tags=None) -> Ca
         system_prompt=system_prompt,
         example_question=example,
         prompt_modes=_plan_modes(plan, args, {"prompt": question, "idx": 0}) + saber_modes,
+        modes_note=_modes_note(plan),
         datasets=list(info.datasets),
         base_model=base_model,
         base_model_text=base_text,
@@ -831,6 +888,8 @@ print(tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_to
         listing = "\n\nModes, each with the exact text it was trained with:\n\n" + _bullets(
             f"`{m.name}`: {m.placement()}" for m in data.prompt_modes
         )
+        if data.modes_note:
+            listing += f"\n\n{data.modes_note}"
     note = f"\n\n{data.usage}" if data.usage else ""
     return code + listing + note
 

@@ -18,6 +18,12 @@ Values shared with the trainer come from the config: the frozen reference policy
 reference generation uses `max_completion_length`, `temperature`, `top_p`, `top_k`, `chat_template_kwargs`,
 `model_init_kwargs` and an EOS `sequence_bias` from `generation_kwargs`.
 
+The model card states the scorer the run used and its settings, never the default's when another was given: the
+built reward carries `card_settings` (`bingo_card_settings`: the scorer settings, `SCORER_SETTINGS`, with their
+defaults where not given, then every other argument given) and, only for an LLMLingua-2 checkpoint scorer, the
+proposed default of our LLMLingua-2 forward pass (`LLMLINGUA_PROPOSED`) as its `proposed_defaults`; `hub.card` reads
+both by attribute (issue 36 item 4).
+
 The builder checks the scorer (and `fallback_scorer`) before the policy loads (`significance.check_scorer`: the
 checkpoint's `config.json` is found, locally or through the Hub cache; a server answers `/health`); a checkpoint
 that cannot be found, e.g. the default one offline, is one error line naming the scorer and how to pass another.
@@ -26,6 +32,7 @@ The scorer's weights still load at the first reward call, on the process's train
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Callable
@@ -46,6 +53,14 @@ SCORER_HINT = (
     "`trl-efficient serve-scorer` server (docs/bingo.md)"
 )
 LOAD_KEYS = ("dtype", "torch_dtype", "revision", "trust_remote_code", "attn_implementation")  # model_init_kwargs reused
+# The scorer's settings, always on the model card (with their defaults when not given).
+SCORER_SETTINGS = ("scorer", "scorer_kwargs", "threshold", "normalize", "scope", "fallback_scorer", "on_scorer_error")
+# Objects the builder hands over (the tokenizer, a loaded model), not settings a card can show.
+_NOT_SETTINGS = ("tokenizer", "device")
+LLMLINGUA_PROPOSED = (
+    "scorer: own LLMLingua-2 forward pass (keep probability = softmax label 1, pieces averaged into words), counts "
+    "summed per response over its <=512-token chunks"
+)
 
 
 def bingo_overrides(args) -> dict:
@@ -72,10 +87,38 @@ def bingo_overrides(args) -> dict:
     return out
 
 
+def is_llmlingua_scorer(scorer: Any) -> bool:
+    """Whether a scorer spec names an LLMLingua-2 checkpoint (a directory or Hub name, run in-process), as
+    `significance.build_scorer` reads specs; not a `self-information:` scorer, a server URL or a scorer object.
+
+    >>> is_llmlingua_scorer(DEFAULT_SCORER), is_llmlingua_scorer("self-information:/m"), is_llmlingua_scorer("http://h:1")
+    (True, False, False)
+    """
+    return isinstance(scorer, str) and not scorer.startswith(("self-information:", "http://", "https://"))
+
+
+def bingo_card_settings(given: dict) -> dict:
+    """The Bingo settings a run's model card shows, from the arguments given to `get_bingo_length_reward` (spec,
+    `reward_kwargs`, `recipe_kwargs` and environment merged, the scorer included): the scorer settings
+    (`SCORER_SETTINGS`, each argument's default when not given), then every other argument given, except the objects
+    the builder hands over (tokenizer, device).
+
+    >>> bingo_card_settings({"scorer": "self-information:/m", "threshold": 0.3, "schedule_start": 20})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'scorer': 'self-information:/m', 'scorer_kwargs': None, 'threshold': 0.3, 'normalize': 'chunk_minmax',
+     'scope': 'total', 'fallback_scorer': None, 'on_scorer_error': 'raise', 'schedule_start': 20}
+    """
+    defaults = inspect.signature(get_bingo_length_reward).parameters
+    out = {name: given.get(name, defaults[name].default) for name in SCORER_SETTINGS}
+    out.update({k: v for k, v in given.items() if k not in out and k not in _NOT_SETTINGS})
+    return out
+
+
 def build_bingo_length_reward(args, tokenizer, **kwargs) -> Callable:
     """`bingo_length` reward builder (see the module docstring for where each value comes from)."""
     options = {**kwargs, **bingo_overrides(args)}
     scorer = options.pop("scorer", DEFAULT_SCORER)
+    card_settings = bingo_card_settings({"scorer": scorer, **options})  # before the config's values are copied in
     if options.get("reference", "model") == "model":
         generation = dict(getattr(args, "generation_kwargs", None) or {})
         model_kwargs = dict(getattr(args, "model_init_kwargs", None) or {})
@@ -91,6 +134,8 @@ def build_bingo_length_reward(args, tokenizer, **kwargs) -> Callable:
             options.setdefault("generation_kwargs", {"sequence_bias": generation["sequence_bias"]})
         options.setdefault("seed", args.seed)
     reward = get_bingo_length_reward(scorer, **options)
+    reward.card_settings = card_settings  # read by hub.card (the model card): what this run's reward uses
+    reward.proposed_defaults = (LLMLINGUA_PROPOSED,) if is_llmlingua_scorer(scorer) else ()
     # Fail here, before the policy loads, not at the first reward call minutes later: a checkpoint that cannot be
     # found (offline, typo) or a server that does not answer, each named as Bingo's scorer.
     for option, spec in (("scorer", scorer), ("fallback_scorer", options.get("fallback_scorer"))):
@@ -157,9 +202,9 @@ register_recipe(
         testbed_scale=_bingo_scale,
         method="Bingo (significance-aware and dynamic length reward)",
         description=(
-            "Correctness + Bingo shaping: correct answers lose reward for insignificant (LLMLingua-2) tokens beyond a "
-            "cached frozen-policy reference; wrong answers' significant-length coefficient follows the training-"
-            "accuracy slope (§1)."
+            "Correctness + Bingo shaping: correct answers lose reward for insignificant tokens (by the run's "
+            "token-significance scorer) beyond a cached frozen-policy reference; wrong answers' significant-length "
+            "coefficient follows the training-accuracy slope (§1)."
         ),
         # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
         rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
@@ -169,8 +214,6 @@ register_recipe(
             "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",
             "reference: K=4 responses of the frozen initial policy per prompt, generated once and cached (the paper "
             "samples one per prompt per step); reference='group' uses the group's own mean instead",
-            "scorer: own LLMLingua-2 forward pass (keep probability = softmax label 1, pieces averaged into words), "
-            "counts summed per response over its <=512-token chunks",
             "schedule steps count training generation batches; accuracy from the gathered batch",
         ),
     )
