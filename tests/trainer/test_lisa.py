@@ -8,7 +8,7 @@ import os
 
 import pytest
 import torch
-from helpers import RecordingTrainer, make_dataset, resume_trainer, tiny_config
+from helpers import RecordingTrainer, make_dataset, resume_trainer, tiny_config, train_yaml
 from transformers import GPT2Config, GPT2LMHeadModel, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
@@ -295,3 +295,15 @@ def test_the_model_card_cites_lisa_whatever_the_recipe(four_layer_dir, tmp_path)
     assert card_data_from_trainer(with_lisa).papers == ["2403.17919"]
     assert "LISA: Layerwise Importance Sampling" in bibtex("2403.17919")
     assert card_data_from_trainer(_trainer(four_layer_dir, tmp_path / "off")).papers == []
+
+
+def test_a_recipe_trains_with_lisa_from_the_command_line(tmp_path):
+    # DLER runs its own trainer subclass; the options come from the command line like any TRL field
+    config = train_yaml("dler", tmp_path, lisa_activated_layers=1, lisa_interval_steps=1, save_strategy="steps",
+                        save_steps=2)  # fmt: skip
+    assert (config.lisa_activated_layers, config.lisa_interval_steps) == (1, 1)
+    with open(tmp_path / "checkpoint-2" / "trl_efficient_state.json") as f:
+        state = json.load(f)["lisa"]
+    # tiny:qwen2-16 has 2 decoder layers; step 1 (the last) is interval 1
+    assert state["num_layers"] == 2 and state["interval"] == 1
+    assert state["active_layers"] == sample_layers(config.seed, 1, 2, 1)
