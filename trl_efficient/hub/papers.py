@@ -150,6 +150,13 @@ PAPERS: dict[str, Paper] = dict(
             "Thinking Fast and Right: Balancing Accuracy and Reasoning Length with Adaptive Rewards",
             "Su, Jinyan and Cardie, Claire",
         ),
+        # arXiv listing (8 authors); the title as listed there.
+        _p(
+            "2505.24864",
+            "ProRL: Prolonged Reinforcement Learning Expands Reasoning Boundaries in Large Language Models",
+            "Liu, Mingjie and Diao, Shizhe and Lu, Ximing and Hu, Jian and Dong, Xin and Choi, Yejin and Kautz, Jan "
+            "and Dong, Yi",
+        ),
         # arXiv listing.
         _p(
             "2506.05256",

@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     lapo,
     laser,
     o1_pruner,
+    prorl,
     sampling,
     sar,
     solve_rate,

@@ -65,6 +65,7 @@ SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (30, "Frugal-Thinking: curation by pass rate", ("frugal",), ("MBZUAI-Paris/Frugal-Thinking",)),
     (31, "DAPO soft overlong punishment", ("dapo-overlong",), ("huggingface/trl",)),
     (32, "Dr. GRPO", ("dr-grpo",), ("huggingface/trl",)),
+    (33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("prorl",), ()),
 )
 
 _SKIP_DEFAULTS = {"length_unit", "length_scope", "tokenizer", "max_completion_length", "max_len", "max_completion_len"}
@@ -100,6 +101,10 @@ def _parts(recipe: Recipe) -> list[tuple[str, Callable]]:
             parts.append((f"{key} `{name}`", registry.get(name)))
     if recipe.trainer_cls.__name__ != "EfficientGRPOTrainer":
         parts.append((f"trainer `{recipe.trainer_cls.__name__}`", recipe.trainer_cls))
+    if over.get("ref_reset_steps") is not None or over.get("ref_reset_metric") is not None:
+        from ..trainer.reference import ReferenceReset
+
+        parts.append(("reference resets (`ref_reset_*`)", ReferenceReset))
     return parts
 
 

@@ -261,8 +261,9 @@ def build_config(
 ) -> EfficientGRPOConfig:
     """The recipe's `EfficientGRPOConfig` on the testbed: recipe overrides < testbed scale < common settings <
     `settings.extra` < `overrides`, except that a scale's own `max_completion_length` (a training cap that is part
-    of the method) wins over the common cap. Every recipe trains on the same number of prompts per step
-    (`per_device_train_batch_size / num_generations` of the settings); a recipe with its own G samples more."""
+    of the method) wins over the common cap, and a scale's own `beta` over the common KL coefficient. Every recipe
+    trains on the same number of prompts per step (`per_device_train_batch_size / num_generations` of the settings);
+    a recipe with its own G samples more."""
     from ..trainer import EfficientGRPOConfig
     from .scaling import apply_scale, recipe_scale
 
@@ -279,7 +280,8 @@ def build_config(
         max_completion_length=scale.config.get("max_completion_length", settings.max_completion_length),
         learning_rate=settings.learning_rate,
         temperature=settings.temperature,
-        beta=settings.beta,
+        # a scale's own KL coefficient wins (ProRL: the KL to a reference that is reset is the method)
+        beta=scale.config.get("beta", settings.beta),
         seed=settings.seed,
         logging_steps=5,
         save_strategy="no",
