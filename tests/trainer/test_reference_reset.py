@@ -85,6 +85,22 @@ def test_options_off_add_nothing(tiny_model_dir, tmp_path):
     assert not any(isinstance(cb, ReferenceReset) for cb in trainer.callback_handler.callbacks)
 
 
+def test_card_cites_prorl_whenever_resets_are_on(tiny_model_dir, tmp_path):
+    from trl_efficient.hub.card import card_data_from_trainer
+    from trl_efficient.hub.papers import bibtex
+
+    def card_papers(**overrides):
+        args = tiny_config(tmp_path, beta=0.1, **overrides)
+        trainer = RecordingTrainer(
+            model=tiny_model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(8)
+        )
+        return card_data_from_trainer(trainer).papers
+
+    assert card_papers(ref_reset_steps=2) == ["2505.24864"]  # whatever the recipe (here none)
+    assert card_papers() == []
+    assert "Prolonged Reinforcement Learning" in bibtex("2505.24864")
+
+
 def test_peft_is_refused_in_one_line(tiny_model_dir, tmp_path):
     from peft import LoraConfig
 

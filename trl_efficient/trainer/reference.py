@@ -187,6 +187,7 @@ class ReferenceReset(TrainerCallback, StatefulComponent):
     """
 
     state_key = "reference_reset"
+    papers = ("2505.24864",)  # ProRL: cited by the model card of every run that resets (`hub.card.cited_papers`)
 
     def __init__(
         self,
