@@ -235,6 +235,8 @@ CASES = [
     *[pytest.param({"scale_rewards": s}, {}, id=f"scale-{s}") for s in ("batch", "none")],
     pytest.param({"multi_objective_aggregation": "normalize_then_sum"}, {}, id="normalize-then-sum"),
     pytest.param({"beta": 0.04, "num_iterations": 2}, {}, id="kl-two-iterations"),
+    # TRL's soft reference sync stays TRL's (ProRL's hard resets, ref_reset_*, are off)
+    pytest.param({"beta": 0.04, "sync_ref_model": True, "ref_model_sync_steps": 1}, {}, id="sync-ref-model"),
     pytest.param({"mask_truncated_completions": True}, {}, id="mask-truncated"),
     pytest.param({"chat_template_kwargs": {"enable_thinking": False}}, {}, id="chat-template-kwargs"),
     pytest.param(

@@ -168,7 +168,7 @@ def check_reference_reset(args) -> None:
     if (
         metric is not None
         and str(metric).startswith("eval_")
-        and str(args.eval_strategy) in ("no", "IntervalStrategy.NO")
+        and getattr(args.eval_strategy, "value", args.eval_strategy) == "no"
     ):
         raise ValueError(
             f"ref_reset_metric={metric!r} is an evaluation metric but eval_strategy='no': set eval_strategy "
