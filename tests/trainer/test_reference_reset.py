@@ -10,7 +10,7 @@ import torch
 from helpers import RecordingTrainer, make_dataset, resume_trainer, tiny_config
 from transformers import TrainerCallback
 
-from trl_efficient.rewards import correctness_reward
+from trl_efficient.rewards import correctness_reward, get_kimi_length_reward
 from trl_efficient.trainer.reference import REF_MODEL_FILE, PlateauMonitor, ReferenceReset
 
 
@@ -167,6 +167,31 @@ def test_plateau_on_training_reward_triggers_resets(tiny_model_dir, tmp_path):
             expected.append([step, "plateau"])
     assert expected, rewards  # the scripted rewards do not rise every step
     assert trainer.reference_reset.events == expected
+
+
+def test_plateau_on_evaluation_resets_at_that_step(tiny_model_dir, tmp_path):
+    # the paper's trigger: validation stalls; TRL's evaluation runs after the step's own `on_step_end`, and the
+    # reset happens right away (every step ends a generation batch here), before the checkpoint of that step
+    evaluate = {"eval_strategy": "steps", "eval_steps": 1, "per_device_eval_batch_size": 4}
+    args = tiny_config(tmp_path, beta=0.1, learning_rate=1e-2, max_steps=4, ref_reset_metric="eval_reward",
+                       ref_reset_patience=1, **evaluate)  # fmt: skip
+    trainer = RecordingTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[correctness_reward, get_kimi_length_reward(warmup_ratio=0.0)],
+        args=args,
+        train_dataset=make_dataset(16),
+        eval_dataset=make_dataset(4),
+    )
+    trainer.train()
+    evals = [(e["step"], e["eval_reward"]) for e in trainer.state.log_history if "eval_reward" in e]
+    m, expected = PlateauMonitor(patience=1), []
+    for step, value in evals:
+        if m.observe(value):
+            expected.append([step, "plateau"])
+    assert len(evals) == 4 and expected, evals  # the scripted evaluation rewards do not rise at every step
+    assert trainer.reference_reset.events == expected
+    kl = {e["step"]: e["kl"] for e in trainer.state.log_history if "kl" in e}
+    assert all(kl[step + 1] == 0.0 for step, _ in expected if step + 1 in kl)
 
 
 def test_hard_reset_equals_trl_sync_at_alpha_one(tiny_model_dir, tmp_path):
