@@ -144,7 +144,8 @@ class ModelCardInfo:
     Attributes:
         recipe: the `Recipe` trained (read by attribute: `name`, `method`, `description`, `papers`, `rewards`,
             `config_overrides`, `proposed_defaults`, `usage`), or `None` ("custom").
-        datasets (`tuple[str, ...]`): dataset names (short names such as `gsm8k`, or Hub ids); duplicates dropped.
+        datasets (`tuple[str, ...]`): the datasets the run used, by name (short names such as `gsm8k`, or Hub ids):
+            what it trained on, and its evaluation set only once it was evaluated on; duplicates dropped.
         base_model_id (`str` or `None`): Hub id written as the card's `base_model` (else found from the model path).
         summary (`str` or `None`): Markdown of the evaluation before/after training.
         instruction (`str` or `None`): the instruction the training prompts carried (the data loaders' default).
