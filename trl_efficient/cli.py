@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -410,6 +411,72 @@ def warn_cpu_threads(script_args, training_args) -> None:
         logger.warning(line)
 
 
+# Values checked at config time, before any model loads (transformers and TRL check some only when training starts,
+# or not at all): the field, whether a value is valid, what it must be, an example to pass instead.
+VALUE_RULES = {
+    "num_generations": (lambda v: v >= 2, "a whole number >= 2 (completions per prompt, compared in a group)", "8"),
+    "per_device_train_batch_size": (lambda v: v >= 1, "a whole number >= 1", "8"),
+    "gradient_accumulation_steps": (lambda v: v >= 1, "a whole number >= 1", "1"),
+    "learning_rate": (lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0", "1e-6"),
+    "temperature": (lambda v: math.isfinite(v) and v > 0, "a finite number > 0 (GRPO samples its rollouts)", "1.0"),
+    "eval_max_new_tokens": (
+        lambda v: v is None or v >= 1,
+        "a whole number of tokens >= 1 (unset: max_completion_length)",
+        "512",
+    ),  # fmt: skip
+    "save_steps": (
+        lambda v: v > 0,
+        "a number > 0 (steps between checkpoints, or a fraction of the run below 1)",
+        "100",
+    ),  # fmt: skip
+}
+
+
+def _check_values(argv: list[str], config: str | None, parsed: tuple | None) -> None:
+    """`VALUE_RULES` and `--report_to`'s packages: raise one line naming where the value was set (the flag, the YAML
+    or the recipe/preset), what it must be and what to pass. Before parsing (`parsed` None) only the command line's
+    and the YAML's values are read; after, every parsed value (`save_steps` only with `save_strategy: steps`)."""
+    yaml_values = read_config_file(config) if config is not None else {}
+    for key, (valid, rule, example) in VALUE_RULES.items():
+        given = _flag_value(argv, f"--{key}") or _flag_value(argv, f"--{key.replace('_', '-')}")
+        where = f"--{key} {given}" if given is not None else None
+        if given is None and key in yaml_values:
+            given, where = yaml_values[key], f"{config} sets {key}: {yaml_values[key]}"
+        if parsed is None and key == "save_steps":
+            continue  # read with save_strategy, after parsing
+        if parsed is not None:
+            holder = next((obj for obj in parsed if hasattr(obj, key)), None)
+            if holder is None:
+                continue
+            if (
+                key == "save_steps"
+                and str(getattr(parsed[1].save_strategy, "value", parsed[1].save_strategy)) != "steps"
+            ):
+                continue
+            given = getattr(holder, key)
+            where = where or f"{key} {given} (the recipe's or run preset's)"
+        if given is None:
+            continue
+        try:
+            value = float(given) if not isinstance(given, (int, float)) else given
+        except (TypeError, ValueError):
+            continue  # not a number: the parser says so
+        if not valid(value):
+            raise UserError(f"{where}: {key} must be {rule}; pass e.g. --{key} {example}")
+    if parsed is not None:
+        from transformers.integrations import get_available_reporting_integrations
+
+        training_args = parsed[1]
+        available = get_available_reporting_integrations()
+        missing = [name for name in (training_args.report_to or []) if name not in (*available, "none", "all")]
+        if missing:
+            raise UserError(
+                f"--report_to {' '.join(missing)} needs {' and '.join(missing)}, which is not installed: pass "
+                f"--report_to none (or one of the installed: {', '.join(available) or 'none'}), or `pip install "
+                f"{' '.join(missing)}`"
+            )
+
+
 def _pop_dtype(defaults: dict) -> str | None:
     """Take the load dtype out of a run preset's `model_init_kwargs` (dropping the mapping when nothing else is left)
     and return it (None when it has none)."""
@@ -445,6 +512,7 @@ def parse_train_args(argv: list[str]) -> tuple:
         read_config_file(config)  # a missing or malformed file is named before TRL opens it
     for flag in ("--dataset_name", "--eval_dataset_name"):  # before argparse's "invalid choice" for a file
         check_dataset_name(flag, _flag_value(argv, flag) or _flag_value(argv, flag.replace("_", "-")))
+    _check_values(argv, config, None)  # those that crash TRL's own config checks (num_generations 0: modulo by zero)
     try:
         # preset < the recipe's method settings < the YAML < the command line (recipes/presets.py)
         defaults = run_preset(_prescan(argv, "run_defaults"))
@@ -460,6 +528,7 @@ def parse_train_args(argv: list[str]) -> tuple:
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
         _check_vllm(training_args, config)
+        _check_values(argv, config, (script_args, training_args))
         # reward_kwargs may only name builders this recipe uses (the config checked each builder's arguments)
         get_recipe(script_args.recipe).with_reward_kwargs(training_args.reward_kwargs)
     except UserError:

@@ -366,3 +366,110 @@ def test_the_documented_cpu_hbpo_command_keeps_its_budgets_under_the_cap(caplog,
         _, _, config = parse_train_args([arg.replace("configs/", f"{ROOT}/configs/") for arg in argv])
     assert max(config.budgets) <= config.max_completion_length == 24
     assert not [r for r in caplog.records if "max_completion_length" in r.getMessage()]
+
+
+# Issue 37: the wrong inputs a newcomer hits, each one line and exit 2. `early`: refused before any model (or
+# tokenizer) loads. Files named in an argv are made in the test's folder (`_issue_37_files`).
+TRAIN = ["train", "--config", os.path.join(ROOT, "configs", "grpo.yaml"), *CPU, "--use_vllm", "false",
+         "--model_name_or_path", "tiny:qwen2-16", "--output_dir", "out"]  # fmt: skip
+EVAL = ["eval", "--model", "tiny:qwen2-16", "--benchmarks", "gsm8k", "--limit", "2", "--max-new-tokens", "2",
+        "--output-dir", "ev", "--quiet"]  # fmt: skip
+ISSUE_37 = [
+    # a malformed line of a JSONL data file: the file and the line (train, eval)
+    (False, [*TRAIN, "--dataset_name", "gsm8k", "--dataset_source", "bad.jsonl"],
+     "bad.jsonl, line 2: not JSON (Expecting ',' delimiter, column 42): fix or remove it, or pass another file "
+     "(dataset_source)"),
+    (True, [*EVAL, "--source", "gsm8k=bad.jsonl"],
+     "bad.jsonl, line 2: not JSON (Expecting ',' delimiter, column 42): fix or remove it, or pass another file "
+     "(--source)"),
+    (True, [*EVAL, "--source", "gsm8k=empty.jsonl"],
+     "Data file 'empty.jsonl' holds no examples: pass a file with one example per row (--source)."),
+    # numbers that crashed late, or never
+    (True, [*TRAIN, "--num_generations", "0"],
+     "--num_generations 0: num_generations must be a whole number >= 2 (completions per prompt, compared in a "
+     "group); pass e.g. --num_generations 8"),
+    (True, [*TRAIN, "--learning_rate", "nan"],
+     "--learning_rate nan: learning_rate must be a finite number >= 0; pass e.g. --learning_rate 1e-6"),
+    (True, [*TRAIN, "--learning_rate", "-1"],
+     "--learning_rate -1: learning_rate must be a finite number >= 0; pass e.g. --learning_rate 1e-6"),
+    (True, [*TRAIN, "--per_device_train_batch_size", "0"],
+     "--per_device_train_batch_size 0: per_device_train_batch_size must be a whole number >= 1; pass e.g. "
+     "--per_device_train_batch_size 8"),
+    (True, [*TRAIN, "--gradient_accumulation_steps", "0"],
+     "--gradient_accumulation_steps 0: gradient_accumulation_steps must be a whole number >= 1; pass e.g. "
+     "--gradient_accumulation_steps 1"),
+    (True, [*TRAIN, "--temperature", "-1"],
+     "--temperature -1: temperature must be a finite number > 0 (GRPO samples its rollouts); pass e.g. "
+     "--temperature 1.0"),
+    (True, [*TRAIN, "--temperature", "0"], "--temperature 0: temperature must be a finite number > 0"),
+    (True, [*TRAIN, "--eval_max_new_tokens", "0"],
+     "--eval_max_new_tokens 0: eval_max_new_tokens must be a whole number of tokens >= 1 (unset: "
+     "max_completion_length); pass e.g. --eval_max_new_tokens 512"),
+    (True, [*TRAIN, "--save_strategy", "steps", "--save_steps", "0"],
+     "--save_steps 0: save_steps must be a number > 0 (steps between checkpoints, or a fraction of the run below "
+     "1); pass e.g. --save_steps 100"),
+    (True, [*EVAL, "--temperature", "nan"],
+     "--temperature nan: must be a finite number >= 0 (0: greedy; e.g. 0.6)"),
+    (True, [*EVAL, "--top-p", "2"], "--top-p 2.0: must be in (0, 1] (1: no nucleus cut; e.g. 0.95)"),
+    (True, [*EVAL, "--batch-size", "0"], "--batch-size 0: must be a whole number >= 1"),
+    (True, [*EVAL, "--max-new-tokens", "0"], "--max-new-tokens 0: must be a whole number >= 1"),
+    # paths
+    (True, [*TRAIN[:-1], "afile"], "--output_dir afile is a file, not a folder: pass --output_dir <a new folder>"),
+    (True, [*TRAIN, "--resume_from_checkpoint", "out/checkpoint-9"],
+     "--resume_from_checkpoint out/checkpoint-9 does not exist: pass a checkpoint-N folder the Trainer saved, or "
+     "--resume_from_checkpoint true to resume from the last one in out"),
+    (True, [*TRAIN, "--resume_from_checkpoint", "true"],
+     "--resume_from_checkpoint true: out holds no complete checkpoint to resume from; drop the flag to start a new "
+     "run there"),
+    (True, ["merge", "--base", "tiny:qwen2-16", "--trained", "tiny:qwen2-16", "--output", "afile"],
+     "--output afile: a file, not a directory; pass --output <a new directory>."),
+    # the testbed
+    (True, ["testbed", "base", "--size", "bogus", "--retrain"],
+     "--size bogus: no such testbed base model; pass one of base, formats, v2, small"),
+    (True, ["testbed", "base", "--retrian"],
+     "trl-efficient testbed: unrecognized arguments: --retrian (see `trl-efficient testbed --help`)"),
+    (True, ["testbed", "plots", "notcmp.json"],
+     "notcmp.json is not a testbed comparison (no list of `rows`): pass the compare.json that `trl-efficient testbed "
+     "compare` wrote (e.g. perf/testbed/results/compare.json)"),
+    (True, ["testbed", "scorecard", "notcmp.json"], "notcmp.json is not a testbed comparison (no list of `rows`)"),
+    (True, ["testbed", "eval", "--num-eval", "0"], "--num-eval 0: must be a whole number >= 1 (e.g. --num-eval 8)"),
+    (True, ["testbed", "world-report", "--json", "nodir/w.json"],
+     "--json nodir/w.json: the folder {tmp}/nodir does not exist; create it or pass another path"),
+]  # fmt: skip
+if importlib.util.find_spec("wandb") is None:
+    ISSUE_37.append((True, [*TRAIN, "--report_to", "wandb"], "--report_to wandb needs wandb, which is not installed: "
+                     "pass --report_to none (or one of the installed: "))  # fmt: skip
+if importlib.util.find_spec("vllm") is None:
+    ISSUE_37.append((True, [*EVAL, "--backend", "vllm"], "--backend vllm needs vLLM, which is not installed: pass "
+                     "--backend transformers, or install it with `pip install 'trl-efficient[vllm]'`"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "early, argv, expected", ISSUE_37, ids=lambda v: " ".join(v[:6]) if isinstance(v, list) else None
+)
+def test_wrong_inputs_of_issue_37_are_one_line_exit_2(early, argv, expected, capsys, tmp_path, monkeypatch):
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    monkeypatch.chdir(tmp_path)
+    _write(
+        tmp_path / "bad.jsonl",
+        '{"question": "1 + 1?", "answer": "#### 2"}\n{"question": "2 + 2?", "answer": "#### 4"\n',
+    )
+    _write(tmp_path / "empty.jsonl", "")
+    _write(tmp_path / "notcmp.json", '{"a": 1}')
+    _write(tmp_path / "afile", "x")
+    if early:
+
+        def no_load(*args, **kwargs):
+            raise AssertionError("a model or tokenizer loaded before the wrong input was refused")
+
+        monkeypatch.setattr(PreTrainedModel, "from_pretrained", classmethod(no_load))
+        monkeypatch.setattr(PreTrainedTokenizerBase, "from_pretrained", classmethod(no_load))
+    command = argv[0]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    err = [line for line in lines if ": error: " in line]
+    assert len(err) == 1 and not [line for line in lines if line.startswith(("ERROR", "Traceback"))], lines
+    message = err[0].split(": error: ", 1)[1]
+    assert message.startswith(expected.format(tmp=tmp_path)), message
+    assert command in ("train", "eval", "merge", "testbed")

@@ -325,3 +325,36 @@ def test_cli_refuses_a_non_empty_output_and_bad_split(models, tmp_path, capsys):
             "--split-layers", "2,1", "--output", str(tmp_path / "o")]  # fmt: skip
     assert main(argv) == 2
     assert "--split-layers 2,1: need 0 <= a < b < 3" in capsys.readouterr().err
+
+
+def test_an_output_that_is_a_file_is_refused_before_loading(tmp_path, capsys, monkeypatch):
+    import trl_efficient.hub.merge as merge
+
+    monkeypatch.setattr(merge, "_load_model", lambda *a: pytest.fail("a model loaded before the output was checked"))
+    (tmp_path / "taken").write_text("x")
+    assert main(["--base", "B", "--trained", "T", "--output", str(tmp_path / "taken")]) == 2
+    assert _error_lines(capsys) == [
+        f"trl-efficient merge: error: --output {tmp_path / 'taken'}: a file, not a directory; pass --output <a new "
+        "directory>."
+    ]
+    assert (tmp_path / "taken").read_text() == "x"
+
+
+def test_a_merge_that_fails_at_its_last_step_writes_nothing(models, tmp_path, capsys, monkeypatch):
+    import trl_efficient.hub.merge as merge
+
+    def card_fails(*args, **kwargs):
+        raise ValueError("the card cannot be written")
+
+    out = tmp_path / "runs" / "merged"  # its folders do not exist yet
+    monkeypatch.setattr(merge, "_write_card", card_fails)
+    assert main(["--base", models["base"], "--trained", models["trained"], "--output", str(out)]) == 2
+    assert _error_lines(capsys) == ["trl-efficient merge: error: the card cannot be written"]
+    assert sorted(os.listdir(tmp_path)) == [], "a failed merge left files behind"
+    # and the same merge that succeeds moves the whole folder into place, staging folder gone
+    monkeypatch.undo()
+    assert main(["--base", models["base"], "--trained", models["trained"], "--output", str(out)]) == 0
+    assert {"config.json", "model.safetensors", "README.md", "trl_efficient_merge.json"} <= set(os.listdir(out))
+    assert os.listdir(tmp_path) == ["runs"] and os.listdir(tmp_path / "runs") == ["merged"]
+    card = (out / "README.md").read_text()
+    assert str(out) in card and ".merging-" not in card  # the card names the output, not the staging folder

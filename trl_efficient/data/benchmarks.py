@@ -45,7 +45,7 @@ from datasets import Dataset
 
 from ..core.answers import drop_empty_boxes, extract_answer_region, is_correct
 from .loaders import _FEATURES as DATA_FEATURES
-from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_math_dataset, parse_level
+from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_data_file, load_math_dataset, parse_level
 
 logger = logging.getLogger(__name__)
 
@@ -282,10 +282,7 @@ def _load_local(path: str, split: str) -> Dataset:
                 break
         else:
             raise FileNotFoundError(f"Directory {path!r} has no {split}.jsonl/.json/.parquet.")
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in _FILE_BUILDERS:
-        raise ValueError(f"Unsupported data file {path!r}; expected one of {sorted(_FILE_BUILDERS)}.")
-    return datasets.load_dataset(_FILE_BUILDERS[ext], data_files=path, split="train")
+    return load_data_file(path, flag="--source")  # no rows, or a line that is not JSON: one line naming it
 
 
 def load_hub_raw(bench: Benchmark, source: str | None = None) -> Dataset:

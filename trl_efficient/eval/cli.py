@@ -165,6 +165,27 @@ def setting_differences(entry: dict, model_name: str, settings: dict) -> list[st
     ]
 
 
+def check_values(args) -> None:
+    """The sampling and batching flags, and the backend's package, checked before anything loads: one line naming
+    the flag and what to pass instead."""
+    import importlib.util
+    import math
+
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise ValueError(f"--temperature {args.temperature}: must be a finite number >= 0 (0: greedy; e.g. 0.6)")
+    if not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
+        raise ValueError(f"--top-p {args.top_p}: must be in (0, 1] (1: no nucleus cut; e.g. 0.95)")
+    for flag, value in (("--batch-size", args.batch_size), ("--max-new-tokens", args.max_new_tokens),
+                        ("--limit", args.limit)):  # fmt: skip
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} {value}: must be a whole number >= 1")
+    if args.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise ValueError(
+            "--backend vllm needs vLLM, which is not installed: pass --backend transformers, or install it with "
+            "`pip install 'trl-efficient[vllm]'`"
+        )
+
+
 def run_eval(args) -> dict:
     """Run (or resume) every model x mode x benchmark of `args`; write the per-result files and the summaries.
 
@@ -179,6 +200,7 @@ def run_eval(args) -> dict:
 
     if args.n < 1:
         raise ValueError(f"--n must be >= 1, got {args.n}.")
+    check_values(args)
     ks = sorted(set(args.k or [1, args.n]))
     if any(k < 1 or k > args.n for k in ks):
         raise ValueError(f"--k values must be between 1 and --n ({args.n}), got {ks}.")

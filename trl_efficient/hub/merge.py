@@ -281,9 +281,11 @@ def merge_models(
     ratios: tuple[float, float, float] | None = None,
     split_layers: tuple[int, int] | None = None,
     keep: float = 0.5,
+    final: str | None = None,
 ) -> dict:
     """Merge `trained` with `base` by `method` (`uniform`, `layerwise`, `update-selective`) and save the result,
-    the trained model's tokenizer and the card into `output`. Returns the card's parameters."""
+    the trained model's tokenizer and the card into `output`. Returns the card's parameters. `final`: the folder the
+    card names when `output` is a staging folder moved there afterwards (`main`); default `output`."""
     base_model, trained_model = _load_model(base, "--base"), _load_model(trained, "--trained")
     if base_model.config.model_type != trained_model.config.model_type:
         raise ValueError(
@@ -314,7 +316,7 @@ def merge_models(
     del base_model
     trained_model.save_pretrained(output)
     tokenizer_from = _save_tokenizer([trained, base], output)
-    _write_card(output, card_info(method, [base, trained], params, tokenizer_from))
+    _write_card(output, card_info(method, [base, trained], params, tokenizer_from), final)
     return params
 
 
@@ -337,9 +339,9 @@ def _describe_bands(bands: dict[str, int], ratios) -> dict:
     return out
 
 
-def merge_lora(adapter: str, output: str, base: str | None = None) -> dict:
+def merge_lora(adapter: str, output: str, base: str | None = None, final: str | None = None) -> dict:
     """Merge the LoRA `adapter` into its base (`base`, else the adapter config's `base_model_name_or_path`) with
-    PEFT's `merge_and_unload`, and save model, tokenizer and card into `output`."""
+    PEFT's `merge_and_unload`, and save model, tokenizer and card into `output` (`final`: as in `merge_models`)."""
     from peft import PeftConfig, PeftModel
 
     if not os.path.isdir(os.path.expanduser(adapter)) and _looks_local(adapter):
@@ -362,9 +364,9 @@ def merge_lora(adapter: str, output: str, base: str | None = None) -> dict:
     adapter_dir = os.path.expanduser(adapter)
     info = card_info("lora", [base, adapter], params, tokenizer_from)
     if os.path.isdir(adapter_dir) and _copy_run_files(adapter_dir, output):
-        _write_training_card(output, info, adapter_dir)
+        _write_training_card(output, info, adapter_dir, final)
     else:
-        _write_card(output, info)
+        _write_card(output, info, final)
     return params
 
 
@@ -496,29 +498,32 @@ def merge_section(info: dict, model_id: str) -> str:
     return "## How this model was merged\n\n" + "\n".join(lines).strip() + "\n"
 
 
-def _write_training_card(output: str, info: dict, adapter_dir: str) -> None:
-    """README.md = the run's training card + `merge_section`; `trl_efficient_merge.json` for `push`."""
-    section = merge_section(info, os.path.abspath(output))
+def _write_training_card(output: str, info: dict, adapter_dir: str, final: str | None = None) -> None:
+    """README.md = the run's training card + `merge_section`; `trl_efficient_merge.json` for `push`. The card names
+    `final` (default `output`)."""
+    final = final or output
+    section = merge_section(info, os.path.abspath(final))
     refs = [os.path.abspath(adapter_dir), info["models"][1]]
     with open(os.path.join(output, MERGE_DATA_FILE), "w", encoding="utf-8") as f:
         json.dump({**info, "eval_model_refs": refs}, f, indent=1, ensure_ascii=False)
     data = load_card_data(output)
-    data.model_id = os.path.abspath(output)
-    data.model_name = os.path.basename(os.path.normpath(output))
+    data.model_id = os.path.abspath(final)
+    data.model_name = os.path.basename(os.path.normpath(final))
     data.tags = list(dict.fromkeys([*data.tags, "merge", "lora"]))
     results = os.path.join(output, EVAL_RESULTS_PATH)
     entries = load_eval_results(results) if os.path.isfile(results) else None
-    card = render_training_card(data, entries, model_refs=(output, *refs))
+    card = render_training_card(data, entries, model_refs=(final, *refs))
     with open(os.path.join(output, "README.md"), "w", encoding="utf-8") as f:
         f.write(str(card).rstrip("\n") + "\n\n" + section)
 
 
-def _write_card(output: str, info: dict) -> None:
-    """README.md (the merge card) and `trl_efficient_merge.json`, from which `push` renders it again."""
+def _write_card(output: str, info: dict, final: str | None = None) -> None:
+    """README.md (the merge card, naming `final`, default `output`) and `trl_efficient_merge.json`, from which `push`
+    renders it again."""
     with open(os.path.join(output, MERGE_DATA_FILE), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     with open(os.path.join(output, "README.md"), "w", encoding="utf-8") as f:
-        f.write(render_card(info, os.path.abspath(output)))
+        f.write(render_card(info, os.path.abspath(final or output)))
 
 
 def _unit(text: str, flag: str, low_open: bool = False) -> float:
@@ -552,6 +557,13 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 def _validate(args: argparse.Namespace) -> dict:
     if os.path.isdir(args.output) and os.listdir(args.output):
         raise ValueError(f"--output {args.output}: not empty; choose a new directory.")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise ValueError(f"--output {args.output}: a file, not a directory; pass --output <a new directory>.")
+    parent = _existing_parent(args.output)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"--output {args.output}: {parent} is not writable; pass --output <a directory you can write>."
+        )
     if args.method == "lora":
         if not args.adapter:
             raise ValueError("--method lora needs --adapter <adapter directory>.")
@@ -581,15 +593,51 @@ def _validate(args: argparse.Namespace) -> dict:
     return out
 
 
+def _existing_parent(path: str) -> str:
+    """The nearest existing folder at or above `path`'s parent (where the output's folders will be created)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    return parent
+
+
+def _staged(output: str) -> str:
+    """A staging folder in the nearest existing folder above `output` (no folder of the output's path is created
+    before the merge is written); `_publish` moves it to `output`."""
+    name = os.path.basename(os.path.normpath(os.path.abspath(output)))
+    staging = os.path.join(_existing_parent(output), f".{name}.merging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    return staging
+
+
+def _publish(staging: str, output: str) -> None:
+    """Move the finished `staging` folder to `output` in one rename (an empty `output` folder is replaced)."""
+    if os.path.isdir(output):
+        os.rmdir(output)  # empty (checked by _validate); a folder that filled up since fails here, nothing lost
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    os.replace(staging, output)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`trl-efficient merge ...`; returns 0, or 2 after one `trl-efficient merge: error: ...` line on stderr."""
+    """`trl-efficient merge ...`; returns 0, or 2 after one `trl-efficient merge: error: ...` line on stderr.
+
+    Nothing is written unless everything is: the output path is checked first (`_validate`), the model, tokenizer
+    and card are written into a staging folder beside it, and that folder is renamed to `--output` only once all
+    of it is written; any failure removes it."""
     args = _parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         values = _validate(args)
-        if args.method == "lora":
-            merge_lora(args.adapter, args.output, base=args.base)
-        else:
-            merge_models(args.base, args.trained, args.output, method=args.method, **values)
+        staging = _staged(args.output)
+        try:
+            if args.method == "lora":
+                merge_lora(args.adapter, staging, base=args.base, final=args.output)
+            else:
+                merge_models(args.base, args.trained, staging, method=args.method, final=args.output, **values)
+            _publish(staging, args.output)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     except ValueError as err:
         print(f"trl-efficient merge: error: {err}", file=sys.stderr)
         return 2

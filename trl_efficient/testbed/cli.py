@@ -100,6 +100,40 @@ def _report(out: dict, failed_label: str, sep: str) -> int:
     return 0
 
 
+def read_comparison(path: str) -> dict:
+    """The comparison `trl-efficient testbed compare` wrote to `path`; anything else (not JSON, no `rows`) raises a
+    one-line `ValueError` naming the file."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}, line {err.lineno}: not JSON ({err.msg}): pass the compare.json that "
+                         "`trl-efficient testbed compare` wrote") from err  # fmt: skip
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise ValueError(
+            f"{path} is not a testbed comparison (no list of `rows`): pass the compare.json that `trl-efficient "
+            "testbed compare` wrote (e.g. perf/testbed/results/compare.json)"
+        )
+    return data
+
+
+def _check_values(args) -> None:
+    """Counts that must be at least 1, and the folder of an output file, checked before any work: one line naming the
+    flag."""
+    import os
+
+    for name in ("num_eval", "samples", "max_new_tokens", "num_tasks", "max_steps", "seeds"):
+        value = getattr(args, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag} {value}: must be a whole number >= 1 (e.g. {flag} 8)")
+    for name in ("json",):  # files written at the end of the work: their folder must exist now
+        path = getattr(args, name, None)
+        folder = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
+        if folder is not None and not os.path.isdir(folder):
+            raise ValueError(f"--{name} {path}: the folder {folder} does not exist; create it or pass another path")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -227,10 +261,17 @@ def main(argv: list[str] | None = None) -> int:
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
     args, rest = parser.parse_known_args(argv)
+    if rest:  # every subcommand: a misspelled flag (`base --retrian`) is an error, never ignored
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    _check_values(args)  # before any model loads or trains
 
     if args.command == "base":
         from .base import BASE_MODEL_SIZES, cache_root, resolve_base_model, train_base_model
 
+        if args.size not in BASE_MODEL_SIZES:
+            raise ValueError(
+                f"--size {args.size}: no such testbed base model; pass one of {', '.join(BASE_MODEL_SIZES)}"
+            )
         name = f"testbed:{args.size}"
         if args.retrain:
             import os
@@ -241,8 +282,6 @@ def main(argv: list[str] | None = None) -> int:
             path = resolve_base_model(name)
         print(path)
         return 0
-    if rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "eval":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -273,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "scorecard":
         from .scorecard import load_scorecard
 
+        read_comparison(args.compare_json)
         print(load_scorecard(args.compare_json, args.world_report))
         return 0
     if args.command == "plots":
@@ -280,8 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from .runner import draw_compare_plots
 
-        with open(args.compare_json) as f:
-            data = json.load(f)
+        data = read_comparison(args.compare_json)
         rows = [r for r in data["rows"] if r.get("status", "ok") == "ok"]
         out = args.out_dir or os.path.dirname(os.path.abspath(args.compare_json))
         steps = (data.get("settings") or {}).get("max_steps")
