@@ -102,6 +102,21 @@ class TestConfig:
             EfficientGRPOConfig(**KW, lisa_activated_layers=1)
 
 
+def test_zero2_is_accepted_with_a_warning_naming_what_deepspeed_does(caplog):
+    from types import SimpleNamespace
+
+    from trl_efficient.trainer.lisa import check_lisa_config
+
+    ds = {"zero_optimization": {"stage": 2}}
+    with caplog.at_level("WARNING", logger="trl_efficient.trainer.lisa"):
+        check_lisa_config(SimpleNamespace(lisa_activated_layers=2, lisa_interval_steps=20, deepspeed=ds, fsdp=""))
+    assert "ZeRO-2" in caplog.text and "optimizer memory is not reduced" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="trl_efficient.trainer.lisa"):
+        check_lisa_config(SimpleNamespace(lisa_activated_layers=2, lisa_interval_steps=20, deepspeed=None, fsdp=""))
+    assert caplog.text == ""
+
+
 # ------------------------------------------------------------------------------------------ construction errors
 class TestDecoderLayers:
     def test_qwen2_and_llama_through_get_decoder(self, four_layer_dir):

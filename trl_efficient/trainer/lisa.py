@@ -49,7 +49,11 @@ Where this module differs, and why:
 4. **Refused**, in one line: PEFT/LoRA together with LISA (the adapters are the only trainable weights; nothing is
    left for LISA to sample), DeepSpeed ZeRO-3 (parameters are partitioned and gathered on the fly, `requires_grad`
    of the module's parameters is not what the engine trains), FSDP (not verified), $\gamma$ outside
-   $[1, N_L]$, $K < 1$. With DDP, `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient;
+   $[1, N_L]$, $K < 1$. DeepSpeed ZeRO-1/2 (LMFlow's archived LISA script runs ZeRO-2 on several GPUs) is accepted
+   with a one-line warning: its optimizer keeps a flat fp32 partition and Adam state over every parameter and
+   zero-fills a frozen layer's gradient (`DeepSpeedZeroOptimizer.get_all_grad_tensors`, DeepSpeed edaa722), so there
+   the optimizer memory is not reduced and a layer frozen after training drifts by its remaining momentum, as in
+   LMFlow. With DDP, `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient;
    transformers would otherwise turn it off under gradient checkpointing). At the end of training every layer's
    parameters get their `requires_grad` back.
 
@@ -155,6 +159,15 @@ def check_lisa_config(args) -> None:
             "gathered by the engine, so freezing a layer's parameters does not freeze what it trains): use ZeRO-1/2 or "
             "DDP, or lisa_activated_layers=None."
         )
+    if stage in (1, 2):
+        logger.warning(
+            "lisa_activated_layers=%d with DeepSpeed ZeRO-%d: DeepSpeed's optimizer keeps one flat fp32 partition, "
+            "with its Adam state, over every parameter and fills a frozen layer's missing gradient with zeros "
+            "(DeepSpeedZeroOptimizer.get_all_grad_tensors), so the optimizer memory is not reduced and a layer frozen "
+            "after it trained keeps moving by its remaining Adam momentum and weight decay (as LMFlow's callback does "
+            "under its ZeRO-2 script); for exact freezing and the memory saving use DDP or one process.",
+            gamma, stage,
+        )  # fmt: skip
     fsdp = getattr(args, "fsdp", None)
     if fsdp or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true":
         raise ValueError(
