@@ -13,10 +13,13 @@ Settings and where they come from:
 - `temperature` 1.2: the paper's rollout temperature (§2.2, "high sampling temperature");
 - `loss_type` `dapo`, `completion_filter` `dynamic_sampling` (refill): the DAPO parts the paper adopts (§2.2);
 - `ref_reset_optimizer` True: the paper resets the optimizer state with the reference (§2.2);
-- `beta` 1e-4 and `ref_reset_steps` 200: **proposed defaults**. The paper resets "when validation performance
-  stagnates or degrades" between its hand-run stages, a rule it does not state numerically; ProRL v2 (NVIDIA's blog,
-  Aug. 2025) resets every 200-500 steps. 200 is the low end of that range, so a 500-step run resets twice. The KL
-  coefficient is not in the sources we could read: 1e-4 keeps the penalty small against the clipped policy term.
+- `beta` 1e-4: NVIDIA's released ProRL v2 configuration (`NVIDIA-NeMo/RL`, `examples/configs/prorlv2.yaml`:
+  `reference_policy_kl_penalty: 0.0001`); the v1 paper's own coefficient was not in the sources we could read.
+  NeMo-RL's KL there is the `k2` estimator, TRL's is `k3` (`exp(r) - r - 1`, `r = log pi_ref - log pi_theta`);
+  the same config clips at 0.2 / 0.27 (v2), the v1 paper at 0.2 / 0.4;
+- `ref_reset_steps` 200: **proposed default**. The paper resets "when validation performance stagnates or degrades"
+  between its hand-run stages, a rule it does not state numerically; ProRL v2 (NVIDIA's blog, Aug. 2025) resets
+  every 200-500 steps. 200 is the low end of that range, so a 500-step run resets twice.
   The paper's plateau trigger is there as an option: `ref_reset_metric: eval_reward` with an evaluation set and
   `eval_strategy`, patience 3 (proposed).
 """
@@ -29,7 +32,7 @@ from .scale import RecipeScale
 
 __all__ = ["PRORL_BETA", "PRORL_PAPER_STEPS", "PRORL_RESET_STEPS"]
 
-PRORL_BETA = 1e-4  # proposed: the KL coefficient (not stated in the sources read)
+PRORL_BETA = 1e-4  # NVIDIA-NeMo/RL examples/configs/prorlv2.yaml: reference_policy_kl_penalty 0.0001 (ProRL v2)
 PRORL_RESET_STEPS = 200  # proposed: the low end of ProRL v2's 200-500 steps between resets
 PRORL_PAPER_STEPS = 2000  # the paper's horizon ("more than 2,000 training steps")
 
@@ -62,7 +65,7 @@ register_recipe(
         rewards=(RewardSpec("correctness"),),
         papers=("2505.24864",),
         config_overrides={
-            "beta": PRORL_BETA,  # proposed (see the module docstring)
+            "beta": PRORL_BETA,  # ProRL v2's released config (NeMo-RL prorlv2.yaml); v1's not found
             "ref_reset_steps": PRORL_RESET_STEPS,  # proposed: ProRL v2's 200-500
             "ref_reset_optimizer": True,  # §2.2: optimizer state reset with the reference
             "epsilon": 0.2,  # §2.2 decoupled clip
@@ -73,7 +76,8 @@ register_recipe(
             "temperature": 1.2,  # §2.2
         },
         proposed_defaults=(
-            "KL coefficient beta = 1e-4 (not stated in the sources read)",
+            "KL coefficient beta = 1e-4 from ProRL v2's released config (NeMo-RL prorlv2.yaml; k2 there, TRL's k3 "
+            "here); the v1 paper's value not found",
             "reference reset every 200 steps (ProRL v2's 200-500; the paper resets when validation stalls, by hand)",
             "plateau trigger (ref_reset_metric) patience 3, min_delta 0, off unless an evaluation metric is named",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",

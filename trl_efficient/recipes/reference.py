@@ -65,7 +65,7 @@ SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (30, "Frugal-Thinking: curation by pass rate", ("frugal",), ("MBZUAI-Paris/Frugal-Thinking",)),
     (31, "DAPO soft overlong punishment", ("dapo-overlong",), ("huggingface/trl",)),
     (32, "Dr. GRPO", ("dr-grpo",), ("huggingface/trl",)),
-    (33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("prorl",), ()),
+    (33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("prorl",), ("NVIDIA-NeMo/RL",)),
 )
 
 _SKIP_DEFAULTS = {"length_unit", "length_scope", "tokenizer", "max_completion_length", "max_len", "max_completion_len"}
