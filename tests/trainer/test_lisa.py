@@ -307,7 +307,8 @@ def test_the_model_card_cites_lisa_whatever_the_recipe(four_layer_dir, tmp_path)
     from trl_efficient.hub.papers import bibtex
 
     with_lisa = _trainer(four_layer_dir, tmp_path / "on", lisa_activated_layers=1)
-    assert card_data_from_trainer(with_lisa).papers == ["2403.17919"]
+    data = card_data_from_trainer(with_lisa)
+    assert data.papers == ["2403.17919"] and data.hyperparameters["lisa_activated_layers"] == 1
     assert "LISA: Layerwise Importance Sampling" in bibtex("2403.17919")
     assert card_data_from_trainer(_trainer(four_layer_dir, tmp_path / "off")).papers == []
 

@@ -54,7 +54,8 @@ Where this module differs, and why:
    zero-fills a frozen layer's gradient (`DeepSpeedZeroOptimizer.get_all_grad_tensors`, DeepSpeed edaa722), so there
    the optimizer memory is not reduced and a layer frozen after training drifts by its remaining momentum, as in
    LMFlow. With DDP, `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient;
-   transformers would otherwise turn it off under gradient checkpointing). At the end of training every layer's
+   transformers would otherwise turn it off under gradient checkpointing); 1 and 2 processes draw the same layers and
+   end with the same weights (`tests/multiprocess/test_multiprocess_lisa.py`). At the end of training every layer's
    parameters get their `requires_grad` back.
 
 >>> sample_layers(seed=42, interval=0, num_layers=8, activated_layers=2)
