@@ -473,3 +473,20 @@ def test_wrong_inputs_of_issue_37_are_one_line_exit_2(early, argv, expected, cap
     message = err[0].split(": error: ", 1)[1]
     assert message.startswith(expected.format(tmp=tmp_path)), message
     assert command in ("train", "eval", "merge", "testbed")
+
+
+def test_push_with_the_hub_unreachable_is_one_line(capsys, monkeypatch, tiny_model_dir, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_model_dir, run)
+    (run / "trl_efficient_summary.json").write_text('{"recipe": "grpo", "model": "Qwen/Qwen2.5-0.5B-Instruct"}')
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    assert main(["push", str(run), "--repo-id", "tester/x", "--token", "hf_NotARealToken000"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith(
+        "trl-efficient push: error: the Hugging Face Hub at http://127.0.0.1:9 cannot be reached (ConnectError: "
+    ) and lines[-1].endswith("nothing was uploaded; check the network (or HF_ENDPOINT) and run the same push again")
+    assert not [line for line in lines if line.startswith("Traceback")]

@@ -127,3 +127,27 @@ def test_a_resume_reads_the_before_evaluation_back(tmp_path):
     assert _before_evaluation(args, lambda tag: pytest.fail("a resume must not evaluate again")) == first
     os.remove(tmp_path / BEFORE_EVAL_FILE)  # a run that never evaluated before training: no table, no evaluation
     assert _before_evaluation(args, lambda tag: pytest.fail("a resume must not evaluate again")) is None
+
+
+def test_push_to_hub_with_the_hub_unreachable_fails_at_the_end_with_the_model_saved(tmp_path, capsys, monkeypatch,
+                                                                                     caplog):  # fmt: skip
+    import huggingface_hub
+
+    def unreachable(self, *args, **kwargs):
+        raise ConnectionError("cannot reach https://huggingface.co")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "create_repo", unreachable)
+    run = tmp_path / "run"
+    argv = ["train", "--config", os.path.join(ROOT, "configs", "grpo.yaml"),
+            *tiny_cli_args(run, push_to_hub=True, hub_model_id="tester/tiny")]  # fmt: skip
+    with caplog.at_level(logging.WARNING, logger="trl_efficient"):
+        assert main(argv) == 1
+    assert [r.getMessage() for r in caplog.records if "Hub" in r.getMessage()] == [
+        "trl-efficient: the Hugging Face Hub cannot be reached now (ConnectionError: cannot reach "
+        f"https://huggingface.co); training goes on and the push is tried at the end, after the model is saved in {run}"
+    ]
+    assert _error(capsys) == (
+        "trl-efficient: error: push to the Hub failed (ConnectionError: cannot reach https://huggingface.co); the "
+        f"trained model and its checkpoints are saved in {run}"
+    )
+    assert (run / "model.safetensors").exists() and (run / "trl_efficient_summary.json").exists()

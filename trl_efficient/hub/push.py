@@ -272,6 +272,15 @@ def push(
         )
     except OfflineModeIsEnabled as err:  # offline mode turned on after huggingface_hub was imported
         raise _offline_error(_offline_variable() or "HF_HUB_OFFLINE") from err
+    except Exception as err:
+        unreachable = network_error(err)
+        if unreachable is None:
+            raise
+        raise PushError(
+            f"the Hugging Face Hub at {api.endpoint} cannot be reached ({type(unreachable).__name__}: "
+            f"{' '.join(str(unreachable).split())}): nothing was uploaded; check the network (or HF_ENDPOINT) and "
+            "run the same push again"
+        ) from err
     logger.info("pushed %d files of %s to %s", len(operations), output_dir, repo_id)
     return str(getattr(info, "commit_url", "") or repo_id)
 
@@ -286,6 +295,28 @@ def _merge_card(merge: dict, repo_id: str, license: str | None, entries) -> tupl
         merge["license"], merge["license_text"] = choose_license({}, license)
     readme = render_merge_card(merge, repo_id, entries)
     return readme, json.dumps(merge, indent=1, ensure_ascii=False), f"{merge['method']} merge"
+
+
+NETWORK_ERROR_WORDS = ("Connect", "Timeout", "Network", "NameResolution", "ProtocolError", "RemoteProtocol")
+
+
+def network_error(err: BaseException) -> BaseException | None:
+    """The exception in `err`'s chain that says the server could not be reached (connection refused, DNS, timeout:
+    `ConnectionError`/`TimeoutError`, or an httpx/httpcore/requests/urllib3 error so named), else None. An HTTP
+    answer (401, 404, ...) is not one."""
+    import socket
+
+    seen, depth = err, 0
+    while seen is not None and depth < 10:
+        kind = type(seen)
+        if isinstance(seen, (ConnectionError, TimeoutError, socket.gaierror)):
+            return seen
+        if kind.__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2", "requests", "urllib3") and any(
+            word in kind.__name__ for word in NETWORK_ERROR_WORDS
+        ):
+            return seen
+        seen, depth = seen.__cause__ or seen.__context__, depth + 1
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
