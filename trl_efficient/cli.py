@@ -466,6 +466,11 @@ def _check_values(argv: list[str], config: str | None, parsed: tuple | None) -> 
     if parsed is not None:
         from transformers.integrations import get_available_reporting_integrations
 
+        from .core.models import missing_model_dir
+
+        missing = missing_model_dir(parsed[0].model_name_or_path)  # no such folder, or one without a model
+        if missing is not None:
+            raise UserError(str(missing))
         training_args = parsed[1]
         available = get_available_reporting_integrations()
         missing = [name for name in (training_args.report_to or []) if name not in (*available, "none", "all")]
@@ -942,14 +947,15 @@ def _resolve(target: str):
 def _user_error_types() -> tuple[type[BaseException], ...]:
     import yaml
 
-    return (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, yaml.YAMLError)
+    return (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, FileExistsError, PermissionError,
+            yaml.YAMLError)  # fmt: skip
 
 
 def _user_error_line(err: BaseException, command: str) -> str:
     import re
 
-    if isinstance(err, (FileNotFoundError, IsADirectoryError, PermissionError)) and err.filename is not None:
-        return f"cannot read {err.filename}: {err.strerror or _one_line(err)}"
+    if isinstance(err, OSError) and err.filename is not None:
+        return _file_error_line(err)
     message = _one_line(err)
     # HfArgumentParser's (train, profile) wording of an unknown flag
     not_used = re.match(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])", message)
@@ -957,6 +963,22 @@ def _user_error_line(err: BaseException, command: str) -> str:
         args = " ".join(re.findall(r"'([^']*)'", not_used.group(1)))
         return f"unknown argument(s): {args}; fix their names (see `trl-efficient {command} --help`)"
     return message
+
+
+def _file_error_line(err: OSError) -> str:
+    """A file error in one line, without guessing "read" for a write: a missing path is named as such, a permission
+    error says "cannot write" when the file is there and readable (so the write failed), else "cannot read"."""
+    what = err.strerror or _one_line(err)
+    if isinstance(err, FileNotFoundError):
+        return f"{err.filename}: {what} (check the path, and that its folder exists)"
+    if isinstance(err, IsADirectoryError):
+        return f"{err.filename} is a directory: pass a file path"
+    if isinstance(err, FileExistsError):
+        return f"{err.filename} exists and is not a folder: pass a new folder"
+    if isinstance(err, NotADirectoryError):
+        return f"{err.filename}: part of this path is a file, not a folder; pass another path"
+    readable = os.path.exists(err.filename) and os.access(err.filename, os.R_OK)
+    return f"cannot {'write' if readable else 'read'} {err.filename}: {what}"
 
 
 def _offline_refusal(err: BaseException) -> str | None:

@@ -423,6 +423,18 @@ ISSUE_37 = [
      "run there"),
     (True, ["merge", "--base", "tiny:qwen2-16", "--trained", "tiny:qwen2-16", "--output", "afile"],
      "--output afile: a file, not a directory; pass --output <a new directory>."),
+    (True, [*TRAIN, "--model_name_or_path", "ev"],
+     "model 'ev': a directory without a model (no config.json or adapter_config.json); pass --model_name_or_path <a "
+     "model directory (a run's output_dir or one of its checkpoint-N folders) or a Hub id>"),
+    (True, ["eval", "--model", "ev", "--output-dir", "ev2"],
+     "model 'ev': a directory without a model (no config.json or adapter_config.json); pass --model <a model "
+     "directory (a run's output_dir or one of its checkpoint-N folders) or a Hub id>"),
+    # write failures: said before the work, and never "cannot read"
+    (True, ["profile", "--model_name_or_path", "tiny:qwen2-16", "--dataset_name", "gsm8k", "--output", "nodir/p.json"],
+     "--output nodir/p.json: the folder {tmp}/nodir does not exist; create it or pass another path"),
+    (True, [*EVAL[:-3], "--output-dir", "afile"], "afile exists and is not a folder: pass a new folder"),
+    (True, ["data", "prepare", "--benchmarks", "gsm8k", "--output", "afile/x"],
+     "afile/x: part of this path is a file, not a folder; pass another path"),
     # the testbed
     (True, ["testbed", "base", "--size", "bogus", "--retrain"],
      "--size bogus: no such testbed base model; pass one of base, formats, v2, small"),
@@ -458,6 +470,8 @@ def test_wrong_inputs_of_issue_37_are_one_line_exit_2(early, argv, expected, cap
     _write(tmp_path / "empty.jsonl", "")
     _write(tmp_path / "notcmp.json", '{"a": 1}')
     _write(tmp_path / "afile", "x")
+    (tmp_path / "ev").mkdir()
+    _write(tmp_path / "ev" / "tokenizer_config.json", "{}")  # a folder with a tokenizer file but no model
     if early:
 
         def no_load(*args, **kwargs):
@@ -472,7 +486,7 @@ def test_wrong_inputs_of_issue_37_are_one_line_exit_2(early, argv, expected, cap
     assert len(err) == 1 and not [line for line in lines if line.startswith(("ERROR", "Traceback"))], lines
     message = err[0].split(": error: ", 1)[1]
     assert message.startswith(expected.format(tmp=tmp_path)), message
-    assert command in ("train", "eval", "merge", "testbed")
+    assert command in ("train", "eval", "merge", "testbed", "profile", "data")
 
 
 def test_push_with_the_hub_unreachable_is_one_line(capsys, monkeypatch, tiny_model_dir, tmp_path):

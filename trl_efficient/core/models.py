@@ -127,11 +127,23 @@ def missing_model_dir(name: str, flag: str = "--model_name_or_path") -> ModelUna
     "model '/no/such/dir': no such directory; pass --model <an existing directory or a Hub id>"
     >>> missing_model_dir("Qwen/Qwen2.5-0.5B") is None
     True
+
+    An existing directory that holds no model (no `config.json`, no `adapter_config.json`) is refused the same way.
     """
     if name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):
         return ModelUnavailableError(f"model {name!r}: no such directory; pass {flag} <an existing directory or a "
                                      "Hub id>")  # fmt: skip
+    path = os.path.expanduser(name)
+    if os.path.isdir(path) and not any(os.path.isfile(os.path.join(path, f)) for f in MODEL_CONFIG_FILES):
+        # transformers would otherwise fail on the tokenizer, with a message about sentencepiece
+        return ModelUnavailableError(
+            f"model {name!r}: a directory without a model (no config.json or adapter_config.json); pass {flag} <a "
+            "model directory (a run's output_dir or one of its checkpoint-N folders) or a Hub id>"
+        )
     return None
+
+
+MODEL_CONFIG_FILES = ("config.json", "adapter_config.json")  # a model directory holds one of them
 
 
 def _first_line(err: BaseException) -> str:
