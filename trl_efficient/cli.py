@@ -356,15 +356,17 @@ def _check_zero3_eval(script_args, data_args, training_args) -> None:
         )
 
 
-def _check_vllm(training_args, config: str | None) -> None:
+def _check_vllm(training_args, config: str | None, argv: list[str] | None = None) -> None:
     """`use_vllm` on a machine without vLLM: one line naming both ways out (TRL raises a long `ImportError` when the
-    trainer is built). Server mode needs the vllm package here too (TRL's client imports it)."""
+    trainer is built) and who turned it on (the command line over the YAML). Server mode needs the vllm package here
+    too (TRL's client imports it)."""
     from trl.import_utils import is_vllm_available
 
     if not training_args.use_vllm or is_vllm_available():
         return
+    flag = next((f for f in ("--use_vllm", "--use-vllm") if f in (argv or []) or _flag_value(argv or [], f)), None)
     asked = config is not None and read_config_file(config).get("use_vllm") is not None
-    source = f"{config} sets use_vllm: true" if asked else "use_vllm is on"
+    source = f"{flag} asks for vLLM" if flag else f"{config} sets use_vllm: true" if asked else "use_vllm is on"
     raise UserError(
         f"{source} and vLLM is not installed: pass --use_vllm false to generate with transformers, or install it "
         "with `pip install 'trl-efficient[vllm]'`"
@@ -532,7 +534,7 @@ def parse_train_args(argv: list[str]) -> tuple:
         warn_cpu_threads(script_args, training_args)
         check_quantization(script_args)
         _check_zero3_eval(script_args, data_args, training_args)
-        _check_vllm(training_args, config)
+        _check_vllm(training_args, config, argv)
         _check_values(argv, config, (script_args, training_args))
         # reward_kwargs may only name builders this recipe uses (the config checked each builder's arguments)
         get_recipe(script_args.recipe).with_reward_kwargs(training_args.reward_kwargs)

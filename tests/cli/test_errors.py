@@ -452,6 +452,9 @@ if importlib.util.find_spec("wandb") is None:
     ISSUE_37.append((True, [*TRAIN, "--report_to", "wandb"], "--report_to wandb needs wandb, which is not installed: "
                      "pass --report_to none (or one of the installed: "))  # fmt: skip
 if importlib.util.find_spec("vllm") is None:
+    # the run preset sets use_vllm: true too; the command line's flag is the one named
+    ISSUE_37.append((True, [*TRAIN, "--use_vllm", "true"], "--use_vllm asks for vLLM and vLLM is not installed: pass "
+                     "--use_vllm false to generate with transformers"))  # fmt: skip
     ISSUE_37.append((True, [*EVAL, "--backend", "vllm"], "--backend vllm needs vLLM, which is not installed: pass "
                      "--backend transformers, or install it with `pip install 'trl-efficient[vllm]'`"))  # fmt: skip
 
