@@ -358,3 +358,36 @@ def test_a_merge_that_fails_at_its_last_step_writes_nothing(models, tmp_path, ca
     assert os.listdir(tmp_path) == ["runs"] and os.listdir(tmp_path / "runs") == ["merged"]
     card = (out / "README.md").read_text()
     assert str(out) in card and ".merging-" not in card  # the card names the output, not the staging folder
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_a_trained_model_with_added_tokens_merges_into_the_resized_base(tmp_path, tie):
+    """BudgetThinker-style added tokens: the trained vocabulary has 3 more rows than the base. The base is resized to
+    it; old rows are merged by the formula, the new rows are the trained model's, and the output loads."""
+    tok = build_tiny_tokenizer()
+    base = _model(tok, tie=tie)
+    base.save_pretrained(tmp_path / "base")
+    tok.save_pretrained(tmp_path / "base")
+    grown = build_tiny_tokenizer()
+    grown.add_special_tokens({"additional_special_tokens": ["<remaining>1/8", "<remaining>2/8", "<remaining>3/8"]})
+    trained = _model(tok, tie=tie)
+    trained.resize_token_embeddings(len(grown), mean_resizing=False)
+    trained = _finetuned(trained, seed=1)
+    trained.save_pretrained(tmp_path / "trained")
+    grown.save_pretrained(tmp_path / "trained")
+    out = str(tmp_path / "out")
+    assert main(["--base", str(tmp_path / "base"), "--trained", str(tmp_path / "trained"), "--alpha", "0.25",
+                 "--output", out]) == 0  # fmt: skip
+    b, t, m = _state(tmp_path / "base"), _state(tmp_path / "trained"), _state(out)
+    old, new = len(tok), len(grown)
+    assert new == old + 3 and m["model.embed_tokens.weight"].shape[0] == new
+    names = ["model.embed_tokens.weight"] + ([] if tie else ["lm_head.weight"])
+    for name in names:
+        # old rows: 0.75 base + 0.25 trained; new rows: the trained model's own (equal on both sides after the resize)
+        torch.testing.assert_close(m[name][:old], 0.75 * b[name] + 0.25 * t[name][:old])
+        torch.testing.assert_close(m[name][old:], t[name][old:])
+    torch.testing.assert_close(m["model.norm.weight"], 0.75 * b["model.norm.weight"] + 0.25 * t["model.norm.weight"])
+    assert len(AutoTokenizer.from_pretrained(out)) == new  # the trained tokenizer, with its added tokens
+    _loads_and_generates(out)
+    meta, text = _card(out)
+    assert f"the base's {old} embedding rows resized to the trained model's {new}; the 3 new rows" in text

@@ -48,7 +48,9 @@ Both models load with `AutoModelForCausalLM.from_pretrained` (local directories,
 model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
 The output holds the merged model (the trained model's config), the trained model's tokenizer (the adapter's or the
 base's for `lora`), README.md and `trl_efficient_merge.json`. Memory: both models at once, plus one float32
-tensor at a time.
+tensor at a time. A trained vocabulary larger than the base's (added tokens) is merged into the base resized to it,
+the new rows the trained model's (`resize_base_vocabulary`). Nothing is written unless everything is: `main` writes
+into a staging folder beside `--output` and renames it once the model, tokenizer and card are written.
 """
 
 from __future__ import annotations
@@ -150,6 +152,29 @@ def check_compatible(base: Mapping[str, torch.Tensor], trained: Mapping[str, tor
         raise ValueError(
             "the base and trained models do not match, so they cannot be merged: " + "; ".join(problems) + "."
         )
+
+
+def resize_base_vocabulary(base_model, trained_model) -> tuple[int, int] | None:
+    """A trained model whose vocabulary grew (tokens added during training, such as BudgetThinker's control tokens):
+    resize the base's token embeddings to the trained model's rows with transformers' `resize_token_embeddings`, and
+    copy the new rows (input embeddings, and the output embeddings when they are not tied) from the trained model,
+    so every method merges the old rows and keeps the trained model's new ones (equal in both models, they merge to
+    themselves). Returns `(base rows, trained rows)`, or None when the vocabulary did not grow (a smaller trained
+    vocabulary is left to `check_compatible`)."""
+    old = base_model.get_input_embeddings().weight.shape[0]
+    new = trained_model.get_input_embeddings().weight.shape[0]
+    if new <= old:
+        return None
+    base_model.resize_token_embeddings(new, mean_resizing=False)
+    with torch.no_grad():
+        base_in, trained_in = base_model.get_input_embeddings(), trained_model.get_input_embeddings()
+        base_in.weight[old:] = trained_in.weight[old:].to(base_in.weight.dtype)
+        base_out, trained_out = base_model.get_output_embeddings(), trained_model.get_output_embeddings()
+        if base_out is not None and trained_out is not None and base_out.weight is not base_in.weight:
+            base_out.weight[old:] = trained_out.weight[old:].to(base_out.weight.dtype)
+            if getattr(base_out, "bias", None) is not None and getattr(trained_out, "bias", None) is not None:
+                base_out.bias[old:] = trained_out.bias[old:].to(base_out.bias.dtype)
+    return old, new
 
 
 def uniform_merge(
@@ -292,6 +317,7 @@ def merge_models(
             f"architectures differ: base is {base_model.config.model_type!r}, trained is "
             f"{trained_model.config.model_type!r}; merge two checkpoints of the same model."
         )
+    grown = resize_base_vocabulary(base_model, trained_model)  # added tokens (BudgetThinker's control tokens...)
     base_params = dict(base_model.named_parameters())  # tied weights appear once
     trained_params = dict(trained_model.named_parameters())
     params: dict = {}
@@ -313,6 +339,12 @@ def merge_models(
             raise ValueError(f"--method {method}: choose one of {', '.join(METHODS)}.")
         for n, p in trained_params.items():
             p.copy_(merged[n])
+    if grown is not None:
+        (rows_base, rows_trained), added = grown, grown[1] - grown[0]
+        params["added_tokens"] = (
+            f"the base's {rows_base} embedding rows resized to the trained model's {rows_trained}; the {added} new "
+            "rows are the trained model's"
+        )
     del base_model
     trained_model.save_pretrained(output)
     tokenizer_from = _save_tokenizer([trained, base], output)
