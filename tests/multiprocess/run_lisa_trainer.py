@@ -1,6 +1,7 @@
 """Run 4 training steps with LISA (gamma 1 of the 2 layers, K = 2, seed 1) under DDP and dump what each rank saw.
 
-Launched by tests/multiprocess/test_multiprocess_lisa.py with `torchrun --nproc_per_node {1,2}`. The global
+Launched by tests/multiprocess/test_multiprocess_lisa.py with `torchrun --nproc_per_node {1,2}`, and by
+tests/multiprocess/test_deepspeed_lisa.py under `accelerate launch` with DeepSpeed ZeRO-2. The global
 generation batch is 12 rows = 3 groups of G=4. Gradient checkpointing is on: transformers then builds DDP with
 `find_unused_parameters=False` unless told otherwise, which frozen layers would hang; LISA's config sets it to True.
 """
@@ -17,17 +18,30 @@ from transformers import TrainerCallback  # noqa: E402
 from trl_efficient.rewards import correctness_reward, get_kimi_length_reward  # noqa: E402
 
 
+def _layer_sums(model) -> dict[str, float]:
+    return {n: float(p.detach().double().sum()) for n, p in model.named_parameters() if n.startswith("model.layers.")}
+
+
 class Draws(TrainerCallback):
-    """The trainable decoder layers and the optimizer's state size at each step's end."""
+    """At each step's end: the trainable decoder layers, the layers whose weights the step changed, and the number of
+    tensors the optimizer holds state for."""
 
     def __init__(self):
         self.steps = []
 
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        self.before = _layer_sums(model)
+
     def on_step_end(self, args, state, control, model=None, optimizer=None, **kwargs):
-        layers = sorted(
-            {int(n.split(".")[2]) for n, p in model.named_parameters() if "layers." in n and p.requires_grad}
+        trainable = [n for n, p in model.named_parameters() if n.startswith("model.layers.") and p.requires_grad]
+        after = _layer_sums(model)
+        self.steps.append(
+            {
+                "layers": sorted({int(n.split(".")[2]) for n in trainable}),
+                "moved": sorted({int(n.split(".")[2]) for n in after if after[n] != self.before[n]}),
+                "optimizer_tensors": len(optimizer.optimizer.state),
+            }
         )
-        self.steps.append({"layers": layers, "optimizer_tensors": len(optimizer.optimizer.state)})
 
 
 def main(model_dir: str, out_dir: str) -> None:

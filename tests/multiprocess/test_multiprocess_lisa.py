@@ -21,6 +21,7 @@ def test_lisa_one_vs_two_processes(tiny_model_dir, tmp_path):
     for run in (single, *ranks):
         assert run["find_unused_parameters"] is True  # set by the LISA config, not turned off by checkpointing
         assert [d["layers"] for d in run["draws"]] == expected
+        assert [d["moved"] for d in run["draws"]] == expected  # a frozen layer never moves, a drawn one does
         assert run["lisa"] == single["lisa"]
         # 2 always-trained tensors (embeddings = tied head, final norm) + 1 layer's 12 tensors (Qwen2: q/k/v with
         # biases, o, gate/up/down, 2 norms)

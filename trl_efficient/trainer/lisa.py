@@ -53,10 +53,11 @@ Where this module differs, and why:
    with a one-line warning: its optimizer keeps a flat fp32 partition and Adam state over every parameter and
    zero-fills a frozen layer's gradient (`DeepSpeedZeroOptimizer.get_all_grad_tensors`, DeepSpeed edaa722), so there
    the optimizer memory is not reduced and a layer frozen after training drifts by its remaining momentum, as in
-   LMFlow. With DDP, `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient;
-   transformers would otherwise turn it off under gradient checkpointing); 1 and 2 processes draw the same layers and
-   end with the same weights (`tests/multiprocess/test_multiprocess_lisa.py`). At the end of training every layer's
-   parameters get their `requires_grad` back.
+   LMFlow (a real ZeRO-2 run on CPU shows it: `tests/multiprocess/test_deepspeed_lisa.py`, opt-in). With DDP,
+   `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient; transformers would otherwise
+   turn it off under gradient checkpointing); 1 and 2 processes draw the same layers, move exactly the drawn layer
+   and end with the same weights (`tests/multiprocess/test_multiprocess_lisa.py`). At the end of training every
+   layer's parameters get their `requires_grad` back.
 
 >>> sample_layers(seed=42, interval=0, num_layers=8, activated_layers=2)
 [0, 6]
