@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -434,6 +435,13 @@ VALUE_RULES = {
 }
 
 
+def _sets(argv: list[str], config: str | None, key: str) -> bool:
+    """The command line (`--key`, either spelling) or the YAML sets `key`."""
+    flags = (f"--{key}", f"--{key.replace('_', '-')}")
+    on_line = any(arg in flags or arg.startswith(tuple(f + "=" for f in flags)) for arg in argv)
+    return on_line or (config is not None and key in read_config_file(config))
+
+
 def _check_values(argv: list[str], config: str | None, parsed: tuple | None) -> None:
     """`VALUE_RULES` and `--report_to`'s packages: raise one line naming where the value was set (the flag, the YAML
     or the recipe/preset), what it must be and what to pass. Before parsing (`parsed` None) only the command line's
@@ -529,7 +537,12 @@ def parse_train_args(argv: list[str]) -> tuple:
             defaults.update(get_recipe(recipe_name).config_overrides)
         if defaults:
             parser.set_defaults_with_config(**defaults)
-        script_args, data_args, training_args = parser.parse_args_and_config(argv)
+        with warnings.catch_warnings():
+            if not _sets(argv, config, "gradient_checkpointing"):
+                # TRL's GRPOConfig defaults the deprecated `gradient_checkpointing` to True, so transformers warns on
+                # every run about a name the user never wrote: that warning is silenced; the user's own use still warns
+                warnings.filterwarnings("ignore", "`gradient_checkpointing` is deprecated", FutureWarning)
+            script_args, data_args, training_args = parser.parse_args_and_config(argv)
         resolve_load_dtype(script_args, training_args, argv, preset_dtype)
         warn_cpu_threads(script_args, training_args)
         check_quantization(script_args)

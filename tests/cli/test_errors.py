@@ -507,3 +507,15 @@ def test_push_with_the_hub_unreachable_is_one_line(capsys, monkeypatch, tiny_mod
         "trl-efficient push: error: the Hugging Face Hub at http://127.0.0.1:9 cannot be reached (ConnectError: "
     ) and lines[-1].endswith("nothing was uploaded; check the network (or HF_ENDPOINT) and run the same push again")
     assert not [line for line in lines if line.startswith("Traceback")]
+
+
+def test_a_train_error_is_the_only_line_on_stderr(tmp_path):
+    """No transformers FutureWarning about `gradient_checkpointing` before the line: TRL's GRPOConfig defaults the
+    deprecated name, which the user never wrote (issue 37, noise before every line)."""
+    proc = _cli("train", "--config", "grpo", *CPU, "--use_vllm", "false", "--learning_rate", "nan",
+                "--output_dir", str(tmp_path / "out"), PYTHONWARNINGS="default")  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "trl-efficient: error: --learning_rate nan: learning_rate must be a finite number >= 0; pass e.g. "
+        "--learning_rate 1e-6\n"
+    )
