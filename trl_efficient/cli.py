@@ -517,6 +517,7 @@ def parse_train_args(argv: list[str]) -> tuple:
     from .recipes import get_recipe
     from .recipes.presets import run_preset
     from .trainer import EfficientGRPOConfig
+    from .trainer.lisa import check_lisa_peft
 
     register_everything()  # `train_main` is also called directly (tests, scripts), not only through `main`
     parser = TrlParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
@@ -546,6 +547,7 @@ def parse_train_args(argv: list[str]) -> tuple:
         resolve_load_dtype(script_args, training_args, argv, preset_dtype)
         warn_cpu_threads(script_args, training_args)
         check_quantization(script_args)
+        check_lisa_peft(training_args, script_args.use_peft)
         _check_zero3_eval(script_args, data_args, training_args)
         _check_vllm(training_args, config, argv)
         _check_values(argv, config, (script_args, training_args))

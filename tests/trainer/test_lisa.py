@@ -159,6 +159,17 @@ def test_peft_is_refused(four_layer_dir, tmp_path):
         )  # fmt: skip
 
 
+def test_use_peft_on_the_command_line_is_refused_at_config_time(tmp_path):
+    from helpers import tiny_cli_args
+
+    from trl_efficient.cli import UserError, parse_train_args
+
+    argv = ["--config", "kimi", *tiny_cli_args(tmp_path), "--use_peft", "--lisa_activated_layers", "1"]
+    with pytest.raises(UserError, match=r"lisa_activated_layers=1 .*cannot be combined with PEFT/LoRA") as err:
+        parse_train_args(argv)
+    assert "\n" not in str(err.value)
+
+
 def test_off_adds_no_callback(four_layer_dir, tmp_path):
     trainer = _trainer(four_layer_dir, tmp_path)
     assert trainer.lisa is None

@@ -80,7 +80,15 @@ from ..core.state import StatefulComponent
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LISA", "build_lisa", "check_lisa_config", "decoder_layers", "deepspeed_zero_stage", "sample_layers"]
+__all__ = [
+    "LISA",
+    "build_lisa",
+    "check_lisa_config",
+    "check_lisa_peft",
+    "decoder_layers",
+    "deepspeed_zero_stage",
+    "sample_layers",
+]
 
 
 def sample_layers(seed: int, interval: int, num_layers: int, activated_layers: int) -> list[int]:
@@ -178,6 +186,21 @@ def check_lisa_config(args) -> None:
         )
 
 
+def _peft_error(gamma: int) -> ValueError:
+    return ValueError(
+        f"lisa_activated_layers={gamma} trains the full model's layers and cannot be combined with PEFT/LoRA (the "
+        "adapters are the only trainable weights): drop --use_peft / peft_config, or set lisa_activated_layers=None."
+    )
+
+
+def check_lisa_peft(args, use_peft: bool) -> None:
+    """Config-time check of `trl-efficient train`: `--use_peft` (TRL's `ModelConfig`) with `lisa_activated_layers` is
+    one line; a `peft_config` given to the trainer in Python is refused when the trainer is built (`LISA.attach`)."""
+    gamma = getattr(args, "lisa_activated_layers", None)
+    if gamma is not None and use_peft:
+        raise _peft_error(gamma)
+
+
 def build_lisa(args) -> LISA | None:
     """The `LISA` callback of `args` (`None` when `lisa_activated_layers` is unset)."""
     gamma = getattr(args, "lisa_activated_layers", None)
@@ -224,11 +247,7 @@ class LISA(TrainerCallback, StatefulComponent):
         """Find the decoder layers, check the setup against the model, register as a callback (once)."""
         model = trainer.model
         if getattr(model, "peft_config", None):
-            raise ValueError(
-                f"lisa_activated_layers={self.activated_layers} trains the full model's layers and cannot be "
-                "combined with PEFT/LoRA (the adapters are the only trainable weights): drop --use_peft / "
-                "peft_config, or set lisa_activated_layers=None."
-            )
+            raise _peft_error(self.activated_layers)
         self.layers_name, self.layers = decoder_layers(model)
         if self.activated_layers > len(self.layers):
             raise ValueError(
