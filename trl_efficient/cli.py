@@ -34,6 +34,7 @@ from trl import ModelConfig
 
 logger = logging.getLogger("trl_efficient")
 QUIET_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "huggingface_hub")  # WARNING+ unless --debug
+OWN_HANDLER_LOGGERS = ("huggingface_hub", "datasets")  # libraries that attach a stderr handler and still propagate
 
 QUICKSTART_NOTE = (
     "This is a SMOKE RUN of the whole pipeline (data -> rollouts -> length-aware rewards -> GRPO updates -> "
@@ -1028,6 +1029,15 @@ def _argparse_errors_raise():
         argparse.ArgumentParser.error = original
 
 
+class _PrintedByTheirOwnHandler(logging.Filter):
+    """On the root logger's handlers: drop a record of `OWN_HANDLER_LOGGERS` (huggingface_hub, datasets) when that
+    library's logger has its own handler, which already printed it (checked per record: they attach it on import)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        library = record.name.split(".")[0]
+        return not (library in OWN_HANDLER_LOGGERS and logging.getLogger(library).handlers)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`trl-efficient <command> ...`. A user error prints `trl-efficient: error: <one line>` on stderr and returns 2;
     `--debug` anywhere on the command line re-raises it with its traceback."""
@@ -1038,6 +1048,9 @@ def main(argv: list[str] | None = None) -> int:
     if not debug:  # one INFO line per HTTP request (push, downloads) otherwise; --debug shows them
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
+    for handler in logging.getLogger().handlers:  # printed by their own handler, then again by the root one: once
+        if not any(isinstance(f, _PrintedByTheirOwnHandler) for f in handler.filters):
+            handler.addFilter(_PrintedByTheirOwnHandler())
     if not argv or argv[0] in ("-h", "--help"):
         parser = argparse.ArgumentParser(prog="trl-efficient", description="Efficient-reasoning RL on top of TRL.")
         parser.add_argument(

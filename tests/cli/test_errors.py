@@ -519,3 +519,14 @@ def test_a_train_error_is_the_only_line_on_stderr(tmp_path):
         "trl-efficient: error: --learning_rate nan: learning_rate must be a finite number >= 0; pass e.g. "
         "--learning_rate 1e-6\n"
     )
+
+
+def test_hub_warnings_print_once():
+    """huggingface_hub (and datasets) attach their own stderr handler and propagate to the root logger that `main`
+    configures: each retry warning of a push printed twice."""
+    code = ("import logging; from trl_efficient.cli import main; main(['recipes', 'presets']); "
+            "logging.getLogger('huggingface_hub.utils._http').warning('Retrying in 1s [Retry 1/5].'); "
+            "logging.getLogger('datasets.load').warning('a datasets warning')")  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("Retrying in 1s [Retry 1/5].") == 1 and proc.stderr.count("a datasets warning") == 1
