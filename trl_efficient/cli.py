@@ -428,6 +428,14 @@ VALUE_RULES = {
         "a whole number of tokens >= 1 (unset: max_completion_length)",
         "512",
     ),  # fmt: skip
+    "max_completion_length": (lambda v: v >= 1, "a whole number of tokens >= 1", "1024"),
+    "num_iterations": (lambda v: v >= 1, "a whole number >= 1 (updates per generation batch)", "1"),
+    "beta": (
+        lambda v: math.isfinite(v) and v >= 0,
+        "a finite number >= 0 (the KL coefficient; 0: no reference)",
+        "0.0",
+    ),
+    "top_p": (lambda v: math.isfinite(v) and 0 < v <= 1, "in (0, 1] (1: no nucleus cut)", "1.0"),
     "save_steps": (
         lambda v: v > 0,
         "a number > 0 (steps between checkpoints, or a fraction of the run below 1)",

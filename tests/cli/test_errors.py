@@ -408,6 +408,12 @@ ISSUE_37 = [
     (True, [*TRAIN, "--save_strategy", "steps", "--save_steps", "0"],
      "--save_steps 0: save_steps must be a number > 0 (steps between checkpoints, or a fraction of the run below "
      "1); pass e.g. --save_steps 100"),
+    (True, [*TRAIN, "--max_completion_length", "0"],
+     "--max_completion_length 0: max_completion_length must be a whole number of tokens >= 1; pass e.g. "
+     "--max_completion_length 1024"),
+    (True, [*TRAIN, "--num_iterations", "0"], "--num_iterations 0: num_iterations must be a whole number >= 1"),
+    (True, [*TRAIN, "--beta", "-0.1"], "--beta -0.1: beta must be a finite number >= 0 (the KL coefficient"),
+    (True, [*TRAIN, "--top_p", "1.5"], "--top_p 1.5: top_p must be in (0, 1] (1: no nucleus cut); pass e.g."),
     (True, [*EVAL, "--temperature", "nan"],
      "--temperature nan: must be a finite number >= 0 (0: greedy; e.g. 0.6)"),
     (True, [*EVAL, "--top-p", "2"], "--top-p 2.0: must be in (0, 1] (1: no nucleus cut; e.g. 0.95)"),
