@@ -1,7 +1,7 @@
 """Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
     python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 15]
-                                   [--workers 2]
+                                   [--workers 2] [--no-train] [--confirm]
 
 Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 15 --output-dir perf/testbed/results`:
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
@@ -18,7 +18,10 @@ ones (an interrupted run continues where it stopped; a changed setting reruns on
 seeded: a rerun prints the same table (up to the `train s` column). Exit status 1 when a recipe failed (it is still a
 row of the table, with its error). Run with the default recipes and output directory, it then pastes the table into
 the README (`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates both; `python
-perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo).
+perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo). `--no-train` renders the
+committed run files under the protocol (trl_efficient/testbed/protocol.yaml) without training; `--confirm` then reruns
+every held or not-held check once on unseen training seeds and a fresh task set (`trl-efficient testbed confirm`,
+results/confirm/) and adds the "confirmed" column.
 """
 
 import argparse
@@ -63,7 +66,15 @@ def main(argv=None) -> int:
     if not os.path.exists(report):
         os.makedirs(os.path.dirname(report), exist_ok=True)
         testbed_main(["world-report", "--model", model, "--json", report])
+    confirmation = "--confirm" in argv  # then the confirmation pass (issue 32, item 5) into results/confirm/
+    argv = [a for a in argv if a != "--confirm"]
     status = testbed_main(["compare", *argv])
+    if confirmation:
+        out_dir = known.output_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+        workers = argv[argv.index("--workers") + 1]
+        confirm_dir = os.path.join(out_dir, "confirm")
+        testbed_main(["confirm", os.path.join(out_dir, "compare.json"), "--output-dir", confirm_dir,
+                      "--workers", workers, *(["--no-train"] if "--no-train" in argv else [])])  # fmt: skip
     if every_recipe and committed:  # the full comparison in results/: paste it into the README in the same run
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from update_readme import main as update_readme

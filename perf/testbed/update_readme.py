@@ -53,6 +53,86 @@ def render_scorecard(json_path: str = DEFAULT_JSON) -> str:
     return scorecard_markdown(compare, world)
 
 
+PROTOCOL = "testbed-protocol"  # in docs/testbed.md: protocol 1's verdicts beside protocol 3's, and the controls
+HISTORY = "verdict-history"  # in docs/testbed.md: results/verdict_history.md
+HISTORY_JSON = os.path.join(HERE, "results", "verdict_history.json")
+
+
+def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_JSON) -> str:
+    """Every method check of `json_path` under protocol 1 beside its verdict before it (the previous version in
+    `history_path`), with its p-value, BH q-value, the negative controls' scores and the recipe against
+    constant-penalty; then the controls' own rows, the counts and the looks not taken."""
+    import json
+
+    from trl_efficient.testbed.runner import _control_cell, _p, _verdict
+
+    with open(json_path) as f:
+        data = json.load(f)
+    with open(history_path) as f:
+        versions = json.load(f)["versions"]
+    sha = (data.get("protocol") or {}).get("sha256")
+    before = next((v for v in reversed(versions) if v.get("protocol") != sha), versions[0])
+    lines = [f"Protocol {data['protocol']['version']} (sha256 {sha}; {data['protocol']['error_spending']['method']} "
+             f"spending over the looks at {', '.join(map(str, data['protocol']['looks']))} seeds, nominal one-sided "
+             f"level {data['protocol']['nominal_levels'][0]:.4f} per look; BH across the checks), from "
+             f"`perf/testbed/results/compare.json`; the verdict before it is {before['commit']}'s:", "",
+             "| recipe | before (protocol 3) | protocol 1 | p | q (BH) | placebo | constant-penalty "
+             "| vs constant-penalty |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    controls = []
+    for row in data["rows"]:
+        check = row.get("method_check") or {}
+        if not check or row.get("status", "ok") != "ok" or check.get("label") in (None, "baseline"):
+            continue
+        if check.get("label") == "control":
+            controls.append(row)
+            continue
+        old = (before["verdicts"].get(row["recipe"]) or {}).get("verdict", "-")
+        why = check.get("cannot_judge") or check.get("broken") or ""
+        ctl = check.get("controls") or {}
+        vs = check.get("vs_constant_penalty")
+        vs_cell = (
+            "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
+        )
+        p_cell = "-" if check.get("cannot_judge") else _p(check.get("p_value"))
+        lines.append(f"| {row['recipe']} | {old} | {_verdict(check)}{': ' + why if why else ''} | {p_cell} | "
+                     f"{_p(check.get('q_value'))} | {_control_cell(ctl.get('placebo'))} | "
+                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} |")  # fmt: skip
+    counts = data["verdicts"]
+    lines += [
+        "",
+        f"**{counts['held']} held** ({counts['held_after_bh']} after Benjamini-Hochberg across the "
+        f"{counts['family']} checks that can be judged, {counts['specific']} of those also better than "
+        f"constant-penalty), {counts['inconclusive']} inconclusive, {counts['not held']} not held, "
+        f"{counts['cannot be judged']} cannot be judged, {counts['broken']} broken (placebo passes).",
+        "",
+    ]
+    for row in controls:
+        check = row["method_check"]
+        passes = ", ".join(check.get("passes") or []) or "none"
+        seeds, passed = len(row.get("seeds") or []), len(check.get("passes") or [])
+        lines.append(f"- `{row['recipe']}` ({seeds} seeds) passes {passed} of the {check.get('scored_on', 0)} checks "
+                     f"it was scored on ({passes}).")  # fmt: skip
+    pending = data["protocol"].get("pending_looks") or {}
+    if pending:
+        lines += ["", "Looks the protocol asks for that the committed files do not hold (those checks stay "
+                  "inconclusive until they run): " + ", ".join(f"{n} at {k} seeds" for n, k in sorted(pending.items()))
+                  + "."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def render_history(history_path: str = HISTORY_JSON) -> str:
+    """The verdict history's table (`perf/testbed/verdict_history.py`'s rendering of its committed JSON)."""
+    import importlib.util
+    import json
+
+    spec = importlib.util.spec_from_file_location("verdict_history", os.path.join(HERE, "verdict_history.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with open(history_path) as f:
+        return module.render(json.load(f))
+
+
 def readme_section(text: str, marker: str = MARKER) -> str:
     """The text between the `marker` markers of `text`, stripped."""
     from trl_efficient.recipes.tables import readme_section as section
@@ -70,8 +150,14 @@ def main(argv=None) -> int:
     from trl_efficient.recipes.tables import write_readme_section
 
     status = 0
-    for path, marker, wanted in ((args.readme, MARKER, render_section(args.json).strip()),
-                                 (args.docs, SCORECARD, render_scorecard(args.json).strip())):  # fmt: skip
+    sections = [(args.readme, MARKER, render_section(args.json).strip()),
+                (args.docs, SCORECARD, render_scorecard(args.json).strip())]  # fmt: skip
+    with open(args.docs) as f:
+        docs = f.read()
+    if f"<!-- {PROTOCOL}:start -->" in docs:  # protocol 1's verdicts and their history
+        sections += [(args.docs, PROTOCOL, render_protocol(args.json).strip()),
+                     (args.docs, HISTORY, render_history().strip())]  # fmt: skip
+    for path, marker, wanted in sections:
         with open(path) as f:
             current = readme_section(f.read(), marker)
         if args.check:

@@ -37,6 +37,8 @@ def verdicts(compare: dict) -> dict[str, dict]:
         if row.get("status", "ok") != "ok":
             continue
         verdict = check.get("label") or {True: "held", False: "not held", None: "inconclusive"}[check.get("held")]
+        if verdict == "control":  # the negative controls claim nothing (their scores are in each check)
+            continue
         diffs = check.get("differences") or {}
         first = next(iter(diffs.items()), None)
         difference = "-"
@@ -79,8 +81,12 @@ def history(vs: list[dict], changes: dict) -> list[dict]:
     "reason", "after_verdict"}` (`old` None for a recipe new in that version)."""
     entries = []
     for before, after in zip(vs, vs[1:], strict=False):
-        why = changes.get(after["commit"]) or next((v for k, v in changes.items() if after["commit"].startswith(k)),
-                                                   None) or {}  # fmt: skip
+        why = (changes.get(after["commit"])
+               or next((v for k, v in changes.items() if after["commit"].startswith(k)), None)
+               # a protocol change is found by the protocol's hash, whichever commit wrote its compare.json
+               or next((v for v in changes.values() if v.get("protocol") and v["protocol"] == after["protocol"]
+                        and after["protocol"] != before["protocol"]), None)
+               or {})  # fmt: skip
         for recipe, new in after["verdicts"].items():
             old = before["verdicts"].get(recipe)
             if old is not None and old["verdict"] == new["verdict"]:

@@ -30,11 +30,14 @@ def test_scorecard_reads_the_committed_world_report_and_comparison():
     assert f"{grpo['vs_reference']['accuracy'][0]:+.3f}" in rows[3]["measured"]
     assert rows[3]["met"] is (grpo["vs_reference"]["accuracy"][1] > 0)
     assert all(name in rows[4]["measured"] for name in world["following"]) and rows[4]["met"] is True
-    # item 6 counts the verdicts of the method checks (not the baselines')
-    verdicts = [r["method_check"]["held"] for r in compare["rows"]
-                if r.get("method_check") and not is_baseline(r["method_check"])]  # fmt: skip
-    assert f"{verdicts.count(None)} inconclusive" in rows[6]["measured"]
-    assert rows[6]["met"] is (verdicts.count(None) <= 4)
+    # item 6 counts the verdicts of the method checks (not the baselines', not the controls', and "cannot be judged"
+    # is no verdict: protocol 1's labels)
+    labels = [r["method_check"]["label"] for r in compare["rows"]
+              if r.get("method_check") and not is_baseline(r["method_check"])]  # fmt: skip
+    assert f"{labels.count('inconclusive')} inconclusive" in rows[6]["measured"]
+    assert "placebo" not in rows[6]["measured"]  # a control is no claim
+    assert f"{labels.count('held')} held ({compare['verdicts']['held_after_bh']} after BH)" in rows[6]["measured"]
+    assert rows[6]["met"] is (labels.count("inconclusive") <= 4)
     # the CLI prints the same table with its sources
     text = load_scorecard(os.path.join(RESULTS, "compare.json"))
     assert text.count("\n| ") == 7 and "world_report_v2.json" in text
@@ -51,7 +54,7 @@ def test_scorecard_says_not_met_where_a_target_is_missed():
     grpo["vs_reference"]["accuracy"] = [0.01, -0.01, 0.03]  # RL not above the base beyond the interval
     for row in compare["rows"][2:8]:  # six open checks
         if row.get("method_check"):
-            row["method_check"]["held"] = None
+            row["method_check"]["held"], row["method_check"]["label"] = None, "inconclusive"
     compare["timing"] = {"workers": 2, "seconds": 4200.0, "looks": [{"seeds": 3, "runs": 118, "trained": 118,
                                                                      "seconds": 2100.0}]}  # fmt: skip
     rows = {row["item"]: row for row in scorecard_rows(compare, world)}

@@ -568,6 +568,9 @@ def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None
     if recipe == "budgetthinker":
         return _budgetthinker(inputs)
     if inputs.reference is None:
+        if inputs.reference_name not in ("-", "grpo", "base"):  # a matching control without runs
+            missing = f"no {inputs.reference_name} row: the matching control has not been trained"
+            return {"claim": f"vs {inputs.reference_name} (its matching control)", "held": None, "measured": missing}
         return {"claim": "-", "measured": "no reference row", "held": None}
     if recipe in _NOT_LESS_ACCURATE:
         return _not_less_accurate(inputs)

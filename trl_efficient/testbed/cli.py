@@ -11,6 +11,8 @@
     trl-efficient testbed plots perf/testbed/results/compare.json      per_difficulty.png next to it
     trl-efficient testbed world-report [--model testbed:v2] [--json DIR/world_report_v2.json]
     trl-efficient testbed scorecard perf/testbed/results/compare.json  the targets beside the measured values
+    trl-efficient testbed confirm perf/testbed/results/compare.json --output-dir DIR [--seed 1000] [--workers 2]
+                                  every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
@@ -198,6 +200,15 @@ def main(argv: list[str] | None = None) -> int:
         help="train nothing: render the finished run files under the protocol (a later look whose runs are missing "
         "is not taken and is listed as pending)",
     )
+    p_conf = sub.add_parser(
+        "confirm",
+        help="rerun every held / not-held check once on unseen training seeds and a fresh task set; mark it confirmed",
+    )
+    p_conf.add_argument("json", help="the comparison's compare.json (rewritten with a 'confirmed' column)")
+    p_conf.add_argument("--output-dir", required=True, help="where the confirmation's runs and table go")
+    p_conf.add_argument("--seed", type=int, default=None, help="the confirmation's data and evaluation seed (1000)")
+    p_conf.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
+    p_conf.add_argument("--no-train", action="store_true", help="render the confirmation's finished runs only")
     p_sweep = sub.add_parser(
         "sweep",
         help="train one recipe at every point of a grid over its settings and draw its frontier",
@@ -345,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
         out = run_sweep(args.recipe, sets, settings, args.output_dir, overwrite=args.overwrite,
                         references=args.references, keep_models=args.keep_models, workers=args.workers)  # fmt: skip
         return _report(out, "failed points", "; ")
+    if args.command == "confirm":
+        from .runner import CONFIRMATION_SEED, confirm
+
+        seed = CONFIRMATION_SEED if args.seed is None else args.seed
+        out = confirm(args.json, args.output_dir, seed, workers=args.workers, train=not args.no_train)
+        print(f"confirmed: {out['counts']['held']} held, {out['counts']['not held']} not held ({args.json})")
+        return 0
     if args.command == "compare":
         from .runner import compare
 

@@ -298,6 +298,13 @@ def _control_cell(result: dict | None) -> str:
     return {True: "**passes**", False: "fails", None: "inconclusive"}[result.get("held")]
 
 
+def _confirmed(check: dict) -> str:
+    """The confirmed cell: `-` until a confirmation pass ran (`confirm`), then yes / **no** / not rerun."""
+    if "confirmed" not in check:
+        return "-"
+    return {True: "yes", False: "**no**", None: "not rerun"}[check["confirmed"]]
+
+
 def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
     """The method checks under the protocol: each check's claim and measurement, its verdict, its p-value and
     Benjamini-Hochberg q-value, how each negative control scores on it, and the recipe against `constant-penalty`;
@@ -308,8 +315,8 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
     lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`trl_efficient/testbed/protocol.yaml`, "
              f"sha256 {protocol.get('sha256', '-')}){conf}: does the method do what its paper says, against its "
              "matching control?", "",
-             "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty "
+             "| confirmed |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     controls_rows = []
     for r in rows:
         c = r["method_check"]
@@ -329,7 +336,7 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
         p_cell = "-" if c.get("cannot_judge") else _p(c.get("p_value"))
         lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {verdict.replace('|', '/')} | {p_cell} "
                      f"| {_p(c.get('q_value'))} | {_control_cell(ctl.get('placebo'))} | "
-                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} |")  # fmt: skip
+                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} | {_confirmed(c)} |")  # fmt: skip
     if controls_rows:
         lines += ["", "Negative controls (trained like every recipe; scored on every recipe's check, with that "
                   "recipe's reference and matching control):", "", "| control | seeds | passes | fails | scored on |",
@@ -558,28 +565,6 @@ def run_protocols(infos: dict) -> dict[str, int]:
     return counts
 
 
-def check_inputs(name: str, panels: dict, ref: str | None, floor: float, settings: TestbedSettings,
-                 panel=None) -> object:  # fmt: skip
-    """The `checks.CheckInputs` of `name`'s method check under the protocol (`protocol.matching_control`): the
-    recipe's matching control replaces the base model (conditioned, DLER and DA-DLER checks: `base`) or grpo (FRUGAL:
-    `reference`); the intervals at the nominal level of the look its seeds stand at (`protocol.nominal_level`).
-    `panel`: score another model (a control) on `name`'s check instead of `name` itself."""
-    from .checks import CONDITIONED, CheckInputs
-    from .protocol import matching_control, nominal_level
-
-    control = matching_control(name)
-    base, base_name = panels.get("base"), "base"
-    reference, reference_name = panels.get(ref), ref or "-"
-    if control is not None:
-        if name in CONDITIONED or name in ("dler", "da-dler"):
-            base, base_name = panels.get(control), control
-        else:
-            reference, reference_name = panels.get(control), control
-    own = panels[name] if panel is None else panel
-    return CheckInputs(own, reference, reference_name, base, floor, settings.bootstrap, settings.seed,
-                       base_name=base_name, alpha=nominal_level(len(panels[name].seeds)))  # fmt: skip
-
-
 def reference_of(name: str, names) -> str | None:
     """The row `name` is compared with: `grpo` when the comparison has it, the base model for `grpo` (and when there
     is no grpo), nothing for the base model.
@@ -633,7 +618,7 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
                         info["num_generations"], info["tight_cap"])  # fmt: skip
         floor = floor if floor is not None else row["mean_floor_tokens"]
         if checks and name != "base":
-            from .verdicts import score_controls
+            from .verdicts import check_inputs, score_controls
 
             inputs = check_inputs(name, panels, ref, floor or 0.0, settings)
             row["method_check"] = method_check(name, inputs, info["tight_cap"])
@@ -719,6 +704,14 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     started = time.perf_counter()
     names = (["base"] if include_base else []) + with_controls(list(recipes))
     plan = plan_runs(names, settings, output_dir, keep_models, overwrite)
+    pending: dict[str, int] = {}  # without training: the looks the protocol asks for whose runs are missing
+    if not train:  # a matching control never trained is left out (its recipe's check says so), not a failed row
+        from .protocol import CONTROL_JOBS
+
+        for name in [n for n in names if n in CONTROL_JOBS and not any(j.finished() for j in plan[n])]:
+            names.remove(name)
+            plan.pop(name)
+            pending[name] = settings.seeds
     jobs = [j for js in plan.values() for j in js]
     outcomes = run_jobs(jobs if train else [], workers, show_progress, "testbed compare")
     panels, infos, errors = load_panels(plan, outcomes)
@@ -726,7 +719,6 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
     # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
     looks = [_look(settings.seeds, jobs, outcomes, started)]
-    pending: dict[str, int] = {}  # without training: the looks the protocol asks for whose runs are missing
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
         more = undecided(rows)
         if not train:
@@ -793,6 +785,38 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         files["plot"] = plot
     files.update(draw_compare_plots(ok_rows, output_dir, f"Testbed after {settings.max_steps} GRPO steps"))
     return {"rows": rows, "files": files, "failed": failed}
+
+
+CONFIRMATION_SEED = 1000  # the confirmation pass's data and evaluation seed: training seeds 1000.. never looked at
+
+
+def confirm(json_path: str, output_dir: str, seed: int = CONFIRMATION_SEED, workers: int = 1, train: bool = True,
+            show_progress: bool = True) -> dict:  # fmt: skip
+    """The confirmation pass (issue 32, item 5): every recipe whose check is held or not held in `json_path`'s
+    comparison, with grpo, its matching controls and the negative controls, trained once more on `settings.seeds`
+    training seeds never looked at and evaluated on a fresh task set (both from `seed`: `TestbedSettings.seed` seeds
+    the training tasks, the training seeds and the evaluation tasks), in one look with no change to anything;
+    `compare` writes its table under `output_dir`, and the comparison's checks are marked `confirmed`
+    (`verdicts.confirm_rows`), its `compare.json` and `compare.md` written again with a "confirmed" column.
+    Returns `{"counts", "rows"}`."""
+    from .verdicts import confirm_rows, negative_controls
+
+    with open(json_path) as f:
+        data = json.load(f)
+    decided = [r["recipe"] for r in data["rows"] if (r.get("method_check") or {}).get("label") in ("held", "not held")]
+    fields = {f.name for f in dataclasses.fields(TestbedSettings)}
+    settings = TestbedSettings(**{k: v for k, v in data["settings"].items() if k in fields})
+    settings = dataclasses.replace(settings, seed=seed, max_seeds=0)
+    names = list(dict.fromkeys(["grpo", *decided, *negative_controls()]))
+    out = compare(names, settings, output_dir, workers=workers, train=train, show_progress=show_progress)
+    counts = confirm_rows(data["rows"], out["rows"])
+    data["confirmation"] = {"seed": seed, "seeds": settings.training_seeds(), "recipes": decided, "counts": counts,
+                            "output_dir": os.path.relpath(output_dir, os.path.dirname(json_path))}  # fmt: skip
+    with open(json_path, "w") as f:
+        json.dump(data, f, indent=1)
+    with open(os.path.join(os.path.dirname(json_path), "compare.md"), "w") as f:
+        f.write(render_compare_json(json_path))
+    return {"counts": counts, "rows": out["rows"]}
 
 
 def draw_compare_plots(rows: list[dict], output_dir: str, title: str) -> dict:

@@ -127,7 +127,12 @@ def _compare_items(compare: dict) -> list[dict]:
         else "no GRPO row paired with the base",
         "met": learns["accuracy"][1] > 0 if learns.get("accuracy") else None,
     }
-    paired = [r for r in rows if r.get("vs_reference", {}).get("reference") == "grpo"]
+    from .protocol import CONTROL_JOBS
+
+    # a matching control is GRPO itself (its difference from grpo is 0 by construction): not a recipe's power
+    paired = [
+        r for r in rows if r.get("vs_reference", {}).get("reference") == "grpo" and r["recipe"] not in CONTROL_JOBS
+    ]
     floor = (grpo or rows[0])["mean_floor_tokens"] if rows else 0.0
     token_limit = TOKEN_MARGIN * floor
     tokens = [_half_width(r["vs_reference"]["mean_tokens"]) for r in paired]

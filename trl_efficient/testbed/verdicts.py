@@ -31,7 +31,16 @@ import dataclasses
 from .checks import CONDITIONED, is_baseline, method_check
 from .protocol import CONTROL_JOBS, benjamini_hochberg, load, matching_control
 
-__all__ = ["annotate", "is_control", "label", "negative_controls", "related", "score_controls"]
+__all__ = [
+    "annotate",
+    "check_inputs",
+    "confirm_rows",
+    "is_control",
+    "label",
+    "negative_controls",
+    "related",
+    "score_controls",
+]
 
 
 def negative_controls() -> list[str]:
@@ -62,10 +71,30 @@ def _brief(result: dict) -> dict:
     return {k: result.get(k) for k in ("held", "p_value", "differences", "measured", "cannot_judge") if k in result}
 
 
+def check_inputs(name: str, panels: dict, ref: str | None, floor: float, settings,
+                 panel=None) -> object:  # fmt: skip
+    """The `checks.CheckInputs` of `name`'s method check under the protocol (`protocol.matching_control`): the
+    recipe's matching control replaces the base model (conditioned, DLER and DA-DLER checks: `base`) or grpo (FRUGAL:
+    `reference`); the intervals at the nominal level of the look its seeds stand at (`protocol.nominal_level`).
+    `panel`: score another model (a control) on `name`'s check instead of `name` itself."""
+    from .checks import CONDITIONED, CheckInputs
+    from .protocol import matching_control, nominal_level
+
+    control = matching_control(name)
+    base, base_name = panels.get("base"), "base"
+    reference, reference_name = panels.get(ref), ref or "-"
+    if control is not None:
+        if name in CONDITIONED or name in ("dler", "da-dler"):
+            base, base_name = panels.get(control), control
+        else:
+            reference, reference_name = panels.get(control), control
+    own = panels[name] if panel is None else panel
+    return CheckInputs(own, reference, reference_name, base, floor, settings.bootstrap, settings.seed,
+                       base_name=base_name, alpha=nominal_level(len(panels[name].seeds)))  # fmt: skip
+
+
 def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: float, settings, tight_cap) -> None:
     """Score every negative control on `name`'s check, and `name` against `constant-penalty` (module docstring)."""
-    from .runner import check_inputs
-
     check = row.get("method_check") or {}
     if is_baseline(check) or is_control(name) or check.get("claim") == "-":
         return
@@ -144,4 +173,28 @@ def annotate(rows: list[dict]) -> dict:
     counts["family"] = len(family)
     counts["specific"] = sum(1 for c in family if c.get("held_after_bh")
                              and (c.get("vs_constant_penalty") or {}).get("held") is True)  # fmt: skip
+    return counts
+
+
+def confirm_rows(rows: list[dict], confirmation: list[dict]) -> dict:
+    """Mark every held or not-held check of `rows` `confirmed` (in place) from `confirmation`, the rows of the same
+    recipes rerun once on training seeds never looked at and a fresh evaluation task set (`runner.confirm`): `True`
+    when the confirmation gives the same verdict, `False` when it does not (an inconclusive rerun does not confirm),
+    `None` when the recipe was not rerun. Returns `{"held", "not held"}`: the confirmed verdicts of each kind.
+
+    >>> rows = [{"recipe": "a", "method_check": {"label": "held"}}, {"recipe": "b", "method_check": {"label": "held"}},
+    ...         {"recipe": "c", "method_check": {"label": "not held"}}]
+    >>> again = [{"recipe": "a", "method_check": {"label": "held"}},
+    ...          {"recipe": "b", "method_check": {"label": "inconclusive"}}]
+    >>> confirm_rows(rows, again), [r["method_check"]["confirmed"] for r in rows]
+    ({'held': 1, 'not held': 0}, [True, False, None])
+    """
+    again = {r["recipe"]: (r.get("method_check") or {}).get("label") for r in confirmation}
+    counts = {"held": 0, "not held": 0}
+    for row in rows:
+        check = row.get("method_check") or {}
+        if check.get("label") not in counts:
+            continue
+        check["confirmed"] = None if row["recipe"] not in again else again[row["recipe"]] == check["label"]
+        counts[check["label"]] += bool(check["confirmed"])
     return counts

@@ -1,0 +1,269 @@
+"""Protocol 1 (trl_efficient/testbed/protocol.yaml, issue 32): the looks' error spending, one-sided p-values, the
+Benjamini-Hochberg correction, checks that cannot be judged, identical runs, the controls, the committed comparison
+recomputed from its run files, the verdict history, and a smoke of placebo and GRPO through the protocol."""
+
+import dataclasses
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from trl_efficient.testbed import protocol
+from trl_efficient.testbed.checks import CheckInputs, method_check
+from trl_efficient.testbed.stats import Bootstrap, Panel, decide, interval_at, wmean
+from trl_efficient.testbed.verdicts import annotate, label
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULTS = os.path.join(ROOT, "perf", "testbed", "results")
+
+
+def _panel(tokens, correct=None, seeds=None, **metrics):
+    tokens = np.asarray(tokens, float)
+    correct = np.ones_like(tokens) if correct is None else np.asarray(correct, float)
+    seeds = list(range(tokens.shape[0])) if seeds is None else seeds
+    return Panel(
+        seeds,
+        np.array([1 + i % 8 for i in range(tokens.shape[1])]),
+        {"tokens": tokens, "correct": correct, **{k: np.asarray(v, float) for k, v in metrics.items()}},
+    )
+
+
+def test_error_spending_keeps_the_overall_error_of_five_looks():
+    # Z_k = S_k / sqrt(k) of a random walk observed at 5 equally spaced looks, no effect: the chance that any look
+    # crosses the boundary is the design's one-sided error, 0.025 for Pocock (2.413 at every look) and O'Brien-Fleming
+    # (4.562, 3.226, 2.634, 2.281, 2.040); the uncorrected 1.96 at every look crosses far more often (about 0.071)
+    rng = np.random.default_rng(0)
+    walks = np.cumsum(rng.standard_normal((200_000, 5)), axis=1) / np.sqrt(np.arange(1, 6))
+    from statistics import NormalDist
+
+    for method in ("pocock", "obrien-fleming"):
+        bounds = [NormalDist().inv_cdf(1 - a) for a in protocol.nominal_levels(5, method)]
+        crossed = (walks > np.array(bounds)).any(axis=1).mean()
+        assert crossed == pytest.approx(0.025, abs=0.002), method
+    assert (walks > 1.96).any(axis=1).mean() > 0.06
+    assert protocol.nominal_level(3) == protocol.nominal_level(15) == pytest.approx(0.00791, abs=1e-5)  # Pocock
+
+
+def test_held_and_not_held_use_the_same_margin():
+    assert decide((2.0, 1.2, 2.8), 1.0) is True and decide((2.0, 0.8, 2.8), 1.0) is None  # 0.8 < 1: not beyond it
+    assert decide((0.5, 0.2, 0.9), 1.0) is False and decide((0.5, 0.2, 1.1), 1.0) is None
+
+
+def test_p_value_is_the_level_at_which_the_low_end_meets_the_threshold():
+    rng = np.random.default_rng(1)
+    x = rng.normal(2.0, 3.0, size=(4, 300))  # four seeds, mean about 2
+    boot = Bootstrap(4, 300, resamples=2000, seed=0)
+    est = interval_at(boot, lambda w, v: wmean(x, w, v), 0.025)
+    for threshold in (0.0, 1.0):
+        p = est.spread.p_above(threshold)
+        assert 0 < p < 0.5 and est.spread.bounds(p)[0] == pytest.approx(threshold, abs=0.02)
+    assert est.spread.p_above(est[0] + 1) == 1.0  # the point is below the threshold
+    # a 95% interval's low end above the threshold <=> p < 0.025
+    assert (est[1] > 1.0) == (est.spread.p_above(1.0) < 0.025)
+
+
+def test_bh_adjusts_and_keeps_order():
+    p = [0.001, 0.008, 0.039, 0.041, 0.042, 0.060, 0.074, 0.205]
+    q = protocol.benjamini_hochberg(p)
+    # q_(8) = 0.205; q_(7) = 0.074 x 8/7 = 0.0846; q_(6) = 0.06 x 8/6 = 0.08; q_(5) = min(0.042 x 8/5 = 0.0672, 0.08)
+    assert q[7] == pytest.approx(0.205) and q[6] == pytest.approx(0.0846, abs=1e-4) and q[4] == pytest.approx(0.0672)
+    assert q[0] == pytest.approx(0.008) and all(a <= b for a, b in zip(q, q[1:]))  # 0.001 x 8 = 0.008
+
+
+def test_dapo_where_nothing_truncates_cannot_be_judged_and_identical_runs_are_one_row():
+    rng = np.random.default_rng(0)
+    tokens = rng.normal(100, 10, size=(3, 200))
+    zero = np.zeros_like(tokens)
+    ref = _panel(tokens, truncated=zero)
+    c = method_check("dapo-overlong", CheckInputs(_panel(tokens - 5, truncated=zero), ref, "grpo", ref, 60.0, 300))
+    assert c["held"] is None and "nothing truncates" in c["cannot_judge"] and label(c) == "cannot be judged"
+    some = zero.copy()
+    some[:, :20] = 1.0  # the reference truncates 10% of its completions, the recipe none: judged, and held
+    c = method_check("dapo-overlong", CheckInputs(_panel(tokens, truncated=zero), _panel(tokens, truncated=some),
+                                                  "grpo", None, 60.0, 300))  # fmt: skip
+    assert "cannot_judge" not in c and c["held"] is True
+    check = {"claim": "shorter", "held": True, "p_value": 0.001, "alpha": 0.0079}
+    rows = [{"recipe": "laser-d", "records_sha256": "ab", "method_check": dict(check)},
+            {"recipe": "laser-de", "records_sha256": "ab", "method_check": dict(check)}]  # fmt: skip
+    counts = annotate(rows)
+    assert rows[1]["method_check"]["duplicate_of"] == "laser-d" and counts["held"] == 1 and counts["cannot_judge"] == 1
+
+
+def test_a_check_that_placebo_passes_is_broken():
+    rows = [{"recipe": "kimi", "records_sha256": "a", "method_check": {
+        "claim": "shorter", "held": True, "p_value": 0.001, "alpha": 0.0079,
+        "controls": {"placebo": {"held": True}, "constant-penalty": {"held": True}}}},
+        {"recipe": "placebo", "records_sha256": "b", "method_check": {"claim": "shorter", "held": None,
+                                                                       "p_value": 0.3, "alpha": 0.0079}}]  # fmt: skip
+    counts = annotate(rows)
+    assert rows[0]["method_check"]["label"] == "broken" and counts["broken"] == 1 and counts["held"] == 0
+    assert rows[1]["method_check"]["label"] == "control" and rows[1]["method_check"]["passes"] == ["kimi"]
+
+
+def _committed():
+    with open(os.path.join(RESULTS, "compare.json")) as f:
+        return json.load(f)
+
+
+def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions():
+    data = _committed()
+    assert data["protocol"]["sha256"] == protocol.sha256() and data["protocol"]["error_spending"]["method"] == "pocock"
+    counts = data["protocol"]["run_files"]
+    assert counts.get("None", 0) > 0 and [h for h in counts if h != "None"] == [protocol.sha256()]
+    for path in data["runs"]["placebo"]:  # written under protocol 1: its hash and the libraries' versions
+        run = json.load(open(os.path.join(RESULTS, path)))
+        assert run["protocol_sha256"] == protocol.sha256() and set(run["versions"]) >= {"trl", "transformers", "torch"}
+
+
+def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
+    data = _committed()
+    rows = json.loads(json.dumps(data["rows"]))
+    for row in rows:  # recompute the labels, duplicates and BH q-values from the stored p-values and held
+        check = row.get("method_check") or {}
+        for key in ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails",
+                    "scored_on"):  # fmt: skip
+            check.pop(key, None)
+        if check.get("cannot_judge", "").startswith("its run files measured exactly"):
+            check.pop("cannot_judge")
+            check["held"] = next(r for r in data["rows"] if r["recipe"] == row["recipe"])["method_check"]["held"]
+    counts = annotate(rows)
+    assert counts == data["verdicts"]
+    assert [r.get("method_check", {}).get("label") for r in rows] == [
+        r.get("method_check", {}).get("label") for r in data["rows"]]  # fmt: skip
+
+
+def test_committed_rows_recompute_from_the_run_files():
+    """A subset of the committed comparison (kimi, LASER-D and LASER-DE, DAPO-overlong, placebo and
+    constant-penalty, with base and grpo) rendered again from the committed run files gives the same rows: numbers,
+    intervals, checks, the controls' scores (everything but the family-wide BH fields)."""
+    from trl_efficient.testbed.runner import TestbedSettings, load_panels, panel_rows, plan_runs
+
+    data = _committed()
+    settings = TestbedSettings(**{k: v for k, v in data["settings"].items() if k != "extra"})
+    names = ["base", "grpo", "kimi", "dapo-overlong", "placebo", "constant-penalty"]
+    seeds = {r["recipe"]: len(r.get("seeds") or [0]) for r in data["rows"]}
+    plan = {}
+    for name in names:
+        plan.update(plan_runs([name], dataclasses.replace(settings, seeds=max(seeds[name], 1)), RESULTS))
+    panels, infos, errors = load_panels(plan, {})
+    assert not errors
+    rows = panel_rows(panels, infos, errors, names, settings)
+    committed = {r["recipe"]: r for r in data["rows"]}
+    family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on")
+    for row in rows:
+        want = json.loads(json.dumps(committed[row["recipe"]]))
+        got = json.loads(json.dumps(row))
+        for r in (want, got):
+            r.pop("train_seconds", None)
+            for key in family:
+                (r.get("method_check") or {}).pop(key, None)
+        assert got == want, row["recipe"]
+
+
+def _history():
+    path = os.path.join(ROOT, "perf", "testbed", "verdict_history.py")
+    spec = importlib.util.spec_from_file_location("verdict_history", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_verdict_history_keeps_the_old_verdicts_beside_the_new():
+    vh = _history()
+    data = json.load(open(vh.OUT_JSON))
+    assert open(vh.OUT_MD).read() == vh.render(data)
+    assert data["versions"][-1]["verdicts"] == vh.verdicts(_committed())  # the last version is the committed one
+    first = data["versions"][0]["verdicts"]
+    # world v2's first verdicts, restored: HBPO's budget spread and SABER's tier gap were not held
+    assert first["hbpo"]["verdict"] == "not held" and first["hbpo"]["difference"].startswith("spread_gain -20.8")
+    assert first["saber"]["verdict"] == "not held" and first["saber"]["difference"].startswith("gap_gain -8.52")
+    moves = [(e["commit"], e["old"]["verdict"] if e["old"] else None, e["new"]["verdict"])
+             for e in data["entries"] if e["recipe"] == "curriculum"]  # fmt: skip
+    assert moves[0] == ("810e882", "not held", "inconclusive") and moves[1][2] == "held"
+    assert all(e["reason"] != "-" for e in data["entries"])  # every move has its reason
+
+
+def test_placebo_and_grpo_are_not_held_on_a_length_check(small_base, tmp_path):
+    """The smoke: placebo and GRPO trained through the protocol (2 seeds each, 1 step); neither passes the length
+    check ("shorter than grpo at similar accuracy", kimi's and every length penalty's), which a check that credited
+    noise or ordinary RL would let them pass."""
+    from trl_efficient.testbed.runner import TestbedSettings, compare, load_panels, plan_runs
+    from trl_efficient.testbed.verdicts import check_inputs
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
+                               seeds=2, check_eval=3, bootstrap=200)  # fmt: skip
+    out = compare(["grpo", "placebo"], settings, str(tmp_path), show_progress=False)
+    rows = {r["recipe"]: r for r in out["rows"]}
+    placebo = rows["placebo"]["method_check"]
+    assert placebo["label"] == "control" and placebo["held"] is not True and "shorter than grpo" in placebo["claim"]
+    panels, _, _ = load_panels(plan_runs(["base", "grpo", "placebo"], settings, str(tmp_path)), {})
+    for model in ("grpo", "placebo"):  # each scored on kimi's check (the length check) against grpo
+        check = method_check("kimi", check_inputs("placebo", panels, "grpo", 10.0, settings, panel=panels[model]))
+        assert check["held"] is not True and "shorter than grpo" in check["claim"], model
+    data = json.load(open(out["files"]["json"]))
+    assert data["protocol"]["sha256"] == protocol.sha256() and data["protocol"]["run_files"] == {protocol.sha256(): 3}
+    run = json.load(open(os.path.join(str(tmp_path), data["runs"]["placebo"][0])))
+    assert run["protocol_sha256"] == protocol.sha256() and "torch" in run["versions"]
+
+
+def test_docs_state_the_evaluation_settings():
+    from trl_efficient.testbed.runner import TestbedSettings
+
+    settings = TestbedSettings()
+    with open(os.path.join(ROOT, "docs", "testbed.md")) as f:
+        text = f.read()
+    # the metric table and the paired evaluation both give the settings' sampling (world v2: 1.0, not v1's 0.6)
+    assert text.count(f"(temperature {settings.eval_temperature}, top-p {settings.eval_top_p}") == 1
+    assert text.count(f"sample each (temperature {settings.eval_temperature}, top-p") == 1
+    assert f"max {settings.max_completion_length} completion tokens" in text
+
+
+def test_docs_protocol_and_history_sections_are_rendered_from_the_committed_files():
+    path = os.path.join(ROOT, "perf", "testbed", "update_readme.py")
+    spec = importlib.util.spec_from_file_location("update_readme", path)
+    up = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(up)
+    docs = open(up.DOCS).read()
+    assert up.readme_section(docs, up.PROTOCOL) == up.render_protocol(up.DEFAULT_JSON).strip()
+    assert up.readme_section(docs, up.HISTORY) == up.render_history().strip()
+    for recipe in ("laser-de", "dapo-overlong"):  # held under protocol 3, no verdict under protocol 1
+        assert f"| {recipe} | held | **cannot be judged**" in docs
+
+
+@pytest.mark.slow  # trains 8 tiny runs (~40 s)
+def test_confirmation_marks_each_decided_check(small_base, tmp_path):
+    """`confirm` reruns the decided checks once on unseen seeds and a fresh task set (seed 1000 here: training seeds
+    1000-1001, other evaluation tasks) and marks them; its runs are new files, none of the comparison's."""
+    from trl_efficient.testbed.runner import TestbedSettings, compare, confirm
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
+                               seeds=2, check_eval=3, bootstrap=200)  # fmt: skip
+    out = compare(["grpo", "placebo"], settings, str(tmp_path / "main"), show_progress=False)
+    data = json.load(open(out["files"]["json"]))
+    data["rows"][-1]["method_check"]["label"] = "held"  # pretend placebo's own check was decided, to rerun it
+    json.dump(data, open(out["files"]["json"], "w"))
+    result = confirm(out["files"]["json"], str(tmp_path / "confirm"), seed=1000, show_progress=False)
+    again = {r["recipe"]: r for r in result["rows"]}
+    assert again["placebo"]["seeds"] == [1000, 1001] and again["placebo"]["method_check"]["label"] == "control"
+    marked = json.load(open(out["files"]["json"]))
+    assert marked["rows"][-1]["method_check"]["confirmed"] is False  # "held" is not what the rerun says
+    assert marked["confirmation"]["seeds"] == [1000, 1001] and "| confirmed |" in open(out["files"]["markdown"]).read()
+
+
+def test_grpo_prompted_is_grpo_retrained_exactly():
+    """The matching control of the conditioned checks is GRPO itself: retrained on 2026-12-03 under protocol 1, its
+    plain evaluation reproduces the committed grpo run files record for record (seeds 0-2), so its records under the
+    recipes' prompts are GRPO's."""
+    data = _committed()
+    by_seed = {}
+    for path in data["runs"]["grpo"]:
+        run = json.load(open(os.path.join(RESULTS, path)))
+        by_seed[run["seed"]] = run["records"]
+    for path in data["runs"]["grpo-prompted"]:
+        run = json.load(open(os.path.join(RESULTS, path)))
+        assert run["key"]["trains"] == "grpo" and run["records"] == by_seed[run["seed"]]
+        assert {"hbpo:48", "l1:46", "l1-max:338", "saber:16", "asrr"} <= set(run["modes"])
