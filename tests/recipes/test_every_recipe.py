@@ -22,6 +22,8 @@ TINY = {
     "da-dler": {"advantage_kwargs": {"solve_rate_threshold": 0.75, "truncate_to": 6, "correct_boost": 0.1}},
     "dot": {"filter_kwargs": {"alpha": 1.0, "margin": 4}},  # G = 4: max z-score 1.5 < alpha 3 (methods.md §21)
     "gfpo": {"advantage_kwargs": {"k": 2, "metric": "shortest"}},
+    # BroRL's N = 512 at the tiny run's G = 4; its chunked generation through the command line (2 rows per call)
+    "brorl": {"num_generations": 4, "generation_chunk_size": 2},
     # LASER-D's monitor generates monitor_prompts x monitor_rollouts completions for real: a handful at the tiny size
     "laser-d": {"reward_kwargs": {"laser_d": {"monitor_prompts": 2, "monitor_rollouts": 2}}},
     "laser-de": {"reward_kwargs": {"laser_de": {"monitor_prompts": 2, "monitor_rollouts": 2}}},

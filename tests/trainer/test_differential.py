@@ -238,6 +238,8 @@ CASES = [
     # TRL's soft reference sync stays TRL's (ProRL's hard resets, ref_reset_*, are off)
     pytest.param({"beta": 0.04, "sync_ref_model": True, "ref_model_sync_steps": 1}, {}, id="sync-ref-model"),
     pytest.param({"mask_truncated_completions": True}, {}, id="mask-truncated"),
+    # a group of 8 over 2 micro-batches of 4 (what BroRL's groups of hundreds rely on; generation_chunk_size off)
+    pytest.param({"num_generations": 8, "gradient_accumulation_steps": 2}, {}, id="group-over-micro-batches"),
     pytest.param({"chat_template_kwargs": {"enable_thinking": False}}, {}, id="chat-template-kwargs"),
     pytest.param(
         {"eval_strategy": "steps", "eval_steps": 2, "per_device_eval_batch_size": 4}, {"evaluate": True}, id="eval"

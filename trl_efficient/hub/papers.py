@@ -226,6 +226,13 @@ PAPERS: dict[str, Paper] = dict(
             "Chen, Guanxu and Li, Yafu and Jiang, Yuxian and Qian, Chen and Ren, Qihan and Yang, Jingyi and Cheng, Yu "
             "and Liu, Dongrui and Shao, Jing",
         ),
+        # arXiv listing (11 authors); the title as listed there.
+        _p(
+            "2510.01180",
+            "BroRL: Scaling Reinforcement Learning via Broadened Exploration",
+            "Hu, Jian and Liu, Mingjie and Lu, Ximing and Wu, Fang and Harchaoui, Zaid and Diao, Shizhe and Choi, "
+            "Yejin and Molchanov, Pavlo and Yang, Jun and Kautz, Jan and Dong, Yi",
+        ),
         # arXiv listing.
         _p(
             "2510.01459",

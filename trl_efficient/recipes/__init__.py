@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     adaptive,
     advantage,
     bingo,
+    brorl,
     budget,
     budgetthinker,
     controls,

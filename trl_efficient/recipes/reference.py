@@ -66,6 +66,7 @@ SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
     (31, "DAPO soft overlong punishment", ("dapo-overlong",), ("huggingface/trl",)),
     (32, "Dr. GRPO", ("dr-grpo",), ("huggingface/trl",)),
     (33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("prorl",), ("NVIDIA-NeMo/RL",)),
+    (34, "BroRL: hundreds of rollouts per prompt", ("brorl",), ()),
 )
 
 _SKIP_DEFAULTS = {"length_unit", "length_scope", "tokenizer", "max_completion_length", "max_len", "max_completion_len"}
@@ -105,6 +106,11 @@ def _parts(recipe: Recipe) -> list[tuple[str, Callable]]:
         from ..trainer.reference import ReferenceReset
 
         parts.append(("reference resets (`ref_reset_*`)", ReferenceReset))
+    # groups of hundreds (BroRL): the chunked generation that bounds their memory (option, transformers path)
+    if over.get("generation_chunk_size") is not None or over.get("num_generations", 0) >= 128:
+        from ..trainer.chunking import generate_in_chunks
+
+        parts.append(("generation in chunks (`generation_chunk_size`)", generate_in_chunks))
     return parts
 
 

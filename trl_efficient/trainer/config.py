@@ -15,6 +15,7 @@ from ..core.lengths import LENGTH_SCOPES, LENGTH_UNITS
 from ..prompts import HBPO_TEMPLATE
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT
 from .budget_forcing import BudgetForcing
+from .chunking import check_generation_chunking
 from .filters import COMPLETION_FILTERS
 from .lisa import check_lisa_config
 from .reference import check_reference_reset
@@ -68,6 +69,12 @@ class EfficientGRPOConfig(GRPOConfig):
             `"force:B"` closes the thinking at B generated tokens with `</think>` + the answer prefix, `"wait:N"`
             replaces an early end of thinking by "Wait" up to N times; the inserted tokens are masked out of the loss.
             Transformers generation only (`use_vllm=False`, `use_transformers_continuous_batching=False`).
+        generation_chunk_size (`int` or `None`): rows per call of TRL's generation (`trainer/chunking.py`): the rows
+            a process generates per generation batch (`per_device_train_batch_size x steps_per_generation`, which it
+            must divide, or be at least: one call) are generated C at a time and concatenated, so generation memory scales with C rather than
+            with `num_generations` (BroRL's N = 512). Rewards, group statistics and the loss stay TRL's (the loss
+            already runs in micro-batches of `per_device_train_batch_size`). `None` (default): one call, as TRL.
+            Transformers generation only.
     Layer sampling (LISA, Pan et al., arXiv 2403.17919, NeurIPS 2024; `trainer/lisa.py`; LMFlow's option names):
         lisa_activated_layers (`int` or `None`): gamma, the decoder layers trained at a time, drawn uniformly
             without replacement every `lisa_interval_steps` optimizer steps; embeddings, head and final norm always
@@ -172,6 +179,11 @@ class EfficientGRPOConfig(GRPOConfig):
             "(replace an early end of thinking by 'Wait' N times); inserted tokens leave the loss. None = off."
         },
     )
+    generation_chunk_size: int | None = field(
+        default=None,
+        metadata={"help": "Rows per call of TRL's generation (transformers path): each process's rows of a generation "
+                  "batch are generated this many at a time, for groups of hundreds (BroRL). None = one call."},
+    )  # fmt: skip
     lisa_activated_layers: int | None = field(
         default=None,
         metadata={"help": "LISA (arXiv 2403.17919): decoder layers trained at a time (gamma), redrawn every "
@@ -314,6 +326,7 @@ class EfficientGRPOConfig(GRPOConfig):
                 COMPLETION_FILTERS.get(self.completion_filter), self, self.filter_kwargs, "filter_kwargs"
             )
         check_reference_reset(self)
+        check_generation_chunking(self)
 
     def _check_json_fields(self) -> None:
         """A dict field given as text (the command line) must be a JSON object; the error names the field.

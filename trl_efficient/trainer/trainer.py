@@ -37,6 +37,7 @@ from trl import GRPOTrainer
 from ..hub.card import ModelCardInfo
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
 from .budget_forcing import FORCED_TEXT, budget_force
+from .chunking import generate_in_chunks
 from .config import build_group_component, build_rollout_plan, check_budget_forcing
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
@@ -208,6 +209,11 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self.correctness_index = self._find_correctness_index()
         self.step: StepContext | None = None  # this generation batch's carriers, within `step_scope` only
         self.budget_forcing = check_budget_forcing(self.args)  # None: TRL's generation, untouched
+        if getattr(self.args, "generation_chunk_size", None) is not None and is_vlm(self):
+            raise NotImplementedError(
+                f"generation_chunk_size={self.args.generation_chunk_size} splits text rows only; image inputs (a "
+                "VLM's per-row image fields) are not split: unset generation_chunk_size for this model."
+            )
         if self.budget_forcing is not None:
             self._check_budget_forcing_setup()
         self.model_card_error: Exception | None = None  # set by create_model_card when writing the card failed
@@ -400,7 +406,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
     # (docs/trl-integration.md §10); (2) with `budget_forcing`, TRL's own generation runs in phases
     # (`_budget_forced_turn`);
-    # (3) per-rollout hard caps truncate after generation (§4).
+    # (3) per-rollout hard caps truncate after generation (§4); (4) with `generation_chunk_size`, TRL's call runs on
+    # chunks of rows (`_trl_generate_single_turn`, trainer/chunking.py).
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if self.rollout_plan is not None and self.use_vllm:
             num_generations = max(num_generations // self.rollout_plan.num_prompt_subgroups(num_generations), 1)
@@ -409,7 +416,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         else:
-            completion_ids, logprobs = super()._generate_single_turn(
+            completion_ids, logprobs = self._trl_generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
         caps = self.step.row_caps if self.step is not None else None
@@ -418,6 +425,18 @@ class EfficientGRPOTrainer(GRPOTrainer):
             if logprobs is not None:
                 logprobs = [lp[:cap] if cap else lp for lp, cap in zip(logprobs, caps)]
         return completion_ids, logprobs
+
+    def _trl_generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images):
+        """`GRPOTrainer._generate_single_turn` (TRL 1.16.0) itself, on consecutive chunks of `generation_chunk_size`
+        rows when that is set (BroRL's hundreds of rollouts per prompt in bounded memory; trainer/chunking.py), the
+        completions concatenated in row order; one call otherwise."""
+
+        def generate(ids, imgs):
+            return super(EfficientGRPOTrainer, self)._generate_single_turn(
+                ids, imgs, multimodal_fields, num_generations, has_tool_images
+            )
+
+        return generate_in_chunks(generate, prompt_ids, images, getattr(self.args, "generation_chunk_size", None))
 
     def _budget_forced_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images):
         """`budget_force` with `GRPOTrainer._generate_single_turn` (transformers path) as its `generate(prefixes,
@@ -436,7 +455,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             self.generation_config = copy.copy(config)
             self.generation_config.max_new_tokens = max_new
             try:
-                ids, _ = super(EfficientGRPOTrainer, self)._generate_single_turn(
+                ids, _ = self._trl_generate_single_turn(
                     prefixes, images, multimodal_fields, num_generations, has_tool_images
                 )
             finally:
