@@ -441,6 +441,11 @@ ISSUE_37 = [
     (True, [*EVAL[:-3], "--output-dir", "afile"], "afile exists and is not a folder: pass a new folder"),
     (True, ["data", "prepare", "--benchmarks", "gsm8k", "--output", "afile/x"],
      "afile/x: part of this path is a file, not a folder; pass another path"),
+    # serve-scorer: checked before the scorer loads
+    (True, ["serve-scorer", "--model", "x", "--port", "99999"], "--port 99999: must be in 0..65535 (0 picks a free"),
+    (True, ["serve-scorer", "--model", "x", "--window", "0"], "--window 0: must be a whole number >= 1"),
+    (True, ["serve-scorer", "--model", "x", "--host", "203.0.113.1", "--port", "0"],
+     "--host 203.0.113.1 --port 0: cannot listen there (Cannot assign requested address"),
     # the testbed
     (True, ["testbed", "base", "--size", "bogus", "--retrain"],
      "--size bogus: no such testbed base model; pass one of base, formats, v2, small"),
@@ -495,7 +500,7 @@ def test_wrong_inputs_of_issue_37_are_one_line_exit_2(early, argv, expected, cap
     assert len(err) == 1 and not [line for line in lines if line.startswith(("ERROR", "Traceback"))], lines
     message = err[0].split(": error: ", 1)[1]
     assert message.startswith(expected.format(tmp=tmp_path)), message
-    assert command in ("train", "eval", "merge", "testbed", "profile", "data")
+    assert command in ("train", "eval", "merge", "testbed", "profile", "data", "serve-scorer")
 
 
 def test_push_with_the_hub_unreachable_is_one_line(capsys, monkeypatch, tiny_model_dir, tmp_path):

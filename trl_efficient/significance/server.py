@@ -309,8 +309,31 @@ def build_scorer_from_args(args) -> Any:
     return LLMLingua2Scorer(args.model, backend=args.backend, **common)
 
 
+def check_args(args) -> None:
+    """The numbers, the log level and the address, checked before the scorer loads (a model load can take minutes):
+    one-line `ValueError`s naming the flag. The address is tried with a bind, so a port in use is said now."""
+    import socket
+
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: must be in 0..65535 (0 picks a free port)")
+    for flag in ("batch_size", "window", "cache_size", "max_request_bytes", "max_inputs", "max_input_chars"):
+        if getattr(args, flag) < 1:
+            raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be a whole number >= 1")
+    if not isinstance(logging.getLevelName(args.log_level.upper()), int):
+        raise ValueError(f"--log-level {args.log_level}: choose one of DEBUG, INFO, WARNING, ERROR")
+    try:
+        with socket.create_server((args.host, args.port)):
+            pass
+    except OSError as err:
+        raise ValueError(
+            f"--host {args.host} --port {args.port}: cannot listen there ({err.strerror or err}); pass an address "
+            "of this machine as --host, or another --port (0 picks a free one)"
+        ) from err
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    check_args(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.device is None:
         import torch
