@@ -17,8 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _argv(run, **extra):
-    # a checkpoint after every step (the Trainer also always saves the last step's)
-    args = {"save_strategy": "steps", "save_steps": 1, **extra}
+    # a checkpoint after every step (the Trainer also always saves the last step's); a 2-problem evaluation set
+    args = {"save_strategy": "steps", "save_steps": 1, "eval_before_after": True, "eval_dataset_name": "gsm8k",
+            "eval_limit": 2, **extra}  # fmt: skip
     return ["train", "--config", os.path.join(ROOT, "configs", "grpo.yaml"), *tiny_cli_args(run, **args)]
 
 
@@ -42,11 +43,27 @@ def test_interrupted_run_names_its_checkpoint_and_the_same_command_resumes_it(tm
         return real_step(self, *args, **kwargs)
 
     monkeypatch.setattr(EfficientGRPOTrainer, "training_step", ctrl_c_at_step_2)
+    evaluations = []  # the before/after evaluation, recorded (its generation is not what this test checks)
+
+    class Result:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def to_dict(self):
+            return {"accuracy": 0.5, "mean_tokens": 10.0, "truncated_fraction": 0.0, "num_samples": 2, "tag": self.tag}
+
+    def fake_evaluate(*args, description, **kwargs):
+        evaluations.append(description)
+        return Result(description)
+
+    monkeypatch.setattr("trl_efficient.eval.evaluate.evaluate_model", fake_evaluate)
     assert main(_argv(run)) == 130
+    assert evaluations == ["eval (before training)"]
     line = _error(capsys)
     assert re.fullmatch(
         rf"trl-efficient: interrupted; {re.escape(str(run / 'checkpoint-1'))} \(step 1\) is kept: "
-        r"`trl-efficient train --config \S+grpo.yaml .*--save_steps 1` resumes from it",
+        r"`trl-efficient train --config \S+grpo.yaml .*--save_steps 1 --eval_dataset_name gsm8k --eval_limit 2` "
+        r"resumes from it",
         line,
     ), line
     assert (run / "checkpoint-1").is_dir() and not (run / "checkpoint-2").exists()
@@ -62,6 +79,10 @@ def test_interrupted_run_names_its_checkpoint_and_the_same_command_resumes_it(tm
         "new run"
     ]
     assert _step(run / "checkpoint-2") == 2 and (run / "trl_efficient_summary.json").exists()
+    # the resume did not evaluate before training again: the summary holds the first run's evaluation
+    assert evaluations == ["eval (before training)", "eval (after training)"]
+    summary = json.loads((run / "trl_efficient_summary.json").read_text())
+    assert summary["before"]["tag"] == "eval (before training)" and summary["after"]["tag"] == "eval (after training)"
 
     # a rerun of the finished run is refused, with the command to use, before any model loads
     capsys.readouterr()
