@@ -77,11 +77,15 @@ def run_settings(*configs) -> dict:
 
 
 def write_run_settings(output_dir: str, settings: dict) -> str:
-    """Write `settings` to `output_dir/trl_efficient_run.json` (creating the folder); returns the path."""
+    """Write `settings` to `output_dir/trl_efficient_run.json` (creating the folder) atomically, so that the other
+    processes of a launch, reading it in `decide_resume` meanwhile, see the old file or the new one; returns the
+    path."""
     os.makedirs(output_dir, exist_ok=True)
     path = os.path.join(output_dir, RUN_FILE)
-    with open(path, "w", encoding="utf-8") as f:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(settings, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
     return path
 
 
