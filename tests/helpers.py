@@ -50,6 +50,28 @@ class ScriptedGenerationMixin(GRPOTrainer):
         return completions, None
 
 
+class RowScriptedMixin(GRPOTrainer):
+    """Scripted rollouts keyed by a row's global position in the generation batch (process index x the rows each
+    process generates + the rows before it on this process), however the rows are split into calls
+    (`ScriptedGenerationMixin` restarts its index at every call); records the rows of each call in `calls`."""
+
+    def _generate_and_score_completions(self, inputs):
+        rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        self.next_row = self.accelerator.process_index * rows if self.model.training else 0
+        return super()._generate_and_score_completions(inputs)
+
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+        self.calls = getattr(self, "calls", []) + [len(prompt_ids)]
+        eos = self.processing_class.eos_token_id
+        completions = []
+        for ids in prompt_ids:
+            text = scripted_text(self.state.global_step, self.next_row, ids)
+            self.next_row += 1
+            tokens = self.processing_class(text, add_special_tokens=False)["input_ids"]
+            completions.append(tokens + ([eos] if "</think>" in text else []))
+        return completions, None
+
+
 class RecordingMixin(EfficientGRPOTrainer):
     """Records, per generation batch, the gathered rewards and this process's advantages and masks."""
 

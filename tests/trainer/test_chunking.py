@@ -8,7 +8,7 @@ gradients. A group of 128 trains a step on real generation; the config errors ar
 
 import pytest
 import torch
-from helpers import RecordingMixin, make_dataset, scripted_text, tiny_config
+from helpers import RecordingMixin, RowScriptedMixin, make_dataset, tiny_config
 from transformers import TrainerCallback
 from trl import GRPOTrainer
 
@@ -19,26 +19,6 @@ from trl_efficient.trainer import EfficientGRPOConfig
 def length_reward(completion_ids, **kwargs):
     """A signal in every group, whatever the model answers: fewer tokens score higher."""
     return [-len(ids) / 48 for ids in completion_ids]
-
-
-class RowScriptedMixin(GRPOTrainer):
-    """Scripted rollouts that depend on a row's position in the generation batch, not on how the rows are split
-    into calls (`helpers.ScriptedGenerationMixin` restarts its index at every call); records the rows per call."""
-
-    def _generate_and_score_completions(self, inputs):
-        self.next_row = 0
-        return super()._generate_and_score_completions(inputs)
-
-    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        self.calls = getattr(self, "calls", []) + [len(prompt_ids)]
-        eos = self.processing_class.eos_token_id
-        completions = []
-        for ids in prompt_ids:
-            text = scripted_text(self.state.global_step, self.next_row, ids)
-            self.next_row += 1
-            tokens = self.processing_class(text, add_special_tokens=False)["input_ids"]
-            completions.append(tokens + ([eos] if "</think>" in text else []))
-        return completions, None
 
 
 class CountingMixin(GRPOTrainer):
