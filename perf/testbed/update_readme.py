@@ -71,7 +71,8 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
     with open(history_path) as f:
         versions = json.load(f)["versions"]
     sha = (data.get("protocol") or {}).get("sha256")
-    before = next((v for v in reversed(versions) if v.get("protocol") != sha), versions[0])
+    # beside each verdict, the one before the protocol file (protocol 3, the last version whose compare.json names none)
+    before = next((v for v in reversed(versions) if not v.get("protocol")), versions[0])
     lines = [f"Protocol {data['protocol']['version']} (sha256 {sha}; {data['protocol']['error_spending']['method']} "
              f"spending over the looks at {', '.join(map(str, data['protocol']['looks']))} seeds, nominal one-sided "
              f"level {data['protocol']['nominal_levels'][0]:.4f} per look; BH across the checks), from "

@@ -39,6 +39,8 @@ def verdicts(compare: dict) -> dict[str, dict]:
         verdict = check.get("label") or {True: "held", False: "not held", None: "inconclusive"}[check.get("held")]
         if verdict == "control":  # the negative controls claim nothing (their scores are in each check)
             continue
+        if verdict == "held" and "held_after_bh" in check:  # protocol 1 on: whether it survives the BH correction
+            verdict += "" if check["held_after_bh"] else " (not after BH)"
         diffs = check.get("differences") or {}
         first = next(iter(diffs.items()), None)
         difference = "-"
@@ -70,7 +72,7 @@ def versions() -> list[dict]:
         current = json.load(f)
     if not out or verdicts(current) != out[-1]["verdicts"] or (current.get("protocol") or {}).get("sha256") != out[
             -1]["protocol"]:  # fmt: skip
-        out.append({"commit": "protocol-1", "date": "2026-12-03", "subject": "working tree",
+        out.append({"commit": "working tree", "date": "2026-12-03", "subject": "working tree",
                     "verdicts": verdicts(current),
                     "protocol": (current.get("protocol") or {}).get("sha256")})  # fmt: skip
     return out

@@ -44,6 +44,9 @@ def test_error_spending_keeps_the_overall_error_of_five_looks():
         assert crossed == pytest.approx(0.025, abs=0.002), method
     assert (walks > 1.96).any(axis=1).mean() > 0.06
     assert protocol.nominal_level(3) == protocol.nominal_level(15) == pytest.approx(0.00791, abs=1e-5)  # Pocock
+    # the repeated p-value of the nominal level is the design's error, and it is monotone (protocol 2's BH reads it)
+    assert protocol.repeated_p(protocol.nominal_level(3)) == pytest.approx(0.025, abs=0.002)
+    assert protocol.repeated_p(0.001) < protocol.repeated_p(0.01) < protocol.repeated_p(0.1) < 1.0
 
 
 def test_held_and_not_held_use_the_same_margin():
@@ -111,10 +114,12 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     data = _committed()
     assert data["protocol"]["sha256"] == protocol.sha256() and data["protocol"]["error_spending"]["method"] == "pocock"
     counts = data["protocol"]["run_files"]
-    assert counts.get("None", 0) > 0 and [h for h in counts if h != "None"] == [protocol.sha256()]
+    # the files before the protocol file carry no hash; those since carry one this protocol reads as its own
+    assert counts.get("None", 0) > 0 and {h for h in counts if h != "None"} <= protocol.compatible_runs()
+    assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552"}  # protocol 2 judges protocol 1's runs
     for path in data["runs"]["placebo"]:  # written under protocol 1: its hash and the libraries' versions
         run = json.load(open(os.path.join(RESULTS, path)))
-        assert run["protocol_sha256"] == protocol.sha256() and set(run["versions"]) >= {"trl", "transformers", "torch"}
+        assert run["protocol_sha256"] == "679556910933e552" and set(run["versions"]) >= {"trl", "transformers", "torch"}
 
 
 def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
@@ -123,7 +128,7 @@ def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
     for row in rows:  # recompute the labels, duplicates and BH q-values from the stored p-values and held
         check = row.get("method_check") or {}
         for key in ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails",
-                    "scored_on"):  # fmt: skip
+                    "scored_on", "p_adjusted"):  # fmt: skip
             check.pop(key, None)
         if check.get("cannot_judge", "").startswith("its run files measured exactly"):
             check.pop("cannot_judge")
@@ -151,7 +156,8 @@ def test_committed_rows_recompute_from_the_run_files():
     assert not errors
     rows = panel_rows(panels, infos, errors, names, settings)
     committed = {r["recipe"]: r for r in data["rows"]}
-    family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on")
+    family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on",
+              "p_adjusted")  # fmt: skip
     for row in rows:
         want = json.loads(json.dumps(committed[row["recipe"]]))
         got = json.loads(json.dumps(row))

@@ -38,6 +38,7 @@ __all__ = [
     "matching_control",
     "nominal_level",
     "nominal_levels",
+    "repeated_p",
     "sha256",
 ]
 
@@ -124,6 +125,40 @@ def nominal_level(seeds: int) -> float:
     return nominal_levels(len(sizes))[look_index(seeds)]
 
 
+@functools.lru_cache(maxsize=1)
+def _pocock_maxima(looks: int = 5, draws: int = 400_000) -> Any:
+    """max_k Z_k of `draws` seeded random walks seen at `looks` equally spaced looks under no effect, sorted."""
+    import numpy as np
+
+    rng = np.random.default_rng(20261203)
+    walks = np.cumsum(rng.standard_normal((draws, looks)), axis=1) / np.sqrt(np.arange(1, looks + 1))
+    return np.sort(walks.max(axis=1))
+
+
+def repeated_p(p: float, looks: int | None = None) -> float:
+    """The look-adjusted (repeated) p-value of a one-sided nominal p-value under Pocock's design: the overall
+    one-sided error of the design whose constant boundary is the observed statistic, P(max_k Z_k >= z_(1-p)) over the
+    protocol's looks (Jennison & Turnbull 2000, §9.1), by 400,000 seeded random walks; below their resolution the union
+    bound K x p. Pocock's nominal 0.0079 maps to 0.024 (the tabled constant 2.413 is for 0.025, to 3 digits).
+
+    >>> round(repeated_p(0.0079), 3), round(repeated_p(0.5), 2), repeated_p(1.0)
+    (0.024, 0.75, 1.0)
+    """
+    from statistics import NormalDist
+
+    import numpy as np
+
+    if p >= 1.0:
+        return 1.0
+    looks = looks or len(look_sizes())
+    maxima = _pocock_maxima(looks)
+    z = NormalDist().inv_cdf(1 - max(p, 1e-12))
+    exceed = maxima.size - int(np.searchsorted(maxima, z, side="left"))
+    if exceed < 100:  # too few draws to resolve the tail: the union bound over the looks (conservative)
+        return min(1.0, looks * p)
+    return min(1.0, exceed / maxima.size)
+
+
 def benjamini_hochberg(p_values: list[float]) -> list[float]:
     """BH-adjusted p-values: q_(i) = min over j >= i of p_(j) m / j (sorted ascending), capped at 1, in input order."""
     m = len(p_values)
@@ -158,6 +193,19 @@ def matching_control(recipe: str) -> str | None:
     if recipe in (load().get("reference_is_grpo") or []):
         return "grpo"
     return None
+
+
+def fdr_level() -> float:
+    """The family's false-discovery level (one-sided) of the Benjamini-Hochberg step-up; protocol 1 used the looks'
+    nominal level (0.0079) on nominal p-values."""
+    fdr = load()["false_discovery_rate"]
+    return nominal_levels(len(look_sizes()))[0] if fdr.get("level") == "nominal" else float(fdr["level"])
+
+
+def compatible_runs() -> set[str]:
+    """The protocol hashes whose run files this protocol reads as its own: itself, and the earlier protocols it lists
+    (`compatible_runs`) whose changes only judge runs and do not change them."""
+    return {sha256(), *[str(h) for h in load().get("compatible_runs") or []]}
 
 
 def describe() -> dict[str, Any]:

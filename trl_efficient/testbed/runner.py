@@ -558,8 +558,10 @@ def run_protocols(infos: dict) -> dict[str, int]:
     for info in infos.values():
         for h in info.get("protocols") or []:
             counts[h] = counts.get(h, 0) + 1
+    from .protocol import compatible_runs
+
     known = sorted(h for h in counts if h != "None")
-    if len(known) > 1:
+    if len(known) > 1 and not set(known) <= compatible_runs():
         raise ValueError(f"run files written under different protocols ({', '.join(known)}) cannot form one table; "
                          "rerun them under one protocol (trl_efficient/testbed/protocol.yaml).")  # fmt: skip
     return counts

@@ -19,7 +19,7 @@ identical runs merged, the Benjamini-Hochberg correction across the family, and 
 ...          "alpha": 0.0079}},
 ...         {"recipe": "d", "records_sha256": "z", "method_check": {"claim": "c", "held": None, "p_value": 0.5,
 ...          "alpha": 0.0079}}]
->>> counts = annotate(rows)  # BH over a, c, d: q = 0.003, 0.009 (0.006 x 3 / 2), 0.5: c is not held after BH
+>>> counts = annotate(rows)  # repeated p 0.0035, 0.019, 0.75; BH: q = 0.0105, 0.0285 (0.019 x 3 / 2), 0.75 vs 0.025
 >>> [r["method_check"]["label"] for r in rows], counts["held"], counts["held_after_bh"], counts["cannot_judge"]
 (['held', 'cannot be judged', 'held', 'inconclusive'], 2, 1, 1)
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 
 from .checks import CONDITIONED, is_baseline, method_check
-from .protocol import CONTROL_JOBS, benjamini_hochberg, load, matching_control
+from .protocol import CONTROL_JOBS, benjamini_hochberg, fdr_level, load, matching_control, repeated_p
 
 __all__ = [
     "annotate",
@@ -149,9 +149,13 @@ def annotate(rows: list[dict]) -> dict:
             check["broken"] = "placebo passes this check"
     family = [r["method_check"] for r in rows if r.get("method_check") and label(r["method_check"]) in
               ("held", "not held", "inconclusive") and r["method_check"].get("p_value") is not None]  # fmt: skip
-    for check, q in zip(family, benjamini_hochberg([c["p_value"] for c in family]), strict=True):
+    repeated = load()["false_discovery_rate"].get("p_values") == "repeated"
+    for check in family:  # protocol 2: BH on the look-adjusted p-values at the family's level (protocol 1: nominal)
+        check["p_adjusted"] = repeated_p(check["p_value"]) if repeated else check["p_value"]
+    level = fdr_level()
+    for check, q in zip(family, benjamini_hochberg([c["p_adjusted"] for c in family]), strict=True):
         check["q_value"] = q
-        check["held_after_bh"] = bool(check.get("held") is True and q <= check["alpha"])
+        check["held_after_bh"] = bool(check.get("held") is True and q <= (level if repeated else check["alpha"]))
     counts = {"held": 0, "not held": 0, "inconclusive": 0, "cannot be judged": 0, "broken": 0}
     for row in rows:
         check = row.get("method_check")
