@@ -78,17 +78,41 @@ def versions() -> list[dict]:
     return out
 
 
+def _why(before: dict, after: dict, changes: dict) -> dict:
+    """The `verdict_changes.yaml` entry of `after`: by its commit, else by its protocol's hash when it changed."""
+    return (changes.get(after["commit"])
+            or next((v for k, v in changes.items() if after["commit"].startswith(k)), None)
+            or next((v for v in changes.values() if v.get("protocol") and v["protocol"] == after["protocol"]
+                     and after["protocol"] != before["protocol"]), None)
+            or {})  # fmt: skip
+
+
+def change_list(vs: list[dict], changes: dict) -> list[dict]:
+    """Every version after the first with its change and reason, and how many verdicts it moved (0 included)."""
+    out = []
+    for before, after in zip(vs, vs[1:], strict=False):
+        why = _why(before, after, changes)
+        moved = sum(1 for r, v in after["verdicts"].items() if (before["verdicts"].get(r) or {}).get("verdict")
+                    != v["verdict"])  # fmt: skip
+        out.append(
+            {
+                "commit": after["commit"],
+                "date": after["date"],
+                "change": why.get("change", after["subject"]),
+                "reason": why.get("reason", "-"),
+                "after_verdict": why.get("after_verdict"),
+                "moved": moved,
+            }
+        )
+    return out
+
+
 def history(vs: list[dict], changes: dict) -> list[dict]:
     """Every move of a verdict between consecutive versions: `{"date", "commit", "recipe", "old", "new", "change",
     "reason", "after_verdict"}` (`old` None for a recipe new in that version)."""
     entries = []
     for before, after in zip(vs, vs[1:], strict=False):
-        why = (changes.get(after["commit"])
-               or next((v for k, v in changes.items() if after["commit"].startswith(k)), None)
-               # a protocol change is found by the protocol's hash, whichever commit wrote its compare.json
-               or next((v for v in changes.values() if v.get("protocol") and v["protocol"] == after["protocol"]
-                        and after["protocol"] != before["protocol"]), None)
-               or {})  # fmt: skip
+        why = _why(before, after, changes)
         for recipe, new in after["verdicts"].items():
             old = before["verdicts"].get(recipe)
             if old is not None and old["verdict"] == new["verdict"]:
@@ -110,7 +134,6 @@ def render(data: dict) -> str:
         "| date | commit | recipe | old verdict | new verdict | after the verdict was seen |",
         "|---|---|---|---|---|---|",
     ]
-    changes = {}
     for e in data["entries"]:
         old = (
             "-" if e["old"] is None else f"{e['old']['verdict']} ({e['old']['seeds']} seeds; {e['old']['difference']})"
@@ -118,9 +141,11 @@ def render(data: dict) -> str:
         new = f"{e['new']['verdict']} ({e['new']['seeds']} seeds; {e['new']['difference']})"
         seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
         lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {new} | {seen} |")
-        changes[e["commit"]] = (e["change"], e["reason"])
-    lines += ["", "The changes (`perf/testbed/verdict_changes.yaml`):", ""]
-    lines += [f"- **{commit}**: {change} Reason: {reason}" for commit, (change, reason) in changes.items()]
+    lines += ["", "The changes (`perf/testbed/verdict_changes.yaml`), each with the verdicts it moved:", ""]
+    for c in data.get("changes") or []:
+        seen = {True: "; made after the verdicts it moves were seen", False: "", None: ""}[c["after_verdict"]]
+        lines.append(f"- **{c['commit']}** ({c['date']}, {c['moved']} moved{seen}): {c['change']}. Reason: "
+                     f"{c['reason']}")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -131,7 +156,7 @@ def main(argv=None) -> int:
         changes = {str(k): v for k, v in yaml.safe_load(f).items()}
     vs = versions()
     data = {"versions": [{k: v[k] for k in ("commit", "date", "subject", "protocol", "verdicts")} for v in vs],
-            "entries": history(vs, changes)}  # fmt: skip
+            "entries": history(vs, changes), "changes": change_list(vs, changes)}  # fmt: skip
     with open(OUT_JSON, "w") as f:
         json.dump(data, f, indent=1)
     with open(OUT_MD, "w") as f:
