@@ -31,7 +31,11 @@ LORA = ["--use_peft", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modul
 # Recipes that cannot train with PEFT, each refused in one line when the trainer is built (the message's start):
 # ProRL's reference resets copy the policy into a separate reference model, which TRL does not keep under PEFT
 # (its reference is the adapter-disabled base), as TRL's own sync_ref_model refuses PEFT.
-NOT_WITH_PEFT = {"prorl": "Reference resets need a separate reference model"}
+# BroRL runs ProRL's algorithm (its resets included) with N = 512.
+NOT_WITH_PEFT = {
+    "prorl": "Reference resets need a separate reference model",
+    "brorl": "Reference resets need a separate reference model",
+}
 
 
 @pytest.mark.parametrize("name", RECIPES.names())
