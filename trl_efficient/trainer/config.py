@@ -71,10 +71,10 @@ class EfficientGRPOConfig(GRPOConfig):
             Transformers generation only (`use_vllm=False`, `use_transformers_continuous_batching=False`).
         generation_chunk_size (`int` or `None`): rows per call of TRL's generation (`trainer/chunking.py`): the rows
             a process generates per generation batch (`per_device_train_batch_size x steps_per_generation`, which it
-            must divide, or be at least: one call) are generated C at a time and concatenated, so generation memory scales with C rather than
-            with `num_generations` (BroRL's N = 512). Rewards, group statistics and the loss stay TRL's (the loss
-            already runs in micro-batches of `per_device_train_batch_size`). `None` (default): one call, as TRL.
-            Transformers generation only.
+            must divide, or be at least: one call) are generated C at a time and concatenated, so generation memory
+            scales with C rather than with `num_generations` (BroRL's N = 512). Rewards, group statistics and the
+            loss stay TRL's (the loss already runs in micro-batches of `per_device_train_batch_size`). `None`
+            (default): one call, as TRL. Transformers generation only.
     Layer sampling (LISA, Pan et al., arXiv 2403.17919, NeurIPS 2024; `trainer/lisa.py`; LMFlow's option names):
         lisa_activated_layers (`int` or `None`): gamma, the decoder layers trained at a time, drawn uniformly
             without replacement every `lisa_interval_steps` optimizer steps; embeddings, head and final norm always
