@@ -92,3 +92,54 @@ def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
                 found.setdefault(name, set()).add(path.relative_to(PACKAGE).as_posix())
     assert set(found) <= set(PRIVATE_METHODS), sorted(set(found) - set(PRIVATE_METHODS))
     assert not set(found) & set(PRIVATE_ATTRIBUTES)
+
+
+@pytest.mark.parametrize("where", ["trl.GRPOTrainer", "trl.trainer.grpo_trainer.GRPOTrainer"])
+def test_the_check_inspects_the_class_we_subclass_not_the_rebound_name(where, monkeypatch, tiny_model_dir, tmp_path):
+    """Unsloth rebinds TRL's `GRPOTrainer` to its own trainer, and a harness running TRL's GRPO tests against our
+    subclass rebinds it to ours: the check must still read TRL's own class (in our MRO), whose `__init__` sets
+    `_metrics`, not the rebound name's (ours, which sets none of TRL's private attributes)."""
+    import importlib
+
+    from helpers import RecordingTrainer, make_dataset, tiny_config
+
+    from trl_efficient.rewards import correctness_reward
+
+    class Harness(RecordingTrainer):  # what a harness hands TRL's tests as "GRPOTrainer"
+        pass
+
+    module, name = where.rsplit(".", 1)
+    monkeypatch.setattr(importlib.import_module(module), name, Harness)
+    check_trl.cache_clear()  # an earlier test may have checked already (once per process)
+    try:
+        trainer = Harness(
+            model=tiny_model_dir,
+            reward_funcs=[correctness_reward],
+            args=tiny_config(tmp_path, max_steps=1),
+            train_dataset=make_dataset(8),
+        )
+        trainer.train()
+    finally:
+        check_trl.cache_clear()
+    assert trainer.state.global_step == 1 and len(trainer.records) == 1  # it started and trained one step
+
+
+def test_a_name_rebound_to_a_foreign_trainer_is_named_unless_ours_subclasses_trl(monkeypatch):
+    """Unsloth's trainer is a copy of TRL's source, not a subclass: with the name rebound to it, our trainer's MRO
+    still holds TRL's class (checked); with no trainer class to go by, the error names the rebinding."""
+    import trl.trainer.grpo_trainer
+
+    from trl_efficient.trainer import EfficientGRPOTrainer
+
+    class UnslothGRPOTrainer:  # stands for unsloth_compiled_cache.UnslothGRPOTrainer
+        pass
+
+    monkeypatch.setattr(trl.trainer.grpo_trainer, "GRPOTrainer", UnslothGRPOTrainer)
+    monkeypatch.setattr(trl, "GRPOTrainer", UnslothGRPOTrainer)
+    check_trl.cache_clear()
+    try:
+        check_trl(EfficientGRPOTrainer)
+        with pytest.raises(TrlInternalsError, match=r"grpo_trainer\.GRPOTrainer is rebound to .*UnslothGRPOTrainer"):
+            check_trl()
+    finally:
+        check_trl.cache_clear()

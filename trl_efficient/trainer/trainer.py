@@ -136,7 +136,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def __init__(
         self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
     ) -> None:
-        check_trl()  # a TRL whose private surface moved fails here, in one line naming the symbol (trl_internals)
+        check_trl(type(self))  # a TRL whose private surface moved fails here, in one line naming the symbol
         super().__init__(*args, **kwargs)
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on

@@ -85,14 +85,32 @@ class TrlInternalsError(RuntimeError):
     """The installed TRL lacks a private symbol trl_efficient relies on, or has it with another signature."""
 
 
-def _owner(name: str) -> type:
-    if name == "Trainer":
-        from transformers import Trainer
+# owner -> (the module that defines it, its name there): the classes the table was read from
+_OWNERS = {"GRPOTrainer": ("trl.trainer.grpo_trainer", "GRPOTrainer"), "Trainer": ("transformers.trainer", "Trainer")}
 
-        return Trainer
-    from trl import GRPOTrainer
 
-    return GRPOTrainer
+def _owner(name: str, trainer_cls: type | None = None) -> type:
+    """The class the table's `name` (`"GRPOTrainer"` or `"Trainer"`) stands for: the one of `trainer_cls`'s MRO
+    that TRL's (transformers') module defines, else the class that module defines.
+
+    Never the name `trl.GRPOTrainer` (or the module attribute) as bound at run time: Unsloth rebinds both to its own
+    trainer, and a harness running TRL's GRPO tests against our subclass rebinds them to ours; the check would then
+    read the wrong `__init__`. A class is TRL's own when its `__module__` and `__qualname__` say so.
+    """
+    import importlib
+
+    module, qualname = _OWNERS[name]
+    for cls in trainer_cls.__mro__ if trainer_cls is not None else ():
+        if cls.__module__ == module and cls.__qualname__ == qualname:
+            return cls
+    bound = getattr(importlib.import_module(module), qualname)
+    for cls in bound.__mro__:  # rebound to a subclass (ours, a harness's): TRL's own class is in its MRO
+        if cls.__module__ == module and cls.__qualname__ == qualname:
+            return cls
+    raise TrlInternalsError(
+        f"{module}.{qualname} is rebound to {bound.__module__}.{bound.__qualname__}, which does not subclass "
+        f"{name} as {module} defines it, and {getattr(trainer_cls, '__qualname__', None)} does not either"
+    )
 
 
 def private_surface() -> list[str]:
@@ -104,10 +122,10 @@ def private_surface() -> list[str]:
     return [f"{owner}.{name}" for name, (owner, *_rest) in [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items()]]
 
 
-def _mismatches() -> list[str]:
+def _mismatches(trainer_cls: type | None = None) -> list[str]:
     problems = []
     for name, (owner, params, _) in PRIVATE_METHODS.items():
-        cls = _owner(owner)
+        cls = _owner(owner, trainer_cls)
         method = getattr(cls, name, None)
         if method is None:
             problems.append(f"{owner}.{name} is missing")
@@ -116,19 +134,22 @@ def _mismatches() -> list[str]:
         if found[: len(params)] != params:
             problems.append(f"{owner}.{name}{tuple(params)} has the parameters {found}")
     for name, (owner, _) in PRIVATE_ATTRIBUTES.items():
-        source = inspect.getsource(_owner(owner).__init__)
+        source = inspect.getsource(_owner(owner, trainer_cls).__init__)
         if f"self.{name} =" not in source and f"self.{name}:" not in source:
             problems.append(f"{owner}.__init__ no longer sets self.{name}")
     return problems
 
 
-@functools.lru_cache(maxsize=1)
-def check_trl() -> None:
-    """Check the installed TRL against `PRIVATE_METHODS` and `PRIVATE_ATTRIBUTES` (once per process); a mismatch
-    raises `TrlInternalsError` in one line naming the symbol, the installed version and the supported range."""
+@functools.lru_cache(maxsize=8)
+def check_trl(trainer_cls: type | None = None) -> None:
+    """Check the installed TRL against `PRIVATE_METHODS` and `PRIVATE_ATTRIBUTES` (once per process and trainer
+    class); a mismatch raises `TrlInternalsError` in one line naming the symbol, the installed version and the
+    supported range. The classes checked are TRL's `GRPOTrainer` and transformers' `Trainer` as `trainer_cls`
+    subclasses them (`EfficientGRPOTrainer.__init__` passes its own class), never whatever `trl.GRPOTrainer` is
+    bound to at run time (`_owner`)."""
     import trl
 
-    problems = _mismatches()
+    problems = _mismatches(trainer_cls)
     if problems:
         raise TrlInternalsError(
             f"trl_efficient uses TRL internals read from TRL {TRL_READ_FROM}; the installed TRL {trl.__version__} "
