@@ -59,7 +59,8 @@ def rows_per_generation_batch(args) -> int:
 
 def check_generation_chunking(args) -> None:
     """Config-time checks of `generation_chunk_size` (one line each, naming the field, the value and the rule); run
-    after `GRPOConfig.__post_init__` has derived `steps_per_generation`."""
+    after `GRPOConfig.__post_init__` has derived `steps_per_generation`. Evaluation batches
+    (`per_device_eval_batch_size` rows) are generated in the same chunks, the last one possibly smaller."""
     size = getattr(args, "generation_chunk_size", None)
     if size is None:
         return
