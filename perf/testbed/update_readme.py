@@ -89,7 +89,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
             controls.append(row)
             continue
         old = (before["verdicts"].get(row["recipe"]) or {}).get("verdict", "-")
-        why = check.get("cannot_judge") or check.get("broken") or ""
+        why = check.get("cannot_judge") or check.get("broken") or check.get("not_specific") or ""
         ctl = check.get("controls") or {}
         vs = check.get("vs_constant_penalty")
         vs_cell = (

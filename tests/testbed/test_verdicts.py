@@ -102,6 +102,7 @@ def test_a_check_that_placebo_passes_is_broken():
                                                                        "p_value": 0.3, "alpha": 0.0079}}]  # fmt: skip
     counts = annotate(rows)
     assert rows[0]["method_check"]["label"] == "broken" and counts["broken"] == 1 and counts["held"] == 0
+    assert "constant-penalty passes" in rows[0]["method_check"]["not_specific"]
     assert rows[1]["method_check"]["label"] == "control" and rows[1]["method_check"]["passes"] == ["kimi"]
 
 
@@ -128,7 +129,7 @@ def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
     for row in rows:  # recompute the labels, duplicates and BH q-values from the stored p-values and held
         check = row.get("method_check") or {}
         for key in ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails",
-                    "scored_on", "p_adjusted"):  # fmt: skip
+                    "scored_on", "p_adjusted", "not_specific"):  # fmt: skip
             check.pop(key, None)
         if check.get("cannot_judge", "").startswith("its run files measured exactly"):
             check.pop("cannot_judge")
@@ -157,7 +158,7 @@ def test_committed_rows_recompute_from_the_run_files():
     rows = panel_rows(panels, infos, errors, names, settings)
     committed = {r["recipe"]: r for r in data["rows"]}
     family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on",
-              "p_adjusted")  # fmt: skip
+              "p_adjusted", "not_specific")  # fmt: skip
     for row in rows:
         want = json.loads(json.dumps(committed[row["recipe"]]))
         got = json.loads(json.dumps(row))

@@ -326,7 +326,7 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
             controls_rows.append(r)
             continue
         cells = [str(c.get(k, "-")).replace("|", "\\|") for k in ("claim", "measured")]
-        reason = c.get("cannot_judge") or c.get("broken")
+        reason = c.get("cannot_judge") or c.get("broken") or c.get("not_specific")
         verdict = _verdict(c) + (f": {reason}" if reason else "")
         ctl = c.get("controls") or {}
         vs = c.get("vs_constant_penalty")

@@ -147,6 +147,11 @@ def annotate(rows: list[dict]) -> dict:
         placebo = (check.get("controls") or {}).get("placebo") or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
+        constant = (check.get("controls") or {}).get("constant-penalty") or {}
+        if constant.get("held") is True:  # said beside the verdict: the check credits any length penalty
+            check["not_specific"] = (
+                "constant-penalty passes this check too: it does not tell the method from a fixed penalty"
+            )
     family = [r["method_check"] for r in rows if r.get("method_check") and label(r["method_check"]) in
               ("held", "not held", "inconclusive") and r["method_check"].get("p_value") is not None]  # fmt: skip
     repeated = load()["false_discovery_rate"].get("p_values") == "repeated"
