@@ -203,7 +203,7 @@ def test_repetition_flag_is_computed_only_where_a_reward_can_read_it():
     # reward that computes it for every formatted row, on random batches with and without targets.
     import random
 
-    from trl_efficient.methods import laser
+    from trl_efficient.rewards import laser  # the reward's module: the scan it calls
 
     class EveryRow(type(get_laser_d_reward(exploration=True, num_generations=4))):
         def _row_extras(self, completions, completion_ids, kwargs, rows):

@@ -21,6 +21,13 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `trl_efficient.core.answers` (re-exported here): the shared answer checker (`is_correct`, `parse_gold`,
 `extract_answer_region`, `normalize_answer`,
   `answers_match_as_strings`).
+- resolved on first use (PEP 562 `__getattr__`, `_LAZY`; their modules load torch or transformers, or are rarely
+  used): `get_adlp_reward` (`controller`), `get_budgetthinker_reward` (`budgetthinker`), `get_constant_length_penalty`
+  and `get_placebo_reward` (`controls`), `get_grsp_reward` and `get_step_pruner_reward` (`steps`),
+  `get_hapo_length_reward` (`history`), `get_laser_d_reward` (`laser`, LASER-D/DE; its monitor is a trainer-level
+  part, `trl_efficient.methods.laser.LaserMonitor`).
+
+Every reward factory the recipes register imports from here (`tests/recipes/test_reward_factories.py`).
 """
 
 from ..core.answers import answers_match_as_strings, extract_answer_region, is_correct, normalize_answer, parse_gold
@@ -43,6 +50,18 @@ from .o1_pruner import get_o1_pruner_reward
 from .pear import get_pear_reward
 from .sar import get_sar_reward
 from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
+
+# name -> the module of this package that defines it, imported on first access (`__getattr__`)
+_LAZY = {
+    "get_adlp_reward": "controller",
+    "get_budgetthinker_reward": "budgetthinker",
+    "get_constant_length_penalty": "controls",
+    "get_placebo_reward": "controls",
+    "get_grsp_reward": "steps",
+    "get_step_pruner_reward": "steps",
+    "get_hapo_length_reward": "history",
+    "get_laser_d_reward": "laser",
+}
 
 __all__ = [
     "CurriculumSchedule",
@@ -81,4 +100,20 @@ __all__ = [
     "parse_gold",
     "resolve_group_size",
     "think_format_reward",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str):
+    """The factories of `_LAZY`, imported from their module on first access (PEP 562) and cached here."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
