@@ -77,7 +77,8 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
              f"spending over the looks at {', '.join(map(str, data['protocol']['looks']))} seeds, nominal one-sided "
              f"level {data['protocol']['nominal_levels'][0]:.4f} per look; BH across the checks), from "
              f"`perf/testbed/results/compare.json`; the verdict before it is {before['commit']}'s:", "",
-             "| recipe | before (protocol 3) | protocol 1 | p | q (BH) | placebo | constant-penalty "
+             f"| recipe | before (protocol 3) | protocol {data['protocol']['version']} | p | q (BH) | placebo | "
+             "constant-penalty "
              "| vs constant-penalty |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     controls = []

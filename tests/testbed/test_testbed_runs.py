@@ -105,7 +105,9 @@ def test_compare_two_recipes_one_step(small_base, tmp_path):
     assert out["rows"][2]["num_generations"] == 4 and "G |" in md and "Testbed scaling rules" in md
 
 
-def test_conditioned_recipe_is_checked_against_the_base_under_the_same_prompts(small_base, tmp_path):
+def test_conditioned_recipe_is_checked_against_its_matching_control_under_the_same_prompts(small_base, tmp_path):
+    """Protocol 1: a conditioned recipe's check compares it with GRPO (same seeds) evaluated under the same prompts
+    (`grpo-prompted`, trained with the comparison), no longer with the base model; both evaluations are reused."""
     from trl_efficient.testbed.runner import TestbedSettings, compare
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
@@ -120,12 +122,18 @@ def test_conditioned_recipe_is_checked_against_the_base_under_the_same_prompts(s
     assert set(trained["modes"]) <= set(base["modes"]) and len(trained["modes"]) == 5 and len(base["modes"]) == 20
     assert all(len(r["lengths"]) == len(r["correct"]) == 3 for r in base["modes"].values())
     assert out["rows"][0]["tight_cap"] == 12 and "tight_truncated_fraction" in out["rows"][1]
-    assert "(base) ->" in out["rows"][1]["method_check"]["measured"]
-    # another conditioned recipe reuses the base model's evaluation
-    stamp = os.path.getmtime(next((tmp_path / "cmp" / "runs" / "base").glob("*.json")))
+    assert [r["recipe"] for r in out["rows"]] == ["base", "l1-max", "grpo-prompted"]
+    (control,) = (tmp_path / "cmp" / "runs" / "grpo-prompted").glob("*.json")
+    control = json.load(open(control))
+    assert control["key"]["trains"] == "grpo" and set(trained["modes"]) <= set(control["modes"])
+    assert len(control["modes"]) == len(base["modes"]) - 3  # every conditioned prompt but BudgetThinker's 3 budgets
+    assert "(grpo-prompted) ->" in out["rows"][1]["method_check"]["measured"]
+    # another conditioned recipe reuses the base model's and the control's evaluations
+    stamps = {p: os.path.getmtime(p) for name in ("base", "grpo-prompted")
+              for p in (tmp_path / "cmp" / "runs" / name).glob("*.json")}  # fmt: skip
     out = compare(["l1-exact"], settings, str(tmp_path / "cmp"), show_progress=False)
-    (base_file,) = (tmp_path / "cmp" / "runs" / "base").glob("*.json")
-    assert os.path.getmtime(base_file) == stamp and "(base) ->" in out["rows"][1]["method_check"]["measured"]
+    assert {p: os.path.getmtime(p) for p in stamps} == stamps
+    assert "(grpo-prompted) ->" in out["rows"][1]["method_check"]["measured"]
 
 
 def test_quickstart_config_runs_through_train(small_base, tmp_path, monkeypatch):
