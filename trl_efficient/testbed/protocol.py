@@ -71,14 +71,18 @@ def sha256(path: str = PROTOCOL_PATH) -> str:
 
 def library_versions() -> dict[str, str]:
     """The versions of the libraries a run depends on (recorded in every run file since protocol 1)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import torch
     import transformers
     import trl
 
-    from .. import __version__
-
+    try:  # the installed distribution's version (the package root sits above this layer)
+        ours = version("trl-efficient")
+    except PackageNotFoundError:
+        ours = "not installed"
     return {"trl": trl.__version__, "transformers": transformers.__version__, "torch": torch.__version__,
-            "trl_efficient": __version__}  # fmt: skip
+            "trl_efficient": ours}  # fmt: skip
 
 
 def _normal_sf(z: float) -> float:
