@@ -2,7 +2,8 @@
 
 Reward callables live in `trl_efficient.rewards` (they work in a plain `trl.GRPOTrainer`), the trainer and its hooks
 in `trl_efficient.trainer`, method families in `trl_efficient.methods`, recipes in `trl_efficient.recipes`, data
-loaders in `trl_efficient.data`.
+loaders in `trl_efficient.data`. `trl_efficient.train(config, **overrides)` runs `trl-efficient train` from a script
+(`accelerate launch my_script.py`).
 
 Importing a sub-package loads that layer and the layers below it, nothing above (`import trl_efficient.rewards` loads
 no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
@@ -14,7 +15,7 @@ no trainer). Each layer fills its registries by explicit imports in its own `__i
 # The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.
 __version__ = "0.1.0"
 
-__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__"]
+__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__", "train"]
 
 
 def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` without importing the trainer eagerly
@@ -22,4 +23,8 @@ def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` with
         from . import methods, trainer  # noqa: F401  (methods: every method's estimators, plans and filters register)
 
         return getattr(trainer, name)
+    if name == "train":  # `trl_efficient.train(config, **overrides)`: `trl-efficient train` from a user's script
+        from .cli import train
+
+        return train
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

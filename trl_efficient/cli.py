@@ -769,6 +769,45 @@ def train_main(argv: list[str] | None = None) -> dict:
     return result
 
 
+def train(config: str | os.PathLike | dict | None = None, /, **overrides) -> dict:
+    """Train as `trl-efficient train` does, from Python (a user's own script, under `accelerate launch` or torchrun as
+    TRL's trainers run), and return the run's summary (`recipe`, `model`, the `before`/`after` evaluations).
+
+    `config` is what `--config` takes (a YAML path, or the name of a shipped recipe YAML such as `"kimi"`), or a dict
+    of the same keys (`{"recipe": "kimi", "run_defaults": "math-1.5b", ...}`); `None` runs the quickstart when no
+    override is given, as the command does. Each keyword is a command-line flag (`max_steps=2` is `--max_steps 2`;
+    a dict is passed as JSON, a list as several values, a bool as true/false), so the precedence is the command's:
+    run preset < recipe < `config` < `overrides`. The same parser and pipeline run (`parse_train_args`,
+    `run_training`): a user error raises `UserError` (a `ValueError`) naming what to change; a rerun into an
+    `output_dir` that holds a run resumes it or is refused. Like the command, a successful run ends the distributed
+    process group (`end_process_group`), so call it once per launched process.
+    """
+    import tempfile
+
+    argv: list[str] = []
+    for key, value in overrides.items():
+        if value is None:
+            raise UserError(f"train(): {key}=None cannot be a command-line value; leave {key} out to keep its default")
+        if isinstance(value, (list, tuple)):
+            argv += [f"--{key}", *(str(v) for v in value)]
+        else:
+            text = json.dumps(value) if isinstance(value, dict) else str(value)
+            argv += [f"--{key}", text.lower() if isinstance(value, bool) else text]
+    with tempfile.TemporaryDirectory(prefix="trl_efficient_train_") as tmp:
+        if isinstance(config, dict):  # the keys of a YAML file, written as one (YAML's types, None included)
+            import yaml
+
+            path = os.path.join(tmp, "config.yaml")
+            with open(path, "w", encoding="utf-8") as f:
+                yaml.safe_dump(config, f)
+            argv = ["--config", path, *argv]
+        elif config is not None:
+            argv = ["--config", os.fspath(config), *argv]
+        if not argv:
+            argv = ["--config", packaged_config("quickstart")]
+        return train_main(argv)
+
+
 def resume_or_refuse(script_args, data_args, training_args) -> None:
     """A rerun into an `output_dir` that holds a run resumes it or is refused (`trainer.runs.decide_resume`, at
     config time): sets `training_args.resume_from_checkpoint` to the checkpoint folder (or None), then records this
