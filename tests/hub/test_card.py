@@ -300,6 +300,16 @@ def test_only_the_recipes_hyperparameters(recipe, tmp_path, tiny_tokenizer):
     assert ("`advantage_kwargs`" in hyper) == (recipe == "dler")
 
 
+def test_card_shows_the_sampling_options_the_run_used(tmp_path, tiny_tokenizer):
+    """A run that sampled with an EOS logit bias (`--eos_logit_bias 10`, as the real-model commands do) says so on
+    its card; without one, no `generation_kwargs` line."""
+    bias = {"sequence_bias": [[[tiny_tokenizer.eos_token_id], 10.0]]}
+    _, card = _write_card(_trainer("kimi", tmp_path / "a", tiny_tokenizer, generation_kwargs=bias), tmp_path / "a")
+    assert f"- `generation_kwargs`: `{json.dumps(bias)}`" in _hyper_section(card.text)
+    _, card = _write_card(_trainer("kimi", tmp_path / "b", tiny_tokenizer), tmp_path / "b")
+    assert "`generation_kwargs`" not in _hyper_section(card.text)
+
+
 def test_card_written_by_training_is_idempotent(tiny_model_dir, tmp_path):
     """Moved from tests/test_model_card.py: the trainer writes the card, twice, with the section once."""
     trainer = RecordingTrainer(

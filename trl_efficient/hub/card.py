@@ -126,6 +126,7 @@ CORE_HYPERPARAMETERS = (
     "epsilon_high",
     "loss_type",
     "temperature",
+    "generation_kwargs",  # e.g. the EOS logit bias (`--eos_logit_bias`: `sequence_bias`) a run sampled with
 )
 SECRET_FIELDS = ("hub_token", "push_to_hub_token", "token")  # never rendered, whatever a recipe overrides
 QUICKSTART_QUESTION = "What is the sum of the first 10 positive integers?"
