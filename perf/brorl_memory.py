@@ -28,7 +28,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -136,18 +135,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # "N,chunk": one arm, JSON out
     opts = parser.parse_args(argv)
+    from trl_efficient.testing.work import bench_tiny_model, run_arm_in_fresh_process
+
     if opts.smoke:
         opts.hidden, opts.layers, opts.steps, opts.max_completion_length = 16, 2, 1, 6
         opts.n, opts.chunk, opts.micro_batch = [8, 16], 4, 8
     if opts.model is None:
-        from trl_efficient.testing.tiny import save_tiny_model
-
-        root = os.path.join(tempfile.gettempdir(), "trl_efficient_brorl_bench")
-        heads = max(1, opts.hidden // 64) if opts.hidden >= 64 else 4
-        opts.model = save_tiny_model(
-            os.path.join(root, f"qwen2-{opts.hidden}x{opts.layers}"), hidden_size=opts.hidden, num_heads=heads,
-            num_kv_heads=heads, num_layers=opts.layers,
-        )  # fmt: skip
+        opts.model = bench_tiny_model("trl_efficient_brorl_bench", opts.hidden, opts.layers)
     else:
         from trl_efficient.cli import resolve_model
 
@@ -164,14 +158,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if opts.smoke:
             rows.append(measure(n, chunk, *settings))
         else:  # a fresh process per arm: its peak memory is its own
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker", f"{n},{chunk or 0}", "--model", opts.model,
-                   "--steps", str(opts.steps), "--max-completion-length", str(opts.max_completion_length),
+            cmd = ["--worker", f"{n},{chunk or 0}", "--model", opts.model, "--steps", str(opts.steps),
+                   "--max-completion-length", str(opts.max_completion_length),
                    "--micro-batch", str(opts.micro_batch)]  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            line = [x for x in done.stdout.splitlines() if x.startswith("BRORL_BENCH_ROW ")]
-            if done.returncode != 0 or not line:
-                raise SystemExit(f"arm N={n} chunk={chunk} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-            rows.append(json.loads(line[-1].split(" ", 1)[1]))
+            label = f"arm N={n} chunk={chunk}"
+            rows.append(run_arm_in_fresh_process(os.path.abspath(__file__), cmd, "BRORL_BENCH_ROW", label))
         print(f"N={n} chunk={chunk}: done in {time.perf_counter() - begin:.0f} s", file=sys.stderr, flush=True)
     print(table(rows))
     if opts.json:

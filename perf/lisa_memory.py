@@ -28,7 +28,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -137,18 +136,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # one arm, in this process, JSON out
     opts = parser.parse_args(argv)
+    from trl_efficient.testing.work import bench_tiny_model, run_arm_in_fresh_process
+
     if opts.smoke:
         opts.hidden, opts.layers, opts.steps, opts.max_completion_length = 16, 4, 1, 8
         opts.gamma = min(opts.gamma, opts.layers)
     if opts.model is None:
-        from trl_efficient.testing.tiny import save_tiny_model
-
-        root = os.path.join(tempfile.gettempdir(), "trl_efficient_lisa_bench")
-        heads = max(1, opts.hidden // 64) if opts.hidden >= 64 else 4
-        opts.model = save_tiny_model(
-            os.path.join(root, f"qwen2-{opts.hidden}x{opts.layers}"), hidden_size=opts.hidden, num_heads=heads,
-            num_kv_heads=1, num_layers=opts.layers,
-        )  # fmt: skip
+        opts.model = bench_tiny_model("trl_efficient_lisa_bench", opts.hidden, opts.layers, num_kv_heads=1)
     else:
         from trl_efficient.cli import resolve_model
 
@@ -163,7 +157,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if opts.smoke:
             rows.append(measure(arm, *settings))
         else:  # a fresh process per arm: its peak memory is its own
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker", arm, "--model", opts.model]
+            cmd = ["--worker", arm, "--model", opts.model]
             for flag, value in (
                 ("--steps", opts.steps),
                 ("--gamma", opts.gamma),
@@ -172,11 +166,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 ("--max-completion-length", opts.max_completion_length),
             ):
                 cmd += [flag, str(value)]  # fmt: skip
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            line = [x for x in done.stdout.splitlines() if x.startswith("LISA_BENCH_ROW ")]
-            if done.returncode != 0 or not line:
-                raise SystemExit(f"arm {arm} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-            rows.append(json.loads(line[-1].split(" ", 1)[1]))
+            rows.append(run_arm_in_fresh_process(os.path.abspath(__file__), cmd, "LISA_BENCH_ROW", f"arm {arm}"))
         print(f"{arm}: done in {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     if "full" in opts.arms:
         print(table(rows))

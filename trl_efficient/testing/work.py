@@ -32,14 +32,52 @@ It installs global module hooks (`torch.nn.modules.module.register_module_forwar
 from __future__ import annotations
 
 import functools
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from transformers import TrainerCallback
 
-__all__ = ["StepTimer", "WorkCounter"]
+__all__ = ["StepTimer", "WorkCounter", "bench_tiny_model", "run_arm_in_fresh_process"]
+
+
+def bench_tiny_model(folder: str, hidden: int, layers: int, num_kv_heads: int | None = None) -> str:
+    """The benchmarks' tiny random Qwen2 (`perf/lisa_memory.py`, `perf/brorl_memory.py`): `layers` decoder layers of
+    width `hidden`, heads of 64 (4 heads below a width of 64), `num_kv_heads` (default: as many as heads), saved under
+    the temporary directory's `folder` and reused; returns its path."""
+    from .tiny import save_tiny_model
+
+    heads = max(1, hidden // 64) if hidden >= 64 else 4
+    path = os.path.join(tempfile.gettempdir(), folder, f"qwen2-{hidden}x{layers}")
+    return save_tiny_model(path, hidden_size=hidden, num_heads=heads, num_kv_heads=num_kv_heads or heads,
+                           num_layers=layers)  # fmt: skip
+
+
+def run_arm_in_fresh_process(script: str, args: list[str], tag: str, label: str) -> dict:
+    """Run `python script *args` in a fresh process, so that its peak memory is its own, and return the JSON row it
+    printed on its last stdout line starting with `tag` (the worker prints `tag + " " + json.dumps(row)`); a worker
+    that fails or prints no row ends the benchmark with its exit status and the end of its stderr, naming `label`.
+
+    >>> import os, tempfile
+    >>> script = os.path.join(tempfile.mkdtemp(), "arm.py")
+    >>> _ = open(script, "w").write("import sys; print('noise'); print('ROW', '{\\"n\\": %s}' % sys.argv[1])")
+    >>> run_arm_in_fresh_process(script, ["3"], "ROW", "arm 3")
+    {'n': 3}
+    >>> run_arm_in_fresh_process(script, [], "ROW", "arm none")
+    Traceback (most recent call last):
+    SystemExit: arm none failed (exit 1):
+    ...
+    """
+    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, check=False)
+    lines = [x for x in done.stdout.splitlines() if x.startswith(tag + " ")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"{label} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1].split(" ", 1)[1])
 
 
 class StepTimer(TrainerCallback):
