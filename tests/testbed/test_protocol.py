@@ -215,22 +215,25 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     assert c["held"] is True and c["differences"]["error_reduction"][0] == pytest.approx(13.8, abs=0.5)
     assert c["differences"]["pearson_gain"][0] is None and "not judged" in c["measured"]  # a constant length
     assert max_check(np.repeat(right, 2, axis=0) * (rng.random((2, tasks)) < 0.6))["held"] is False
-    # HBPO: the overshoot past the budgets falls and easy tasks (k = 1-2) get shorter than the base's
+    # HBPO under protocol 2 (kept beside protocol 3's check as `earlier_check`): the overshoot past the budgets
+    # falls and easy tasks (k = 1-2) get shorter than the base's
+    from trl_efficient.testbed.checks import _hbpo as hbpo_check
+
     difficulty = [1 + i % 8 for i in range(tasks)]
     b_flat = modes({b: 70 + noise[:1] for b in (24, 120)}, "hbpo")
     ordered = modes({b: 40 + b // 3 + noise for b in (24, 120)}, "hbpo")
     hbpo_base = _panel(70 + noise[:1], seeds=[None], modes=b_flat[0], values=b_flat[1])
     easier = np.where(np.isin(difficulty, [1, 2]), 50.0, 70.0) + noise
-    c = method_check("hbpo", CheckInputs(_panel(easier, modes=ordered[0], values=ordered[1]), hbpo_base, "base",
-                                         hbpo_base, 60.0, 300))  # fmt: skip
+    c = hbpo_check(CheckInputs(_panel(easier, modes=ordered[0], values=ordered[1]), hbpo_base, "base", hbpo_base,
+                               60.0, 300))  # fmt: skip
     # overshoot: base (max(0, 70 - 24) + 0) / 2 = 23, recipe (max(0, 48 - 24) + 0) / 2 = 12 (up to the noise)
     assert c["held"] is True and c["differences"]["overshoot_saved"][0] == pytest.approx(11.0, abs=0.5)
     assert c["differences"]["spread_gain"][0] == pytest.approx(32.0)  # printed, not judged: 120 // 3 - 24 // 3
     over = modes({b: b + 30 + noise for b in (24, 120)}, "hbpo")  # further past every budget than the base at 24
-    assert method_check("hbpo", CheckInputs(_panel(easier, modes=over[0], values=over[1]), hbpo_base, "base",
-                                            hbpo_base, 60.0, 300))["held"] is False  # fmt: skip
+    assert hbpo_check(CheckInputs(_panel(easier, modes=over[0], values=over[1]), hbpo_base, "base", hbpo_base,
+                                  60.0, 300))["held"] is False  # fmt: skip
     same_len = _panel(np.repeat(70 + noise[:1], 2, axis=0), modes=ordered[0], values=ordered[1])  # easy: no shorter
-    assert method_check("hbpo", CheckInputs(same_len, hbpo_base, "base", hbpo_base, 60.0, 300))["held"] is False
+    assert hbpo_check(CheckInputs(same_len, hbpo_base, "base", hbpo_base, 60.0, 300))["held"] is False
     # DLER: fewer completions unfinished at the tight cap than the base's, not longer
     tight_base = (rng.random((1, tasks)) < 0.4).astype(float)
     dler = _panel(np.full((2, tasks), 60.0), tight_truncated=np.zeros((2, tasks)))

@@ -59,7 +59,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .stats import Bootstrap, Estimate, Panel, combine, constraint, decide, either, interval_at, wmean, wpearson, wratio
+from .stats import (
+    Bootstrap,
+    Estimate,
+    Panel,
+    Spread,
+    combine,
+    constraint,
+    decide,
+    either,
+    interval_at,
+    wmean,
+    wpearson,
+    wratio,
+)
 
 __all__ = [
     "ACCURACY_TOLERANCE",
@@ -203,6 +216,7 @@ class CheckInputs:
     base_name: str = "base"
     alpha: float | None = None
     parts: list = field(default_factory=list)
+    constant: Panel | None = None  # the `constant-penalty` control (protocol 3's specific checks compare with it)
 
     @property
     def token_margin(self) -> float:
@@ -336,6 +350,171 @@ def _dler(c: CheckInputs, cap: int | None) -> dict:
                 f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
     return _result(claim, measured, combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin)),
                    {"tight_truncations_saved": d, "tokens_saved": d_tokens})  # fmt: skip
+
+
+# protocol 3: checks of what the method adds to a fixed length penalty
+SPECIFIC = ("a-dlp", "laser-d", "hapo", "hbpo", "bingo")
+
+
+def _aligned3(a: Panel, b: Panel, c: Panel) -> tuple[Panel, Panel, Panel]:
+    """Three panels on their common seeds (cell (s, t) the same seed and task in all three)."""
+    common = [s for s in a.seeds if s in b.seeds and s in c.seeds]
+    if not common:
+        raise ValueError(f"no common seeds between {a.seeds}, {b.seeds} and {c.seeds}.")
+    return a._select(common), b._select(common), c._select(common)
+
+
+def _relative_cut_gap(rec: Panel, ref: Panel, easy, hard):
+    """Per resample: (1 - recipe/ref tokens on easy tasks) - (1 - recipe/ref tokens on hard tasks), each a ratio of
+    sums over the same tasks and seeds: how much more of the reference's length the recipe cuts on easy tasks."""
+    a, b = rec.metrics["tokens"], ref.metrics["tokens"]
+    return lambda w, v: wratio(a, b, w, v, hard) - wratio(a, b, w, v, easy)
+
+
+def _generic_line(c: CheckInputs) -> dict:
+    """The generic line, kept beside a specific check: shorter than the reference at similar accuracy (its own
+    parts, not the specific check's)."""
+    saved, c.parts = c.parts, []
+    result = _shorter_at_similar_accuracy(c)
+    result["p_value"] = c.p_value()
+    c.parts = saved
+    return {k: result[k] for k in ("claim", "measured", "held", "p_value")}
+
+
+def _difficulty_aware(c: CheckInputs, recipe: str) -> dict:
+    """LASER-D, HAPO (and HBPO's second part): easy tasks (1-2 ops) cut more than hard ones (7-8 ops), each cut
+    relative to the reference's tokens on the same tasks and seeds, by more than constant-penalty's same gap."""
+    claim = (
+        f"easy tasks (1-2 ops) cut more than hard ones (7-8 ops), relative to {c.reference_name}'s tokens on "
+        "the same tasks, by more than constant-penalty's same gap (a fixed per-token penalty cuts long hard "
+        f"tasks more in tokens; the measure is the relative cut per difficulty; margin {FRACTION_MARGIN})"
+    )
+    if c.reference is None or c.constant is None:
+        return _result(claim, f"no {c.reference_name if c.reference is None else 'constant-penalty'} row", None, {})
+    rec, ref, cp = _aligned3(c.panel, c.reference, c.constant)
+    easy = np.isin(rec.difficulty.astype(str), EASY_OPS)
+    hard = np.isin(rec.difficulty.astype(str), HARD_OPS)
+    gap_rec, gap_cp = _relative_cut_gap(rec, ref, easy, hard), _relative_cut_gap(cp, ref, easy, hard)
+    boot = Bootstrap(len(rec.seeds), rec.num_tasks, c.resamples, c.seed)
+    d_rec = interval_at(boot, gap_rec, c.level)
+    d_cp = interval_at(boot, gap_cp, c.level)
+    d = interval_at(boot, lambda w, v: gap_rec(w, v) - gap_cp(w, v), c.level)
+
+    def cut(p, mask):
+        return 1 - float(wratio(p.metrics["tokens"], ref.metrics["tokens"], boot.point_w, boot.point_v, mask)[0])
+
+    measured = (f"relative cut vs {c.reference_name} (seeds {rec.seeds}): easy {cut(rec, easy):+.3f}, hard "
+                f"{cut(rec, hard):+.3f}: easy - hard {_d(d_rec, 3)}; constant-penalty easy {cut(cp, easy):+.3f}, hard "
+                f"{cut(cp, hard):+.3f}: easy - hard {_d(d_cp, 3)}; recipe - constant-penalty {_d(d, 3)} (margin "
+                f"+-{FRACTION_MARGIN})")  # fmt: skip
+    held = combine(c.decide(d_rec, FRACTION_MARGIN), c.decide(d, FRACTION_MARGIN))
+    return _result(claim, measured, held, {"easy_minus_hard_cut": d_rec, "constant_penalty_gap": d_cp,
+                                           "gap_over_constant_penalty": d})  # fmt: skip
+
+
+def _seed_estimate(values: list[float]) -> Spread:
+    """A mean over training seeds with its Student-t spread (no task part: the quantity is one number a seed)."""
+    x = np.asarray(values, dtype=float)
+    point = float(x.mean())
+    spread = Spread(point, np.array([point]), x if len(x) > 1 else None)
+    return spread
+
+
+def _adlp(c: CheckInputs) -> dict:
+    claim = ("the penalty adapts: lambda moves off its bound (mean over the logged steps of (bound - lambda) / bound, "
+             f"a seed's one number, above the margin {FRACTION_MARGIN}); a lambda held at its bound is a constant "
+             "per-token penalty")  # fmt: skip
+    traces = c.panel.logs.get("adlp/lambda")
+    if not traces:
+        return _result(claim, "no logged adlp/lambda in the run files", None, {})
+    bounds = c.panel.logs.get("adlp/lambda_max") or [None] * len(traces)
+    tops = [b if b is not None else max(t) for t, b in zip(traces, bounds, strict=True)]
+    below = [float(np.mean([(top - x) / top for x in t])) for t, top in zip(traces, tops, strict=True)]
+    off = sum(sum(1 for x in t if x < top * (1 - 1e-6)) for t, top in zip(traces, tops, strict=True))
+    steps = sum(len(t) for t in traces)
+    spread = _seed_estimate(below)
+    est = Estimate((spread.point, *spread.bounds(c.level)), spread)
+    lows = ", ".join(f"{min(t):.6f}" for t in traces)
+    start = sum(1 for t, top in zip(traces, tops, strict=True) if t[0] >= top * (1 - 1e-6))
+    measured = (f"lambda bound {tops[0]:.6f} ({'cap' if bounds[0] is not None else 'its largest logged value'}); "
+                f"at the bound at the first logged step in {start} of {len(traces)} seeds; {off} of {steps} logged "
+                f"steps below it (smallest by seed: {lows}); mean (bound - lambda) / bound {_d(est, 4)} (margin "
+                f"+-{FRACTION_MARGIN})")  # fmt: skip
+    result = _result(claim, measured, c.decide(est, FRACTION_MARGIN), {"below_bound": est})
+    if off == 0:
+        result["cannot_judge"] = (
+            "the controller never left its cap: as run it is a constant per-token penalty "
+            f"(lambda = {tops[0]:.6f} at all {steps} logged steps of {len(traces)} seeds)"
+        )
+    return result
+
+
+def _bingo_specific(c: CheckInputs) -> dict:
+    claim = ("insignificant (redundant) tokens cut more than constant-penalty's at comparable length: redundant share "
+             f"constant-penalty - recipe above {FRACTION_MARGIN}, tokens no more than constant-penalty's + the token "
+             "margin")  # fmt: skip
+    if c.constant is None:
+        return _result(claim, "no constant-penalty row", None, {})
+    rec, cp = c.panel.aligned(c.constant)
+    d = c.paired(cp.metrics["redundant_tokens"], rec.metrics["redundant_tokens"], cp.metrics["tokens"],
+                 rec.metrics["tokens"])  # fmt: skip
+    d_tokens = c.paired(cp.metrics["tokens"], rec.metrics["tokens"])
+    share = lambda p: float(p.metrics["redundant_tokens"].sum() / p.metrics["tokens"].sum())  # noqa: E731
+    measured = (f"redundant share {share(rec):.3f} vs constant-penalty {share(cp):.3f} (seeds {rec.seeds}): "
+                f"constant-penalty - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); tokens "
+                f"{_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(cp, 'tokens'))}: constant-penalty - recipe "
+                f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
+    held = combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin))
+    return _result(claim, measured, held, {"redundant_share_cut": d, "tokens_vs_constant_penalty": d_tokens})
+
+
+def _hbpo_specific(c: CheckInputs) -> dict:
+    """HBPO's budgets differentiated: the budget spread (length at the largest budget - the smallest, issue 17)
+    above its matching control's, and without a budget easy tasks cut more than hard ones relative to grpo, beyond
+    constant-penalty's gap."""
+    claim = (
+        f"budgets differentiated: the budget spread (length at the largest budget - the smallest) above "
+        f"{c.base_name}'s (margin: the token margin), and easy tasks (1-2 ops) cut more than hard ones relative "
+        f"to {c.reference_name}'s tokens, beyond constant-penalty's same gap (margin {FRACTION_MARGIN})"
+    )
+    pair = _modes_pair(c)
+    if pair is None or len(c.panel.modes) < 2:
+        return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
+    rec, base = pair
+    names = _by_value(rec, rec.modes)
+    lo, hi = names[0], names[-1]
+    spread, b_spread = (p.modes[hi]["lengths"] - p.modes[lo]["lengths"] for p in (rec, base))
+    d_spread = c.paired(spread, b_spread)
+    held_spread = c.decide(d_spread, c.token_margin)
+    aware = _difficulty_aware(c, "hbpo")
+    measured = (f"budget spread {float(b_spread.mean()):.1f} ({c.base_name}) -> {float(spread.mean()):.1f}: recipe - "
+                f"{c.base_name} {_d(d_spread)} (margin +-{c.token_margin:.1f}); constant-penalty has no evaluation "
+                f"under the budget prefills (tokens cannot be matched there); {aware['measured']}")  # fmt: skip
+    return _result(claim, measured, combine(held_spread, aware["held"]),
+                   {"spread_gain": d_spread, **aware["differences"]})  # fmt: skip
+
+
+def _specific(recipe: str, c: CheckInputs) -> dict:
+    """Protocol 3's check of what `recipe` claims beyond a fixed length penalty, with the generic line beside it."""
+    if recipe == "a-dlp":
+        result = _adlp(c)
+    elif recipe in ("laser-d", "hapo"):
+        result = _difficulty_aware(c, recipe)
+    elif recipe == "bingo":
+        result = _bingo_specific(c)
+    else:
+        result = _hbpo_specific(c)
+        saved, c.parts = c.parts, []
+        earlier = _hbpo(c)  # protocol 2's HBPO check (overshoot past the budgets, easy tasks shorter), kept beside
+        c.parts = saved
+        result["earlier_check"] = {k: earlier[k] for k in ("claim", "measured", "held")}
+        tag = {True: "held", False: "not held", None: "inconclusive"}[earlier["held"]]
+        result["measured"] += f"; protocol 2's check (overshoot past the budgets falls, easy tasks shorter): {tag}"
+    if c.reference is not None:
+        result["generic"] = _generic_line(c)
+        tag = {True: "held", False: "not held", None: "inconclusive"}[result["generic"]["held"]]
+        result["measured"] += f"; generic line ({result['generic']['claim']}): {tag}"
+    return result
 
 
 def _modes_pair(c: CheckInputs) -> tuple[Panel, Panel] | None:
@@ -555,8 +734,8 @@ def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None
         return {"claim": "baseline", "measured": "-", "held": None}
     if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method
         return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
-    if recipe == "hbpo":
-        return _hbpo(inputs)
+    if recipe in SPECIFIC:  # protocol 3: what the method adds to a fixed length penalty
+        return _specific(recipe, inputs)
     if recipe in ("l1-exact", "l1-max"):
         return _l1(inputs, recipe)
     if recipe == "saber":

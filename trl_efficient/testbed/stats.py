@@ -426,6 +426,7 @@ class Panel:
     modes: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     mode_values: dict[str, int | None] = field(default_factory=dict)
     samples: int = 1
+    logs: dict[str, list] = field(default_factory=dict)  # per seed: what training logged (`LOGGED`), one list a seed
 
     @classmethod
     def from_runs(cls, runs: Sequence[dict]) -> Panel:
@@ -452,7 +453,8 @@ class Panel:
                 if key in rec
             }
         samples = int(counts.max()) if counts.size else 1
-        return cls([r.get("seed") for r in runs], difficulty.astype(int), metrics, modes, values, samples)
+        return cls([r.get("seed") for r in runs], difficulty.astype(int), metrics, modes, values, samples,
+                   _logs(runs))  # fmt: skip
 
     @property
     def num_tasks(self) -> int:
@@ -476,13 +478,44 @@ class Panel:
         rep = lambda a: np.repeat(a, n, axis=0)  # noqa: E731
         return Panel(list(seeds), self.difficulty, {k: rep(a) for k, a in self.metrics.items()},
                      {m: {k: rep(a) for k, a in d.items()} for m, d in self.modes.items()},
-                     dict(self.mode_values), self.samples)  # fmt: skip
+                     dict(self.mode_values), self.samples,
+                     {k: [v[0]] * n for k, v in self.logs.items()})  # fmt: skip
 
     def _select(self, seeds: list) -> Panel:
         idx = [self.seeds.index(s) for s in seeds]
         return Panel(list(seeds), self.difficulty, {k: a[idx] for k, a in self.metrics.items()},
                      {m: {k: a[idx] for k, a in d.items()} for m, d in self.modes.items()},
-                     dict(self.mode_values), self.samples)  # fmt: skip
+                     dict(self.mode_values), self.samples,
+                     {k: [v[i] for i in idx] for k, v in self.logs.items()})  # fmt: skip
+
+
+LOGGED = ("adlp/lambda",)  # training logs a method check reads (A-DLP: its controller's lambda at every logged step)
+
+
+def _lambda_bound(run: dict) -> float | None:
+    """The upper bound on A-DLP's lambda a run trained under: `lambda_max`, else 1 / max_completion_length with
+    `cap_lambda`, else `None` (unbounded)."""
+    key = run.get("key") or {}
+    for name, _, kwargs in key.get("rewards") or []:
+        if name == "adlp_length":
+            if kwargs.get("lambda_max") is not None:
+                return float(kwargs["lambda_max"])
+            if kwargs.get("cap_lambda"):
+                return 1.0 / float(key["settings"]["max_completion_length"])
+    return None
+
+
+def _logs(runs: Sequence[dict]) -> dict[str, list]:
+    """`{key: [values logged by seed 0, by seed 1, ...]}` for every `LOGGED` key all runs logged, and
+    `adlp/lambda_max` (each run's bound on lambda) beside `adlp/lambda`."""
+    out = {}
+    for key in LOGGED:
+        traces = [[float(h[key]) for h in r.get("log_history") or [] if key in h] for r in runs]
+        if all(traces):
+            out[key] = traces
+    if "adlp/lambda" in out:
+        out["adlp/lambda_max"] = [_lambda_bound(r) for r in runs]
+    return out
 
 
 def _per_task(records: dict, key: str, reference: dict) -> tuple[np.ndarray, np.ndarray]:

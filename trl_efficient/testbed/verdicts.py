@@ -90,7 +90,8 @@ def check_inputs(name: str, panels: dict, ref: str | None, floor: float, setting
             reference, reference_name = panels.get(control), control
     own = panels[name] if panel is None else panel
     return CheckInputs(own, reference, reference_name, base, floor, settings.bootstrap, settings.seed,
-                       base_name=base_name, alpha=nominal_level(len(panels[name].seeds)))  # fmt: skip
+                       base_name=base_name, alpha=nominal_level(len(panels[name].seeds)),
+                       constant=panels.get("constant-penalty"))  # fmt: skip
 
 
 def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: float, settings, tight_cap) -> None:
