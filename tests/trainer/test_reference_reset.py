@@ -115,11 +115,17 @@ def test_peft_is_refused_in_one_line(tiny_model_dir, tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------------- a reset
+def length_reward(completion_ids, **kwargs):
+    """-L / 100: varies within every group of scripted rollouts (their filler lengths differ), so every step has a
+    gradient; correctness alone left step 1 without one whenever its group was all wrong (then KL stays 0 at step 2)."""
+    return [-len(ids) / 100 for ids in completion_ids]
+
+
 def _scripted(model_dir, tmp_path, **overrides):
     """Scripted rollouts (tests/helpers.py), KL with beta 0.1, a learning rate that moves the tiny policy."""
     args = tiny_config(tmp_path, beta=0.1, learning_rate=1e-2, **overrides)
     return RecordingTrainer(
-        model=model_dir, reward_funcs=[correctness_reward], args=args, train_dataset=make_dataset(16)
+        model=model_dir, reward_funcs=[correctness_reward, length_reward], args=args, train_dataset=make_dataset(16)
     )
 
 
