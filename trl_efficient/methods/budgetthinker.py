@@ -18,8 +18,8 @@ during generation, and the control tokens masked out of the loss.
   transformers generation (wraps `GRPOTrainer._generate_single_turn`), and after
   `GRPOTrainer._generate_and_score_completions` takes the control tokens (all forced: the processor suppresses them
   elsewhere) out of the loss through TRL's loss-only `tool_mask`, not out of the attention mask, and recomputes
-  `num_items_in_batch` (methods.md §23 pitfalls: the forced tokens' log-probs are not the policy's). The control tokens are added to the tokenizer and the model at
-  construction (`add_budget_tokens`, idempotent).
+  `num_items_in_batch` (methods.md §23 pitfalls: the forced tokens' log-probs are not the policy's). The control
+  tokens are added to the tokenizer and the model at construction (`add_budget_tokens`, idempotent).
 
 vLLM is not supported in this version (a clear error at construction): forcing needs a vLLM logits processor on
 the server side, which TRL's vLLM client does not expose per request.
