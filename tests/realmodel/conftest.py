@@ -14,36 +14,25 @@ G, CAP = 4, 32  # rollouts per prompt, completion cap (tokens)
 
 
 def _real_cli_args(model_dir, output_dir, **extra) -> list[str]:
-    """Command-line overrides that make any recipe YAML train one step on the real model on CPU."""
-    args = {
+    """Command-line overrides that make any recipe YAML train one step on the real model on CPU: the tiny-model
+    overrides of the default suite (`tests.helpers.tiny_cli_args`) with the real model and its own settings."""
+    from tests.helpers import tiny_cli_args
+
+    real = {
         "model_name_or_path": model_dir,
         "model_init_kwargs": json.dumps({"dtype": "float32"}),  # the preset's bf16 is for GPUs
-        "output_dir": str(output_dir),
         "max_steps": 1,
         "per_device_train_batch_size": G,
         "num_generations": G,
         "max_completion_length": CAP,
         "dataset_limit": 4,
-        "eval_before_after": False,
-        "use_vllm": False,
-        "bf16": False,
-        "use_cpu": True,
-        "gradient_checkpointing": False,
-        "gradient_accumulation_steps": 1,
-        "save_strategy": "no",
-        "report_to": "none",
-        "logging_steps": 1,
         # At temperature 1 SmolLM2 never ends a MATH or GSM8K answer within a CPU-sized cap (every completion of a
         # probe, 4 x 128 tokens, was truncated): equal lengths and zero correctness give zero advantages and a step
         # that learns nothing. +10 on the end-of-turn logit makes it stop at varied lengths (32, 32, 25, 17 on a MATH
         # prompt), so each recipe's rewards, estimator and filter run on a batch with signal.
         "eos_logit_bias": 10.0,
     }
-    args.update(extra)
-    out = []
-    for key, value in args.items():
-        out += [f"--{key}", str(value)]
-    return out
+    return tiny_cli_args(output_dir, **{**real, **extra})
 
 
 @pytest.fixture(scope="session")
