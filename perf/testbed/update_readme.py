@@ -64,7 +64,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
     constant-penalty; then the controls' own rows, the counts and the looks not taken."""
     import json
 
-    from trl_efficient.testbed.runner import _control_cell, _p, _verdict
+    from trl_efficient.testbed.runner import verdict_cells
 
     with open(json_path) as f:
         data = json.load(f)
@@ -90,16 +90,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
             controls.append(row)
             continue
         old = (before["verdicts"].get(row["recipe"]) or {}).get("verdict", "-")
-        why = check.get("cannot_judge") or check.get("broken") or check.get("not_specific") or ""
-        ctl = check.get("controls") or {}
-        vs = check.get("vs_constant_penalty")
-        vs_cell = (
-            "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
-        )
-        p_cell = "-" if check.get("cannot_judge") else _p(check.get("p_value"))
-        lines.append(f"| {row['recipe']} | {old} | {_verdict(check)}{': ' + why if why else ''} | {p_cell} | "
-                     f"{_p(check.get('q_value'))} | {_control_cell(ctl.get('placebo'))} | "
-                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} |")  # fmt: skip
+        lines.append("| " + " | ".join([row["recipe"], old, *verdict_cells(check)]) + " |")
     counts = data["verdicts"]
     lines += [
         "",

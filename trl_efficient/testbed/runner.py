@@ -298,6 +298,20 @@ def _control_cell(result: dict | None) -> str:
     return {True: "**passes**", False: "fails", None: "inconclusive"}[result.get("held")]
 
 
+def verdict_cells(check: dict) -> list[str]:
+    """The cells every verdict table shows for a method check (the comparison's and docs/testbed.md's protocol
+    table): the verdict with its reason (cannot be judged, broken, not specific), the one-sided p (none when it cannot
+    be judged), the BH q, how placebo and constant-penalty score on it, and the recipe against constant-penalty."""
+    reason = check.get("cannot_judge") or check.get("broken") or check.get("not_specific")
+    verdict = _verdict(check) + (f": {reason}" if reason else "")
+    ctl = check.get("controls") or {}
+    vs = check.get("vs_constant_penalty")
+    vs_cell = "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
+    p_cell = "-" if check.get("cannot_judge") else _p(check.get("p_value"))
+    return [verdict.replace("|", "/"), p_cell, _p(check.get("q_value")), _control_cell(ctl.get("placebo")),
+            _control_cell(ctl.get("constant-penalty")), vs_cell]  # fmt: skip
+
+
 def _confirmed(check: dict) -> str:
     """The confirmed cell: `-` until a confirmation pass ran (`confirm`), then yes / **no** / not rerun."""
     if "confirmed" not in check:
@@ -326,17 +340,7 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
             controls_rows.append(r)
             continue
         cells = [str(c.get(k, "-")).replace("|", "\\|") for k in ("claim", "measured")]
-        reason = c.get("cannot_judge") or c.get("broken") or c.get("not_specific")
-        verdict = _verdict(c) + (f": {reason}" if reason else "")
-        ctl = c.get("controls") or {}
-        vs = c.get("vs_constant_penalty")
-        vs_cell = (
-            "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
-        )
-        p_cell = "-" if c.get("cannot_judge") else _p(c.get("p_value"))
-        lines.append(f"| {r['recipe']} | {cells[0]} | {cells[1]} | {verdict.replace('|', '/')} | {p_cell} "
-                     f"| {_p(c.get('q_value'))} | {_control_cell(ctl.get('placebo'))} | "
-                     f"{_control_cell(ctl.get('constant-penalty'))} | {vs_cell} | {_confirmed(c)} |")  # fmt: skip
+        lines.append("| " + " | ".join([r["recipe"], *cells, *verdict_cells(c), _confirmed(c)]) + " |")
     if controls_rows:
         lines += ["", "Negative controls (trained like every recipe; scored on every recipe's check, with that "
                   "recipe's reference and matching control):", "", "| control | seeds | passes | fails | scored on |",
