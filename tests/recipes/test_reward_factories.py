@@ -19,10 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.mark.parametrize("name", sorted(REWARD_INFO))
 def test_every_registered_factory_is_in_trl_efficient_rewards(name):
-    factory_name = REWARD_INFO[name].factory
+    declared, factory_name = REWARD_INFO[name].factory, REWARD_INFO[name].factory_name
     factory = getattr(trl_efficient.rewards, factory_name, None)
     assert factory is not None, f"builder {name!r}: {factory_name} cannot be imported from trl_efficient.rewards"
-    assert factory is reward_kwargs_receivers(name)[0]  # the very factory the builder's kwargs go to
+    assert factory is declared is reward_kwargs_receivers(name)[0]  # the very factory the builder's kwargs go to
     assert factory_name in trl_efficient.rewards.__all__ and factory_name in dir(trl_efficient.rewards)
     # defined in the rewards layer (a methods/ module would put a layer above rewards behind its import)
     assert factory.__module__.startswith("trl_efficient.rewards."), factory.__module__

@@ -6,8 +6,7 @@ import math
 import pytest
 from helpers import RecordingTrainer, make_dataset, tiny_config
 
-from trl_efficient.recipes import get_recipe
-from trl_efficient.recipes.adaptive import build_hapo_length_reward
+from trl_efficient.recipes import REWARD_BUILDERS, get_recipe
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.rewards.history import get_hapo_length_reward, hapo_length_term
 
@@ -108,7 +107,7 @@ def test_recipe_total_is_the_papers():
     assert [(s.builder, s.weight) for s in recipe.rewards] == [("correctness", 1.0), ("hapo_length", 1.0)]
     args = tiny_config("/tmp/unused", length_unit="chars")
     with pytest.raises(ValueError, match="length_unit='tokens'"):
-        build_hapo_length_reward(args, None)
+        REWARD_BUILDERS.get("hapo_length")(args, None)
 
 
 # ------------------------------------------------------------------------------------------------ with the trainer

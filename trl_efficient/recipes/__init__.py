@@ -32,9 +32,10 @@ from .registry import (
     Recipe,
     RewardInfo,
     RewardSpec,
+    Section,
     get_recipe,
     register_recipe,
-    register_reward_builder,
+    reward_builder,
 )
 
 __all__ = [
@@ -44,7 +45,8 @@ __all__ = [
     "Recipe",
     "RewardInfo",
     "RewardSpec",
+    "Section",
     "get_recipe",
     "register_recipe",
-    "register_reward_builder",
+    "reward_builder",
 ]

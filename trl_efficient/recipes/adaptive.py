@@ -15,41 +15,30 @@ from collections.abc import Callable
 
 from ..rewards.controller import get_adlp_reward
 from ..rewards.history import get_hapo_length_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, revisits, scale_per_token
 
-
-def _length_kwargs(args, tokenizer) -> dict:
-    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
-
-
-def build_hapo_length_reward(args, tokenizer, **kwargs) -> Callable:
-    """`hapo_length` builder: HAPO's `w_lr * r_len` read from the trainer's prompt history (needs
-    `track_prompt_history=True`, which the `hapo` recipe sets; lengths in tokens over the whole completion)."""
-    return get_hapo_length_reward(**_length_kwargs(args, tokenizer), **kwargs)
+reward_builder(
+    "hapo_length",
+    get_hapo_length_reward,
+    "HAPO, arXiv:2505.11225 (cosine/linear term vs the prompt's shortest correct length so far)",
+    needs=("solution", "idx"),
+    receives=("length",),
+)
 
 
-def build_adlp_length_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "adlp_length",
+    get_adlp_reward,
+    "A-DLP, arXiv:2505.18298 (-lambda_t L, lambda driven by batch accuracy)",
+    needs=(),
+    receives=("length",),
+)
+def build_adlp_length_reward(args, **kwargs) -> Callable:
     """`adlp_length` builder: A-DLP's `-lambda_t * L`, lambda unbounded above as in the released code (methods.md
     §18). The option `cap_lambda: true` caps it at `1 / max_completion_length` (the config's, passed here)."""
     kwargs.setdefault("max_completion_length", args.max_completion_length)
-    return get_adlp_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-register_reward_builder(
-    "hapo_length",
-    build_hapo_length_reward,
-    RewardInfo(
-        "get_hapo_length_reward",
-        "HAPO, arXiv:2505.11225 (cosine/linear term vs the prompt's shortest correct length so far)",
-        needs=("solution", "idx"),
-    ),
-)
-register_reward_builder(
-    "adlp_length",
-    build_adlp_length_reward,
-    RewardInfo("get_adlp_reward", "A-DLP, arXiv:2505.18298 (-lambda_t L, lambda driven by batch accuracy)", needs=()),
-)
+    return get_adlp_reward(**kwargs)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

@@ -12,40 +12,27 @@ from ..methods.drpo import DRPOTrainer
 from ..methods.gfpo import GFPOTrainer
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_free
 
+reward_builder(
+    "lead",
+    get_lead_reward,
+    "GRPO-LEAD, arXiv:2504.09696 (length-shaped accuracy among the group's correct answers)",
+    whole_groups=True,
+    receives=("length",),
+)
 
-def _length_kwargs(args, tokenizer) -> dict:
-    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
 
-
-def build_lead_reward(args, tokenizer, **kwargs) -> Callable:
-    """`lead` builder: GRPO-LEAD's group reward; the group size comes from the trainer's `group_size` column."""
-    return get_lead_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-def build_gdpo_length_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "gdpo_length", get_gdpo_length_reward, "GDPO, arXiv:2601.05242 (1[correct and L <= L_limit])", receives=("length",)
+)
+def build_gdpo_length_reward(args, **kwargs) -> Callable:
     """`gdpo_length` builder: `1[correct and L <= L_limit]` with `L_limit = max_completion_length // 2` unless
     `length_limit` is given (methods.md §5, proposed default)."""
     limit = kwargs.pop("length_limit", max(1, args.max_completion_length // 2))
-    return get_gdpo_length_reward(length_limit=limit, **_length_kwargs(args, tokenizer), **kwargs)
+    return get_gdpo_length_reward(length_limit=limit, **kwargs)
 
-
-register_reward_builder(
-    "lead",
-    build_lead_reward,
-    RewardInfo(
-        "get_lead_reward",
-        "GRPO-LEAD, arXiv:2504.09696 (length-shaped accuracy among the group's correct answers)",
-        whole_groups=True,
-    ),
-)
-register_reward_builder(
-    "gdpo_length",
-    build_gdpo_length_reward,
-    RewardInfo("get_gdpo_length_reward", "GDPO, arXiv:2601.05242 (1[correct and L <= L_limit])"),
-)
 
 _GFPO_BASE = {
     "completion_filter": "gfpo",

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..rewards.bingo import get_bingo_length_reward
 from ..significance.factory import ScorerNotFoundError, check_scorer
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import BASE_MODEL_PLACEHOLDER, RecipeScale
 
 DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
@@ -114,8 +114,16 @@ def bingo_card_settings(given: dict) -> dict:
     return out
 
 
+@reward_builder(
+    "bingo_length",
+    get_bingo_length_reward,
+    "Bingo, arXiv:2506.08125 (significance-aware and dynamic length shaping; needs a token-significance scorer)",
+    needs=("solution", "prompts"),
+    receives=("tokenizer",),
+)
 def build_bingo_length_reward(args, tokenizer, **kwargs) -> Callable:
-    """`bingo_length` reward builder (see the module docstring for where each value comes from)."""
+    """`bingo_length` reward builder (see the module docstring for where each value comes from); the run's tokenizer
+    is the reference model's when `reference` is `"model"`."""
     options = {**kwargs, **bingo_overrides(args)}
     scorer = options.pop("scorer", DEFAULT_SCORER)
     card_settings = bingo_card_settings({"scorer": scorer, **options})  # before the config's values are copied in
@@ -163,17 +171,6 @@ def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs) -> Any:
         )
     args.recipe_kwargs = dict(recipe_kwargs)
     return train_dataset
-
-
-register_reward_builder(
-    "bingo_length",
-    build_bingo_length_reward,
-    RewardInfo(
-        "get_bingo_length_reward",
-        "Bingo, arXiv:2506.08125 (significance-aware and dynamic length shaping; needs a token-significance scorer)",
-        needs=("solution", "prompts"),
-    ),
-)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

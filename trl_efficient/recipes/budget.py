@@ -30,11 +30,18 @@ from ..rewards.budget import (
     get_hbpo_reward,
     get_saber_reward,
 )
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length, scale_per_token
 
 
-def build_hbpo_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "hbpo",
+    get_hbpo_reward,
+    "HBPO, arXiv:2507.15844 (budget-aware cosine reward)",
+    needs=("solution", "budget"),
+    receives=("length",),
+)
+def build_hbpo_reward(args, **kwargs) -> Callable:
     """`hbpo` reward builder: recipe kwargs < `advantage_kwargs` (HBPO's constants, shared with the estimator)."""
     shared = hbpo_settings(args)
     clash = {k: (kwargs[k], v) for k, v in shared.items() if k in kwargs and kwargs[k] != v}
@@ -44,41 +51,24 @@ def build_hbpo_reward(args, tokenizer, **kwargs) -> Callable:
             "advantage_kwargs so reward and advantage agree."
         )
     placement_prefill = getattr(args, "rollout_plan", None) == "budget" and args.budget_placement == "prefill"
-    options = {
-        "count_prefill": placement_prefill,
-        "length_unit": args.length_unit,
-        "length_scope": args.length_scope,
-        "tokenizer": tokenizer,
-        **kwargs,
-        **shared,
-    }
-    return get_hbpo_reward(**options)
+    return get_hbpo_reward(**{"count_prefill": placement_prefill, **kwargs, **shared})
 
 
-def build_saber_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "saber",
+    get_saber_reward,
+    "SABER, arXiv:2508.10026 (tier-aware thinking-length reward, proposed default)",
+    needs=("solution", "saber_mode", "saber_budget"),
+    receives=("length",),
+)
+def build_saber_reward(args, length_scope: str, **kwargs) -> Callable:
     """`saber` reward builder: thinking tokens of the policy tokenizer (SABER's tiers and profile are in tokens)."""
-    if args.length_unit != "tokens" or args.length_scope != "thinking":
+    if args.length_unit != "tokens" or length_scope != "thinking":
         raise ValueError(
             "SABER measures thinking tokens, in the same unit as its profile and tiers: set length_unit='tokens' and "
-            f"length_scope='thinking' (got length_unit={args.length_unit!r}, length_scope={args.length_scope!r})."
+            f"length_scope='thinking' (got length_unit={args.length_unit!r}, length_scope={length_scope!r})."
         )
-    return get_saber_reward(length_unit="tokens", tokenizer=tokenizer, **kwargs)
-
-
-register_reward_builder(
-    "hbpo",
-    build_hbpo_reward,
-    RewardInfo("get_hbpo_reward", "HBPO, arXiv:2507.15844 (budget-aware cosine reward)", needs=("solution", "budget")),
-)
-register_reward_builder(
-    "saber",
-    build_saber_reward,
-    RewardInfo(
-        "get_saber_reward",
-        "SABER, arXiv:2508.10026 (tier-aware thinking-length reward, proposed default)",
-        needs=("solution", "saber_mode", "saber_budget"),
-    ),
-)
+    return get_saber_reward(**kwargs)  # length_unit "tokens" (checked) and the tokenizer; the scope is its own
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

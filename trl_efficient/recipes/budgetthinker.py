@@ -6,29 +6,19 @@ Reward builder `budgetthinker`: `get_budgetthinker_reward`, reading the plan's `
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..methods.budgetthinker import BudgetThinkerTrainer
 from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import get_budgetthinker_reward
-from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length
 
-
-def build_budgetthinker_reward(args, tokenizer, **kwargs) -> Callable:
-    """`budgetthinker` reward builder: weights from the recipe kwargs, lengths measured as configured."""
-    return get_budgetthinker_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-register_reward_builder(
+reward_builder(
     "budgetthinker",
-    build_budgetthinker_reward,
-    RewardInfo(
-        "get_budgetthinker_reward",
-        "BudgetThinker, arXiv:2508.17196 (0.7 correctness + 0.15 **Final Answer**\\boxed{} format + 0.15 length "
-        "vs the budget B)",
-        needs=("solution", "budget"),
-    ),
+    get_budgetthinker_reward,
+    "BudgetThinker, arXiv:2508.17196 (0.7 correctness + 0.15 **Final Answer**\\boxed{} format + 0.15 length "
+    "vs the budget B)",
+    needs=("solution", "budget"),
+    receives=("length",),
 )
 
 
@@ -106,5 +96,3 @@ register_recipe(
         ),
     )
 )
-
-__all__ = ["build_budgetthinker_reward"]

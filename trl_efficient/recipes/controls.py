@@ -7,22 +7,21 @@ passes credits "a length penalty shortens", not the method; a check that `placeb
 """
 
 from ..rewards.controls import get_constant_length_penalty, get_placebo_reward
-from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_free, scale_per_token
 
-register_reward_builder(
+reward_builder(
     "constant_length",
-    lambda args, tok, **kw: get_constant_length_penalty(**_length_kwargs(args, tok), **kw),
-    RewardInfo(
-        "get_constant_length_penalty", "negative control: a fixed per-token penalty -alpha L (no paper)", needs=()
-    ),  # fmt: skip
+    get_constant_length_penalty,
+    "negative control: a fixed per-token penalty -alpha L (no paper)",
+    needs=(),
+    receives=("length",),
 )
-register_reward_builder(
+reward_builder(
     "placebo",
-    lambda args, tok, **kw: get_placebo_reward(**kw),
-    RewardInfo(
-        "get_placebo_reward", "negative control: zero-mean noise keyed by the completion's ids (no paper)", needs=()
-    ),  # fmt: skip
+    get_placebo_reward,
+    "negative control: zero-mean noise keyed by the completion's ids (no paper)",
+    needs=(),
 )
 
 

@@ -11,28 +11,24 @@ from collections.abc import Callable
 from ..methods.curriculum import curriculum_schedule
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
 from ..rewards.curriculum import get_curriculum_reward
-from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale
 
 
-def build_curriculum_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "curriculum",
+    get_curriculum_reward,
+    "Train Long, Think Short, arXiv:2508.08940 (correctness + triangular length reward around B(t) + format)",
+    needs=("solution", "budget"),
+    receives=("length",),
+)
+def build_curriculum_reward(args, **kwargs) -> Callable:
     """`curriculum` reward builder: weights from the recipe kwargs, schedule from `rollout_plan_kwargs`."""
     settings = curriculum_schedule(args).settings()
     clash = sorted(set(kwargs) & set(settings))
     if clash:
         raise ValueError(f"curriculum schedule settings {clash} belong in rollout_plan_kwargs (shared with the plan).")
-    return get_curriculum_reward(**_length_kwargs(args, tokenizer), **settings, **kwargs)
-
-
-register_reward_builder(
-    "curriculum",
-    build_curriculum_reward,
-    RewardInfo(
-        "get_curriculum_reward",
-        "Train Long, Think Short, arXiv:2508.08940 (correctness + triangular length reward around B(t) + format)",
-        needs=("solution", "budget"),
-    ),
-)
+    return get_curriculum_reward(**settings, **kwargs)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

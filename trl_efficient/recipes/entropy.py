@@ -10,17 +10,14 @@ from __future__ import annotations
 from ..methods.entropy import TokenEntropyTrainer
 from ..methods.pear import PEARTrainer
 from ..rewards.pear import get_pear_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import scale_free
 
-register_reward_builder(
+reward_builder(
     "pear",
-    lambda args, tok, **kw: get_pear_reward(**kw),
-    RewardInfo(
-        "get_pear_reward",
-        "PEAR, arXiv:2510.08026 (thinking- vs answer-phase token entropy; needs PEARTrainer)",
-        needs=("pear_think_entropy", "pear_answer_entropy"),
-    ),
+    get_pear_reward,
+    "PEAR, arXiv:2510.08026 (thinking- vs answer-phase token entropy; needs PEARTrainer)",
+    needs=("pear_think_entropy", "pear_answer_entropy"),
 )
 
 

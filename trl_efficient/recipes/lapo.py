@@ -11,11 +11,20 @@ from collections.abc import Callable
 from ..methods.lapo import LAPOTrainer, lapo_settings
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import get_lapo_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, revisit_tasks, scale_length
 
 
-def build_lapo_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "lapo",
+    get_lapo_reward,
+    "LAPO, arXiv:2507.15758 (stage 1: [P30, P70] band of correct lengths; stage 2: Gaussian around the prompt's "
+    "recorded length)",
+    needs=("solution", "lapo_stage", "lapo_target_length"),
+    whole_groups=True,
+    receives=("length",),
+)
+def build_lapo_reward(args, **kwargs) -> Callable:
     """`lapo` reward builder: `rollout_plan_kwargs` (stage split, unknown target, reward constants) < nothing else:
     passing a LAPO setting as a reward kwarg is an error (it would disagree with the plan)."""
     if args.length_unit != "tokens" or args.length_scope != "total":
@@ -29,20 +38,7 @@ def build_lapo_reward(args, tokenizer, **kwargs) -> Callable:
     if clash:
         raise ValueError(f"LAPO settings {clash} belong in rollout_plan_kwargs (shared with the plan and memory).")
     options = {k: v for k, v in settings.items() if k != "memory_from"}
-    return get_lapo_reward(tokenizer=tokenizer, **options, **kwargs)
-
-
-register_reward_builder(
-    "lapo",
-    build_lapo_reward,
-    RewardInfo(
-        "get_lapo_reward",
-        "LAPO, arXiv:2507.15758 (stage 1: [P30, P70] band of correct lengths; stage 2: Gaussian around the "
-        "prompt's recorded length)",
-        needs=("solution", "lapo_stage", "lapo_target_length"),
-        whole_groups=True,
-    ),
-)
+    return get_lapo_reward(**options, **kwargs)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..core.lengths import LengthMeter
 from ..methods.laser import LaserMonitor, get_laser_d_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length
 
 _MONITOR_KEYS = (
@@ -41,50 +41,31 @@ LASER_D_MONITOR = {
 }
 
 
-def _build(exploration: bool) -> Callable:
-    def build(args, tokenizer, **kwargs) -> Callable:
-        meter = LengthMeter(args.length_unit, args.length_scope, tokenizer)
+def _declare(name: str, paper: str, exploration: bool) -> None:
+    @reward_builder(
+        name,
+        get_laser_d_reward,
+        paper,
+        whole_groups=True,
+        receives=("length",),
+        also_receives=(LaserMonitor,),  # the monitor's settings (_MONITOR_KEYS) are builder kwargs too
+    )
+    def build(args, length_unit: str, length_scope: str, tokenizer, **kwargs) -> Callable:
+        meter = LengthMeter(length_unit, length_scope, tokenizer)
         monitor_kwargs = {k: kwargs.pop(k) for k in _MONITOR_KEYS if k in kwargs}
         monitor = LaserMonitor(**monitor_kwargs, meter=meter)
-        return get_laser_d_reward(
-            exploration=exploration,
-            monitor=monitor,
-            length_unit=args.length_unit,
-            length_scope=args.length_scope,
-            tokenizer=tokenizer,
-            **kwargs,
-        )
+        return get_laser_d_reward(exploration=exploration, monitor=monitor, length_unit=length_unit,
+                                  length_scope=length_scope, tokenizer=tokenizer, **kwargs)  # fmt: skip
 
     build.__doc__ = (
-        f"`{'laser_de' if exploration else 'laser_d'}` builder: `get_laser_d_reward(exploration={exploration})` with "
-        "its `LaserMonitor` (monitor kwargs: " + ", ".join(_MONITOR_KEYS) + "; the rest go to the reward)."
+        f"`{name}` builder: `get_laser_d_reward(exploration={exploration})` with its `LaserMonitor` (monitor kwargs: "
+        + ", ".join(_MONITOR_KEYS)
+        + "; the rest go to the reward)."
     )
-    return build
 
 
-build_laser_d_reward = _build(False)
-build_laser_de_reward = _build(True)
-
-register_reward_builder(
-    "laser_d",
-    build_laser_d_reward,
-    RewardInfo(
-        "get_laser_d_reward",
-        "LASER-D, arXiv:2505.15612 (step reward, per-bucket targets from a monitoring pass)",
-        whole_groups=True,
-    ),
-    also_receives=(LaserMonitor,),  # the monitor's settings (_MONITOR_KEYS) are builder kwargs too
-)
-register_reward_builder(
-    "laser_de",
-    build_laser_de_reward,
-    RewardInfo(
-        "get_laser_d_reward",
-        "LASER-DE, arXiv:2505.15612 (LASER-D + alpha for long non-repetitive wrong answers)",
-        whole_groups=True,
-    ),
-    also_receives=(LaserMonitor,),
-)
+_declare("laser_d", "LASER-D, arXiv:2505.15612 (step reward, per-bucket targets from a monitoring pass)", False)
+_declare("laser_de", "LASER-DE, arXiv:2505.15612 (LASER-D + alpha for long non-repetitive wrong answers)", True)
 
 _PROPOSED = (
     "LASER-D monitor: 64 prompts x 8 rollouts (paper 500 x 8), drawn once with the run's seed from the training set",

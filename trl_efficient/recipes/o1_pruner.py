@@ -22,34 +22,29 @@ from ..rewards.o1_pruner import (
     REF_LENGTH_COLUMN,
     get_o1_pruner_reward,
 )
-from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale
 
 
-def build_o1_pruner_reward(args, tokenizer, **kwargs) -> Callable:
+@reward_builder(
+    "o1_pruner",
+    get_o1_pruner_reward,
+    "O1-Pruner, arXiv:2501.12570 (clip(L_ref/L - 1 + 5 (c - acc_ref), -2, 4) vs the initial model's K samples)",
+    needs=("solution", REF_LENGTH_COLUMN, REF_ACCURACY_COLUMN),
+    receives=("length",),
+)
+def build_o1_pruner_reward(args, **kwargs) -> Callable:
     """`o1_pruner` reward builder: alpha, clip, require_think_close from the recipe kwargs (code values by default);
-    the length unit and scope are the config's; the reference payload of the run (if `prepare_dataset` wrote one)
-    becomes the reward's checkpointed state."""
-    clash = sorted(set(kwargs) & {"length_unit", "length_scope", "tokenizer", "reference"})
-    if clash:
+    the length unit and scope are the config's (a reward kwarg that repeats one is refused by the builder's call);
+    the reference payload of the run (if `prepare_dataset` wrote one) becomes the reward's checkpointed state."""
+    if "reference" in kwargs:
         raise ValueError(
-            f"o1_pruner reward_kwargs {clash} are set by the run (length_unit/length_scope in the config, the "
+            "o1_pruner reward_kwargs ['reference'] are set by the run (length_unit/length_scope in the config, the "
             "reference statistics by prepare_dataset); remove them."
         )
     path = os.path.join(args.output_dir, O1_STATS_FILE)
     reference = load_reference_stats(path) if os.path.exists(path) else None
-    return get_o1_pruner_reward(**_length_kwargs(args, tokenizer), reference=reference, **kwargs)
-
-
-register_reward_builder(
-    "o1_pruner",
-    build_o1_pruner_reward,
-    RewardInfo(
-        "get_o1_pruner_reward",
-        "O1-Pruner, arXiv:2501.12570 (clip(L_ref/L - 1 + 5 (c - acc_ref), -2, 4) vs the initial model's K samples)",
-        needs=("solution", REF_LENGTH_COLUMN, REF_ACCURACY_COLUMN),
-    ),
-)
+    return get_o1_pruner_reward(reference=reference, **kwargs)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)

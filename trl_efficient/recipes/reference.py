@@ -192,7 +192,7 @@ def render_reference() -> str:
         for name in others:
             lines += _recipe_block(RECIPES.get(name))
     lines += ["## Reward builders", ""]
-    lines += [f"- `{name}`: `{REWARD_INFO[name].factory}`, {REWARD_INFO[name].paper}" for name in REWARD_BUILDERS]
+    lines += [f"- `{name}`: `{REWARD_INFO[name].factory_name}`, {REWARD_INFO[name].paper}" for name in REWARD_BUILDERS]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -2,14 +2,17 @@
 
 A `Recipe` names its reward functions (by `REWARD_BUILDERS` name) with weights and keyword arguments, the config
 overrides it needs (rollout plan, advantage estimator, filter, loss settings), the papers, which of its values are
-proposed defaults, and how to prompt the trained model. `configs/<recipe>.yaml` holds a runnable configuration for
-each recipe; precedence is recipe overrides < YAML < command line.
+proposed defaults, how to prompt the trained model, and what it declares for the rest of the package: its section of
+the method reference (`section`), its testbed scale (`testbed_scale`) and its testbed claim (`testbed_check`). No
+list of recipe names is kept anywhere else (`tests/recipes/test_no_hand_kept_lists.py`). `configs/<recipe>.yaml`
+holds a runnable configuration for each recipe; precedence is recipe overrides < YAML < command line.
 
 Reward builders share one signature, `(args, tokenizer, **kwargs) -> reward callable`, and read shared values
-(`max_completion_length`, `num_generations`, `length_unit`, `length_scope`) from the config, so each default has one
-home. Each builder is registered with `register_reward_builder(name, builder, RewardInfo(...))`: the `RewardInfo`
-(public factory, paper, dataset columns it needs) feeds the README's reward table (`trl-efficient recipes
---markdown`, see `tables.py`), as each `Recipe` feeds the recipe table.
+(`max_completion_length`, `length_unit`, `length_scope`) from the config, so each default has one home. Each is
+declared with `reward_builder(name, factory, paper, receives=...)` (a decorator when it needs a build function), which
+passes the config values it `receives` itself. Its `RewardInfo` (factory object, paper, dataset columns it needs)
+feeds the README's reward table (`trl-efficient recipes --markdown`, see `tables.py`), as each `Recipe` feeds the
+recipe table.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import rewards as R
 from ..core.registry import Registry
 from ..trainer import EfficientGRPOTrainer
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, ScaleRule, scale_free, scale_length, scale_per_token
@@ -30,45 +34,119 @@ REWARD_BUILDERS: Registry = Registry("reward builder")
 class RewardInfo:
     """What the README's reward table says about a reward builder.
 
-    `factory`: the public callable in `trl_efficient.rewards` (or the family module) that the builder wraps;
-    `paper`: the paper (arXiv id, section) and a few words on the reward; `needs`: the dataset or rollout-plan
-    columns the reward reads besides the completions; `whole_groups`: the reward compares the G rollouts of a prompt.
+    `factory`: the public reward factory the builder calls (the object; every one imports from
+    `trl_efficient.rewards`); `paper`: the paper (arXiv id, section) and a few words on the reward; `needs`: the
+    dataset or rollout-plan columns the reward reads besides the completions; `whole_groups`: the reward compares the
+    G rollouts of a prompt; `receives`: what the run hands the factory from its config (`RECEIVES`).
     """
 
-    factory: str
+    factory: Callable
     paper: str
     needs: tuple[str, ...] = ("solution",)
     whole_groups: bool = False
+    receives: tuple[str, ...] = ()
+
+    @property
+    def factory_name(self) -> str:
+        return self.factory.__name__
 
 
 REWARD_INFO: dict[str, RewardInfo] = {}
 REWARD_RECEIVERS: dict[str, tuple[Callable, ...]] = {}  # builder name -> extra receivers of its keyword arguments
 
+# What a reward builder can receive from the run, by name: the factory parameters each one sets from the config
+# (`args`) and the run's tokenizer. `reward_builder` passes them itself, so no builder can forget one.
+RECEIVES: dict[str, tuple[str, ...]] = {
+    "length": ("length_unit", "length_scope", "tokenizer"),  # the config's length_unit / length_scope
+    "tokenizer": ("tokenizer",),
+    "cap": ("max_completion_length",),  # the config's max_completion_length
+}
 
-def register_reward_builder(name: str, builder, info: RewardInfo, also_receives: tuple[Callable, ...] = ()) -> Callable:
-    """Register `builder` (`(args, tokenizer, **kwargs) -> reward callable`) under `name`, with its table entry.
 
-    The builder's keyword arguments (`RewardSpec.kwargs`, the config's `reward_kwargs`) go to `info.factory`; a
-    builder that hands some of them to another callable names it in `also_receives` (LASER-D's monitor). Their
-    signatures are what `check_reward_kwargs` accepts."""
+def _received(receives: tuple[str, ...], args, tokenizer) -> dict:
+    """The keyword arguments `receives` stands for, read from `args` (the config) and the run's `tokenizer`."""
+    values = {"length_unit": lambda: args.length_unit, "length_scope": lambda: args.length_scope,
+              "tokenizer": lambda: tokenizer, "max_completion_length": lambda: args.max_completion_length}  # fmt: skip
+    return {key: values[key]() for what in receives for key in RECEIVES[what]}
+
+
+def reward_builder(
+    name: str,
+    factory: Callable,
+    paper: str,
+    *,
+    needs: tuple[str, ...] = ("solution",),
+    whole_groups: bool = False,
+    receives: tuple[str, ...] = (),
+    also_receives: tuple[Callable, ...] = (),
+) -> _Declared:
+    """Declare reward builder `name`: the run calls `factory(**received, **kwargs)`, or `build(args, **received,
+    **kwargs)` when the builder needs more than its factory (a default read from another config field, a monitor):
+    `@reward_builder(...)` above `def build(args, **kwargs)`.
+
+    `received` is what `receives` names (`RECEIVES`: `"length"` -> `length_unit`, `length_scope` from the config and
+    the run's tokenizer; `"tokenizer"`; `"cap"` -> `max_completion_length`); `kwargs` are the recipe's
+    `RewardSpec.kwargs` with the config's `reward_kwargs` on top. Declaration is checked against the factory's
+    signature: a factory that takes `length_unit` must be declared with `receives=("length",)` (and only one that
+    takes it may be), so a length reward cannot silently ignore the config's `length_unit`/`length_scope`. A builder
+    that hands some keyword arguments to another callable names it in `also_receives` (LASER-D's monitor); the
+    signatures of `factory` and `also_receives` are what `check_reward_kwargs` accepts.
+
+    >>> try:
+    ...     reward_builder("no_length", R.get_l1_reward, "L1")
+    ... except TypeError as err:
+    ...     print(str(err).replace(", so", ",\\nso"))
+    reward builder 'no_length': get_l1_reward takes length_unit,
+    so declare it with receives=("length",) (the config's length_unit and length_scope)
+    """
+    import inspect
+
+    unknown = sorted(set(receives) - set(RECEIVES))
+    if unknown:
+        raise TypeError(f"reward builder {name!r}: receives {unknown}; choose from {sorted(RECEIVES)}")
+    params = inspect.signature(factory).parameters
+    if ("length_unit" in params) != ("length" in receives):
+        raise TypeError(f"reward builder {name!r}: {factory.__name__} "
+                        + ("takes length_unit, so declare it with receives=(\"length\",) (the config's length_unit "
+                           "and length_scope)" if "length_unit" in params else "takes no length_unit: drop \"length\" "
+                           "from receives"))  # fmt: skip
+    declared = _Declared(name, factory)
+
+    def builder(args, tokenizer, **kwargs) -> Callable:
+        received = _received(receives, args, tokenizer)
+        if declared.build is None:
+            return factory(**received, **kwargs)
+        return declared.build(args, **received, **kwargs)
+
+    builder.__name__ = builder.__qualname__ = f"build_{name}"
+    declared.builder = builder
     REWARD_BUILDERS.register(name, builder)
-    REWARD_INFO[name] = info
+    REWARD_INFO[name] = RewardInfo(factory, paper, tuple(needs), whole_groups, tuple(receives))
     REWARD_RECEIVERS[name] = tuple(also_receives)
-    return builder
+    return declared
+
+
+class _Declared:
+    """What `reward_builder(...)` returns: the builder is registered already (it calls the factory); used as a
+    decorator, the decorated function `build(args, **received, **kwargs) -> reward callable` becomes what it calls,
+    and its name is bound to the registered builder, `(args, tokenizer, **kwargs) -> reward callable`."""
+
+    def __init__(self, name: str, factory: Callable) -> None:
+        self.name, self.factory, self.build, self.builder = name, factory, None, None
+
+    def __call__(self, build: Callable) -> Callable:
+        if self.build is not None:
+            raise TypeError(f"reward builder {self.name!r} already has its build function {self.build.__name__}")
+        self.build = build
+        self.builder.__doc__, self.builder.__wrapped__ = build.__doc__, build
+        return self.builder
 
 
 def reward_kwargs_receivers(name: str) -> tuple[Callable, ...]:
-    """The callables that receive builder `name`'s keyword arguments: its `RewardInfo.factory`, found in
-    `trl_efficient.rewards` or else in the builder's own module, then its `also_receives`."""
-    import importlib
-
-    builder, factory_name = REWARD_BUILDERS.get(name), REWARD_INFO[name].factory
-    rewards = importlib.import_module("trl_efficient.rewards")
-    factory = getattr(rewards, factory_name, None) or getattr(builder, "__globals__", {}).get(factory_name)
-    if factory is None:  # a registration error, not a user error: the README table names this factory
-        raise LookupError(f"reward builder {name!r}: factory {factory_name!r} not found in trl_efficient.rewards or "
-                          f"{builder.__module__}")  # fmt: skip
-    return (factory, *REWARD_RECEIVERS.get(name, ()))
+    """The callables that receive builder `name`'s keyword arguments: its `RewardInfo.factory`, then its
+    `also_receives`."""
+    REWARD_BUILDERS.get(name)  # an unknown name lists the registered builders
+    return (REWARD_INFO[name].factory, *REWARD_RECEIVERS.get(name, ()))
 
 
 def check_reward_kwargs(name: str, kwargs: dict, source: str = "reward_kwargs") -> None:
@@ -86,7 +164,7 @@ def check_reward_kwargs(name: str, kwargs: dict, source: str = "reward_kwargs") 
     """
     from ..core.checks import check_keywords
 
-    what = f"reward builder {name!r} ({REWARD_INFO[name].factory})"
+    what = f"reward builder {name!r} ({REWARD_INFO[name].factory_name})"
     check_keywords(source, kwargs, reward_kwargs_receivers(name), what, skip=("tokenizer",), extra=("weight",))
 
 
@@ -109,6 +187,17 @@ RECIPE_FAMILIES = (
 
 
 @dataclass(frozen=True)
+class Section:
+    """A numbered section of the method reference (`docs/methods.md §N`, the number the code cites): its title and
+    the released code (GitHub `owner/repo`). Each recipe names its section (`Recipe.section`); the reference lists a
+    section's recipes in the order they are registered."""
+
+    number: int
+    title: str
+    code: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Recipe:
     name: str
     method: str
@@ -124,6 +213,12 @@ class Recipe:
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
     family: str = "length penalties"  # one of RECIPE_FAMILIES: the testbed's plots group recipes by it
+    section: Section | None = None  # its section of the method reference (docs/methods.md §N)
+    # the testbed's claim for it: the key of its method check (trl_efficient.testbed.checks.CLAIMS; "shorter":
+    # shorter at similar accuracy, its paper's claim), and of protocol 3's check of what it adds to a fixed length
+    # penalty (checks.SPECIFIC_CLAIMS), None when it has none
+    testbed_check: str = "shorter"
+    testbed_specific: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in RECIPE_FAMILIES:
@@ -209,93 +304,71 @@ def get_recipe(name: str) -> Recipe:
     return RECIPES.get(name)
 
 
-def _length_kwargs(args, tokenizer) -> dict:
-    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
+# Whole-group rewards get no num_generations here: EfficientGRPOTrainer passes each call's group size as the
+# `group_size` column (num_generations in training, num_generations_eval in evaluation).
+reward_builder(
+    "correctness",
+    R.get_correctness_reward,
+    "math-verify; GSM8K `#### N`, MATH `\\boxed{}`, plain golds; answer after `</think>`",
+)
 
 
-def _build_soft_overlong(args, tok, **kw) -> Callable:
+@reward_builder("think_format", R.think_format_reward, "DeepSeek-R1 format", needs=())
+def _build_think_format(args, **kwargs) -> Callable:
+    return R.think_format_reward  # a plain reward function: nothing to build
+
+
+reward_builder(
+    "kimi_length",
+    R.get_kimi_length_reward,
+    "Kimi k1.5 §2.3.3, arXiv:2501.12599 (group min/max length)",
+    whole_groups=True,
+    receives=("length",),
+)
+reward_builder(
+    "shorter_better",
+    R.get_shorter_better_reward,
+    "ShorterBetter, arXiv:2504.21370 (shortest correct length in the group)",
+    whole_groups=True,
+    receives=("length",),
+)
+reward_builder(
+    "cosine_length",
+    R.get_cosine_length_reward,
+    "Yeo et al. App. C.1, arXiv:2502.03373 (wraps TRL's cosine reward, paper bounds)",
+    receives=("length", "cap"),
+)
+
+
+@reward_builder(
+    "soft_overlong",
+    R.get_soft_overlong_reward,
+    "DAPO soft overlong punishment, arXiv:2503.14476 (wraps TRL's)",
+    needs=(),
+    receives=("length",),
+)
+def _build_soft_overlong(args, **kw) -> Callable:
     # the cap defaults to the run's max_completion_length (a given `max_completion_len`, its deprecated name, wins)
     if kw.get("max_completion_len") is None:
         kw.setdefault("max_completion_length", args.max_completion_length)
     kw.setdefault("soft_punish_cache", max(1, args.max_completion_length // 4))
-    from .. import rewards as R
-
-    return R.get_soft_overlong_reward(**_length_kwargs(args, tok), **kw)
+    return R.get_soft_overlong_reward(**kw)
 
 
-def _register_builders() -> None:
-    # Whole-group rewards get no num_generations here: EfficientGRPOTrainer passes each call's group size as the
-    # `group_size` column (num_generations in training, num_generations_eval in evaluation).
-    from .. import rewards as R
-
-    register_reward_builder(
-        "correctness",
-        lambda args, tok, **kw: R.get_correctness_reward(**kw),
-        RewardInfo(
-            "get_correctness_reward",
-            "math-verify; GSM8K `#### N`, MATH `\\boxed{}`, plain golds; answer after `</think>`",
-        ),
-    )
-    register_reward_builder(
-        "think_format",
-        lambda args, tok, **kw: R.think_format_reward,
-        RewardInfo("think_format_reward", "DeepSeek-R1 format", needs=()),
-    )
-    register_reward_builder(
-        "kimi_length",
-        lambda args, tok, **kw: R.get_kimi_length_reward(**_length_kwargs(args, tok), **kw),
-        RewardInfo(
-            "get_kimi_length_reward", "Kimi k1.5 §2.3.3, arXiv:2501.12599 (group min/max length)", whole_groups=True
-        ),
-    )
-    register_reward_builder(
-        "shorter_better",
-        lambda args, tok, **kw: R.get_shorter_better_reward(**_length_kwargs(args, tok), **kw),
-        RewardInfo(
-            "get_shorter_better_reward",
-            "ShorterBetter, arXiv:2504.21370 (shortest correct length in the group)",
-            whole_groups=True,
-        ),
-    )
-    register_reward_builder(
-        "cosine_length",
-        lambda args, tok, **kw: R.get_cosine_length_reward(
-            max_completion_length=args.max_completion_length, **_length_kwargs(args, tok), **kw
-        ),
-        RewardInfo(
-            "get_cosine_length_reward",
-            "Yeo et al. App. C.1, arXiv:2502.03373 (wraps TRL's cosine reward, paper bounds)",
-        ),
-    )
-    register_reward_builder(
-        "soft_overlong",
-        _build_soft_overlong,
-        RewardInfo(
-            "get_soft_overlong_reward", "DAPO soft overlong punishment, arXiv:2503.14476 (wraps TRL's)", needs=()
-        ),
-    )
-    register_reward_builder(
-        "l1",
-        lambda args, tok, **kw: R.get_l1_reward(**_length_kwargs(args, tok), **kw),
-        RewardInfo(
-            "get_l1_reward", "L1 / LCPO, arXiv:2503.04697 (`mode` exact or max)", needs=("solution", "target_length")
-        ),
-    )
-    register_reward_builder(
-        "laser",
-        lambda args, tok, **kw: R.get_laser_reward(**_length_kwargs(args, tok), **kw),
-        RewardInfo("get_laser_reward", "LASER step reward, arXiv:2505.15612"),
-    )
-    register_reward_builder(
-        "dler_truncation",
-        lambda args, tok, **kw: R.get_dler_truncation_reward(
-            max_completion_length=args.max_completion_length, tokenizer=tok, **kw
-        ),
-        RewardInfo("get_dler_truncation_reward", "DLER, arXiv:2510.15110 (x0.1 when truncated)"),
-    )
-
-
-_register_builders()
+reward_builder(
+    "l1",
+    R.get_l1_reward,
+    "L1 / LCPO, arXiv:2503.04697 (`mode` exact or max)",
+    needs=("solution", "target_length"),
+    receives=("length",),
+)
+reward_builder("laser", R.get_laser_reward, "LASER step reward, arXiv:2505.15612", receives=("length",))
+reward_builder(
+    "dler_truncation",
+    R.get_dler_truncation_reward,
+    "DLER, arXiv:2510.15110 (x0.1 when truncated)",
+    receives=("cap", "tokenizer"),
+)
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Recipes. Each paper-derived value cites methods.md; "proposed default" marks our own choices.

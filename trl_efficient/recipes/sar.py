@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from ..methods.sar import SARTrainer
 from ..rewards.sar import get_sar_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import scale_free
 
-register_reward_builder(
+reward_builder(
     "sar",
-    lambda args, tok, **kw: get_sar_reward(**kw),
-    RewardInfo(
-        "get_sar_reward",
-        "SAR, arXiv:2509.05489 (alpha * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1); needs SARTrainer)",
-        needs=("sar_score",),
-    ),
+    get_sar_reward,
+    "SAR, arXiv:2509.05489 (alpha * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1); needs SARTrainer)",
+    needs=("sar_score",),
 )
 
 

@@ -21,47 +21,35 @@ from ..rewards.solve_rate import (
     get_asrr_reward,
     get_grpo_lambda_reward,
 )
-from .registry import Recipe, RewardInfo, RewardSpec, _length_kwargs, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_free, scale_length
 
 
-def build_alp_reward(args, tokenizer, **kwargs) -> Callable:
-    """`alp` reward builder: `N = max_completion_length` unless the recipe passes `max_length`."""
-    return get_alp_reward(**{"max_length": args.max_completion_length, **_length_kwargs(args, tokenizer), **kwargs})
-
-
-def build_grpo_lambda_reward(args, tokenizer, **kwargs) -> Callable:
-    """`grpo_lambda` reward builder (the ranking covers the whole gathered generation batch)."""
-    return get_grpo_lambda_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-def build_asrr_reward(args, tokenizer, **kwargs) -> Callable:
-    """`asrr` reward builder: β, L_window, τ, ε from the recipe kwargs (paper values by default)."""
-    return get_asrr_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-register_reward_builder(
+@reward_builder(
     "alp",
-    build_alp_reward,
-    RewardInfo("get_alp_reward", "ALP, arXiv:2506.05256 (per-token price x group solve rate)", whole_groups=True),
+    get_alp_reward,
+    "ALP, arXiv:2506.05256 (per-token price x group solve rate)",
+    whole_groups=True,
+    receives=("length",),
 )
-register_reward_builder(
+def build_alp_reward(args, **kwargs) -> Callable:
+    """`alp` reward builder: `N = max_completion_length` unless the recipe passes `max_length`."""
+    return get_alp_reward(**{"max_length": args.max_completion_length, **kwargs})
+
+
+reward_builder(
     "grpo_lambda",
-    build_grpo_lambda_reward,
-    RewardInfo(
-        "get_grpo_lambda_reward",
-        "GRPO-λ, arXiv:2505.18086 (length penalty only in the batch's top-λ groups by accuracy)",
-        whole_groups=True,
-    ),
+    get_grpo_lambda_reward,
+    "GRPO-λ, arXiv:2505.18086 (length penalty only in the batch's top-λ groups by accuracy)",
+    whole_groups=True,
+    receives=("length",),
 )
-register_reward_builder(
+reward_builder(
     "asrr",
-    build_asrr_reward,
-    RewardInfo(
-        "get_asrr_reward",
-        "ASRR, arXiv:2505.15400 (accuracy-gated overlong penalty vs the shortest correct length)",
-        whole_groups=True,
-    ),
+    get_asrr_reward,
+    "ASRR, arXiv:2505.15400 (accuracy-gated overlong penalty vs the shortest correct length)",
+    whole_groups=True,
+    receives=("length",),
 )
 
 
@@ -131,4 +119,4 @@ register_recipe(
     )
 )
 
-__all__ = ["build_alp_reward", "build_asrr_reward", "build_grpo_lambda_reward"]
+__all__ = ["build_alp_reward"]

@@ -9,46 +9,26 @@ listed in `proposed_defaults`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
-from .registry import Recipe, RewardInfo, RewardSpec, register_recipe, register_reward_builder
+from .registry import Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_length
 
-
-def _length_kwargs(args, tokenizer) -> dict:
-    return {"length_unit": args.length_unit, "length_scope": args.length_scope, "tokenizer": tokenizer}
-
-
-def build_step_pruner_reward(args, tokenizer, **kwargs) -> Callable:
-    """`step_pruner` builder: Step Pruner's step-aware term (methods.md §19); the group size comes from the trainer's
-    `group_size` column, the stop rule's callback is registered by the reward's `attach`."""
-    return get_step_pruner_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-def build_grsp_reward(args, tokenizer, **kwargs) -> Callable:
-    """`grsp` builder: GRSP's group-relative segment penalty (methods.md §27)."""
-    return get_grsp_reward(**_length_kwargs(args, tokenizer), **kwargs)
-
-
-register_reward_builder(
+# Step Pruner (methods.md §19): the group size comes from the trainer's `group_size` column, the stop rule's
+# callback is registered by the reward's `attach`.
+reward_builder(
     "step_pruner",
-    build_step_pruner_reward,
-    RewardInfo(
-        "get_step_pruner_reward",
-        "Step Pruner, arXiv:2510.03805 (fewer steps than the group's fewest correct earn more; over-long step -> 0; "
-        "stop rule)",
-        whole_groups=True,
-    ),
+    get_step_pruner_reward,
+    "Step Pruner, arXiv:2510.03805 (fewer steps than the group's fewest correct earn more; over-long step -> 0; "
+    "stop rule)",
+    whole_groups=True,
+    receives=("length",),
 )
-register_reward_builder(
+reward_builder(  # GRSP's group-relative segment penalty (methods.md §27)
     "grsp",
-    build_grsp_reward,
-    RewardInfo(
-        "get_grsp_reward",
-        "GRSP, arXiv:2510.09535 (group z-scores of segment counts per length bucket, descending weights)",
-        whole_groups=True,
-    ),
+    get_grsp_reward,
+    "GRSP, arXiv:2510.09535 (group z-scores of segment counts per length bucket, descending weights)",
+    whole_groups=True,
+    receives=("length",),
 )
 
 

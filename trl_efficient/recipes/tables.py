@@ -35,12 +35,12 @@ def rewards_table() -> str:
     """
     missing = [name for name in REWARD_BUILDERS.names() if name not in REWARD_INFO]
     if missing:
-        raise ValueError(f"reward builders {missing} have no RewardInfo: register them with register_reward_builder.")
+        raise ValueError(f"reward builders {missing} have no RewardInfo: declare them with reward_builder.")
     lines = ["| Builder | Reward factory | Paper | Needs |", "|---|---|---|---|"]
     for name in REWARD_BUILDERS.names():
         info = REWARD_INFO[name]
         needs = [f"`{column}`" for column in info.needs] + (["whole groups"] if info.whole_groups else [])
-        lines.append(f"| `{name}` | `{info.factory}` | {_cell(info.paper)} | {', '.join(needs)} |")
+        lines.append(f"| `{name}` | `{info.factory_name}` | {_cell(info.paper)} | {', '.join(needs)} |")
     return "\n".join(lines)
 
 

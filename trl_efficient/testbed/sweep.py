@@ -101,23 +101,22 @@ def _multiplier(value) -> float | None:
 
 
 def _factory_default(builder: str, kwarg: str):
-    """The default of `kwarg` in the reward factory behind `builder` (`RewardInfo.factory` in
-    `trl_efficient.rewards`), or `inspect.Parameter.empty`; raises when the factory has no such parameter."""
+    """The default of `kwarg` in the reward factory behind `builder` (`RewardInfo.factory`), or
+    `inspect.Parameter.empty`; raises when the factory has no such parameter."""
     import inspect
 
-    from .. import rewards
     from ..recipes.registry import REWARD_INFO
 
     info = REWARD_INFO.get(builder)
-    factory = getattr(rewards, info.factory, None) if info is not None else None
+    factory = info.factory if info is not None else None
     if factory is None:
         return inspect.Parameter.empty
     params = inspect.signature(factory).parameters
     if kwarg not in params:
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
             return inspect.Parameter.empty
-        raise ValueError(f"reward builder {builder!r} ({info.factory}) has no argument {kwarg!r}; its arguments are "
-                         f"{[p for p in params if p != 'tokenizer']}.")  # fmt: skip
+        raise ValueError(f"reward builder {builder!r} ({info.factory_name}) has no argument {kwarg!r}; its arguments "
+                         f"are {[p for p in params if p != 'tokenizer']}.")  # fmt: skip
     return params[kwarg].default
 
 
