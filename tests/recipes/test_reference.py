@@ -5,8 +5,10 @@ drift."""
 import os
 import re
 
-from trl_efficient.recipes import RECIPES
-from trl_efficient.recipes.reference import SECTIONS, render_reference
+import pytest
+
+from trl_efficient.recipes import RECIPES, Recipe, RewardSpec, Section
+from trl_efficient.recipes.reference import render_reference, sections
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -19,14 +21,24 @@ def test_docs_methods_md_is_the_rendered_reference():
     )
 
 
-def test_sections_name_registered_recipes_once():
-    # a recipe without a section is listed under "Other recipes" (rendered, so nothing to extend for a new one)
-    names = [name for _, _, recipes, _ in SECTIONS for name in recipes]
-    assert len(names) == len(set(names)) and set(names) <= set(RECIPES.names())
+def test_sections_are_declared_by_the_recipes():
+    # each recipe declares its section; a recipe without one is listed under "Other recipes"
+    rendered = [(section.number, [r.name for r in recipes]) for section, recipes in sections()]
+    assert [number for number, _ in rendered] == list(range(35))  # §0..§34, each declared by at least one recipe
+    assert dict(rendered)[7] == ["laser", "laser-d", "laser-de"]  # registration order within a section
+    without = [name for name in RECIPES.names() if RECIPES.get(name).section is None]
+    assert without == ["constant-penalty", "placebo"]  # the testbed's negative controls: no method to describe
+
+
+def test_two_recipes_declaring_one_number_differently_is_an_error(monkeypatch):
+    other = Recipe("x-kimi", "x", "x", (RewardSpec("correctness"),), section=Section(8, "Another title"))
+    monkeypatch.setitem(RECIPES._entries, "x-kimi", other)
+    with pytest.raises(ValueError, match="x-kimi"):
+        sections()
 
 
 def test_every_cited_section_exists():
-    numbers = {number for number, *_ in SECTIONS}
+    numbers = {section.number for section, _ in sections()}
     cited = set()
     for folder in ("trl_efficient", "docs", "tests"):
         for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):

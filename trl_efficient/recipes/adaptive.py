@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..rewards.controller import get_adlp_reward
 from ..rewards.history import get_hapo_length_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, revisits, scale_per_token
 
 reward_builder(
@@ -71,6 +71,7 @@ def _adlp_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hapo",
+        section=Section(12, "HAPO: history-aware policy optimization", ("HCY123902/HAPO",)),
         family="adaptive / history",
         testbed_scale=revisits("hapo", "the length term depends on L / h only"),
         method="HAPO (history-aware length reward)",
@@ -92,6 +93,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="a-dlp",
+        section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",)),
         family="adaptive / history",
         testbed_scale=_adlp_scale,
         method="A-DLP (adaptive direct length penalty)",

@@ -12,7 +12,7 @@ from ..methods.drpo import DRPOTrainer
 from ..methods.gfpo import GFPOTrainer
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, scale_free
 
 reward_builder(
@@ -51,9 +51,17 @@ def _gfpo_scale(name: str, extra: str = ""):
     return build
 
 
+GFPO_SECTION = Section(
+    13, "GFPO: group filtered policy optimization", ()
+)  # methods.md §13, shared by gfpo, gfpo-adaptive
+CANON_SECTION = Section(
+    26, "CANON: conditional advantage estimation", ("biuboomc/CANON",)
+)  # methods.md §26, shared by canon, canon-entropy
+
 register_recipe(
     Recipe(
         name="gfpo",
+        section=GFPO_SECTION,
         family="sampling",
         testbed_scale=_gfpo_scale("gfpo", ", Shortest 8/16"),
         method="GFPO (Shortest k/G)",
@@ -75,6 +83,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="gfpo-adaptive",
+        section=GFPO_SECTION,
         family="sampling",
         testbed_scale=_gfpo_scale("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
         method="Adaptive-Difficulty GFPO",
@@ -103,6 +112,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="drpo",
+        section=Section(16, "DRPO: decoupled reward policy optimization", ("Optimization-AI/DRPO",)),
         testbed_scale=scale_free("drpo", "length normaliser C = max_completion_length"),
         method="DRPO (advantage-level, exact at the sampling policy)",
         description="Correct responses weighted by a softmax of 1 - L/C within the correct set, wrong ones by a "
@@ -127,6 +137,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grpo-lead",
+        section=Section(15, "GRPO-LEAD", ("aeroplanepaper/GRPO-LEAD",)),
         testbed_scale=scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
         method="GRPO-LEAD",
         description="Length-shaped accuracy within the group's correct answers, -1 for wrong, difficulty-aware "
@@ -148,6 +159,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon",
+        section=CANON_SECTION,
         family="structure / signal",
         testbed_scale=scale_free("canon", "length halves of the group"),
         method="CANON (length-conditioned advantages)",
@@ -167,6 +179,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="gdpo",
+        section=Section(5, "GDPO: group reward-decoupled normalization", ("NVlabs/GDPO",)),
         testbed_scale=scale_free("gdpo", "length limit = max_completion_length / 2"),
         method="GDPO (TRL's normalize_then_sum) with a correctness-gated length reward",
         description="Correctness and 1[correct and L <= max_completion_length/2], each z-scored per group, summed, "

@@ -40,7 +40,7 @@ from typing import Any
 
 from ..rewards.bingo import get_bingo_length_reward
 from ..significance.factory import ScorerNotFoundError, check_scorer
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import BASE_MODEL_PLACEHOLDER, RecipeScale
 
 DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
@@ -195,6 +195,9 @@ def _bingo_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="bingo",
+        section=Section(
+            1, "Bingo: significance-aware and dynamic length reward", ("microsoft/Bingo", "microsoft/LLMLingua")
+        ),
         family="structure / signal",
         testbed_scale=_bingo_scale,
         method="Bingo (significance-aware and dynamic length reward)",

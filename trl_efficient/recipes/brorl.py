@@ -27,7 +27,7 @@ Settings and where they come from:
 from __future__ import annotations
 
 from . import prorl as _prorl  # noqa: F401  (registers `prorl`, whose settings this recipe reuses)
-from .registry import Recipe, RewardSpec, get_recipe, register_recipe
+from .registry import Recipe, RewardSpec, Section, get_recipe, register_recipe
 from .scale import RecipeScale
 
 __all__ = ["BRORL_N", "BRORL_TESTBED_CHUNK", "BRORL_TESTBED_N"]
@@ -60,6 +60,7 @@ def _brorl_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="brorl",
+        section=Section(34, "BroRL: hundreds of rollouts per prompt", ()),
         family="baselines",
         testbed_scale=_brorl_scale,
         method="BroRL (ProRL with hundreds of rollouts per prompt, N = 512)",

@@ -30,7 +30,7 @@ from ..rewards.budget import (
     get_hbpo_reward,
     get_saber_reward,
 )
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length, scale_per_token
 
 
@@ -106,6 +106,7 @@ def _saber_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hbpo",
+        section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",)),
         family="budget / prompted",
         testbed_scale=_hbpo_scale,
         method="HBPO (hierarchical budget policy optimization)",
@@ -152,6 +153,7 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
+        section=Section(3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",)),
         family="budget / prompted",
         testbed_scale=_saber_scale,
         method="SABER (switchable and balanced budget tiers)",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..methods.budgetthinker import BudgetThinkerTrainer
 from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import get_budgetthinker_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length
 
 reward_builder(
@@ -48,6 +48,7 @@ def _budgetthinker_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="budgetthinker",
+        section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",)),
         family="budget / prompted",
         testbed_scale=_budgetthinker_scale,
         method="BudgetThinker (forced budget control tokens)",

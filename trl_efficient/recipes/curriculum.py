@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..methods.curriculum import curriculum_schedule
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
 from ..rewards.curriculum import get_curriculum_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale
 
 
@@ -59,6 +59,7 @@ def _curriculum_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="curriculum",
+        section=Section(22, "Curriculum length control (Train Long, Think Short)", ()),
         family="budget / prompted",
         testbed_scale=_curriculum_scale,
         method="Curriculum length control (Train Long, Think Short)",

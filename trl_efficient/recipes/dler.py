@@ -7,7 +7,7 @@ refill) and DA-DLER (difficulty-aware truncation of easy prompts' correct sample
 from __future__ import annotations
 
 from ..methods.dler import DLERTrainer
-from .registry import Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, scale_length
 
 
@@ -37,9 +37,14 @@ def _da_dler_scale(cap: int, steps: int) -> RecipeScale:
     )
 
 
+DLER_SECTION = Section(
+    4, "DLER: doing length penalty right (and DA-DLER)", ("NVlabs/DLER",)
+)  # methods.md §4, shared by dler, da-dler
+
 register_recipe(
     Recipe(
         name="dler",
+        section=DLER_SECTION,
         testbed_scale=_dler_scale,
         method="DLER (truncation penalty + batch-normalised advantages)",
         description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
@@ -65,6 +70,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="da-dler",
+        section=DLER_SECTION,
         family="adaptive / history",
         testbed_scale=_da_dler_scale,
         method="DA-DLER (difficulty-aware truncation, proposed)",

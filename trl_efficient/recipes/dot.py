@@ -7,7 +7,7 @@ Values taken from the paper or its code cite methods.md; our own choices are lis
 from __future__ import annotations
 
 from ..methods.dot import DOTTrainer
-from .registry import Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, scale_length
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
@@ -34,6 +34,7 @@ def _dot_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="dot",
+        section=Section(21, "DOT: dynamic outlier truncation", ("U-rara/DOT",)),
         family="sampling",
         testbed_scale=_dot_scale,
         method="DOT (outlier truncation, re-scoring, predictive dynamic sampling)",

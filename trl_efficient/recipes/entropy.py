@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..methods.entropy import TokenEntropyTrainer
 from ..methods.pear import PEARTrainer
 from ..rewards.pear import get_pear_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .advantage import CANON_SECTION
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import scale_free
 
 reward_builder(
@@ -26,6 +27,7 @@ reward_builder(
 register_recipe(
     Recipe(
         name="pear",
+        section=Section(29, "PEAR: phase entropy aware reward", ()),
         family="structure / signal",
         testbed_scale=scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
         method="PEAR (phase entropy aware reward)",
@@ -46,6 +48,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon-entropy",
+        section=CANON_SECTION,
         family="structure / signal",
         testbed_scale=scale_free("canon-entropy", "mean-token-entropy halves of the group"),
         method="CANON (entropy-conditioned advantages)",

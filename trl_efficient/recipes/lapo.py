@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..methods.lapo import LAPOTrainer, lapo_settings
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import get_lapo_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, revisit_tasks, scale_length
 
 
@@ -64,6 +64,7 @@ def _lapo_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="lapo",
+        section=Section(28, "LAPO: length-adaptive policy optimization", ("ZJU-REAL/LAPO",)),
         family="adaptive / history",
         testbed_scale=_lapo_scale,
         method="LAPO (length-adaptive policy optimization, two stages)",

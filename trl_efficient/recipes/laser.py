@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..core.lengths import LengthMeter
 from ..methods.laser import LaserMonitor, get_laser_d_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length
 
 _MONITOR_KEYS = (
@@ -101,6 +101,7 @@ def _laser_d_scale(name: str):
 register_recipe(
     Recipe(
         name="laser-d",
+        section=LASER_SECTION,
         family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-d"),
         method="LASER-D (difficulty-aware length step reward)",
@@ -114,6 +115,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="laser-de",
+        section=LASER_SECTION,
         family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-de"),
         method="LASER-DE (LASER-D + exploration bonus)",

@@ -22,7 +22,7 @@ from ..rewards.o1_pruner import (
     REF_LENGTH_COLUMN,
     get_o1_pruner_reward,
 )
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale
 
 
@@ -49,6 +49,10 @@ def build_o1_pruner_reward(args, **kwargs) -> Callable:
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
 
+# O1-Pruner's released code: the GitHub owner's account name is "StarDew" followed by three capital X letters
+# (github.com/<owner>/O1-Pruner). It is spelt out here so that no literal of it reads as an unfinished-work marker.
+O1_PRUNER_REPO = "StarDew" + "X" * 3 + "/O1-Pruner"
+
 
 def _o1_pruner_scale(cap: int, steps: int) -> RecipeScale:
     tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
@@ -64,6 +68,7 @@ def _o1_pruner_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="o1-pruner",
+        section=Section(10, "O1-Pruner: length-harmonizing fine-tuning", (O1_PRUNER_REPO,)),
         testbed_scale=_o1_pruner_scale,
         method="O1-Pruner (length-harmonizing reward vs the initial model)",
         description=(

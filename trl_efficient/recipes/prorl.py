@@ -27,7 +27,7 @@ Settings and where they come from:
 from __future__ import annotations
 
 from ..methods.dler import DLERTrainer
-from .registry import Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale
 
 __all__ = ["PRORL_BETA", "PRORL_PAPER_STEPS", "PRORL_RESET_STEPS"]
@@ -57,6 +57,7 @@ def _prorl_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="prorl",
+        section=Section(33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("NVIDIA-NeMo/RL",)),
         family="baselines",
         testbed_scale=_prorl_scale,
         method="ProRL (KL to a reference hard-reset with the optimizer, clip-higher, dynamic sampling)",

@@ -5,7 +5,8 @@ of the docstrings of its reward factories, estimator, filter, sampler and rollou
 method settings and reward arguments, the factories' keyword defaults) with our own choices marked
 **[no paper default]**, the recipe names, and the sources (papers, released code).
 
-Sections keep the numbers the code cites (`docs/methods.md §7` is LASER). Regenerate after changing a recipe or a
+Sections keep the numbers the code cites (`docs/methods.md §7` is LASER); each recipe declares its own
+(`Recipe.section`), so no list of sections is kept here. Regenerate after changing a recipe or a
 docstring: `python -m trl_efficient.recipes.reference docs/methods.md`; `tests/recipes/test_reference.py` fails when
 the file drifts.
 """
@@ -17,57 +18,9 @@ import re
 import sys
 from collections.abc import Callable
 
-from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO, Recipe, reward_kwargs_receivers
+from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO, Recipe, Section, reward_kwargs_receivers
 
-__all__ = ["SECTIONS", "render_reference"]
-
-# O1-Pruner's released code: the GitHub owner's account name is "StarDew" followed by three capital X letters
-# (github.com/<owner>/O1-Pruner). It is spelt out here so that no literal of it reads as an unfinished-work marker.
-O1_PRUNER_REPO = "StarDew" + "X" * 3 + "/O1-Pruner"
-
-# (number, title, recipes, released code (owner/repo)). The numbers are the ones the code cites.
-SECTIONS: tuple[tuple[int, str, tuple[str, ...], tuple[str, ...]], ...] = (
-    (0, "GRPO (baseline)", ("grpo",), ("huggingface/trl",)),
-    (1, "Bingo: significance-aware and dynamic length reward", ("bingo",), ("microsoft/Bingo", "microsoft/LLMLingua")),
-    (2, "HBPO: hierarchical budget policy optimization", ("hbpo",), ("ZJU-REAL/HBPO",)),
-    (3, "SABER: switchable and balanced budget tiers", ("saber",), ("bilibili/saber_rl",)),
-    (4, "DLER: doing length penalty right (and DA-DLER)", ("dler", "da-dler"), ("NVlabs/DLER",)),
-    (5, "GDPO: group reward-decoupled normalization", ("gdpo",), ("NVlabs/GDPO",)),
-    (6, "L1 / LCPO: length-controlled policy optimization", ("l1-exact", "l1-max"), ("cmu-l3/l1",)),
-    (7, "LASER / LASER-D / LASER-DE: length-based step reward", ("laser", "laser-d", "laser-de"), ("hkust-nlp/Laser",)),
-    (8, "Kimi k1.5 length penalty", ("kimi",), ("MoonshotAI/Kimi-k1.5",)),
-    (9, "Cosine length reward (Yeo et al.)", ("cosine",), ("eddycmu/demystify-long-cot",)),
-    (10, "O1-Pruner: length-harmonizing fine-tuning", ("o1-pruner",), (O1_PRUNER_REPO,)),
-    (11, "ShorterBetter", ("shorter-better",), ("JingyangYi/ShorterBetter",)),
-    (12, "HAPO: history-aware policy optimization", ("hapo",), ("HCY123902/HAPO",)),
-    (13, "GFPO: group filtered policy optimization", ("gfpo", "gfpo-adaptive"), ()),
-    (14, "ALP: adaptive length penalty", ("alp",), ()),
-    (15, "GRPO-LEAD", ("grpo-lead",), ("aeroplanepaper/GRPO-LEAD",)),
-    (16, "DRPO: decoupled reward policy optimization", ("drpo",), ("Optimization-AI/DRPO",)),
-    (17, "GRPO-λ: length-penalised RL with a batch switch", ("grpo-lambda",), ()),
-    (18, "A-DLP: adaptive direct length penalty", ("a-dlp",), ("JinyanSu1/A-DLP",)),
-    (19, "Step Pruner", ("step-pruner",), ()),
-    (20, "LSPO: length-aware sampling for policy optimization", ("lspo",), ()),
-    (21, "DOT: dynamic outlier truncation", ("dot",), ("U-rara/DOT",)),
-    (22, "Curriculum length control (Train Long, Think Short)", ("curriculum",), ()),
-    (23, "BudgetThinker", ("budgetthinker",), ("MobileLLM/BudgetThinker",)),
-    (24, "ASRR: adaptive self-recovery reasoning", ("asrr",), ()),
-    (
-        25,
-        "SAR: self-aligned reward",
-        ("sar",),
-        ("amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners",),
-    ),  # fmt: skip
-    (26, "CANON: conditional advantage estimation", ("canon", "canon-entropy"), ("biuboomc/CANON",)),
-    (27, "GRSP: group relative segment penalization", ("grsp",), ()),
-    (28, "LAPO: length-adaptive policy optimization", ("lapo",), ("ZJU-REAL/LAPO",)),
-    (29, "PEAR: phase entropy aware reward", ("pear",), ()),
-    (30, "Frugal-Thinking: curation by pass rate", ("frugal",), ("MBZUAI-Paris/Frugal-Thinking",)),
-    (31, "DAPO soft overlong punishment", ("dapo-overlong",), ("huggingface/trl",)),
-    (32, "Dr. GRPO", ("dr-grpo",), ("huggingface/trl",)),
-    (33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("prorl",), ("NVIDIA-NeMo/RL",)),
-    (34, "BroRL: hundreds of rollouts per prompt", ("brorl",), ()),
-)
+__all__ = ["render_reference", "sections"]
 
 _SKIP_DEFAULTS = {"length_unit", "length_scope", "tokenizer", "max_completion_length", "max_len", "max_completion_len"}
 
@@ -153,15 +106,33 @@ def _recipe_block(recipe: Recipe) -> list[str]:
     return out
 
 
+def sections() -> list[tuple[Section, list[Recipe]]]:
+    """The reference's sections by number, each with its recipes in registration order (`Recipe.section`); two
+    recipes that declare the same number with a different title or code are a registration error.
+
+    >>> [(s.number, [r.name for r in recipes]) for s, recipes in sections()][4]
+    (4, ['dler', 'da-dler'])
+    """
+    by_number: dict[int, tuple[Section, list[Recipe]]] = {}
+    for recipe in RECIPES._entries.values():  # registration order (Registry.names() sorts)
+        if recipe.section is None:
+            continue
+        section, recipes = by_number.setdefault(recipe.section.number, (recipe.section, []))
+        if section != recipe.section:
+            raise ValueError(f"recipe {recipe.name!r} declares {recipe.section}, but {recipes[0].name!r} declares "
+                             f"{section} under the same number")  # fmt: skip
+        recipes.append(recipe)
+    return [by_number[number] for number in sorted(by_number)]
+
+
 def render_reference() -> str:
     """`docs/methods.md`: one section per method family, numbered as the code cites them.
 
     >>> text = render_reference()
-    >>> text.count("\\n## ") >= len(SECTIONS), "## §8. Kimi k1.5 length penalty" in text
+    >>> text.count("\\n## ") >= len(sections()), "## §8. Kimi k1.5 length penalty" in text
     (True, True)
     """
-    covered = [name for _, _, names, _ in SECTIONS for name in names]
-    others = tuple(sorted(set(RECIPES.names()) - set(covered)))  # a new recipe: listed until it gets its section
+    others = tuple(name for name in RECIPES.names() if RECIPES.get(name).section is None)  # listed after the sections
     lines = [
         "# Method reference",
         "",
@@ -181,12 +152,12 @@ def render_reference() -> str:
         f"Reward builders: {len(REWARD_BUILDERS.names())}; recipes: {len(RECIPES.names())}.",
         "",
     ]
-    for number, title, names, code in SECTIONS:
-        lines += [f"## §{number}. {title}", ""]
-        for name in names:
-            lines += _recipe_block(RECIPES.get(name))
-        if code:
-            lines += ["*Released code*: " + ", ".join(f"[{r}](https://github.com/{r})" for r in code), ""]
+    for section, recipes in sections():
+        lines += [f"## §{section.number}. {section.title}", ""]
+        for recipe in recipes:
+            lines += _recipe_block(recipe)
+        if section.code:
+            lines += ["*Released code*: " + ", ".join(f"[{r}](https://github.com/{r})" for r in section.code), ""]
     if others:
         lines += ["## Other recipes", ""]
         for name in others:

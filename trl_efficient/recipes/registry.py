@@ -422,9 +422,17 @@ def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
     )
 
 
+L1_EXACT_SECTION = Section(
+    6, "L1 / LCPO: length-controlled policy optimization", ("cmu-l3/l1",)
+)  # methods.md §6, shared by l1-exact, l1-max
+LASER_SECTION = Section(
+    7, "LASER / LASER-D / LASER-DE: length-based step reward", ("hkust-nlp/Laser",)
+)  # methods.md §7, shared by laser, laser-d, laser-de
+
 register_recipe(
     Recipe(
         name="grpo",
+        section=Section(0, "GRPO (baseline)", ("huggingface/trl",)),
         family="baselines",
         testbed_scale=scale_free("grpo", "no length constant"),
         method="GRPO (baseline)",
@@ -436,6 +444,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dr-grpo",
+        section=Section(32, "Dr. GRPO", ("huggingface/trl",)),
         family="baselines",
         testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
         method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
@@ -451,6 +460,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="kimi",
+        section=Section(8, "Kimi k1.5 length penalty", ("MoonshotAI/Kimi-k1.5",)),
         testbed_scale=scale_free("kimi", "group min/max lengths"),
         method="Kimi k1.5 length penalty",
         description="Correctness plus Kimi k1.5's group-relative linear length reward (methods.md §8).",
@@ -462,6 +472,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="cosine",
+        section=Section(9, "Cosine length reward (Yeo et al.)", ("eddycmu/demystify-long-cot",)),
         testbed_scale=scale_free("cosine", "cosine over max_completion_length (= the cap)"),
         method="Cosine length reward (Yeo et al.)",
         description="Cosine-shaped correctness reward in length with the paper's bounds and over-length penalty (§9).",
@@ -472,6 +483,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-exact",
+        section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("exact"),
         method="L1 / LCPO-Exact",
@@ -486,6 +498,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-max",
+        section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("max"),
         method="L1 / LCPO-Max",
@@ -500,6 +513,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="laser",
+        section=LASER_SECTION,
         testbed_scale=_laser_scale,
         method="LASER (length-based step reward)",
         description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
@@ -510,6 +524,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="shorter-better",
+        section=Section(11, "ShorterBetter", ("JingyangYi/ShorterBetter",)),
         testbed_scale=_shorter_better_scale,
         method="ShorterBetter",
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
@@ -520,6 +535,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dapo-overlong",
+        section=Section(31, "DAPO soft overlong punishment", ("huggingface/trl",)),
         testbed_scale=scale_free("dapo-overlong", "punishment over the last cap/4 tokens"),
         method="DAPO soft overlong punishment",
         description="Correctness plus TRL's soft overlong punishment over the last quarter of the cap (§31).",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..methods.frugal import FRUGAL_ALPHA
 from ..methods.frugal import prepare_dataset as prepare_frugal_dataset
 from ..methods.lspo import LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
-from .registry import Recipe, RewardSpec, register_recipe
+from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, revisits
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
@@ -38,6 +38,7 @@ def _frugal_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="lspo",
+        section=Section(20, "LSPO: length-aware sampling for policy optimization", ()),
         family="sampling",
         testbed_scale=revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
         method="LSPO (length-aware sampling for policy optimization)",
@@ -69,6 +70,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="frugal",
+        section=Section(30, "Frugal-Thinking: curation by pass rate", ("MBZUAI-Paris/Frugal-Thinking",)),
         family="sampling",
         testbed_scale=_frugal_scale,
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..methods.sar import SARTrainer
 from ..rewards.sar import get_sar_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import scale_free
 
 reward_builder(
@@ -28,6 +28,11 @@ reward_builder(
 register_recipe(
     Recipe(
         name="sar",
+        section=Section(
+            25,
+            "SAR: self-aligned reward",
+            ("amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners",),
+        ),
         testbed_scale=scale_free("sar", "perplexity ratio with and without the question; no length constant"),
         method="SAR (self-aligned reward)",
         description="Correctness plus 0.2 * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1): answers whose perplexity drops "

@@ -21,7 +21,7 @@ from ..rewards.solve_rate import (
     get_asrr_reward,
     get_grpo_lambda_reward,
 )
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import RecipeScale, scale_free, scale_length
 
 
@@ -69,6 +69,7 @@ def _asrr_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="alp",
+        section=Section(14, "ALP: adaptive length penalty", ()),
         family="adaptive / history",
         testbed_scale=scale_free("alp", "per-token price beta / N with N = max_completion_length (= the cap)"),
         method="ALP (adaptive length penalty)",
@@ -88,6 +89,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grpo-lambda",
+        section=Section(17, "GRPO-λ: length-penalised RL with a batch switch", ()),
         testbed_scale=scale_free("grpo-lambda", "lengths z-scored among the group's correct answers"),
         method="GRPO-λ (batch-level switch to a length penalty)",
         description="Top 20% of the batch's groups by correctness ratio: correct 1 - 0.6 sigmoid(z-scored length "
@@ -100,6 +102,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="asrr",
+        section=Section(24, "ASRR: adaptive self-recovery reasoning", ()),
         family="budget / prompted",
         testbed_scale=_asrr_scale,
         method="ASRR (no-think prefix + accuracy-gated overlong penalty)",

@@ -10,7 +10,7 @@ listed in `proposed_defaults`.
 from __future__ import annotations
 
 from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
-from .registry import Recipe, RewardSpec, register_recipe, reward_builder
+from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_length
 
 # Step Pruner (methods.md §19): the group size comes from the trainer's `group_size` column, the stop rule's
@@ -69,6 +69,7 @@ def _grsp_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="step-pruner",
+        section=Section(19, "Step Pruner", ()),
         family="structure / signal",
         testbed_scale=_step_pruner_scale,
         method="Step Pruner (step-aware reward, proposed)",
@@ -88,6 +89,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grsp",
+        section=Section(27, "GRSP: group relative segment penalization", ()),
         family="structure / signal",
         testbed_scale=_grsp_scale,
         method="GRSP (group relative segment penalty, proposed)",
