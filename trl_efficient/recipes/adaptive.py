@@ -71,6 +71,7 @@ def _adlp_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hapo",
+        testbed_specific="difficulty-aware",
         section=Section(12, "HAPO: history-aware policy optimization", ("HCY123902/HAPO",)),
         family="adaptive / history",
         testbed_scale=revisits("hapo", "the length term depends on L / h only"),
@@ -93,6 +94,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="a-dlp",
+        testbed_specific="adaptive-penalty",
         section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",)),
         family="adaptive / history",
         testbed_scale=_adlp_scale,

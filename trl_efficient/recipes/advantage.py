@@ -159,6 +159,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon",
+        testbed_check="canon",
         section=CANON_SECTION,
         family="structure / signal",
         testbed_scale=scale_free("canon", "length halves of the group"),

@@ -195,6 +195,8 @@ def _bingo_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="bingo",
+        testbed_specific="bingo",
+        testbed_check="bingo",
         section=Section(
             1, "Bingo: significance-aware and dynamic length reward", ("microsoft/Bingo", "microsoft/LLMLingua")
         ),

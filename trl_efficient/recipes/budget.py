@@ -106,6 +106,8 @@ def _saber_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="hbpo",
+        testbed_specific="hbpo",
+        testbed_check="hbpo",
         section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",)),
         family="budget / prompted",
         testbed_scale=_hbpo_scale,
@@ -153,6 +155,7 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
+        testbed_check="saber",
         section=Section(3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",)),
         family="budget / prompted",
         testbed_scale=_saber_scale,

@@ -48,6 +48,7 @@ def _budgetthinker_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="budgetthinker",
+        testbed_check="budgetthinker",
         section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",)),
         family="budget / prompted",
         testbed_scale=_budgetthinker_scale,

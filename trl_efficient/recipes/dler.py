@@ -44,6 +44,7 @@ DLER_SECTION = Section(
 register_recipe(
     Recipe(
         name="dler",
+        testbed_check="dler",
         section=DLER_SECTION,
         testbed_scale=_dler_scale,
         method="DLER (truncation penalty + batch-normalised advantages)",
@@ -70,6 +71,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="da-dler",
+        testbed_check="dler",
         section=DLER_SECTION,
         family="adaptive / history",
         testbed_scale=_da_dler_scale,

@@ -48,6 +48,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon-entropy",
+        testbed_check="not-less-accurate",
         section=CANON_SECTION,
         family="structure / signal",
         testbed_scale=scale_free("canon-entropy", "mean-token-entropy halves of the group"),

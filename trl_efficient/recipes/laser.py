@@ -101,6 +101,7 @@ def _laser_d_scale(name: str):
 register_recipe(
     Recipe(
         name="laser-d",
+        testbed_specific="difficulty-aware",
         section=LASER_SECTION,
         family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-d"),

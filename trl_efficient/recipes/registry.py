@@ -432,6 +432,7 @@ LASER_SECTION = Section(
 register_recipe(
     Recipe(
         name="grpo",
+        testbed_check="baseline",
         section=Section(0, "GRPO (baseline)", ("huggingface/trl",)),
         family="baselines",
         testbed_scale=scale_free("grpo", "no length constant"),
@@ -444,6 +445,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dr-grpo",
+        testbed_check="baseline-unbiased",
         section=Section(32, "Dr. GRPO", ("huggingface/trl",)),
         family="baselines",
         testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
@@ -483,6 +485,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-exact",
+        testbed_check="l1",
         section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("exact"),
@@ -498,6 +501,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-max",
+        testbed_check="l1",
         section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("max"),
@@ -535,6 +539,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dapo-overlong",
+        testbed_check="dapo",
         section=Section(31, "DAPO soft overlong punishment", ("huggingface/trl",)),
         testbed_scale=scale_free("dapo-overlong", "punishment over the last cap/4 tokens"),
         method="DAPO soft overlong punishment",

@@ -38,6 +38,7 @@ def _frugal_scale(cap: int, steps: int) -> RecipeScale:
 register_recipe(
     Recipe(
         name="lspo",
+        testbed_check="not-less-accurate",
         section=Section(20, "LSPO: length-aware sampling for policy optimization", ()),
         family="sampling",
         testbed_scale=revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),

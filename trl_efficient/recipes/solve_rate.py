@@ -102,6 +102,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="asrr",
+        testbed_check="asrr",
         section=Section(24, "ASRR: adaptive self-recovery reasoning", ()),
         family="budget / prompted",
         testbed_scale=_asrr_scale,

@@ -76,13 +76,16 @@ from .stats import (
 
 __all__ = [
     "ACCURACY_TOLERANCE",
-    "CONDITIONED",
+    "CLAIMS",
+    "CONDITIONED_CLAIMS",
     "FRACTION_MARGIN",
     "PEARSON_MARGIN",
     "TIGHT_CAP_FRACTION",
     "TOKEN_MARGIN",
     "CheckInputs",
+    "SPECIFIC_CLAIMS",
     "check_modes",
+    "claim_of",
     "family_of",
     "fraction_noise",
     "is_baseline",
@@ -97,17 +100,40 @@ FRACTION_MARGIN = 0.02  # smallest claimed difference of accuracies or fractions
 TOKEN_MARGIN = 0.02  # the same for a difference in tokens, as a fraction of the mean floor
 PEARSON_MARGIN = 0.02  # the same for a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
-CONDITIONED = (
-    "hbpo",
-    "l1-exact",
-    "l1-max",
-    "saber",
-    "asrr",
-    "budgetthinker",
-)  # checked under their prompts, against the base
+# The claims a recipe declares (`Recipe.testbed_check`, `Recipe.testbed_specific`) are keys of the tables below, next
+# to their checks; no list of recipe names is kept here. The conditioned claims are checked under the recipe's own
+# prompts, against the base: `CONDITIONED` is the registered recipes that declare one, in this order (by claim, then
+# by name), the order of the check prompts a control evaluates under (`jobs.job_modes`, part of a run's key).
+CONDITIONED_CLAIMS = ("hbpo", "l1", "saber", "asrr", "budgetthinker")
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
-_NOT_LESS_ACCURATE = {"lspo", "canon-entropy"}  # final accuracy, not length (methods.md §20, §26 entropy)
+
+def __getattr__(name: str):
+    """`CONDITIONED`, from the registry on first use (PEP 562): the recipes whose declared claim is conditioned."""
+    if name != "CONDITIONED":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ..recipes import RECIPES
+
+    claims = {recipe: RECIPES.get(recipe).testbed_check for recipe in RECIPES.names()}
+    return tuple(recipe for claim in CONDITIONED_CLAIMS for recipe, own in claims.items() if own == claim)
+
+
+def claim_of(recipe: str) -> tuple[str, str | None]:
+    """The claims `recipe` declares (`Recipe.testbed_check`, `Recipe.testbed_specific`); an unregistered name (a
+    control run) has the default claim, shorter at similar accuracy, and no specific one.
+
+    >>> claim_of("l1-max"), claim_of("hapo"), claim_of("grpo-prompted")
+    (('l1', None), ('shorter', 'difficulty-aware'), ('shorter', None))
+    """
+    from ..recipes import RECIPES
+
+    if recipe not in RECIPES:
+        return "shorter", None
+    declared = RECIPES.get(recipe)
+    for key, table in ((declared.testbed_check, CLAIMS), (declared.testbed_specific, SPECIFIC_CLAIMS)):
+        if key is not None and key not in table:
+            raise ValueError(f"recipe {recipe!r} declares the testbed claim {key!r}; valid: {sorted(table)}.")
+    return declared.testbed_check, declared.testbed_specific
 
 
 def family_of(recipe: str) -> str:
@@ -163,22 +189,23 @@ def check_modes(recipe: str, scale) -> list:
     """The evaluation modes (`trl_efficient.eval.evaluate.EvalMode`) a recipe's check needs, from its testbed scale."""
     from ..eval.evaluate import EvalMode, parse_mode
 
-    if recipe == "hbpo":
+    claim = claim_of(recipe)[0]
+    if claim == "hbpo":
         return [m for b in scale.config["budgets"] for m in parse_mode(f"hbpo:{b}")]
-    if recipe in ("l1-exact", "l1-max"):
+    if claim == "l1":
         low, high = scale.config["target_length_range"]
         targets = sorted({int(round(low + (high - low) * q)) for q in (0.1, 0.3, 0.5, 0.7, 0.9)})
         family = "l1" if recipe == "l1-exact" else "l1-max"
         return [m for t in targets for m in parse_mode(f"{family}:{t}")]
-    if recipe == "saber":
+    if claim == "saber":
         from ..prompts import saber_system_prompt
 
         tiers = scale.recipe_kwargs["tiers"]
         chosen = sorted({tiers[0], tiers[len(tiers) // 2], tiers[-1]})  # the smallest, a middle and the largest tier
         return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in chosen]
-    if recipe == "asrr":
+    if claim == "asrr":
         return parse_mode("asrr")
-    if recipe == "budgetthinker":  # its final epochs' budgets, with the control tokens forced
+    if claim == "budgetthinker":  # its final epochs' budgets, with the control tokens forced
         budgets = scale.config["rollout_plan_kwargs"]["final_choices"]
         return [m for b in sorted(budgets) for m in parse_mode(f"budgetthinker:{b}")]
     return []
@@ -352,8 +379,7 @@ def _dler(c: CheckInputs, cap: int | None) -> dict:
                    {"tight_truncations_saved": d, "tokens_saved": d_tokens})  # fmt: skip
 
 
-# protocol 3: checks of what the method adds to a fixed length penalty
-SPECIFIC = ("a-dlp", "laser-d", "hapo", "hbpo", "bingo")
+# protocol 3: checks of what the method adds to a fixed length penalty (`SPECIFIC_CLAIMS`, below `_specific`)
 
 
 def _aligned3(a: Panel, b: Panel, c: Panel) -> tuple[Panel, Panel, Panel]:
@@ -494,13 +520,14 @@ def _hbpo_specific(c: CheckInputs) -> dict:
                    {"spread_gain": d_spread, **aware["differences"]})  # fmt: skip
 
 
-def _specific(recipe: str, c: CheckInputs) -> dict:
-    """Protocol 3's check of what `recipe` claims beyond a fixed length penalty, with the generic line beside it."""
-    if recipe == "a-dlp":
+def _specific(recipe: str, claim: str, c: CheckInputs) -> dict:
+    """Protocol 3's check of what `recipe` claims beyond a fixed length penalty (its `claim`, a key of
+    `SPECIFIC_CLAIMS`), with the generic line beside it."""
+    if claim == "adaptive-penalty":
         result = _adlp(c)
-    elif recipe in ("laser-d", "hapo"):
+    elif claim == "difficulty-aware":
         result = _difficulty_aware(c, recipe)
-    elif recipe == "bingo":
+    elif claim == "bingo":
         result = _bingo_specific(c)
     else:
         result = _hbpo_specific(c)
@@ -515,6 +542,11 @@ def _specific(recipe: str, c: CheckInputs) -> dict:
         tag = {True: "held", False: "not held", None: "inconclusive"}[result["generic"]["held"]]
         result["measured"] += f"; generic line ({result['generic']['claim']}): {tag}"
     return result
+
+
+# Recipe.testbed_specific -> the check (protocol 3)
+SPECIFIC_CLAIMS = {"adaptive-penalty": _adlp, "difficulty-aware": _difficulty_aware, "bingo": _bingo_specific,
+                   "hbpo": _hbpo_specific}  # fmt: skip
 
 
 def _modes_pair(c: CheckInputs) -> tuple[Panel, Panel] | None:
@@ -730,33 +762,40 @@ def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None
     if recipe in CONTROL_JOBS:  # GRPO run as a recipe's matching control (protocol.yaml)
         return {"claim": f"baseline (matching control of {', '.join(matching_controls()[recipe]['for'])})",
                 "measured": "-", "held": None}  # fmt: skip
-    if recipe == "grpo":
+    claim, specific = claim_of(recipe)
+    if claim == "baseline":
         return {"claim": "baseline", "measured": "-", "held": None}
-    if recipe == "dr-grpo":  # GRPO without its length and std biases (methods.md §32): a baseline, not a length method
+    if claim == "baseline-unbiased":  # GRPO without its length and std biases (methods.md §32): not a length method
         return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
-    if recipe in SPECIFIC:  # protocol 3: what the method adds to a fixed length penalty
-        return _specific(recipe, inputs)
-    if recipe in ("l1-exact", "l1-max"):
+    if specific is not None:  # protocol 3: what the method adds to a fixed length penalty
+        return _specific(recipe, specific, inputs)
+    if claim == "l1":
         return _l1(inputs, recipe)
-    if recipe == "saber":
+    if claim == "saber":
         return _saber(inputs)
-    if recipe in ("dler", "da-dler"):
+    if claim == "dler":
         return _dler(inputs, tight_cap)
-    if recipe == "asrr":
+    if claim == "asrr":
         return _asrr(inputs)
-    if recipe == "budgetthinker":
+    if claim == "budgetthinker":
         return _budgetthinker(inputs)
     if inputs.reference is None:
         if inputs.reference_name not in ("-", "grpo", "base"):  # a matching control without runs
             missing = f"no {inputs.reference_name} row: the matching control has not been trained"
             return {"claim": f"vs {inputs.reference_name} (its matching control)", "held": None, "measured": missing}
         return {"claim": "-", "measured": "no reference row", "held": None}
-    if recipe in _NOT_LESS_ACCURATE:
+    if claim == "not-less-accurate":  # final accuracy, not length (methods.md §20, §26 entropy)
         return _not_less_accurate(inputs)
-    if recipe == "canon":
+    if claim == "canon":
         return _canon(inputs)
-    if recipe == "bingo":
+    if claim == "bingo":
         return _bingo(inputs)
-    if recipe == "dapo-overlong":
+    if claim == "dapo":
         return _dapo(inputs)
     return _shorter_at_similar_accuracy(inputs)  # every other recipe cuts length (its paper's claim)
+
+
+# Recipe.testbed_check -> the check; "hbpo" is checked by its specific check (protocol 3), protocol 2's beside it
+CLAIMS = {"baseline": None, "baseline-unbiased": None, "shorter": _shorter_at_similar_accuracy, "l1": _l1,
+          "saber": _saber, "dler": _dler, "asrr": _asrr, "budgetthinker": _budgetthinker, "hbpo": _hbpo,
+          "not-less-accurate": _not_less_accurate, "canon": _canon, "bingo": _bingo, "dapo": _dapo}  # fmt: skip
