@@ -11,7 +11,14 @@ import trl
 from trl import GRPOTrainer
 
 from trl_efficient.trainer import trl_internals
-from trl_efficient.trainer.trl_internals import PRIVATE_ATTRIBUTES, PRIVATE_METHODS, TrlInternalsError, check_trl
+from trl_efficient.trainer.trl_internals import (
+    GENERATE_OUTPUT_KEYS,
+    PRIVATE_ATTRIBUTES,
+    PRIVATE_CLASS_ATTRIBUTES,
+    PRIVATE_METHODS,
+    TrlInternalsError,
+    check_trl,
+)
 
 PACKAGE = pathlib.Path(trl_internals.__file__).resolve().parent.parent
 
@@ -35,6 +42,32 @@ def test_each_private_attribute_is_set_by_its_owner(name):
     assert f"self.{name} =" in inspect.getsource(trl_internals._owner(owner).__init__)
 
 
+@pytest.mark.parametrize("name", sorted(PRIVATE_CLASS_ATTRIBUTES))
+def test_each_private_class_attribute_is_defined_by_its_owner(name):
+    assert name in vars(trl_internals._owner(PRIVATE_CLASS_ATTRIBUTES[name][0]))
+
+
+def test_the_output_keys_dler_moves_are_the_borders_and_trl_returns_them():
+    from trl_efficient.methods import dler
+
+    source = inspect.getsource(trl_internals._owner("GRPOTrainer")._generate_and_score_completions)
+    assert all(f'"{key}"' in source for key in GENERATE_OUTPUT_KEYS)
+    assert {**dler._PAD_VALUES, **dict.fromkeys(dler._RECOMPUTED)} == GENERATE_OUTPUT_KEYS
+
+
+def test_a_class_attribute_or_output_key_that_moved_fails_in_one_line(monkeypatch):
+    monkeypatch.delattr(trl_internals._owner("GRPOTrainer"), "_paper")
+    monkeypatch.setitem(GENERATE_OUTPUT_KEYS, "no_such_key", 0)
+    check_trl.cache_clear()
+    try:
+        with pytest.raises(TrlInternalsError) as err:
+            check_trl()
+    finally:
+        check_trl.cache_clear()
+    assert "\n" not in str(err.value)
+    assert "class attribute _paper" in str(err.value) and "['no_such_key']" in str(err.value)
+
+
 def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
     def renamed(self, prompt_ids, images, multimodal_fields, n):  # a TRL that renamed num_generations -> n
         return None
@@ -52,8 +85,8 @@ def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
 
 
 def test_the_surface_is_what_the_table_names():
-    # 11 methods (9 of GRPOTrainer, 2 of transformers' Trainer) + 3 attributes
-    assert len(trl_internals.private_surface()) == 14
+    # 11 methods (9 of GRPOTrainer, 2 of transformers' Trainer) + 3 attributes + 3 class attributes + 10 output keys
+    assert len(trl_internals.private_surface()) == 27
 
 
 def _trl_private_names():
@@ -68,7 +101,7 @@ def _trl_private_names():
     for module in (trl.trainer.grpo_trainer, transformers.trainer):
         assigned |= set(re.findall(r"self\.(_[a-zA-Z]\w*)\s*(?::[^=\n]*)?=(?!=)", inspect.getsource(module)))
     assert {"_buffered_inputs", "_step", "_metrics"} <= assigned  # instance attributes, absent from dir(GRPOTrainer)
-    return grpo | assigned | set(PRIVATE_ATTRIBUTES) | set(PRIVATE_METHODS)
+    return grpo | assigned | set(PRIVATE_ATTRIBUTES) | set(PRIVATE_METHODS) | set(PRIVATE_CLASS_ATTRIBUTES)
 
 
 def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
@@ -83,14 +116,17 @@ def test_nothing_outside_the_border_uses_an_unlisted_private_symbol():
         text = path.read_text()
         for match in re.finditer(
             r"(?:self|trainer|super\([^)]*\))\.(_[a-zA-Z]\w*)|^    def (_[a-zA-Z]\w*)\(\s*self\b"
-            r"|(?:get|has|set)attr\(\s*(?:self|trainer)\s*,\s*[\"'](_[a-zA-Z]\w*)[\"']",
+            r"|(?:get|has|set)attr\(\s*(?:self|trainer)\s*,\s*[\"'](_[a-zA-Z]\w*)[\"']"
+            r"|^    (_[a-zA-Z]\w*)\s*(?::[^=\n]*)?=(?!=)",  # a class attribute set in a class body
             text,
             re.M,
         ):
-            name = match.group(1) or match.group(2) or match.group(3)
+            name = match.group(1) or match.group(2) or match.group(3) or match.group(4)
             if name in private:
                 found.setdefault(name, set()).add(path.relative_to(PACKAGE).as_posix())
-    assert set(found) <= set(PRIVATE_METHODS), sorted(set(found) - set(PRIVATE_METHODS))
+    allowed = set(PRIVATE_METHODS) | set(PRIVATE_CLASS_ATTRIBUTES)
+    assert {"_tag_names", "_name", "_paper"} <= set(found)  # the scan sees our trainers' class attributes
+    assert set(found) <= allowed, sorted(set(found) - allowed)
     assert not set(found) & set(PRIVATE_ATTRIBUTES)
 
 

@@ -38,7 +38,13 @@ from ..trainer import ADVANTAGE_ESTIMATORS, COMPLETION_FILTERS, EfficientGRPOTra
 from ..trainer.advantages import group_center_batch_whiten
 from ..trainer.state import state_key
 from ..trainer.step import StepContext
-from ..trainer.trl_internals import metric_buffer, num_items_in_batch, remove_unused_columns, trl_tokenizer
+from ..trainer.trl_internals import (
+    GENERATE_OUTPUT_KEYS,
+    metric_buffer,
+    num_items_in_batch,
+    remove_unused_columns,
+    trl_tokenizer,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -358,20 +364,11 @@ class RefillSampler(StatefulComponent):
 # How the refill moves the outputs of GRPOTrainer._generate_and_score_completions between generation batches. It is
 # generic over whatever tensors TRL returns (`row_layouts`): a (n,) tensor is per row; a (n, width) tensor whose width
 # is the prompt's is left-padded like `prompt_ids`, one whose width is the completion's is right-padded like
-# `completion_ids`. Only the padding *values* of TRL 1.16's own keys are listed; any other key is padded with the
-# value it already holds in a padded position (0 when the batch has none). `num_items_in_batch` is recomputed.
-_PAD_VALUES = {
-    "prompt_ids": "pad",
-    "prompt_mask": 0,
-    "completion_ids": "pad",
-    "completion_mask": 0,
-    "old_per_token_logps": 0.0,
-    "ref_per_token_logps": 0.0,
-    "sampling_per_token_logps": 0.0,
-    "tool_mask": 1,  # TRL pads tool_mask with 1
-    "importance_sampling_ratio": 1.0,  # token-level ratio at padding is exp(0) = 1
-}
-_RECOMPUTED = {"num_items_in_batch"}
+# `completion_ids`. Only the padding *values* of TRL 1.16's own keys are listed (`trl_internals.GENERATE_OUTPUT_KEYS`,
+# checked at start against TRL's source); any other key is padded with the value it already holds in a padded
+# position (0 when the batch has none). `num_items_in_batch` is recomputed.
+_PAD_VALUES = {key: pad for key, pad in GENERATE_OUTPUT_KEYS.items() if pad is not None}  # the border's table
+_RECOMPUTED = {key for key, pad in GENERATE_OUTPUT_KEYS.items() if pad is None}
 
 
 def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[str, object]]:

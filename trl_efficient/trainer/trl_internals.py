@@ -1,5 +1,6 @@
-"""The one border with TRL's (and transformers') private surface: every private method we override or call and every
-private attribute we read, named here with the version it was read from.
+"""The one border with TRL's (and transformers') private surface: every private method we override or call, every
+private attribute we read, every private class attribute we set and the output keys of an overridden method we read,
+named here with the version it was read from.
 
 The rest of the package reaches TRL's private state only through the functions of this module (`metric_buffer`,
 `num_items_in_batch`, `trl_tokenizer`, `tokenize_prompts`, `is_vlm`, `remove_unused_columns`, `output_dir`), and
@@ -19,7 +20,9 @@ import inspect
 from typing import Any
 
 __all__ = [
+    "GENERATE_OUTPUT_KEYS",
     "PRIVATE_ATTRIBUTES",
+    "PRIVATE_CLASS_ATTRIBUTES",
     "PRIVATE_METHODS",
     "TRL_READ_FROM",
     "TRL_SUPPORTED",
@@ -85,6 +88,31 @@ class TrlInternalsError(RuntimeError):
     """The installed TRL lacks a private symbol trl_efficient relies on, or has it with another signature."""
 
 
+# name -> (class whose body defines it, what it holds): class attributes our trainer classes set over TRL's
+PRIVATE_CLASS_ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "_tag_names": ("GRPOTrainer", "the model card's and Hub repo's tags (BaseTrainer's model card); set: trainer, "
+                   "methods.hbpo"),
+    "_name": ("GRPOTrainer", "the trainer's name on the model card; set: trainer, methods.hbpo, methods.budgetthinker"),
+    "_paper": ("GRPOTrainer", "the paper the model card cites ({'title', 'id', 'citation'}); set: methods.hbpo"),
+}  # fmt: skip
+
+# The output keys of `GRPOTrainer._generate_and_score_completions` (TRL 1.16.0) that DLER's refill moves between
+# generation batches (`methods.dler.row_layouts`), with the value TRL pads each with: "pad" is the tokenizer's pad
+# id; None: not padded but recomputed (`num_items_in_batch`). The refill moves any other key too, padded with what
+# its padded cells already hold; these are the ones whose padding it must know.
+GENERATE_OUTPUT_KEYS: dict[str, Any] = {
+    "prompt_ids": "pad",
+    "prompt_mask": 0,
+    "completion_ids": "pad",
+    "completion_mask": 0,
+    "old_per_token_logps": 0.0,
+    "ref_per_token_logps": 0.0,
+    "sampling_per_token_logps": 0.0,
+    "tool_mask": 1,  # TRL pads tool_mask with 1
+    "importance_sampling_ratio": 1.0,  # token-level ratio at padding is exp(0) = 1
+    "num_items_in_batch": None,
+}
+
 # owner -> (the module that defines it, its name there): the classes the table was read from
 _OWNERS = {"GRPOTrainer": ("trl.trainer.grpo_trainer", "GRPOTrainer"), "Trainer": ("transformers.trainer", "Trainer")}
 
@@ -114,12 +142,18 @@ def _owner(name: str, trainer_cls: type | None = None) -> type:
 
 
 def private_surface() -> list[str]:
-    """Every private symbol trl_efficient uses, as `Owner.name` (methods, then attributes).
+    """Every private symbol trl_efficient uses, as `Owner.name` (methods, attributes, class attributes), then the
+    output keys of `_generate_and_score_completions` it reads, as `GRPOTrainer._generate_and_score_completions[key]`.
 
-    >>> len(private_surface()), private_surface()[0]
-    (14, 'GRPOTrainer._generate_and_score_completions')
+    >>> surface = private_surface()
+    >>> len(surface), surface[0], surface[14]
+    (27, 'GRPOTrainer._generate_and_score_completions', 'GRPOTrainer._tag_names')
+    >>> surface[-1]
+    'GRPOTrainer._generate_and_score_completions[num_items_in_batch]'
     """
-    return [f"{owner}.{name}" for name, (owner, *_rest) in [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items()]]
+    tables = [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items(), *PRIVATE_CLASS_ATTRIBUTES.items()]
+    names = [f"{owner}.{name}" for name, (owner, *_rest) in tables]
+    return names + [f"GRPOTrainer._generate_and_score_completions[{key}]" for key in GENERATE_OUTPUT_KEYS]
 
 
 def _mismatches(trainer_cls: type | None = None) -> list[str]:
@@ -137,13 +171,21 @@ def _mismatches(trainer_cls: type | None = None) -> list[str]:
         source = inspect.getsource(_owner(owner, trainer_cls).__init__)
         if f"self.{name} =" not in source and f"self.{name}:" not in source:
             problems.append(f"{owner}.__init__ no longer sets self.{name}")
+    for name, (owner, _) in PRIVATE_CLASS_ATTRIBUTES.items():
+        if name not in vars(_owner(owner, trainer_cls)):
+            problems.append(f"{owner} no longer defines the class attribute {name}")
+    source = inspect.getsource(_owner("GRPOTrainer", trainer_cls)._generate_and_score_completions)
+    missing = [key for key in GENERATE_OUTPUT_KEYS if f'"{key}"' not in source]
+    if missing:
+        problems.append(f"GRPOTrainer._generate_and_score_completions no longer returns the keys {missing}")
     return problems
 
 
 @functools.lru_cache(maxsize=8)
 def check_trl(trainer_cls: type | None = None) -> None:
-    """Check the installed TRL against `PRIVATE_METHODS` and `PRIVATE_ATTRIBUTES` (once per process and trainer
-    class); a mismatch raises `TrlInternalsError` in one line naming the symbol, the installed version and the
+    """Check the installed TRL against `PRIVATE_METHODS`, `PRIVATE_ATTRIBUTES`, `PRIVATE_CLASS_ATTRIBUTES` and
+    `GENERATE_OUTPUT_KEYS` (once per process and trainer class); a mismatch raises `TrlInternalsError` in one line
+    naming the symbol, the installed version and the
     supported range. The classes checked are TRL's `GRPOTrainer` and transformers' `Trainer` as `trainer_cls`
     subclasses them (`EfficientGRPOTrainer.__init__` passes its own class), never whatever `trl.GRPOTrainer` is
     bound to at run time (`_owner`)."""
