@@ -745,8 +745,13 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
     per-(seed, task) panels of `inputs`, with `p_value` (the claim's one-sided p-value, `CheckInputs.p_value`),
     `alpha`, and `cannot_judge` (the reason) when the claimed quantity is 0 in every cell of both arms: nothing to
     measure in this world (DAPO's truncations at a cap nothing reaches)."""
+    from .protocol import row_check
+
     inputs.parts = []
-    result = _method_check(recipe, inputs, tight_cap)
+    declared = row_check(recipe)  # a protocol row names its check (protocol 4); else the recipe's own
+    if declared is not None and declared not in ROW_CHECKS:
+        raise ValueError(f"protocol row {recipe!r}: unknown check {declared!r}; valid: {sorted(ROW_CHECKS)}.")
+    result = ROW_CHECKS[declared](inputs) if declared else _method_check(recipe, inputs, tight_cap)
     if is_baseline(result) or result.get("claim") == "-":
         return result
     result.setdefault("p_value", inputs.p_value())
@@ -799,3 +804,64 @@ def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None
 CLAIMS = {"baseline": None, "baseline-unbiased": None, "shorter": _shorter_at_similar_accuracy, "l1": _l1,
           "saber": _saber, "dler": _dler, "asrr": _asrr, "budgetthinker": _budgetthinker, "hbpo": _hbpo,
           "not-less-accurate": _not_less_accurate, "canon": _canon, "bingo": _bingo, "dapo": _dapo}  # fmt: skip
+
+
+# protocol 4 (issue 33 item 5): the checks a row of the protocol names (`rows: <row>: check:`), each against the row's
+# matching control (`CheckInputs.reference`: grpo-kl for ProRL, brorl-n8 for BroRL, grpo for LISA)
+
+
+def _thirds(traces: list) -> str:
+    """`0.61 / 0.70 / 0.71`: the mean over seeds of each seed's logged values averaged over the first, middle and
+    last third of its logged steps."""
+    parts = [np.mean([np.mean(t[i * len(t) // 3 : (i + 1) * len(t) // 3] or t) for t in traces]) for i in range(3)]
+    return " / ".join(f"{x:.3g}" for x in parts)
+
+
+def _training_logs(name: str, panel: Panel) -> str:
+    """What a row's training logged, by thirds of the run: the reward and, when there is a KL term, the KL."""
+    out = [f"{key} {_thirds(panel.logs[key])}" for key in ("reward", "kl") if panel.logs.get(key)]
+    return f"{name} " + ", ".join(out) if out else ""
+
+
+def _control_accuracy(c: CheckInputs, claim: str) -> tuple | dict:
+    """`(recipe, control, accuracy difference, measured text)` against the matching control, or the result saying
+    that the control has not been trained."""
+    if c.reference is None:
+        return _result(claim, f"no {c.reference_name} row: the matching control has not been trained", None, {})
+    rec, ref = c.panel.aligned(c.reference)
+    d = c.paired(rec.metrics["correct"], ref.metrics["correct"])
+    d_tokens = c.paired(rec.metrics["tokens"], ref.metrics["tokens"])
+    logs = "; ".join(x for x in (_training_logs("recipe", rec), _training_logs(c.reference_name, ref)) if x)
+    measured = (f"accuracy {_fmt(_point(rec, 'correct'), 3)} vs {c.reference_name} {_fmt(_point(ref, 'correct'), 3)} "
+                f"(seeds {rec.seeds}): recipe - {c.reference_name} {_d(d, 3)}; tokens {_fmt(_point(rec, 'tokens'))} "
+                f"vs {_fmt(_point(ref, 'tokens'))}: diff {_d(d_tokens)}"
+                + (f"; training logs by thirds of the run (not judged): {logs}" if logs else ""))  # fmt: skip
+    return rec, ref, d, d_tokens, measured
+
+
+def _accuracy_above_control(c: CheckInputs) -> dict:
+    """ProRL (resets against GRPO with the same KL, over a longer run), BroRL (N = 128 against N = 8 at matched
+    completions): final accuracy above the matching control's by more than `FRACTION_MARGIN`."""
+    claim = f"more accurate than {c.reference_name}, its matching control (margin {FRACTION_MARGIN})"
+    out = _control_accuracy(c, claim)
+    if isinstance(out, dict):
+        return out
+    _, _, d, d_tokens, measured = out
+    return _result(claim, measured + f" (margin +-{FRACTION_MARGIN})", c.decide(d, FRACTION_MARGIN),
+                   {"accuracy": d, "tokens": d_tokens})  # fmt: skip
+
+
+def _accuracy_not_below_control(c: CheckInputs) -> dict:
+    """LISA: full fine-tuning's accuracy kept at matched steps, non-inferiority with the accuracy tolerance (held:
+    the interval's low end above -`ACCURACY_TOLERANCE`; not held: its high end below it)."""
+    claim = f"accuracy not below {c.reference_name}'s (its matching control) by more than {ACCURACY_TOLERANCE}"
+    out = _control_accuracy(c, claim)
+    if isinstance(out, dict):
+        return out
+    _, _, d, d_tokens, measured = out
+    return _result(claim, measured + f" (allowed >= -{ACCURACY_TOLERANCE})", c.constraint(d, ACCURACY_TOLERANCE),
+                   {"accuracy": d, "tokens": d_tokens})  # fmt: skip
+
+
+ROW_CHECKS = {"accuracy-above-control": _accuracy_above_control,
+              "accuracy-not-below-control": _accuracy_not_below_control}  # fmt: skip

@@ -98,19 +98,19 @@ def mode_names(name: str, settings) -> list[str]:
 
 
 def trained_recipe(name: str) -> str:
-    """The recipe a run of `name` trains: `name` itself, or for a matching control of the protocol
-    (`grpo-prompted`, `grpo-cap192`, ...) the recipe it names (`protocol.control_of`)."""
-    from .protocol import control_of
+    """The recipe a run of `name` trains: `name` itself, or for a matching control or a row of the protocol
+    (`grpo-prompted`, `grpo-cap192`, `lisa`, ...) the recipe it names (`protocol.row_spec`)."""
+    from .protocol import row_spec
 
-    entry = control_of(name)
-    return entry["recipe"] if entry else name
+    return row_spec(name).get("recipe") or name
 
 
 def control_overrides(name: str) -> dict:
-    """The `EfficientGRPOConfig` fields a matching control sets (`grpo-cap192`: `max_completion_length` 192)."""
-    from .protocol import control_of
+    """The `EfficientGRPOConfig` fields a matching control or a protocol row sets (`grpo-cap192`:
+    `max_completion_length` 192; `lisa`: `lisa_activated_layers` 1)."""
+    from .protocol import row_spec
 
-    return dict((control_of(name) or {}).get("config") or {})
+    return dict(row_spec(name).get("config") or {})
 
 
 def evaluates_conditioned(name: str) -> bool:
@@ -144,13 +144,17 @@ def job_modes(name: str, settings) -> list:
 
 def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: str, overrides: dict | None = None,
              reward_overrides: dict | None = None, keep_models: bool = False) -> Job:  # fmt: skip
-    """The job of `name` at training seed `seed` (module docstring: its key and result file). `overrides` are
+    """The job of `name` at training seed `seed` (module docstring: its key and result file), with a protocol row's own
+    settings and config when it has them (`protocol.row_settings`, `control_overrides`). `overrides` are
     `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
     change something, so a point equal to the recipe shares its file)."""
     from ..recipes import get_recipe
+    from .protocol import row_settings
     from .scaling import recipe_scale
     from .training import scaled_recipe
 
+    if name != BASE:  # a protocol row's own steps (protocol 4: ProRL's longer run), part of its key
+        settings = row_settings(name, settings)
     settings_d = settings.to_dict()
     settings_d.pop("seeds", None)
     settings_d.pop("max_seeds", None)

@@ -10,6 +10,8 @@ rule, the looks and their error spending, the false-discovery-rate correction ac
   K: Pocock's constant from the same table). A look-k interval is the (1 - 2 a_k) interval.
 - `benjamini_hochberg(p)`: the BH-adjusted p-values (q-values) of a family.
 - `matching_control(recipe)` / `CONTROL_JOBS`: the control runs (GRPO under a recipe's prompts or at its cap).
+- `row_spec(name)` / `row_settings(name, settings)`: a row trained otherwise than the comparison (protocol 4: a recipe
+  with a config, its own steps, its own check and negative controls; `rows`) or a matching control: what it trains.
 
 >>> [round(a, 4) for a in nominal_levels(5, "pocock")]
 [0.0079, 0.0079, 0.0079, 0.0079, 0.0079]
@@ -39,6 +41,10 @@ __all__ = [
     "nominal_level",
     "nominal_levels",
     "repeated_p",
+    "row_check",
+    "row_negative_controls",
+    "row_settings",
+    "row_spec",
     "sha256",
 ]
 
@@ -180,12 +186,47 @@ def matching_controls() -> dict[str, dict]:
     return dict(load().get("matching_controls") or {})
 
 
-CONTROL_JOBS = ("grpo-prompted", "grpo-cap192", "grpo-cap230")
+CONTROL_JOBS = tuple(matching_controls())  # grpo-prompted, grpo-cap192, grpo-cap230, grpo-kl, brorl-n8
 
 
 def control_of(name: str) -> dict | None:
     """The protocol entry of a matching-control run name (`grpo-prompted`, ...), `None` for a recipe."""
     return matching_controls().get(name)
+
+
+def row_spec(name: str) -> dict:
+    """The protocol's entry of `name`: a matching control's or a row's of `rows` (protocol 4: `recipe`, `config`,
+    `settings`, `check`, `negative_controls`); `{}` for a recipe trained as the comparison trains every recipe.
+
+    >>> row_spec("lisa")["recipe"], row_spec("grpo-kl")["settings"], row_spec("kimi")
+    ('grpo', {'max_steps': 120}, {})
+    """
+    return dict(control_of(name) or (load().get("rows") or {}).get(name) or {})
+
+
+def row_settings(name: str, settings: Any) -> Any:
+    """The `TestbedSettings` `name` trains and is evaluated with: the comparison's, with the row's own `settings`
+    (protocol 4: ProRL's longer run) on top; unknown fields fail here, in one line."""
+    import dataclasses
+
+    own = row_spec(name).get("settings") or {}
+    fields = {f.name for f in dataclasses.fields(settings)}
+    unknown = sorted(set(own) - fields)
+    if unknown:
+        raise ValueError(f"protocol row {name!r}: unknown settings {unknown}; valid: {sorted(fields)}.")
+    return dataclasses.replace(settings, **own) if own else settings
+
+
+def row_check(name: str) -> str | None:
+    """The method check a row of `rows` names (`checks.ROW_CHECKS`), `None` when the recipe's own applies."""
+    return (load().get("rows") or {}).get(name, {}).get("check")
+
+
+def row_negative_controls(name: str) -> list[str]:
+    """The negative controls scored on `name`'s check: the row's `negative_controls` when it sets them, else all."""
+    entry = (load().get("rows") or {}).get(name) or {}
+    every = list(load().get("negative_controls") or [])
+    return every if entry.get("negative_controls") is None else [c for c in every if c in entry["negative_controls"]]
 
 
 def matching_control(recipe: str) -> str | None:

@@ -600,10 +600,12 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
             g = None
             if name != "base":
                 from .jobs import trained_recipe
+                from .protocol import row_settings
                 from .scaling import recipe_scale
 
-                g = num_generations_for(recipe_scale(trained_recipe(name), settings.max_completion_length,
-                                                     settings.max_steps), settings)  # fmt: skip
+                own = row_settings(name, settings)
+                g = num_generations_for(recipe_scale(trained_recipe(name), own.max_completion_length, own.max_steps),
+                                        own)  # fmt: skip
             rows.append({"recipe": name, "status": "failed", "num_generations": g, "error": errors[name]})
             continue
         ref = reference_of(name, [n for n in names if n in panels])
@@ -750,8 +752,10 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
         looks.append(_look(seeds, jobs, new, look_started))
     from .jobs import trained_recipe
+    from .protocol import row_settings
 
-    scales = {n: recipe_scale(trained_recipe(n), settings.max_completion_length, settings.max_steps).to_dict()
+    own = {n: row_settings(n, settings) for n in recipes}  # a protocol row's own steps (ProRL's longer run)
+    scales = {n: recipe_scale(trained_recipe(n), own[n].max_completion_length, own[n].max_steps).to_dict()
               for n in recipes}  # fmt: skip
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}

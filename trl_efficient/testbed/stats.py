@@ -489,7 +489,9 @@ class Panel:
                      {k: [v[i] for i in idx] for k, v in self.logs.items()})  # fmt: skip
 
 
-LOGGED = ("adlp/lambda",)  # training logs a method check reads (A-DLP: its controller's lambda at every logged step)
+# training logs a method check reads: A-DLP's controller's lambda at every logged step; the training reward and the KL
+# to the reference (protocol 4: ProRL's row prints them by thirds of the run)
+LOGGED = ("adlp/lambda", "reward", "kl")
 
 
 def _lambda_bound(run: dict) -> float | None:

@@ -2,10 +2,10 @@
 The verdicts of the method checks under the protocol (`protocol.yaml`, issue 32): controls scored on every check,
 identical runs merged, the Benjamini-Hochberg correction across the family, and the words of each verdict.
 
-- `score_controls`: every negative control (`placebo`, `constant-penalty`) run through the recipe's own check, with
-  the recipe's reference and matching control, and the recipe against `constant-penalty` (a better trade-off in
-  either direction: what the method adds to a fixed length penalty), stored in `method_check["controls"]` and
-  `method_check["vs_constant_penalty"]`.
+- `score_controls`: every negative control (`placebo`, `constant-penalty`; those a protocol row names, protocol 4)
+  run through the recipe's own check, with the recipe's reference and matching control, and the recipe against
+  `constant-penalty` (a better trade-off in either direction: what the method adds to a fixed length penalty), stored
+  in `method_check["controls"]` and `method_check["vs_constant_penalty"]`.
 - `annotate(rows)`: after every row has its check: a recipe whose run files measured exactly what an earlier
   recipe's did (`records_sha256`) is `duplicate_of` it and cannot be judged on its own; the BH-adjusted p-value
   (`q_value`) of every check that can be judged, `held_after_bh`; `broken` when `placebo` passes the check;
@@ -29,7 +29,15 @@ from __future__ import annotations
 import dataclasses
 
 from .checks import CONDITIONED, is_baseline, method_check
-from .protocol import CONTROL_JOBS, benjamini_hochberg, fdr_level, load, matching_control, repeated_p
+from .protocol import (
+    CONTROL_JOBS,
+    benjamini_hochberg,
+    fdr_level,
+    load,
+    matching_control,
+    repeated_p,
+    row_negative_controls,
+)
 
 __all__ = [
     "annotate",
@@ -53,9 +61,9 @@ def is_control(name: str) -> bool:
 
 
 def related(name: str) -> list[str]:
-    """The other panels `name`'s row reads: its matching control and the negative controls."""
+    """The other panels `name`'s row reads: its matching control and the negative controls scored on its check."""
     control = matching_control(name)
-    return ([control] if control else []) + [n for n in negative_controls() if n != name]
+    return ([control] if control else []) + [n for n in row_negative_controls(name) if n != name]
 
 
 def _restricted(panel, modes):
@@ -100,14 +108,15 @@ def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: f
     if is_baseline(check) or is_control(name) or check.get("claim") == "-":
         return
     controls = {}
-    for control in negative_controls():
+    scored = row_negative_controls(name)  # all, unless the protocol's row names fewer (protocol 4)
+    for control in scored:
         if control not in panels:
             continue
         panel = _restricted(panels[control], list(panels[name].modes))
         result = method_check(name, check_inputs(name, panels, ref, floor, settings, panel=panel), tight_cap)
         controls[control] = _brief(result)
     check["controls"] = controls
-    if "constant-penalty" in panels and name not in CONDITIONED:
+    if "constant-penalty" in panels and "constant-penalty" in scored and name not in CONDITIONED:
         inputs = check_inputs(name, panels, ref, floor, settings)
         inputs.reference, inputs.reference_name = panels["constant-penalty"], "constant-penalty"
         check["vs_constant_penalty"] = _brief(method_check("canon", inputs))
@@ -208,3 +217,4 @@ def confirm_rows(rows: list[dict], confirmation: list[dict]) -> dict:
         check["confirmed"] = None if row["recipe"] not in again else again[row["recipe"]] == check["label"]
         counts[check["label"]] += bool(check["confirmed"])
     return counts
+
