@@ -2,8 +2,10 @@
 
 Reward callables live in `trl_efficient.rewards` (they work in a plain `trl.GRPOTrainer`), the trainer and its hooks
 in `trl_efficient.trainer`, method families in `trl_efficient.methods`, recipes in `trl_efficient.recipes`, data
-loaders in `trl_efficient.data`. `trl_efficient.train(config, **overrides)` runs `trl-efficient train` from a script
-(`accelerate launch my_script.py`).
+loaders in `trl_efficient.data`. The library API under the command line (`trl_efficient.api`):
+`trl_efficient.train(config, **overrides)` runs `trl-efficient train` from a script (`accelerate launch
+my_script.py`), `evaluate(model, **options)`, `merge(method, **options)` and `push(output_dir, repo_id, **options)` the
+other commands.
 
 Importing a sub-package loads that layer and the layers below it, nothing above (`import trl_efficient.rewards` loads
 no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
@@ -15,7 +17,7 @@ no trainer). Each layer fills its registries by explicit imports in its own `__i
 # The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.
 __version__ = "0.1.0"
 
-__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__", "train"]
+__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__", "evaluate", "merge", "push", "train"]
 
 
 def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` without importing the trainer eagerly
@@ -23,8 +25,8 @@ def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` with
         from . import methods, trainer  # noqa: F401  (methods: every method's estimators, plans and filters register)
 
         return getattr(trainer, name)
-    if name == "train":  # `trl_efficient.train(config, **overrides)`: `trl-efficient train` from a user's script
-        from .cli import train
+    if name in ("train", "evaluate", "merge", "push"):  # the library API (trl_efficient.api), light until called
+        from . import api
 
-        return train
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

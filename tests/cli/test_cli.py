@@ -8,20 +8,21 @@ import pytest
 import yaml
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import main, parse_train_args, train_main
+from trl_efficient.api.training import parse_train_args, train_main
+from trl_efficient.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 # Every registered recipe trains 2 steps from its YAML in tests/recipes/test_every_recipe.py.
 
 
 def test_no_arguments_runs_the_quickstart_config(monkeypatch):
-    import trl_efficient.cli as cli
+    from trl_efficient.api import training
 
     seen = {}
     monkeypatch.setattr(
-        cli, "run_training", lambda s, d, t: seen.update(model=s.model_name_or_path, data=d.dataset_name)
+        training, "run_training", lambda s, d, t: seen.update(model=s.model_name_or_path, data=d.dataset_name)
     )
-    cli.train_main([])
+    training.train_main([])
     assert seen == {"model": "testbed:base", "data": "testbed"}
 
 
@@ -195,7 +196,7 @@ def test_a_finished_run_destroys_its_process_group(tmp_path):
     this test's process group and accelerate state stay out of the others'."""
     code = f"""
 import torch.distributed as dist
-from trl_efficient.cli import end_process_group
+from trl_efficient.api.training import end_process_group
 end_process_group()  # no group: a no-op
 dist.init_process_group("gloo", init_method="file://{tmp_path / "store"}", rank=0, world_size=1)
 assert dist.is_initialized()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from trl_efficient.cli import cpu_threads_hint, parse_train_args, warn_cpu_threads
+from trl_efficient.api.training import cpu_threads_hint, parse_train_args, warn_cpu_threads
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def test_bf16_yaml_on_a_cpu_machine_says_how_to_run_on_cpu(capsys, tmp_path):
         "bf16 autocast on CPU"
     )
     # and the advice works: the same YAML parses with --bf16 false
-    from trl_efficient.cli import parse_train_args
+    from trl_efficient.api.training import parse_train_args
 
     assert parse_train_args(["--config", config, "--bf16", "false", "--output_dir", str(tmp_path)])[2].bf16 is False
 
@@ -169,7 +169,7 @@ def test_use_vllm_without_vllm_names_the_flag_and_the_extra(capsys, tmp_path):
     # the extra named is the one pyproject declares, and the advice works: the same YAML parses with the flag
     with open(os.path.join(ROOT, "pyproject.toml")) as f:
         assert re.search(r"^\[project\.optional-dependencies\][^\[]*^vllm = ", f.read(), re.M | re.S)
-    from trl_efficient.cli import parse_train_args
+    from trl_efficient.api.training import parse_train_args
 
     assert (
         parse_train_args(["--config", config, "--use_vllm", "false", "--output_dir", str(tmp_path)])[2].use_vllm
@@ -269,7 +269,7 @@ def test_model_not_found_offline_names_the_id_and_the_setting(tmp_path):
 
 
 def test_debug_shows_the_traceback(tmp_path, capsys):
-    from trl_efficient.cli import UserError
+    from trl_efficient.api import UserError
 
     with pytest.raises(UserError, match="config file not found"):
         main(["train", "--config", str(tmp_path / "missing.yaml"), "--debug"])
@@ -332,7 +332,7 @@ def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_m
 
 
 def test_recipe_lengths_above_the_cap_warn_in_one_line(caplog, tmp_path):
-    from trl_efficient.cli import parse_train_args
+    from trl_efficient.api.training import parse_train_args
 
     argv = ["--recipe", "hbpo", *CPU, "--use_vllm", "false", "--num_generations", "4",
             "--per_device_train_batch_size", "4", "--max_completion_length", "1024",
@@ -354,7 +354,7 @@ def test_the_documented_cpu_hbpo_command_keeps_its_budgets_under_the_cap(caplog,
     """docs/budget-methods.md's CPU command, run as written (parsed): its budgets fit `max_completion_length`."""
     import shlex
 
-    from trl_efficient.cli import parse_train_args
+    from trl_efficient.api.training import parse_train_args
 
     with open(os.path.join(ROOT, "docs", "budget-methods.md")) as f:
         text = f.read()

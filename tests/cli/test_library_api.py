@@ -12,7 +12,7 @@ import pytest
 from helpers import tiny_cli_args
 
 import trl_efficient
-from trl_efficient import cli
+from trl_efficient.api import UserError, training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -32,7 +32,7 @@ def _tiny_overrides(output_dir, **extra) -> dict:
 def parsed(monkeypatch):
     """What `train` hands the pipeline, without training: `run_training`'s arguments."""
     calls = []
-    monkeypatch.setattr(cli, "run_training", lambda *args: calls.append(args) or {"recipe": args[0].recipe})
+    monkeypatch.setattr(training, "run_training", lambda *args: calls.append(args) or {"recipe": args[0].recipe})
     return calls
 
 
@@ -56,9 +56,9 @@ def test_a_dict_config_is_a_yaml_file_and_overrides_still_win(parsed, tmp_path):
 
 
 def test_user_errors_raise_naming_what_to_change(parsed, tmp_path):
-    with pytest.raises(cli.UserError, match="num_generations"):
+    with pytest.raises(UserError, match="num_generations"):
         trl_efficient.train("kimi", **_tiny_overrides(tmp_path, num_generations=1))
-    with pytest.raises(cli.UserError, match="max_steps=None"):
+    with pytest.raises(UserError, match="max_steps=None"):
         trl_efficient.train("kimi", max_steps=None)
     assert parsed == []  # nothing reached the pipeline
 
@@ -93,3 +93,49 @@ def test_a_ten_line_user_script_trains_under_accelerate_launch(tmp_path):
     assert (out / "model.safetensors").is_file()  # trained and saved as `trl-efficient train` saves
     with open(out / "trl_efficient_run.json") as f:  # the run settings the command records for a rerun
         assert json.load(f)
+
+
+def test_evaluate_runs_the_eval_command_and_returns_its_results(tiny_model_dir, tmp_path):
+    """`trl_efficient.evaluate` is `trl-efficient eval` with keywords for flags: same parser (its defaults, such as
+    temperature 0.6), same files, and the results it prints as a dict."""
+    out = trl_efficient.evaluate(
+        tiny_model_dir, label=["tiny"], benchmarks=["gsm8k"], modes=["plain"], limit=2, max_new_tokens=4,
+        eos_logit_bias=3, output_dir=tmp_path, quiet=True, no_plot=True,
+    )  # fmt: skip
+    ((entry,),) = [out["results"]]
+    assert (entry["model"], entry["mode"], entry["benchmark"]) == ("tiny", "plain", "gsm8k")
+    assert entry["result"]["num_problems"] == 2 and entry["settings"]["temperature"] == 0.6
+    assert out["failed"] == {} and (tmp_path / "tiny" / "plain" / "gsm8k.json").is_file()
+    assert not (tmp_path / "pareto.png").exists()  # no_plot=True is the switch --no-plot
+    with pytest.raises(UserError, match="unknown keyword 'max_tokens'; choose from .*max_new_tokens"):
+        trl_efficient.evaluate(tiny_model_dir, max_tokens=4)
+    with pytest.raises(UserError, match="trl-efficient eval: argument --backend: invalid choice: 'jax'"):
+        trl_efficient.evaluate(tiny_model_dir, backend="jax")
+
+
+def test_merge_runs_the_merge_command_and_refuses_bad_values_before_writing(tiny_model_dir, tmp_path):
+    info = trl_efficient.merge(
+        "layerwise", base=tiny_model_dir, trained=tiny_model_dir, output=tmp_path / "m", ratios=(0.2, 0.5, 0.8)
+    )
+    assert info["ratios"] == [0.2, 0.5, 0.8]  # a tuple travels as the command's "0.2,0.5,0.8"
+    assert (tmp_path / "m" / "model.safetensors").is_file() and (tmp_path / "m" / "README.md").is_file()
+    with pytest.raises(ValueError, match=r"--alpha 2: must be in \[0, 1\]"):
+        trl_efficient.merge("uniform", base=tiny_model_dir, trained=tiny_model_dir, output=tmp_path / "u", alpha=2)
+    assert not (tmp_path / "u").exists()
+
+
+def test_push_is_the_push_command(tiny_model_dir, tmp_path, monkeypatch):
+    """Offline, `trl_efficient.push` stops before any request with the command's error (the upload itself is
+    tests/hub/test_push.py's, through the command that calls the same `hub.push.push`)."""
+    import shutil
+
+    from trl_efficient.hub.push import PushError
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_model_dir, run)
+    (run / "trl_efficient_summary.json").write_text('{"recipe": "grpo", "model": "Qwen/Qwen2.5-0.5B-Instruct"}')
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda *a, **k: pytest.fail("no request offline"))
+    with pytest.raises(PushError, match="push needs the network and HF_HUB_OFFLINE is set"):
+        trl_efficient.push(run, "tester/x", token="hf_NotARealToken000")

@@ -1,4 +1,4 @@
-"""The dtype the policy loads in is decided once, at config time (`cli.resolve_load_dtype`), before any model loads:
+"""The dtype the policy loads in is decided once, at config time (`resolve_load_dtype`), before any model loads:
 a run that trains in float32 (bf16 and fp16 off) loads float32 unless the user set a dtype; a run preset's dtype lies
 beneath everything the user sets; a half-precision dtype the user set while bf16 is off is kept and named in one
 warning line (issue 36, item 2: `--bf16 false` on a recipe YAML used to load and save bfloat16 weights silently)."""
@@ -8,7 +8,8 @@ import logging
 import pytest
 import torch
 
-from trl_efficient.cli import main, parse_train_args
+from trl_efficient.api.training import parse_train_args
+from trl_efficient.cli import main
 from trl_efficient.core.models import model_init_kwargs
 
 # a shipped recipe YAML (run_defaults: math-1.5b, whose preset sets bf16: true and model_init_kwargs.dtype bfloat16)

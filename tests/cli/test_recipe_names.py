@@ -8,7 +8,9 @@ from importlib import resources
 import pytest
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import main, parse_train_args, resolve_config, shipped_configs
+from trl_efficient.api.configs import resolve_config, shipped_configs
+from trl_efficient.api.training import parse_train_args
+from trl_efficient.cli import main
 from trl_efficient.recipes import RECIPES
 
 SHIPPED = resources.files("trl_efficient.recipes").joinpath("configs")

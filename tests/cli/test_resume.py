@@ -138,7 +138,7 @@ def test_a_trained_model_without_checkpoints_is_not_trained_over(tmp_path, capsy
 def test_a_resume_reads_the_before_evaluation_back(tmp_path):
     from types import SimpleNamespace
 
-    from trl_efficient.cli import _before_evaluation
+    from trl_efficient.api.training import _before_evaluation
 
     calls = []
     args = SimpleNamespace(output_dir=str(tmp_path), resume_from_checkpoint=None, should_save=True)

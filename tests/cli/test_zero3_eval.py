@@ -3,7 +3,8 @@ on the main process from weights that ZeRO-3 shards; it died mid-run with `Runti
 
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import main, parse_train_args
+from trl_efficient.api.training import parse_train_args
+from trl_efficient.cli import main
 
 REFUSAL = (
     "trl-efficient: error: the before/after evaluation (eval_before_after) cannot run under DeepSpeed ZeRO-3, which "
@@ -13,10 +14,10 @@ REFUSAL = (
 
 
 def test_zero3_with_the_before_after_eval_is_refused_before_training(tmp_path, monkeypatch, capsys):
-    import trl_efficient.cli as cli
+    from trl_efficient.api import training
 
     monkeypatch.setenv("ACCELERATE_DEEPSPEED_ZERO_STAGE", "3")  # what `accelerate launch` sets from zero3.yaml
-    monkeypatch.setattr(cli, "run_training", lambda *a: (_ for _ in ()).throw(AssertionError("trained")))
+    monkeypatch.setattr(training, "run_training", lambda *a: (_ for _ in ()).throw(AssertionError("trained")))
     argv = ["train", "--config", "smoke", *tiny_cli_args(tmp_path, eval_before_after=True)]
     assert main(argv) == 2
     assert capsys.readouterr().err == REFUSAL

@@ -15,8 +15,9 @@ is reported with a clear message and the others are still written (exit code 1).
 
 from __future__ import annotations
 
-import argparse
 import sys
+
+from ..core.errors import CommandParser
 
 __all__ = ["main", "prepare"]
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     from .benchmarks import BENCHMARKS, prepared_dir
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="trl-efficient data", description="Benchmark data utilities.")
+    parser = CommandParser(prog="trl-efficient data", description="Benchmark data utilities.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the benchmarks and where their data comes from")
     p = sub.add_parser("prepare", help="write benchmarks to local JSONL files")

@@ -25,6 +25,8 @@ import os
 import sys
 import time
 
+from ..core.errors import CommandParser
+
 logger = logging.getLogger("trl_efficient.eval")
 
 __all__ = ["build_parser", "main", "markdown_tables", "resolve_model", "run_eval"]
@@ -46,9 +48,9 @@ def _slug(text: str) -> str:
 
 
 def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
-    from .evaluate import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+    from .defaults import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    p = CommandParser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--model", nargs="+", required=True, help="Model(s): local path, Hub id, tiny:<arch>, testbed:base.")
     p.add_argument("--label", nargs="+", default=None, help="Display name per model (default: the model name).")
     p.add_argument("--benchmarks", nargs="+", default=["math500"],

@@ -49,6 +49,7 @@ from ..prompts import (
 from ..rewards.budgetthinker import BudgetControlProcessor, control_token_ids
 from ..trainer.budget_forcing import BudgetForcing, budget_force
 from ..trainer.rollout import RolloutAssignment, apply_assignment
+from .defaults import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +73,6 @@ __all__ = [
     "percentile",
 ]
 
-DEFAULT_TEMPERATURE = 0.6
-DEFAULT_TOP_P = 0.95
 
 # ---------------------------------------------------------------------------------------------------------------
 # Inference-time modes

@@ -64,10 +64,11 @@ import shutil
 import sys
 from collections.abc import Mapping
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import torch
 from huggingface_hub import ModelCardData
 
+from ..core.errors import CommandParser
 from ..core.models import model_scheme, resolve_model_name
 from .card import (
     EVAL_RESULTS_PATH,
@@ -86,6 +87,9 @@ from .card import (
 )
 from .card import render_card as render_training_card
 from .papers import PAPERS, bibtex
+
+if TYPE_CHECKING:  # torch loads when a merge runs, not for `trl-efficient merge --help`
+    import torch
 
 __all__ = [
     "METHODS",
@@ -161,6 +165,8 @@ def resize_base_vocabulary(base_model, trained_model) -> tuple[int, int] | None:
     so every method merges the old rows and keeps the trained model's new ones (equal in both models, they merge to
     themselves). Returns `(base rows, trained rows)`, or None when the vocabulary did not grow (a smaller trained
     vocabulary is left to `check_compatible`)."""
+    import torch
+
     old = base_model.get_input_embeddings().weight.shape[0]
     new = trained_model.get_input_embeddings().weight.shape[0]
     if new <= old:
@@ -253,6 +259,8 @@ def update_selective_merge(
 ) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
     """DLER update-selective merge (methods.md §4 proposal): per tensor, the `keep_count(n, keep)` entries with the
     largest `|θ_trained − θ_base|` take the trained value, the rest the base value. Returns (merged, kept counts)."""
+    import torch
+
     check_compatible(base, trained)
     merged, kept = {}, {}
     for n, t in trained.items():
@@ -311,6 +319,8 @@ def merge_models(
     """Merge `trained` with `base` by `method` (`uniform`, `layerwise`, `update-selective`) and save the result,
     the trained model's tokenizer and the card into `output`. Returns the card's parameters. `final`: the folder the
     card names when `output` is a staging folder moved there afterwards (`main`); default `output`."""
+    import torch
+
     base_model, trained_model = _load_model(base, "--base"), _load_model(trained, "--trained")
     if base_model.config.model_type != trained_model.config.model_type:
         raise ValueError(
@@ -568,8 +578,9 @@ def _unit(text: str, flag: str, low_open: bool = False) -> float:
     return value
 
 
-def _parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+def build_parser() -> CommandParser:
+    """The parser of `trl-efficient merge` (`trl_efficient.merge` parses its keywords with it too)."""
+    parser = CommandParser(
         prog="trl-efficient merge",
         description="Merge a trained model with its base (uniform / layer-wise HMA / DLER update-selective), or a "
         "LoRA adapter into its base; writes a loadable model directory with a card.",
@@ -583,7 +594,7 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ratios", help="layerwise: three weights of the trained model, lower,middle,upper band")
     parser.add_argument("--split-layers", help="layerwise: a,b — layers <= a lower, <= b middle (default thirds)")
     parser.add_argument("--keep", default="0.5", help="update-selective: fraction of entries kept per tensor (0.5)")
-    return parser.parse_args(argv)
+    return parser
 
 
 def _validate(args: argparse.Namespace) -> dict:
@@ -651,25 +662,33 @@ def _publish(staging: str, output: str) -> None:
     os.replace(staging, output)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`trl-efficient merge ...`; returns 0, or 2 after one `trl-efficient merge: error: ...` line on stderr.
+def run_merge(args: argparse.Namespace) -> dict:
+    """Run the merge `args` describes (`build_parser`) and return the card's parameters; a bad value raises
+    `ValueError` naming the flag.
 
     Nothing is written unless everything is: the output path is checked first (`_validate`), the model, tokenizer
     and card are written into a staging folder beside it, and that folder is renamed to `--output` only once all
     of it is written; any failure removes it."""
-    args = _parse_args(list(sys.argv[1:] if argv is None else argv))
+    values = _validate(args)
+    staging = _staged(args.output)
     try:
-        values = _validate(args)
-        staging = _staged(args.output)
-        try:
-            if args.method == "lora":
-                merge_lora(args.adapter, staging, base=args.base, final=args.output)
-            else:
-                merge_models(args.base, args.trained, staging, method=args.method, final=args.output, **values)
-            _publish(staging, args.output)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+        if args.method == "lora":
+            info = merge_lora(args.adapter, staging, base=args.base, final=args.output)
+        else:
+            info = merge_models(args.base, args.trained, staging, method=args.method, final=args.output, **values)
+        _publish(staging, args.output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`trl-efficient merge ...` (`run_merge`); returns 0, or 2 after one `trl-efficient merge: error: ...` line on
+    stderr."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        run_merge(args)
     except ValueError as err:
         print(f"trl-efficient merge: error: {err}", file=sys.stderr)
         return 2

@@ -36,6 +36,7 @@ import logging
 import os
 import sys
 
+from ..core.errors import CommandParser
 from .card import (
     CARD_DATA_FILE,
     EVAL_RESULTS_PATH,
@@ -76,7 +77,7 @@ class PushError(RuntimeError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="trl-efficient push", description=__doc__.split("\n\n")[0])
+    p = CommandParser(prog="trl-efficient push", description=__doc__.split("\n\n")[0])
     p.add_argument("output_dir", help="output directory of `trl-efficient train` (model, tokenizer, card data)")
     p.add_argument("--repo-id", required=True, help="target model repository, e.g. my-org/qwen-0.5b-hbpo")
     p.add_argument("--eval", default=None, help=f"`trl-efficient eval` results.json or its folder (default: "

@@ -470,7 +470,12 @@ def profile_main(argv: list[str] | None = None) -> int:
     from ..testing.tiny import eos_bias_generation_kwargs
 
     argv = list(sys.argv[2:] if argv is None else argv)
-    parser = TrlParser((ProfileArguments, DataArguments), prog="trl-efficient profile")
+    from ..core.errors import CommandParser
+
+    class ProfileParser(TrlParser):  # argparse errors raise UserError, for this parser only
+        error = CommandParser.error
+
+    parser = ProfileParser((ProfileArguments, DataArguments), prog="trl-efficient profile")
     args, data_args = parser.parse_args_and_config(argv)
     if args.backend not in ("transformers", "vllm", "auto"):
         raise ValueError(f"backend must be 'transformers', 'vllm' or 'auto', got {args.backend!r}.")

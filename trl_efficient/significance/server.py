@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..core.checks import check_positive_int
+from ..core.errors import CommandParser
 from .client import TOKEN_ENV
 
 logger = logging.getLogger(__name__)
@@ -268,7 +269,7 @@ def make_server(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="trl-efficient serve-scorer",
         description="Serve a token-significance scorer (LLMLingua-2 classifier or causal-LM self-information) "
         "over HTTP.",

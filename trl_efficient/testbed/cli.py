@@ -37,10 +37,11 @@ shown); `frontier` draws several sweeps on one plot (`testbed/sweep.py`). `plots
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
+
+from ..core.errors import CommandParser
 
 __all__ = ["main"]
 
@@ -139,7 +140,7 @@ def _check_values(args) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    parser = argparse.ArgumentParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
+    parser = CommandParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
     p_base.add_argument(
