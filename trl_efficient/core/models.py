@@ -1,6 +1,6 @@
 """Model names: a Hub id or a local path passes through; `<scheme>:<spec>` names are built locally by the scheme
 registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.testbed`; each
-registers when its module is imported: the `trl-efficient` command imports both, and `trl_efficient.cli.resolve_model`
+registers when its module is imported: the `trl-efficient` command imports both, and `trl_efficient.api.resolve_model`
 resolves a name with every scheme registered).
 
 Loading: `load_tokenizer` turns a name that does not resolve (not cached while `HF_HUB_OFFLINE=1`, no such directory,

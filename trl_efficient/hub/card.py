@@ -110,7 +110,7 @@ __all__ = [
 
 SECTION_MARKER = "## Efficient reasoning with trl-efficient"
 CARD_DATA_FILE = "trl_efficient_card.json"
-SUMMARY_FILE = "trl_efficient_summary.json"  # written by `trl-efficient train` (cli.run_training)
+SUMMARY_FILE = "trl_efficient_summary.json"  # written by `trl-efficient train` (api.training.run_training)
 EVAL_RESULTS_PATH = os.path.join("eval", "results.json")  # `trl-efficient eval --output-dir OUTPUT_DIR/eval`
 # Every GRPO run reads these; a recipe's own fields come from its overrides and parts (`used_hyperparameters`).
 CORE_HYPERPARAMETERS = (

@@ -9,7 +9,7 @@ CPU testbed for efficient reasoning: a synthetic world where over-thinking is me
 - `runner`: train recipes from the base with the same budget and compare them (`trl-efficient testbed compare`);
 - `cli`: `trl-efficient testbed {base,eval,compare,quickstart}`.
 
-What the testbed plugs in when it is imported (`trl_efficient.cli.register_everything` does; the package root does
+What the testbed plugs in when it is imported (`trl_efficient.api.register_everything` does; the package root does
 not): the `testbed:<size>` model-name scheme of
 `trl_efficient.core.models.resolve_model_name`, the `testbed` evaluation benchmark of
 `trl_efficient.data.benchmarks` and the `testbed` training dataset of `trl_efficient.data.loaders.DATASET_LOADERS`

@@ -619,7 +619,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
     # Wraps _BaseTrainer.create_model_card (TRL 1.16.0): adds license, base model and the method section.
     # TRL's `_save_checkpoint` writes the card *before* the checkpoint's weights, so a card that fails must not
     # raise here: the error is logged with its name, kept in `model_card_error`, and the checkpoint is saved.
-    # `trl-efficient train` re-raises it once the final model is on disk (`cli.run_training`).
+    # `trl-efficient train` re-raises it once the final model is on disk (`api.training.run_training`).
     def create_model_card(self, model_name=None, dataset_name=None, tags=None, **kwargs) -> None:
         self.model_card_error = None
         try:
