@@ -3,8 +3,9 @@
 recipe and reward tables generated from the registry), and the commands of the lower layers (`eval`, `data`,
 `testbed`, `serve-scorer`, `profile`, `push`, `merge`), each imported only when it runs: `trl-efficient --help` and
 `trl-efficient recipes` load only what they need, and a command's `--help` loads no torch, TRL or transformers
-(`tests/cli/test_lazy_imports.py`) except `train`'s and `profile`'s, whose options are TRL's and transformers'
-dataclasses (`GRPOConfig` is a `TrainingArguments`).
+(`tests/cli/test_lazy_imports.py`). `train`'s and `profile`'s options are TRL's and transformers' dataclasses
+(`GRPOConfig` is a `TrainingArguments`): their first `--help` renders the text with them and keeps it
+(`help_cache_path`), later ones print it.
 
 `trl-efficient train --config <recipe> [--key value ...]`: see `trl_efficient.api.training` (run preset < recipe <
 YAML < command line; `--config` takes a YAML path or a shipped recipe's name, `trl-efficient recipes show kimi`
@@ -78,6 +79,65 @@ def asks_for_help(argv: list[str]) -> bool:
     (True, False)
     """
     return any(arg in ("-h", "--help") for arg in argv)
+
+
+# Commands whose options are TRL's and transformers' dataclasses (`EfficientGRPOConfig` is a `TrainingArguments`,
+# `profile`'s arguments live in `methods.saber`): their help text cannot be rendered without torch, so the first
+# `<command> --help` renders it and keeps it (`help_cache_path`), and later ones print the kept text.
+DATACLASS_COMMANDS = ("train", "profile")
+
+
+def help_cache_path(command: str) -> str:
+    """Where the help text of `trl-efficient <command> --help` is kept: `$TRL_EFFICIENT_CACHE/help/` (default
+    `~/.cache/trl_efficient/help/`), named by a hash of everything the text depends on: the installed versions of
+    torch, TRL and transformers (read from their distributions, not imported), the Python version, the terminal
+    width argparse wraps to, and the source of every module of this package (the dataclasses and the registries
+    their help lists), so an upgrade or an edit renders it again."""
+    import hashlib
+    import shutil
+    from importlib import metadata
+
+    digest = hashlib.sha256(f"{sys.version}\n{shutil.get_terminal_size().columns}\n".encode())
+    for dist in ("torch", "trl", "transformers"):
+        digest.update(f"{dist}=={metadata.version(dist)}\n".encode())
+    package = os.path.dirname(os.path.abspath(__file__))
+    for folder, dirs, files in sorted(os.walk(package)):
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(os.path.relpath(os.path.join(folder, name), package).encode() + b"\0" + f.read())
+    root = os.environ.get("TRL_EFFICIENT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "trl_efficient")
+    return os.path.join(root, "help", f"{command}-{digest.hexdigest()[:16]}.txt")
+
+
+def print_kept_help(command: str, run) -> None:
+    """`trl-efficient <command> --help` for a `DATACLASS_COMMANDS` command: print the kept text when there is one,
+    else render it (`run(["--help"])`, which prints it and exits) and keep it; exits 0 as argparse's help does. A
+    cache that cannot be written only costs the next call the rendering."""
+    import contextlib
+    import io
+
+    path = help_cache_path(command)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            print(f.read(), end="")
+        raise SystemExit(0)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            run()(["--help"])
+        except SystemExit as exit_:
+            if exit_.code not in (0, None):
+                raise
+    print(out.getvalue(), end="")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(f"{path}.{os.getpid()}", "w", encoding="utf-8") as f:
+            f.write(out.getvalue())
+        os.replace(f"{path}.{os.getpid()}", path)
+    except OSError:
+        pass
+    raise SystemExit(0)
 
 
 def list_recipes() -> None:
@@ -279,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     _, target, registers = COMMANDS[argv[0]]
+    if argv[0] in DATACLASS_COMMANDS and argv[1:] in (["--help"], ["-h"]):
+        print_kept_help(argv[0], lambda: _resolve(target))
     if registers and not asks_for_help(argv[1:]):
         from .api import register_everything
 

@@ -10,13 +10,11 @@ import sys
 
 import pytest
 
-from trl_efficient.cli import COMMANDS, main
+from trl_efficient.cli import COMMANDS, DATACLASS_COMMANDS, help_cache_path, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEAVY = ("torch", "trl", "transformers")
-# Their help lists the fields of TRL's and transformers' dataclasses (`EfficientGRPOConfig` is a `TrainingArguments`;
-# `profile` is a method's, under `trl_efficient.methods`), so it cannot be printed without loading them.
-DATACLASS_COMMANDS = ("train", "profile")
+# train and profile: their help lists TRL's and transformers' dataclasses; rendered once, then kept (tests below)
 HELP_ARGVS = [[], ["--help"], ["recipes", "show", "--help"], ["recipes", "presets", "--help"]] + [
     [command, "--help"] for command in sorted(COMMANDS) if command not in DATACLASS_COMMANDS
 ]
@@ -96,3 +94,53 @@ def test_a_parser_that_is_not_ours_still_exits_as_argparse_does(monkeypatch, cap
     monkeypatch.undo()
     assert main(["push", "--nope"]) == 2  # ours: one line (the real parser again)
     assert capsys.readouterr().err.startswith("trl-efficient: error: trl-efficient push: the following arguments")
+
+
+@pytest.mark.parametrize("command", DATACLASS_COMMANDS)
+def test_a_dataclass_commands_help_is_rendered_once_and_kept(command, tmp_path, monkeypatch, capsys):
+    """The first `train --help` renders the text (with TRL and transformers) and keeps it where the next one looks."""
+    monkeypatch.setenv("TRL_EFFICIENT_CACHE", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"usage: trl-efficient {command}") and "--model_name_or_path" in printed
+    with open(help_cache_path(command), encoding="utf-8") as f:
+        assert f.read() == printed
+
+
+@pytest.mark.parametrize("command", DATACLASS_COMMANDS)
+def test_a_kept_help_prints_without_torch_trl_or_transformers(command, tmp_path):
+    code = f"""
+import contextlib, io, json, os, sys
+os.environ["TRL_EFFICIENT_CACHE"] = {str(tmp_path)!r}
+from trl_efficient.cli import help_cache_path, main
+path = help_cache_path({command!r})
+os.makedirs(os.path.dirname(path))
+with open(path, "w") as f:
+    f.write("usage: trl-efficient {command} (kept)\\n")
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        main([{command!r}, "--help"])
+    except SystemExit as exit_:
+        code = exit_.code
+print(json.dumps({{"loaded": [m for m in {HEAVY!r} if m in sys.modules], "help": out.getvalue(), "code": code}}))
+"""
+    seen = _run(code)
+    assert seen == {"loaded": [], "help": f"usage: trl-efficient {command} (kept)\n", "code": 0}
+
+
+def test_the_kept_help_is_keyed_by_what_it_depends_on(monkeypatch):
+    """Same inputs, same file; another terminal width (argparse wraps to it) or another transformers, another."""
+    import os
+    import shutil
+    from importlib import metadata
+
+    path = help_cache_path("train")
+    assert help_cache_path("train") == path and help_cache_path("profile") != path
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, **k: os.terminal_size((231, 40)))
+    wide = help_cache_path("train")
+    version = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda dist: "9.9.9" if dist == "transformers" else version(dist))
+    assert len({path, wide, help_cache_path("train")}) == 3
