@@ -126,6 +126,25 @@ def render_history(history_path: str = HISTORY_JSON) -> str:
         return module.render(json.load(f))
 
 
+HEADLINE = "testbed-headline"  # in README.md: the verdicts the README may state (confirmed ones only)
+
+
+def render_headline(json_path: str = DEFAULT_JSON) -> str:
+    """The README's headline of the testbed's verdicts (issue 32 item 5): only a verdict that the confirmation pass
+    repeated on unseen training seeds and a fresh task set (`trl-efficient testbed confirm`) is stated as a result;
+    the rest are counted, and named as what they are (decided at the looks but not confirmed, inconclusive, cannot be
+    judged); the negative controls' scores on the checks follow.
+
+    """
+    import json
+
+    with open(json_path) as f:
+        data = json.load(f)
+    from trl_efficient.testbed.verdicts import headline
+
+    return headline(data["rows"], data.get("confirmation"), data.get("protocol") or {})
+
+
 def readme_section(text: str, marker: str = MARKER) -> str:
     """The text between the `marker` markers of `text`, stripped."""
     from trl_efficient.recipes.tables import readme_section as section
@@ -145,6 +164,9 @@ def main(argv=None) -> int:
     status = 0
     sections = [(args.readme, MARKER, render_section(args.json).strip()),
                 (args.docs, SCORECARD, render_scorecard(args.json).strip())]  # fmt: skip
+    with open(args.readme) as f:
+        if f"<!-- {HEADLINE}:start -->" in f.read():  # the confirmed verdicts (README.md has it; a test checks)
+            sections.append((args.readme, HEADLINE, render_headline(args.json).strip()))
     with open(args.docs) as f:
         docs = f.read()
     if f"<!-- {PROTOCOL}:start -->" in docs:  # protocol 1's verdicts and their history

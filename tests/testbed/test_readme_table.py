@@ -51,3 +51,18 @@ def test_update_readme_check_flags_a_stale_table(tmp_path):
     assert text.startswith("intro\n") and text.endswith("rest\n") and "old table" not in text
     assert "old card" not in docs.read_text() and "| 6 | every check decides" in docs.read_text()
     assert up.main([*paths, "--check"]) == 0
+
+
+def test_readme_headline_states_only_confirmed_verdicts():
+    """The README's headline is the rendering of the committed compare.json, and names as held or not held only the
+    checks whose `confirmed` flag the confirmation pass set (issue 32 item 5)."""
+    up = _updater()
+    with open(up.README) as f:
+        section = up.readme_section(f.read(), up.HEADLINE)
+    assert section and section == up.render_headline(up.DEFAULT_JSON).strip()
+    data = json.load(open(up.DEFAULT_JSON))
+    stated = section.split("Decided at the looks")[0]  # the confirmed part of the headline
+    for row in data["rows"]:
+        check = row.get("method_check") or {}
+        if f"`{row['recipe']}`" in stated:
+            assert check.get("label") in ("held", "not held") and check.get("confirmed") is True, row["recipe"]

@@ -43,6 +43,7 @@ __all__ = [
     "annotate",
     "check_inputs",
     "confirm_rows",
+    "headline",
     "is_control",
     "label",
     "negative_controls",
@@ -218,3 +219,56 @@ def confirm_rows(rows: list[dict], confirmation: list[dict]) -> dict:
         counts[check["label"]] += bool(check["confirmed"])
     return counts
 
+
+def headline(rows: list[dict], confirmation: dict | None, protocol: dict) -> str:
+    """The README's headline of the testbed's verdicts (issue 32 item 5), from the rows of a `compare.json`, its
+    `confirmation` record (`runner.confirm`) and its `protocol`: only a verdict that the confirmation pass repeated is
+    stated as a result; the rest are counted and named as what they are; then the negative controls' scores.
+
+    >>> rows = [{"recipe": "a", "method_check": {"label": "held", "confirmed": True}},
+    ...         {"recipe": "b", "method_check": {"label": "held", "confirmed": False}},
+    ...         {"recipe": "c", "method_check": {"label": "inconclusive"}},
+    ...         {"recipe": "placebo", "method_check": {"label": "control", "scored_on": 4, "passes": []}}]
+    >>> text = headline(rows, {"seeds": [1000, 1001, 1002], "seed": 1000}, {"version": 5})
+    >>> text.split(" (")[0], "**1 held** (`a`), **0 not held**." in text
+    ('Confirmed verdicts', True)
+    >>> "not confirmed: 1 (`b`). Inconclusive after the looks: 1." in text, text.split(". ")[-1]
+    (True, 'Negative controls: `placebo` passes 0 of the 4 checks it is scored on.')
+    >>> headline(rows[2:3], None, {}).split(":")[0]
+    'No verdict is confirmed yet'
+    """
+    checks = {r["recipe"]: r["method_check"] for r in rows if r.get("status", "ok") == "ok" and r.get("method_check")}
+
+    def names(pred) -> list[str]:
+        return [name for name, c in checks.items() if pred(c)]
+
+    def listed(items: list[str]) -> str:
+        return f" ({', '.join(f'`{n}`' for n in items)})" if items else ""
+
+    if not confirmation:
+        decided = names(lambda c: c.get("label") in ("held", "not held"))
+        return (f"No verdict is confirmed yet: {len(decided)} decided at the looks{listed(decided)} await the "
+                "confirmation pass (`python perf/testbed/compare.py --confirm`).")  # fmt: skip
+    held = names(lambda c: c.get("label") == "held" and c.get("confirmed") is True)
+    not_held = names(lambda c: c.get("label") == "not held" and c.get("confirmed") is True)
+    unconfirmed = names(lambda c: c.get("label") in ("held", "not held") and c.get("confirmed") is not True)
+    inconclusive = names(lambda c: c.get("label") == "inconclusive")
+    cannot = names(lambda c: c.get("label") == "cannot be judged")
+    seeds = confirmation.get("seeds") or []
+    where = (f"protocol {protocol.get('version', '?')}: decided after the looks, then the same verdict again on "
+             f"training seeds {seeds[0]}-{seeds[-1]} and a fresh task set, seed {confirmation.get('seed')}"
+             if seeds else f"protocol {protocol.get('version', '?')}")  # fmt: skip
+    text = [
+        f"Confirmed verdicts ({where}): **{len(held)} held**{listed(held)}, **{len(not_held)} not held**"
+        f"{listed(not_held)}. Decided at the looks but not confirmed: {len(unconfirmed)}{listed(unconfirmed)}. "
+        f"Inconclusive after the looks: {len(inconclusive)}. Cannot be judged here: {len(cannot)}{listed(cannot)}."
+    ]
+    controls = []
+    for name, check in checks.items():
+        if check.get("label") == "control" and "scored_on" in check:
+            passes = check.get("passes") or []
+            controls.append(f"`{name}` passes {len(passes)} of the {check['scored_on']} checks it is scored on"
+                            f"{listed(passes)}")  # fmt: skip
+    if controls:
+        text.append("Negative controls: " + "; ".join(controls) + ".")
+    return " ".join(text)
