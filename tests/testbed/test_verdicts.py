@@ -277,3 +277,26 @@ def test_grpo_prompted_is_grpo_retrained_exactly():
         run = json.load(open(os.path.join(RESULTS, path)))
         assert run["key"]["trains"] == "grpo" and run["records"] == by_seed[run["seed"]]
         assert {"hbpo:48", "l1:46", "l1-max:338", "saber:16", "asrr"} <= set(run["modes"])
+
+
+def test_committed_confirmation_follows_from_its_committed_rerun():
+    """The `confirmed` column of the committed comparison is `confirm_rows` of the committed confirmation pass
+    (results/confirm/compare.json, its rows judged from results/confirm/runs/): each decided check is confirmed
+    exactly when the rerun gives the same verdict, and the counts agree."""
+    from trl_efficient.testbed.verdicts import confirm_rows
+
+    data = _committed()
+    record = data["confirmation"]
+    with open(os.path.join(RESULTS, record["output_dir"], "compare.json")) as f:
+        rerun = json.load(f)
+    assert rerun["settings"]["seed"] == record["seed"] != data["settings"]["seed"]
+    looked = {s for r in data["rows"] for s in (r.get("seeds") or [])}
+    assert not looked & set(record["seeds"])  # training seeds never looked at
+    rows = json.loads(json.dumps(data["rows"]))
+    for row in rows:
+        (row.get("method_check") or {}).pop("confirmed", None)
+    assert confirm_rows(rows, rerun["rows"]) == record["counts"]
+    assert [(r.get("method_check") or {}).get("confirmed") for r in rows] == [
+        (r.get("method_check") or {}).get("confirmed") for r in data["rows"]]  # fmt: skip
+    decided = [r["recipe"] for r in data["rows"] if (r.get("method_check") or {}).get("label") in ("held", "not held")]
+    assert sorted(record["recipes"]) == sorted(decided)
