@@ -251,20 +251,12 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
             yaml.YAMLError)  # fmt: skip
 
 
-def _user_error_line(err: BaseException, command: str) -> str:
-    """The one line of a user error: a file error names its file (`_file_error_line`), an unknown flag of a
-    dataclass command (`profile`: transformers' `HfArgumentParser` lists the flags it did not use in a plain
-    `ValueError`, no type or attribute of its own, so its wording is matched) says so, anything else is its message."""
-    import re
-
+def _user_error_line(err: BaseException) -> str:
+    """The one line of a user error: a file error names its file (`_file_error_line`), anything else is its message
+    (the commands raise `UserError`s that say what to change, an unknown flag included)."""
     if isinstance(err, OSError) and err.filename is not None:
         return _file_error_line(err)
-    message = one_line(err)
-    not_used = re.match(r"Some specified arguments are not used by the HfArgumentParser: (\[.*\])", message)
-    if not_used:
-        args = " ".join(re.findall(r"'([^']*)'", not_used.group(1)))
-        return f"unknown argument(s): {args}; fix their names (see `trl-efficient {command} --help`)"
-    return message
+    return one_line(err)
 
 
 def _file_error_line(err: OSError) -> str:
@@ -360,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     except _user_error_types() as err:
         if debug:
             raise
-        print(f"trl-efficient: error: {_user_error_line(err, argv[0])}", file=sys.stderr)
+        print(f"trl-efficient: error: {_user_error_line(err)}", file=sys.stderr)
         return 2
     except OSError as err:  # a model name that does not resolve, in any command (eval, profile...)
         from .core.models import model_lookup_error

@@ -470,13 +470,17 @@ def profile_main(argv: list[str] | None = None) -> int:
     from ..testing.tiny import eos_bias_generation_kwargs
 
     argv = list(sys.argv[2:] if argv is None else argv)
-    from ..core.errors import CommandParser
+    from ..core.errors import CommandParser, UserError
 
     class ProfileParser(TrlParser):  # argparse errors raise UserError, for this parser only
         error = CommandParser.error
 
     parser = ProfileParser((ProfileArguments, DataArguments), prog="trl-efficient profile")
-    args, data_args = parser.parse_args_and_config(argv)
+    args, data_args, unknown = parser.parse_args_and_config(argv, return_remaining_strings=True)
+    if unknown:  # flags (or YAML keys, as `--key value`) that no field takes
+        raise UserError(
+            f"unknown argument(s): {' '.join(unknown)}; fix their names (see `trl-efficient profile --help`)"
+        )
     if args.backend not in ("transformers", "vllm", "auto"):
         raise ValueError(f"backend must be 'transformers', 'vllm' or 'auto', got {args.backend!r}.")
     if args.max_new_tokens <= 0 or args.batch_size <= 0:
