@@ -29,6 +29,18 @@ def _loaded(statement):
         ("import trl_efficient", ("trl_efficient.rewards", "trl_efficient.testing", "trl", "torch", *UPPER)),
         ("import trl_efficient.rewards", ("trl_efficient.testing", *UPPER)),
         ("import trl_efficient.trainer", ("trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.testbed")),
+        # the registry names trainers by reference (Recipe.trainer): it loads no method, trainer or torch
+        (
+            "import trl_efficient.recipes",
+            (
+                "trl_efficient.methods",
+                "trl_efficient.trainer",
+                "trl_efficient.testbed",
+                "torch",
+                "transformers",
+                "peft",
+            ),
+        ),
     ],
 )
 def test_a_layer_loads_nothing_above_it(statement, forbidden):
@@ -37,13 +49,14 @@ def test_a_layer_loads_nothing_above_it(statement, forbidden):
 
 
 def test_each_layer_registers_its_parts_when_imported():
+    import trl_efficient.methods  # noqa: F401
     import trl_efficient.testbed  # noqa: F401
     import trl_efficient.testing  # noqa: F401
     from trl_efficient.core.models import MODEL_SCHEMES
     from trl_efficient.recipes import RECIPES
     from trl_efficient.trainer import ADVANTAGE_ESTIMATORS
 
-    assert "hbpo" in ADVANTAGE_ESTIMATORS and "dler" in RECIPES  # recipes imports methods
+    assert "hbpo" in ADVANTAGE_ESTIMATORS and "dler" in RECIPES  # methods registers its estimators, recipes its own
     assert {"tiny", "testbed"} <= set(MODEL_SCHEMES.names())
 
 

@@ -10,7 +10,7 @@ other commands.
 Importing a sub-package loads that layer and the layers below it, nothing above (`import trl_efficient.rewards` loads
 no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
 "Registration"): `trl_efficient.methods` registers the method families' estimators, filters, plans and samplers;
-`trl_efficient.recipes` (which imports `methods`) every recipe; `trl_efficient.testing` the `tiny:` model scheme;
+`trl_efficient.recipes` every recipe (light: it imports no method); `trl_efficient.testing` the `tiny:` model scheme;
 `trl_efficient.testbed` the `testbed:` scheme and benchmark. The `trl-efficient` command imports them all.
 """
 

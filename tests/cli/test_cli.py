@@ -156,7 +156,7 @@ def test_model_config_flags_reach_the_trainer(tmp_path, monkeypatch):
     built = []
     cls = get_recipe("grpo").trainer_cls
     spy = type("Spy", (cls,), {"__init__": lambda t, *a, **k: (cls.__init__(t, *a, **k), built.append(t))[0]})
-    monkeypatch.setitem(RECIPES._entries, "grpo", dataclasses.replace(get_recipe("grpo"), trainer_cls=spy))
+    monkeypatch.setitem(RECIPES._entries, "grpo", dataclasses.replace(get_recipe("grpo"), trainer=spy))
     flags = ["--use_peft", "--lora_r", "2", "--lora_alpha", "4", "--lora_target_modules", "all-linear",
              "--torch_dtype", "bfloat16", "--attn_implementation", "eager"]  # fmt: skip
     script, _, _ = parse_train_args(["--config", "configs/grpo.yaml", *tiny_cli_args(tmp_path), *flags])

@@ -44,7 +44,7 @@ def test_lazy_factories_load_their_module_on_first_use_only():
         "import sys, trl_efficient.rewards as r\n"
         "assert 'torch' not in sys.modules and 'trl_efficient.rewards.budgetthinker' not in sys.modules\n"
         "f = r.get_budgetthinker_reward\n"
-        "assert f.__module__ == 'trl_efficient.rewards.budgetthinker' and 'torch' in sys.modules\n"
+        "assert f.__module__ == 'trl_efficient.rewards.budgetthinker' and 'torch' not in sys.modules\n"
         "from trl_efficient.rewards import get_laser_d_reward\n"
         "assert not any(m.startswith(('trl_efficient.methods', 'trl_efficient.trainer')) for m in sys.modules)\n"
     )

@@ -23,10 +23,10 @@ __all__ = ["UserError", "evaluate", "merge", "push", "register_everything", "res
 
 def register_everything() -> None:
     """Fill every registry, by explicit imports: the one place the `trl-efficient` command and this API register.
-    `recipes` (every recipe and reward builder, and through it `methods`: estimators, filters, plans, samplers),
-    `testing` (the `tiny:` model scheme) and `testbed` (the `testbed:` scheme and benchmark). Each is imported once;
-    calling this again costs nothing."""
-    from .. import recipes, testbed, testing  # noqa: F401
+    `methods` (estimators, filters, plans, samplers: a recipe's config names them), `recipes` (every recipe and reward
+    builder; light, it imports no method), `testing` (the `tiny:` model scheme) and `testbed` (the `testbed:` scheme
+    and benchmark). Each is imported once; calling this again costs nothing."""
+    from .. import methods, recipes, testbed, testing  # noqa: F401
 
 
 def resolve_model(name: str) -> str:

@@ -3,7 +3,8 @@ trainer subclasses).
 
 Each module registers its parts in the registries of `trl_efficient.trainer` when it is imported; this file imports
 every one of them, explicitly: the one place the method layer registers. `import trl_efficient.methods` (done by
-`trl_efficient.recipes` and the `trl-efficient` command) is what makes a config naming e.g. `advantage_estimator:
+`trl_efficient.api.register_everything`, the library API and the `trl-efficient` command, not by the recipe registry,
+which names its trainers by reference) is what makes a config naming e.g. `advantage_estimator:
 hbpo` validate. A new method module is added to the list below.
 """
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..core.sampler_defaults import FRUGAL_ALPHA
 from ..trainer.sampling import PROMPT_SAMPLERS, PromptSampler, dataset_column
 from .saber import profile_dataset, question_key, write_profile
 
@@ -275,8 +276,6 @@ if __name__ == "__main__":
 
 
 # ---------------------------------------------------------------- the `frugal` prompt sampler
-
-FRUGAL_ALPHA = 0.0  # [paper] uniform over the kept problems; alpha > 0 (option) weights w(p) = 1 + alpha * p
 
 
 def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:

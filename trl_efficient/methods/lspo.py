@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import math
 
+from ..core.sampler_defaults import LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from ..trainer.filters import zero_std_filter
 from ..trainer.group import GroupBatch
 from ..trainer.sampling import PROMPT_SAMPLERS, PromptSampler, dataset_column
 
 __all__ = ["LSPO_HIGH", "LSPO_LOW", "LSPO_MAX_RATIO", "LSPOSampler", "quantile"]
-
-LSPO_LOW = 0.3  # proposed default (methods.md §20: quantiles not published)
-LSPO_HIGH = 0.7  # proposed default
-LSPO_MAX_RATIO = 0.95  # proposed default: L_max = 0.95 * max_completion_length
 
 
 def quantile(values: list[float], q: float) -> float:

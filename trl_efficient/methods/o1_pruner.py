@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.lengths import LengthMeter
-from ..rewards.o1_pruner import REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
+from ..rewards.o1_pruner import O1_K, REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
 from ..trainer.state import STATE_FILE
 from .frugal import SamplingArguments, fold_records, sample_rollouts
 from .saber import question_key
@@ -63,7 +63,6 @@ __all__ = [
     "write_reference_stats",
 ]
 
-O1_K = 12  # reference samples per problem [code] (methods.md §10; construct_dataset.py's --K defaults to 16)
 O1_STATS_FILE = "o1_pruner_reference.json"  # the copy in the output dir
 O1_STATE_KEY = "o1_pruner_reference"  # the reward's key in trl_efficient_state.json (_O1PrunerReward.state_key)
 

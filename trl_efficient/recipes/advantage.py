@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.drpo import DRPOTrainer
-from ..methods.gfpo import GFPOTrainer
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
@@ -77,7 +75,7 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer_cls=GFPOTrainer,
+        trainer="trl_efficient.methods.gfpo:GFPOTrainer",
     )
 )
 register_recipe(
@@ -106,7 +104,7 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer_cls=GFPOTrainer,
+        trainer="trl_efficient.methods.gfpo:GFPOTrainer",
     )
 )
 register_recipe(
@@ -131,7 +129,7 @@ register_recipe(
             "DRPO length normaliser C = max_completion_length",
             "DRPO as an advantage-level formulation (exact when one optimizer step per generation batch)",
         ),
-        trainer_cls=DRPOTrainer,
+        trainer="trl_efficient.methods.drpo:DRPOTrainer",
     )
 )
 register_recipe(

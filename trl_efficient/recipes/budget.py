@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.hbpo import HBPOTrainer, hbpo_settings
-from ..methods.saber import SABER_PROFILE_ENV
-from ..methods.saber import prepare_dataset as prepare_saber_dataset
 from ..prompts import (
     BUDGET_PROMPT,
     HBPO_BUDGETS,
@@ -43,6 +40,8 @@ from .scale import RecipeScale, scale_length, scale_per_token
 )
 def build_hbpo_reward(args, **kwargs) -> Callable:
     """`hbpo` reward builder: recipe kwargs < `advantage_kwargs` (HBPO's constants, shared with the estimator)."""
+    from ..methods.hbpo import hbpo_settings
+
     shared = hbpo_settings(args)
     clash = {k: (kwargs[k], v) for k, v in shared.items() if k in kwargs and kwargs[k] != v}
     if clash:
@@ -142,7 +141,7 @@ register_recipe(
             f'start the assistant turn with "{HBPO_TEMPLATE.format(budget="{b}")}"; for the paper\'s '
             f'efficiency prompting, with "{HBPO_MINIMAL_PROMPT}".'
         ),
-        trainer_cls=HBPOTrainer,
+        trainer="trl_efficient.methods.hbpo:HBPOTrainer",
     )
 )
 
@@ -177,8 +176,8 @@ register_recipe(
             "SABER modes: NoThink = empty think block, FastThink = 128, CoreThink = 4096, DeepThink = 16384 tokens",
         ),
         usage=_saber_usage(),
-        prepare_dataset=prepare_saber_dataset,
+        prepare_dataset="trl_efficient.methods.saber:prepare_dataset",
     )
 )
 
-__all__ = ["HBPO_BUDGETS", "SABER_PROFILE_ENV", "build_hbpo_reward", "build_saber_reward"]
+__all__ = ["HBPO_BUDGETS", "build_hbpo_reward", "build_saber_reward"]

@@ -6,7 +6,6 @@ Reward builder `budgetthinker`: `get_budgetthinker_reward`, reading the plan's `
 
 from __future__ import annotations
 
-from ..methods.budgetthinker import BudgetThinkerTrainer
 from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import get_budgetthinker_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
@@ -72,7 +71,7 @@ register_recipe(
             RewardSpec("correctness", weight=0.0),
         ),
         papers=("2508.17196",),
-        trainer_cls=BudgetThinkerTrainer,
+        trainer="trl_efficient.methods.budgetthinker:BudgetThinkerTrainer",
         config_overrides={
             "rollout_plan": "budgetthinker",
             # [code] easyr1/examples/8ratio_v1.yaml: the epoch curriculum

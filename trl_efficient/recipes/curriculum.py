@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.curriculum import curriculum_schedule
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
 from ..rewards.curriculum import get_curriculum_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
@@ -24,6 +23,8 @@ from .scale import RecipeScale
 )
 def build_curriculum_reward(args, **kwargs) -> Callable:
     """`curriculum` reward builder: weights from the recipe kwargs, schedule from `rollout_plan_kwargs`."""
+    from ..methods.curriculum import curriculum_schedule
+
     settings = curriculum_schedule(args).settings()
     clash = sorted(set(kwargs) & set(settings))
     if clash:

@@ -6,7 +6,6 @@ refill) and DA-DLER (difficulty-aware truncation of easy prompts' correct sample
 
 from __future__ import annotations
 
-from ..methods.dler import DLERTrainer
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, scale_length
 
@@ -65,7 +64,7 @@ register_recipe(
         proposed_defaults=(
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer_cls=DLERTrainer,
+        trainer="trl_efficient.methods.dler:DLERTrainer",
     )
 )
 register_recipe(
@@ -98,6 +97,6 @@ register_recipe(
             "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer_cls=DLERTrainer,
+        trainer="trl_efficient.methods.dler:DLERTrainer",
     )
 )

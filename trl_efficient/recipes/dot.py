@@ -6,7 +6,6 @@ Values taken from the paper or its code cite methods.md; our own choices are lis
 
 from __future__ import annotations
 
-from ..methods.dot import DOTTrainer
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, scale_length
 
@@ -64,6 +63,6 @@ register_recipe(
             "predictive oversampling as one refill pass of floor(B*f) - B prompts after the dataloader's batch, only "
             "when that batch falls short (at most 2 generation batches); a shortfall is masked, not padded",
         ),
-        trainer_cls=DOTTrainer,
+        trainer="trl_efficient.methods.dot:DOTTrainer",
     )
 )

@@ -7,8 +7,6 @@ Values taken from a paper or its code cite methods.md; our own choices are liste
 
 from __future__ import annotations
 
-from ..methods.entropy import TokenEntropyTrainer
-from ..methods.pear import PEARTrainer
 from ..rewards.pear import get_pear_reward
 from .advantage import CANON_SECTION
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
@@ -42,7 +40,7 @@ register_recipe(
             "phase has mean entropy 0",
             "entropies from one extra no-grad forward pass at generation time (the policy before the update)",
         ),
-        trainer_cls=PEARTrainer,
+        trainer="trl_efficient.methods.pear:PEARTrainer",
     )
 )
 register_recipe(
@@ -76,6 +74,6 @@ register_recipe(
             "mean token entropy from one extra no-grad forward pass at generation time, rounded to 1e-4 nats; ties "
             "break stably by index",
         ),
-        trainer_cls=TokenEntropyTrainer,
+        trainer="trl_efficient.methods.entropy:TokenEntropyTrainer",
     )
 )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..methods.lapo import LAPOTrainer, lapo_settings
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import get_lapo_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
@@ -33,6 +32,8 @@ def build_lapo_reward(args, **kwargs) -> Callable:
             f"completion: set length_unit='tokens' and length_scope='total' (got {args.length_unit!r}, "
             f"{args.length_scope!r})."
         )
+    from ..methods.lapo import lapo_settings
+
     settings = lapo_settings(args)
     clash = sorted(set(kwargs) & set(settings))
     if clash:
@@ -101,7 +102,7 @@ register_recipe(
             "Prompt as in training. For a chosen budget L, start the assistant turn with "
             f'"{LAPO_TEMPLATE.format(length="{L}")}"; without it the model picks its own length.'
         ),
-        trainer_cls=LAPOTrainer,
+        trainer="trl_efficient.methods.lapo:LAPOTrainer",
     )
 )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.lengths import LengthMeter
-from ..methods.laser import LaserMonitor, get_laser_d_reward
+from ..rewards.laser import get_laser_d_reward
 from .registry import LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
 from .scale import RecipeScale, scale_length
 
@@ -48,11 +48,14 @@ def _declare(name: str, paper: str, exploration: bool) -> None:
         paper,
         whole_groups=True,
         receives=("length",),
-        also_receives=(LaserMonitor,),  # the monitor's settings (_MONITOR_KEYS) are builder kwargs too
+        # the monitor's settings (_MONITOR_KEYS) are builder kwargs too; a reference: the monitor is a trainer part
+        also_receives=("trl_efficient.methods.laser:LaserMonitor",),
     )
     def build(args, length_unit: str, length_scope: str, tokenizer, **kwargs) -> Callable:
         meter = LengthMeter(length_unit, length_scope, tokenizer)
         monitor_kwargs = {k: kwargs.pop(k) for k in _MONITOR_KEYS if k in kwargs}
+        from ..methods.laser import LaserMonitor
+
         monitor = LaserMonitor(**monitor_kwargs, meter=meter)
         return get_laser_d_reward(exploration=exploration, monitor=monitor, length_unit=length_unit,
                                   length_scope=length_scope, tokenizer=tokenizer, **kwargs)  # fmt: skip

@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..methods.o1_pruner import O1_K, O1_STATS_FILE, load_reference_stats
-from ..methods.o1_pruner import prepare_dataset as prepare_o1_pruner_dataset
 from ..rewards.o1_pruner import (
     O1_ALPHA,
     O1_CLIP,
+    O1_K,
     O1_PRUNER_REWARD_PROPOSED_DEFAULTS,
     REF_ACCURACY_COLUMN,
     REF_LENGTH_COLUMN,
@@ -42,6 +41,8 @@ def build_o1_pruner_reward(args, **kwargs) -> Callable:
             "o1_pruner reward_kwargs ['reference'] are set by the run (length_unit/length_scope in the config, the "
             "reference statistics by prepare_dataset); remove them."
         )
+    from ..methods.o1_pruner import O1_STATS_FILE, load_reference_stats
+
     path = os.path.join(args.output_dir, O1_STATS_FILE)
     reference = load_reference_stats(path) if os.path.exists(path) else None
     return get_o1_pruner_reward(reference=reference, **kwargs)
@@ -90,7 +91,7 @@ register_recipe(
             "training cap, temperature, top_p and seed, sampled once before training (the paper's offline pre-pass)",
             "O1-Pruner reference lengths in the run's length_unit/length_scope; a truncated sample counts at its cap",
         ),
-        prepare_dataset=prepare_o1_pruner_dataset,
+        prepare_dataset="trl_efficient.methods.o1_pruner:prepare_dataset",
     )
 )
 

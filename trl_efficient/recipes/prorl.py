@@ -26,7 +26,6 @@ Settings and where they come from:
 
 from __future__ import annotations
 
-from ..methods.dler import DLERTrainer
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale
 
@@ -83,6 +82,6 @@ register_recipe(
             "plateau trigger (ref_reset_metric) patience 3, min_delta 0, off unless an evaluation metric is named",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer_cls=DLERTrainer,
+        trainer="trl_efficient.methods.dler:DLERTrainer",
     )
 )

@@ -41,6 +41,7 @@ def _summary(obj: Callable) -> str:
 
 def _parts(recipe: Recipe) -> list[tuple[str, Callable]]:
     """The callables that implement `recipe`: reward factories, then the estimator, filter, sampler, plan."""
+    from .. import methods  # noqa: F401  (the method layer's estimators, filters, samplers and plans registered)
     from ..trainer.advantages import ADVANTAGE_ESTIMATORS
     from ..trainer.filters import COMPLETION_FILTERS
     from ..trainer.rollout import ROLLOUT_PLANS

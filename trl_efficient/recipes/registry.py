@@ -23,7 +23,6 @@ from typing import Any
 
 from .. import rewards as R
 from ..core.registry import Registry
-from ..trainer import EfficientGRPOTrainer
 from .scale import DEFAULT_PAPER_CAP, RecipeScale, ScaleRule, scale_free, scale_length, scale_per_token
 
 RECIPES: Registry = Registry("recipe")
@@ -52,7 +51,32 @@ class RewardInfo:
 
 
 REWARD_INFO: dict[str, RewardInfo] = {}
-REWARD_RECEIVERS: dict[str, tuple[Callable, ...]] = {}  # builder name -> extra receivers of its keyword arguments
+# builder name -> extra receivers of its keyword arguments (objects, or `"module:attr"` references: `resolve`)
+REWARD_RECEIVERS: dict[str, tuple[Callable | str, ...]] = {}
+
+DEFAULT_TRAINER = "trl_efficient.trainer:EfficientGRPOTrainer"
+
+
+def resolve(reference: Any) -> Any:
+    """The object a `"package.module:attr"` reference names, imported on first use; any other value as it is.
+    Recipes name their trainer and dataset hook this way, so that registering them imports no trainer (torch):
+    `import trl_efficient.recipes` stays light, and the class loads when a run asks for it.
+
+    >>> resolve("trl_efficient.core.registry:Registry").__name__, resolve(len) is len
+    ('Registry', True)
+    """
+    if not isinstance(reference, str):
+        return reference
+    import importlib
+
+    module, _, attr = reference.partition(":")
+    if not module or not attr:
+        raise ValueError(f"{reference!r} is no reference: write 'package.module:attr'")
+    value = importlib.import_module(module)
+    for part in attr.split("."):
+        value = getattr(value, part)
+    return value
+
 
 # What a reward builder can receive from the run, by name: the factory parameters each one sets from the config
 # (`args`) and the run's tokenizer. `reward_builder` passes them itself, so no builder can forget one.
@@ -78,7 +102,7 @@ def reward_builder(
     needs: tuple[str, ...] = ("solution",),
     whole_groups: bool = False,
     receives: tuple[str, ...] = (),
-    also_receives: tuple[Callable, ...] = (),
+    also_receives: tuple[Callable | str, ...] = (),
 ) -> _Declared:
     """Declare reward builder `name`: the run calls `factory(**received, **kwargs)`, or `build(args, **received,
     **kwargs)` when the builder needs more than its factory (a default read from another config field, a monitor):
@@ -90,7 +114,8 @@ def reward_builder(
     signature: a factory that takes `length_unit` must be declared with `receives=("length",)` (and only one that
     takes it may be), so a length reward cannot silently ignore the config's `length_unit`/`length_scope`. A builder
     that hands some keyword arguments to another callable names it in `also_receives` (LASER-D's monitor); the
-    signatures of `factory` and `also_receives` are what `check_reward_kwargs` accepts.
+    signatures of `factory` and `also_receives` are what `check_reward_kwargs` accepts (an `also_receives` entry may
+    be a `"module:attr"` reference, imported when the keyword arguments are checked: `resolve`).
 
     >>> try:
     ...     reward_builder("no_length", R.get_l1_reward, "L1")
@@ -144,9 +169,9 @@ class _Declared:
 
 def reward_kwargs_receivers(name: str) -> tuple[Callable, ...]:
     """The callables that receive builder `name`'s keyword arguments: its `RewardInfo.factory`, then its
-    `also_receives`."""
+    `also_receives` (references resolved)."""
     REWARD_BUILDERS.get(name)  # an unknown name lists the registered builders
-    return (REWARD_INFO[name].factory, *REWARD_RECEIVERS.get(name, ()))
+    return (REWARD_INFO[name].factory, *(resolve(r) for r in REWARD_RECEIVERS.get(name, ())))
 
 
 def check_reward_kwargs(name: str, kwargs: dict, source: str = "reward_kwargs") -> None:
@@ -207,8 +232,11 @@ class Recipe:
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
-    trainer_cls: type = EfficientGRPOTrainer  # the trainer class; a subclass for trainer-level methods (methods/)
-    prepare_dataset: Callable | None = None  # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset
+    # the trainer class, as a "module:attr" reference (`resolve`; `trainer_cls` imports it): a subclass for
+    # trainer-level methods (methods/), so that registering a recipe imports no trainer
+    trainer: str | type = DEFAULT_TRAINER
+    # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset; a callable or a "module:attr" reference
+    prepare_dataset: Callable | str | None = None
     testbed_scale: ScaleRule | None = (
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
@@ -224,12 +252,21 @@ class Recipe:
         if self.family not in RECIPE_FAMILIES:
             raise ValueError(f"recipe {self.name!r}: family must be one of {RECIPE_FAMILIES}, got {self.family!r}.")
 
+    @property
+    def trainer_cls(self) -> type:
+        """The trainer class (`trainer` imported on first use: the method layer, and torch, load here).
+
+        >>> get_recipe("grpo").trainer_cls.__name__
+        'EfficientGRPOTrainer'
+        """
+        return resolve(self.trainer)
+
     def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
         if self.prepare_dataset is None:
             if kwargs:
                 raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")
             return dataset
-        return self.prepare_dataset(dataset, args, tokenizer, **kwargs)
+        return resolve(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
 
     def scale(self, cap: int, max_steps: int) -> RecipeScale:
         """This recipe at the testbed's completion cap and run length (`testbed_scale`); a recipe that declares none

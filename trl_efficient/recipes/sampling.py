@@ -7,9 +7,7 @@ Values taken from a paper or its code cite methods.md; our own choices are liste
 
 from __future__ import annotations
 
-from ..methods.frugal import FRUGAL_ALPHA
-from ..methods.frugal import prepare_dataset as prepare_frugal_dataset
-from ..methods.lspo import LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
+from ..core.sampler_defaults import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import RecipeScale, revisits
 
@@ -95,6 +93,6 @@ register_recipe(
             "uses verl's shuffled dataloader)",
             "Frugal pass-rate estimate at the training cap and temperature, top_p 1.0, correct = answer after </think>",
         ),
-        prepare_dataset=prepare_frugal_dataset,
+        prepare_dataset="trl_efficient.methods.frugal:prepare_dataset",
     )
 )

@@ -10,7 +10,6 @@ at construction. Values taken from the paper or its code cite methods.md; our ow
 
 from __future__ import annotations
 
-from ..methods.sar import SARTrainer
 from ..rewards.sar import get_sar_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
 from .scale import scale_free
@@ -53,6 +52,6 @@ register_recipe(
             "SAR: an empty completion scores 0; both clips applied (the released code clips only below -1; the upper "
             "bound never binds)",
         ),
-        trainer_cls=SARTrainer,
+        trainer="trl_efficient.methods.sar:SARTrainer",
     )
 )

@@ -66,23 +66,17 @@ tokens at `B = 1499` then scored `0.15 + 0.15 (1 - 16 (1399/1499)^2) = -1.79` in
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
-
-import torch
 
 from ..core.answers import extract_boxed, is_correct
 from ..core.checks import check_number, ids_or_none
 from ..core.lengths import LengthMeter, completion_text
 from ..prompts import BUDGETTHINKER_CONTROL_TOKENS
 
-try:  # transformers is a dependency of TRL; the fallback keeps this module importable on its own
-    from transformers import LogitsProcessor
-except ImportError:  # pragma: no cover
-    LogitsProcessor = object
-
 __all__ = [
-    "BudgetControlProcessor",
+    "BudgetControlProcessor",  # noqa: F822  (defined on first access: __getattr__)
     "add_budget_tokens",
     "budget_interval",
     "budgetthinker_format",
@@ -155,72 +149,90 @@ def forced_positions(budget: int | None, length: int) -> list[int]:
     return [k * (delta + 1) - 1 for k in range(1, NUM_PARTS) if k * (delta + 1) - 1 < length]
 
 
-class BudgetControlProcessor(LogitsProcessor):
-    """Force the next control token after every `Δ = ⌊B/8⌋ + 1` free generated tokens of each row (the k-th at
-    0-based position `k·(Δ + 1) - 1`, module docstring).
+@functools.cache
+def _budget_control_processor() -> type:
+    """`BudgetControlProcessor`, defined on first use: it subclasses transformers' `LogitsProcessor` and computes in
+    torch, and this module imports neither at import time, so that the reward (and the recipe registry that declares
+    it) loads without them. The module's `__getattr__` hands it out as `BudgetControlProcessor`."""
+    import torch
+    from transformers import LogitsProcessor
 
-    Args:
-        budgets: one budget per row of the `generate` batch (`None`: no forcing for that row), or one `int` (or
-            `None`) for every row of any batch.
-        control_ids: the 7 control ids in forcing order (`control_token_ids(tokenizer)`).
-        prompt_length: the (padded) prompt length; `None` detects it: a call whose `input_ids` are not the previous
-            call's plus one token per row starts a new `generate` call, whose prompt length is its current length.
-            One processor can then serve several `generate` calls (the eval backend's batches).
+    class BudgetControlProcessor(LogitsProcessor):
+        """Force the next control token after every `Δ = ⌊B/8⌋ + 1` free generated tokens of each row (the k-th at
+        0-based position `k·(Δ + 1) - 1`, module docstring).
 
-    Rows are matched by position: with `num_return_sequences > 1` pass the budgets of the expanded batch.
-    """
+        Args:
+            budgets: one budget per row of the `generate` batch (`None`: no forcing for that row), or one `int` (or
+                `None`) for every row of any batch.
+            control_ids: the 7 control ids in forcing order (`control_token_ids(tokenizer)`).
+            prompt_length: the (padded) prompt length; `None` detects it: a call whose `input_ids` are not the previous
+                call's plus one token per row starts a new `generate` call, whose prompt length is its current length.
+                One processor can then serve several `generate` calls (the eval backend's batches).
 
-    def __init__(self, budgets, control_ids, prompt_length: int | None = None) -> None:
-        self.broadcast = budgets is None or isinstance(budgets, int)
-        self.deltas = [budget_interval(budgets)] if self.broadcast else [budget_interval(b) for b in budgets]
-        self.fixed_prompt_length = prompt_length
-        self._previous: torch.Tensor | None = None
-        self.control_ids = [int(i) for i in control_ids]
-        if len(self.control_ids) != NUM_PARTS - 1:
-            raise ValueError(f"BudgetControlProcessor needs {NUM_PARTS - 1} control ids, got {self.control_ids}.")
-        self.prompt_length = prompt_length
+        Rows are matched by position: with `num_return_sequences > 1` pass the budgets of the expanded batch.
+        """
 
-    def forced_token(self, row: int, position: int) -> int | None:
-        """The control id forced at 0-based generated `position` of `row`, or `None`."""
-        delta = self.deltas[0 if self.broadcast else row]
-        if delta is None or (position + 1) % (delta + 1):
-            return None
-        k = (position + 1) // (delta + 1)
-        return self.control_ids[k - 1] if 1 <= k < NUM_PARTS else None
+        def __init__(self, budgets, control_ids, prompt_length: int | None = None) -> None:
+            self.broadcast = budgets is None or isinstance(budgets, int)
+            self.deltas = [budget_interval(budgets)] if self.broadcast else [budget_interval(b) for b in budgets]
+            self.fixed_prompt_length = prompt_length
+            self._previous: torch.Tensor | None = None
+            self.control_ids = [int(i) for i in control_ids]
+            if len(self.control_ids) != NUM_PARTS - 1:
+                raise ValueError(f"BudgetControlProcessor needs {NUM_PARTS - 1} control ids, got {self.control_ids}.")
+            self.prompt_length = prompt_length
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if self.fixed_prompt_length is None:
-            previous, self._previous = self._previous, input_ids.detach().clone()
-            continuing = (
-                previous is not None
-                and previous.shape[0] == input_ids.shape[0]
-                and previous.shape[1] + 1 == input_ids.shape[1]
-                and torch.equal(previous.to(input_ids.device), input_ids[:, :-1])
-            )
-            if not continuing:
-                self.prompt_length = input_ids.shape[1]
-        if not self.broadcast and input_ids.shape[0] != len(self.deltas):
-            raise ValueError(
-                f"BudgetControlProcessor got {input_ids.shape[0]} rows for {len(self.deltas)} budgets; pass one "
-                "budget per generated sequence."
-            )
-        return self.apply(scores, input_ids.shape[1] - self.prompt_length)
+        def forced_token(self, row: int, position: int) -> int | None:
+            """The control id forced at 0-based generated `position` of `row`, or `None`."""
+            delta = self.deltas[0 if self.broadcast else row]
+            if delta is None or (position + 1) % (delta + 1):
+                return None
+            k = (position + 1) // (delta + 1)
+            return self.control_ids[k - 1] if 1 <= k < NUM_PARTS else None
 
-    def apply(self, scores: torch.FloatTensor, position: int) -> torch.FloatTensor:
-        """`scores` (B, V) for the token at 0-based generated `position`: the control tokens suppressed, or the
-        forced one alone where one is due (what `__call__` does once it knows the position; the testbed's paired
-        sampler calls it directly)."""
-        out = scores.clone()
-        control = torch.tensor(self.control_ids, device=scores.device)
-        out[:, control] = float("-inf")  # suppressed outside the forced positions
-        dead = ~torch.isfinite(out).any(dim=-1)
-        out[dead] = scores[dead]  # never leave a row without a finite logit
-        for row in range(out.shape[0]):
-            token = self.forced_token(row, position)
-            if token is not None:
-                out[row] = float("-inf")
-                out[row, token] = 0.0
-        return out
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            if self.fixed_prompt_length is None:
+                previous, self._previous = self._previous, input_ids.detach().clone()
+                continuing = (
+                    previous is not None
+                    and previous.shape[0] == input_ids.shape[0]
+                    and previous.shape[1] + 1 == input_ids.shape[1]
+                    and torch.equal(previous.to(input_ids.device), input_ids[:, :-1])
+                )
+                if not continuing:
+                    self.prompt_length = input_ids.shape[1]
+            if not self.broadcast and input_ids.shape[0] != len(self.deltas):
+                raise ValueError(
+                    f"BudgetControlProcessor got {input_ids.shape[0]} rows for {len(self.deltas)} budgets; pass one "
+                    "budget per generated sequence."
+                )
+            return self.apply(scores, input_ids.shape[1] - self.prompt_length)
+
+        def apply(self, scores: torch.FloatTensor, position: int) -> torch.FloatTensor:
+            """`scores` (B, V) for the token at 0-based generated `position`: the control tokens suppressed, or the
+            forced one alone where one is due (what `__call__` does once it knows the position; the testbed's paired
+            sampler calls it directly)."""
+            out = scores.clone()
+            control = torch.tensor(self.control_ids, device=scores.device)
+            out[:, control] = float("-inf")  # suppressed outside the forced positions
+            dead = ~torch.isfinite(out).any(dim=-1)
+            out[dead] = scores[dead]  # never leave a row without a finite logit
+            for row in range(out.shape[0]):
+                token = self.forced_token(row, position)
+                if token is not None:
+                    out[row] = float("-inf")
+                    out[row, token] = 0.0
+            return out
+
+    BudgetControlProcessor.__qualname__ = "BudgetControlProcessor"  # pickled and shown as the module's attribute
+    return BudgetControlProcessor
+
+
+def __getattr__(name: str):
+    """`BudgetControlProcessor` (PEP 562), built on first access by `_budget_control_processor`."""
+    if name == "BudgetControlProcessor":
+        return _budget_control_processor()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def budgetthinker_format(text: str) -> int:

@@ -23,6 +23,7 @@ from ..core.state import StatefulComponent
 __all__ = [
     "O1_ALPHA",
     "O1_CLIP",
+    "O1_K",
     "O1_PRUNER_REWARD_PROPOSED_DEFAULTS",
     "REF_ACCURACY_COLUMN",
     "REF_LENGTH_COLUMN",
@@ -32,6 +33,9 @@ __all__ = [
 
 O1_ALPHA = 5.0  # accuracy weight [code] (the paper's alpha; construct_dataset.py takes it as an argument)
 O1_CLIP = (-2.0, 4.0)  # [code] lower_bound / upper_bound of construct_dataset.py
+# reference samples per problem [code] (methods.md §10; construct_dataset.py's --K defaults to 16): the reference
+# statistics this reward reads are means over O1_K samples (trl_efficient.methods.o1_pruner samples them)
+O1_K = 12
 REF_LENGTH_COLUMN = "o1_ref_length"
 REF_ACCURACY_COLUMN = "o1_ref_accuracy"
 

@@ -48,8 +48,6 @@ import math
 import re
 from typing import Any
 
-from transformers import TrainerCallback
-
 from ..core.checks import check_number as _check_number
 from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text, split_thinking
 from ..core.state import StatefulComponent
@@ -405,21 +403,39 @@ class _StepPrunerReward(_SegmentedReward, StatefulComponent):
         """Register the stop-rule callback (once) on the trainer."""
         if self.stop_patience is None:
             return
-        if not any(isinstance(c, StepPrunerStop) and c.reward is self for c in trainer.callback_handler.callbacks):
-            trainer.add_callback(StepPrunerStop(self))
+        stop = _step_pruner_stop()
+        if not any(isinstance(c, stop) and c.reward is self for c in trainer.callback_handler.callbacks):
+            trainer.add_callback(stop(self))
 
 
-class StepPrunerStop(TrainerCallback):
-    """Ends training (`control.should_training_stop`) once the Step Pruner reward's stop rule has fired; the state
-    lives in the reward (checkpointed with it), so this callback holds nothing of its own."""
+@functools.cache
+def _step_pruner_stop() -> type:
+    """`StepPrunerStop`, defined on first use: it subclasses transformers' `TrainerCallback`, which this module does
+    not import at import time, so that the reward (and the recipe registry that declares it) loads without
+    transformers. The module's `__getattr__` hands it out as `StepPrunerStop`."""
+    from transformers import TrainerCallback
 
-    def __init__(self, reward: _StepPrunerReward) -> None:
-        self.reward = reward
+    class StepPrunerStop(TrainerCallback):
+        """Ends training (`control.should_training_stop`) once the Step Pruner reward's stop rule has fired; the
+        state lives in the reward (checkpointed with it), so this callback holds nothing of its own."""
 
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.reward.stop_requested:
-            control.should_training_stop = True
-        return control
+        def __init__(self, reward: _StepPrunerReward) -> None:
+            self.reward = reward
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.reward.stop_requested:
+                control.should_training_stop = True
+            return control
+
+    StepPrunerStop.__qualname__ = "StepPrunerStop"  # pickled and shown as the module's attribute
+    return StepPrunerStop
+
+
+def __getattr__(name: str):
+    """`StepPrunerStop` (PEP 562), built on first access by `_step_pruner_stop`."""
+    if name == "StepPrunerStop":
+        return _step_pruner_stop()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ------------------------------------------------------------------------------------------------------- GRSP

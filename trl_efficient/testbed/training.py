@@ -264,6 +264,7 @@ def build_config(
     of the method) wins over the common cap, and a scale's own `beta` over the common KL coefficient. Every recipe
     trains on the same number of prompts per step (`per_device_train_batch_size / num_generations` of the settings);
     a recipe with its own G samples more."""
+    from .. import methods  # noqa: F401  (the estimators, plans and samplers a recipe's config names)
     from ..trainer import EfficientGRPOConfig
     from .scaling import apply_scale, recipe_scale
 
