@@ -7,4 +7,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed prints its accelerator notice to stdout otherwise
 
-import trl_efficient  # noqa: E402,F401  (register every method family once, before doctests import modules)
+# Register every method family once, under its own module names, before the doctest collector imports a module of
+# it: `import trl_efficient` alone loads nothing, and a method module the collector imported first (importlib mode)
+# would run twice and register its names twice (tests/test_doctests_alone.py).
+import trl_efficient.methods  # noqa: E402,F401
