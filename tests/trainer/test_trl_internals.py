@@ -16,6 +16,7 @@ from trl_efficient.trainer.trl_internals import (
     PRIVATE_ATTRIBUTES,
     PRIVATE_CLASS_ATTRIBUTES,
     PRIVATE_METHODS,
+    TRL_ATTRIBUTES,
     TrlInternalsError,
     check_trl,
 )
@@ -85,8 +86,64 @@ def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
 
 
 def test_the_surface_is_what_the_table_names():
-    # 11 methods (9 of GRPOTrainer, 2 of transformers' Trainer) + 3 attributes + 3 class attributes + 10 output keys
-    assert len(trl_internals.private_surface()) == 27
+    # 11 methods (9 of GRPOTrainer, 2 of transformers' Trainer) + 3 attributes + 3 class attributes
+    # + 22 undocumented attributes + 10 output keys
+    assert len(trl_internals.private_surface()) == 49
+
+
+@pytest.mark.parametrize("name", sorted(TRL_ATTRIBUTES))
+def test_each_undocumented_attribute_is_set_by_grpo_trainers_init(name):
+    assert f"self.{name} =" in inspect.getsource(trl_internals._owner(TRL_ATTRIBUTES[name][0]).__init__)
+
+
+def test_an_undocumented_attribute_that_moved_fails_in_one_line(monkeypatch):
+    monkeypatch.setitem(TRL_ATTRIBUTES, "no_such_attribute", ("GRPOTrainer", "a TRL that renamed it"))
+    check_trl.cache_clear()
+    try:
+        with pytest.raises(TrlInternalsError) as err:
+            check_trl()
+    finally:
+        check_trl.cache_clear()
+    assert "\n" not in str(err.value) and "no longer sets self.no_such_attribute" in str(err.value)
+
+
+def _trl_init_attributes() -> set[str]:
+    """The public-looking attributes `GRPOTrainer.__init__` sets (`self.x = ...`), which are not members of the class
+    (methods, properties) nor set by transformers' `Trainer` (its documented state: `model`, `args`, ...)."""
+    import transformers.trainer
+
+    pattern = r"self\.([a-zA-Z]\w*)\s*(?::[^=\n]*)?=(?!=)"
+    grpo_init = set(re.findall(pattern, inspect.getsource(trl_internals._owner("GRPOTrainer").__init__)))
+    trainer_sets = set(re.findall(pattern, inspect.getsource(transformers.trainer)))
+    return grpo_init - trainer_sets - set(dir(GRPOTrainer))
+
+
+def test_the_undocumented_attributes_read_are_the_tables():
+    """Every `self.x` in a class of ours that subclasses `GRPOTrainer`, and every `trainer.x` anywhere in the package,
+    that names an attribute `GRPOTrainer.__init__` sets is in `TRL_ATTRIBUTES`, and every entry is read somewhere (no
+    stale entry); `generation_config`, the one we write, is reached only through `generation_config_override`."""
+    import importlib
+
+    undocumented = _trl_init_attributes()
+    assert {"num_generations", "generation_config", "ref_model"} <= undocumented  # the scan sees TRL's __init__
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "trl_internals.py" or path.parts[-2] not in ("trainer", "methods", "eval", "hub"):
+            continue
+        where = path.relative_to(PACKAGE).as_posix()
+        texts = [(path.read_text(), r"\btrainer\.([a-zA-Z]\w*)")]  # a trainer held by a callback, a helper
+        module = importlib.import_module("trl_efficient." + where[:-3].replace("/", ".").removesuffix(".__init__"))
+        for obj in vars(module).values():  # our trainer classes defined in this module: their `self.x`
+            if isinstance(obj, type) and issubclass(obj, GRPOTrainer) and obj.__module__ == module.__name__:
+                texts.append((inspect.getsource(obj), r"\bself\.([a-zA-Z]\w*)"))
+        for text, pattern in texts:
+            for name in set(re.findall(pattern, text)) & undocumented:
+                found.setdefault(name, set()).add(where)
+    expected = set(TRL_ATTRIBUTES) - {"generation_config"}  # reached only through the border's accessor
+    assert set(found) == expected, (sorted(set(found) - expected), sorted(expected - set(found)))
+    users = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+             if "generation_config_override(" in path.read_text()}  # fmt: skip
+    assert users == {"trainer/trl_internals.py", "trainer/trainer.py"}  # the budget forcing's phases
 
 
 def _trl_private_names():

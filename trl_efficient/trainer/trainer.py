@@ -22,7 +22,6 @@ The hooks hand data to each other only through `trainer.step`, a `StepContext` (
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import os
@@ -55,7 +54,14 @@ from .state import (
     state_key,
 )
 from .step import StepContext
-from .trl_internals import check_trl, is_vlm, metric_buffer, num_items_in_batch, output_dir
+from .trl_internals import (
+    check_trl,
+    generation_config_override,
+    is_vlm,
+    metric_buffer,
+    num_items_in_batch,
+    output_dir,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -451,15 +457,10 @@ class EfficientGRPOTrainer(GRPOTrainer):
         def generate(prefixes: list[list[int]], max_new: int) -> list[list[int]]:
             if max_new <= 0:
                 return [[] for _ in prefixes]
-            config = self.generation_config
-            self.generation_config = copy.copy(config)
-            self.generation_config.max_new_tokens = max_new
-            try:
+            with generation_config_override(self, max_new_tokens=max_new):
                 ids, _ = self._trl_generate_single_turn(
                     prefixes, images, multimodal_fields, num_generations, has_tool_images
                 )
-            finally:
-                self.generation_config = config
             return ids
 
         forcing = self.budget_forcing

@@ -1,13 +1,15 @@
 """The one border with TRL's (and transformers') private surface: every private method we override or call, every
-private attribute we read, every private class attribute we set and the output keys of an overridden method we read,
-named here with the version it was read from.
+private attribute we read, every private class attribute we set, the output keys of an overridden method we read, and
+the undocumented attributes `GRPOTrainer.__init__` sets that we read (`TRL_ATTRIBUTES`; one we write,
+`generation_config`, only through `generation_config_override`), named here with the version it was read from.
 
 The rest of the package reaches TRL's private state only through the functions of this module (`metric_buffer`,
-`num_items_in_batch`, `trl_tokenizer`, `tokenize_prompts`, `is_vlm`, `remove_unused_columns`, `output_dir`), and
-overrides only the methods listed in `PRIVATE_METHODS` (a trainer subclass must override a private method by its
-name; the list says which, where, and with which signature). When TRL moves, `check_trl()` (called by
-`EfficientGRPOTrainer.__init__`) turns a mismatch into one line naming the symbol and the supported range, and
-`tests/trainer/test_trl_internals.py` introspects the installed TRL against this table.
+`num_items_in_batch`, `trl_tokenizer`, `tokenize_prompts`, `is_vlm`, `remove_unused_columns`, `output_dir`,
+`generation_config_override`), reads only the undocumented attributes `TRL_ATTRIBUTES` lists, and overrides only the
+methods listed in `PRIVATE_METHODS` (a trainer subclass must override a private method by its name; the list says which,
+where, and with which signature). When TRL moves, `check_trl()` (called by `EfficientGRPOTrainer.__init__`) turns a
+mismatch into one line naming the symbol and the supported range, and `tests/trainer/test_trl_internals.py` introspects
+the installed TRL against this table.
 
 Read from TRL 1.16.0 (`trl/trainer/grpo_trainer.py`) and transformers 5.24 (`transformers/trainer.py`); see
 docs/trl-integration.md for where each override sits in the pipeline.
@@ -15,8 +17,11 @@ docs/trl-integration.md for where each override sits in the pipeline.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -24,10 +29,12 @@ __all__ = [
     "PRIVATE_ATTRIBUTES",
     "PRIVATE_CLASS_ATTRIBUTES",
     "PRIVATE_METHODS",
+    "TRL_ATTRIBUTES",
     "TRL_READ_FROM",
     "TRL_SUPPORTED",
     "TrlInternalsError",
     "check_trl",
+    "generation_config_override",
     "is_vlm",
     "metric_buffer",
     "num_items_in_batch",
@@ -82,6 +89,41 @@ PRIVATE_ATTRIBUTES: dict[str, tuple[str, str]] = {
     "_tokenizer": ("GRPOTrainer", "the text tokenizer (the processor's for VLMs)"),
     "_is_vlm": ("GRPOTrainer", "whether the model takes images"),
 }
+
+
+# name -> (class whose __init__ sets it, who reads it): public-looking attributes that `GRPOTrainer.__init__` sets
+# from its arguments and config but that TRL does not document as API (TRL 1.16.0, `grpo_trainer.py`), which our
+# trainers and their parts read as `self.<name>` / `trainer.<name>`. `generation_config` is the one we also write, and
+# only through `generation_config_override`.
+TRL_ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "beta": ("GRPOTrainer", "the KL coefficient (args.beta); read: methods.sar"),
+    "chat_template_kwargs": ("GRPOTrainer", "kwargs of apply_chat_template; read: trainer (prompt text)"),
+    "environment_factories": ("GRPOTrainer", "environments (None without); read: trainer, methods.dler, methods.dot, "
+                              "methods.sar (refused with them)"),
+    "eos_token_ids": ("GRPOTrainer", "the ids generation stops on; read: trainer (rewards that judge stopping, caps)"),
+    "generation_config": ("GRPOTrainer", "the transformers path's GenerationConfig; read and written only through "
+                          "generation_config_override (trainer: budget forcing)"),
+    "max_completion_length": ("GRPOTrainer", "args.max_completion_length; read: trainer (budget forcing, caps)"),
+    "multi_objective_aggregation": ("GRPOTrainer", "how rewards are combined; read: methods.dler (refill checks)"),
+    "num_generations": ("GRPOTrainer", "G in training; read: trainer, methods.dler, methods.dot"),
+    "num_generations_eval": ("GRPOTrainer", "G in evaluation; read: trainer"),
+    "num_iterations": ("GRPOTrainer", "mu, optimisation passes per generation; read: trainer (sampler), "
+                       "methods.drpo, methods.sar"),
+    "pad_to_multiple_of": ("GRPOTrainer", "padding multiple of generated ids; read: methods.dler (refill widths)"),
+    "ref_model": ("GRPOTrainer", "the reference model (None when beta = 0 or PEFT); read: trainer.reference, "
+                  "methods.budgetthinker, methods.sar"),
+    "reward_func_names": ("GRPOTrainer", "metric names of the reward functions; read: trainer"),
+    "reward_funcs": ("GRPOTrainer", "the reward callables and models; read: trainer, methods.sar"),
+    "reward_weights": ("GRPOTrainer", "tensor of reward weights; read: trainer (GroupBatch)"),
+    "rollout_func": ("GRPOTrainer", "a custom rollout function (None without); read: trainer, methods.dler, "
+                     "methods.dot, methods.sar (refused with one)"),
+    "scale_rewards": ("GRPOTrainer", "'group' | 'batch' | 'none'; read: methods.dler (refill checks)"),
+    "shuffle_dataset": ("GRPOTrainer", "whether the train sampler shuffles; read: trainer (prompt samplers)"),
+    "tools": ("GRPOTrainer", "tool callables (empty without); read: trainer, methods.dler, methods.dot"),
+    "use_vllm": ("GRPOTrainer", "generation through vLLM; read: trainer, methods.drpo, methods.sar"),
+    "vllm_importance_sampling_correction": ("GRPOTrainer", "TIS on vLLM samples; read: methods.drpo, methods.sar"),
+    "vllm_importance_sampling_mode": ("GRPOTrainer", "token/sequence truncate or mask; read: methods.dler"),
+}  # fmt: skip
 
 
 class TrlInternalsError(RuntimeError):
@@ -142,16 +184,18 @@ def _owner(name: str, trainer_cls: type | None = None) -> type:
 
 
 def private_surface() -> list[str]:
-    """Every private symbol trl_efficient uses, as `Owner.name` (methods, attributes, class attributes), then the
-    output keys of `_generate_and_score_completions` it reads, as `GRPOTrainer._generate_and_score_completions[key]`.
+    """Every private symbol trl_efficient uses, as `Owner.name` (methods, attributes, class attributes, the
+    undocumented attributes of `TRL_ATTRIBUTES`), then the output keys of `_generate_and_score_completions` it reads,
+    as `GRPOTrainer._generate_and_score_completions[key]`.
 
     >>> surface = private_surface()
-    >>> len(surface), surface[0], surface[14]
-    (27, 'GRPOTrainer._generate_and_score_completions', 'GRPOTrainer._tag_names')
+    >>> len(surface), surface[0], surface[14], surface[17]
+    (49, 'GRPOTrainer._generate_and_score_completions', 'GRPOTrainer._tag_names', 'GRPOTrainer.beta')
     >>> surface[-1]
     'GRPOTrainer._generate_and_score_completions[num_items_in_batch]'
     """
-    tables = [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items(), *PRIVATE_CLASS_ATTRIBUTES.items()]
+    tables = [*PRIVATE_METHODS.items(), *PRIVATE_ATTRIBUTES.items(), *PRIVATE_CLASS_ATTRIBUTES.items(),
+              *TRL_ATTRIBUTES.items()]  # fmt: skip
     names = [f"{owner}.{name}" for name, (owner, *_rest) in tables]
     return names + [f"GRPOTrainer._generate_and_score_completions[{key}]" for key in GENERATE_OUTPUT_KEYS]
 
@@ -167,7 +211,7 @@ def _mismatches(trainer_cls: type | None = None) -> list[str]:
         found = tuple(inspect.signature(method).parameters)
         if found[: len(params)] != params:
             problems.append(f"{owner}.{name}{tuple(params)} has the parameters {found}")
-    for name, (owner, _) in PRIVATE_ATTRIBUTES.items():
+    for name, (owner, _) in [*PRIVATE_ATTRIBUTES.items(), *TRL_ATTRIBUTES.items()]:
         source = inspect.getsource(_owner(owner, trainer_cls).__init__)
         if f"self.{name} =" not in source and f"self.{name}:" not in source:
             problems.append(f"{owner}.__init__ no longer sets self.{name}")
@@ -183,12 +227,12 @@ def _mismatches(trainer_cls: type | None = None) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def check_trl(trainer_cls: type | None = None) -> None:
-    """Check the installed TRL against `PRIVATE_METHODS`, `PRIVATE_ATTRIBUTES`, `PRIVATE_CLASS_ATTRIBUTES` and
-    `GENERATE_OUTPUT_KEYS` (once per process and trainer class); a mismatch raises `TrlInternalsError` in one line
-    naming the symbol, the installed version and the
-    supported range. The classes checked are TRL's `GRPOTrainer` and transformers' `Trainer` as `trainer_cls`
-    subclasses them (`EfficientGRPOTrainer.__init__` passes its own class), never whatever `trl.GRPOTrainer` is
-    bound to at run time (`_owner`)."""
+    """Check the installed TRL against `PRIVATE_METHODS`, `PRIVATE_ATTRIBUTES`, `PRIVATE_CLASS_ATTRIBUTES`,
+    `TRL_ATTRIBUTES` and `GENERATE_OUTPUT_KEYS` (once per process and trainer class); a mismatch raises
+    `TrlInternalsError` in one line naming the symbol, the installed version and the supported range. The classes
+    checked are TRL's `GRPOTrainer` and transformers' `Trainer` as `trainer_cls` subclasses them
+    (`EfficientGRPOTrainer.__init__` passes its own class), never whatever `trl.GRPOTrainer` is bound to at run time
+    (`_owner`)."""
     import trl
 
     problems = _mismatches(trainer_cls)
@@ -229,6 +273,29 @@ def remove_unused_columns(trainer: Any, dataset: Any, description: str) -> Any:
 def output_dir(trainer: Any, trial: Any = None) -> str:
     """`Trainer._get_output_dir(trial)`: where checkpoints go."""
     return trainer._get_output_dir(trial=trial)
+
+
+@contextlib.contextmanager
+def generation_config_override(trainer: Any, **changes: Any) -> Iterator[Any]:
+    """`GRPOTrainer.generation_config` (the `GenerationConfig` TRL's transformers path generates with, in
+    `_generate_single_turn`) replaced by a copy with `changes` set on it for the block, and restored after: the one
+    place trl_efficient writes a TRL attribute (budget forcing's phases set `max_new_tokens`).
+
+    >>> from types import SimpleNamespace
+    >>> trainer = SimpleNamespace(generation_config=SimpleNamespace(max_new_tokens=64))
+    >>> with generation_config_override(trainer, max_new_tokens=8):
+    ...     inside = trainer.generation_config.max_new_tokens
+    >>> inside, trainer.generation_config.max_new_tokens
+    (8, 64)
+    """
+    config = trainer.generation_config
+    trainer.generation_config = copy.copy(config)
+    for key, value in changes.items():
+        setattr(trainer.generation_config, key, value)
+    try:
+        yield trainer.generation_config
+    finally:
+        trainer.generation_config = config
 
 
 def loss_mask(output: dict) -> Any:
