@@ -389,8 +389,9 @@ def test_prepared_rows_reach_the_rewards_with_their_prompts(tiny_model_dir, tmp_
 def test_recipe_and_builder(tmp_path, tiny_tokenizer):
     recipe = get_recipe("saber")
     from trl_efficient.methods.saber import prepare_dataset
+    from trl_efficient.recipes.registry import resolve
 
-    assert recipe.prepare_dataset is prepare_dataset
+    assert resolve(recipe.prepare_dataset) is prepare_dataset  # named by reference, imported on use
     assert recipe.config_overrides["length_scope"] == "thinking"
     assert any("not published" in line for line in recipe.proposed_defaults)
     with pytest.raises(ValueError, match="length_scope='thinking'"):

@@ -1,5 +1,5 @@
 """1 process vs 2 processes (torchrun, gloo, CPU): a stateful prompt sampler draws the same global index sequence and
-holds the same state on every rank, equal to one process's (trainer/sampling.py)."""
+holds the same state on every rank, equal to one process's (trainer/prompt_samplers.py)."""
 
 import os
 

@@ -7,7 +7,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from trl_efficient.testbed.decoding import FastDecoder
-from trl_efficient.testbed.sampling import _generate_batch, _top_p_keep
+from trl_efficient.testbed.streams import _generate_batch, _top_p_keep
 
 SIZES = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=128)  # fmt: skip

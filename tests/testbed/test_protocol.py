@@ -290,7 +290,7 @@ def test_canon_check_accepts_either_direction_of_a_better_trade_off():
 def test_paired_streams_do_not_depend_on_the_batch(small_base):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.sampling import generate_paired, sample_seed
+    from trl_efficient.testbed.streams import generate_paired, sample_seed
 
     tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
     prompts = [tok(f"Start at {i}. Apply + {i % 9 + 1}", add_special_tokens=False)["input_ids"][: 3 + i % 5]

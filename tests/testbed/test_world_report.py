@@ -16,7 +16,7 @@ def test_steps_only_generation_opens_every_sentence_with_a_step_label(small_base
     (so the constraint is what holds them back)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.sampling import generate_paired, sample_seed
+    from trl_efficient.testbed.streams import generate_paired, sample_seed
 
     tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
     constraint = steps_only_constraint(tok)

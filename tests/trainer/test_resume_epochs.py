@@ -1,7 +1,8 @@
 """Exact resume across epochs: HF `Trainer` builds a fresh sampler on resume, so TRL's `RepeatSampler` (whose
 `torch.Generator` advances one permutation per `__iter__`) replays epoch 0's permutation in the first epoch after a
-resume. `prompt_sampler="repeat"` (trainer/sampling.py) keeps TRL's sequence and resumes it exactly: pass `p` is the
-`(p+1)`-th permutation of a generator seeded with `seed`, and the pass index is part of the checkpointed state."""
+resume. `prompt_sampler="repeat"` (trainer/prompt_samplers.py) keeps TRL's sequence and resumes it exactly: pass `p`
+is the `(p+1)`-th permutation of a generator seeded with `seed`, and the pass index is part of the checkpointed
+state."""
 
 import os
 

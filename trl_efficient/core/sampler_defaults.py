@@ -1,7 +1,7 @@
 """The prompt samplers' paper values that their recipes state too: LSPO's length quantiles and L_max ratio (methods.md
 §20) and Frugal-Thinking's sampling weight alpha (§30). Their one home sits below both the samplers
 (`trl_efficient.methods.lspo`, `trl_efficient.methods.frugal`, which load torch) and the recipes
-(`trl_efficient.recipes.sampling`), so registering the recipes imports no method module.
+(`trl_efficient.recipes.prompt_selection`), so registering the recipes imports no method module.
 """
 
 __all__ = ["FRUGAL_ALPHA", "LSPO_HIGH", "LSPO_LOW", "LSPO_MAX_RATIO"]

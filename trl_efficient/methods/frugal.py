@@ -12,10 +12,10 @@ Here:
   repeated `n` times; $\hat p = \frac{1}{n}\sum_{j=1}^{n} \mathbb{1}[\text{correct}_j]$;
 - `apply_pass_rates`: joins the estimates to the training rows (a `pass_rate` column) and keeps $\hat p < 1$;
 - `prepare_dataset`: the `frugal` recipe's hook (loads or estimates the pass rates, then filters);
-- the `frugal` prompt sampler (`FrugalSampler`, below; registered in `trainer.sampling.PROMPT_SAMPLERS`) samples the
-  kept problems uniformly, as the paper (TRL's seeded shuffle of each pass; the released run uses verl's shuffled
-  dataloader, `data.shuffle=true`); the option `sampler_kwargs: {alpha: a}` (a > 0, not in the paper) draws them
-  with weight $w(p) = 1 + a p$ instead.
+- the `frugal` prompt sampler (`FrugalSampler`, below; registered in `trainer.prompt_samplers.PROMPT_SAMPLERS`)
+  samples the kept problems uniformly, as the paper (TRL's seeded shuffle of each pass; the released run uses verl's
+  shuffled dataloader, `data.shuffle=true`); the option `sampler_kwargs: {alpha: a}` (a > 0, not in the paper) draws
+  them with weight $w(p) = 1 + a p$ instead.
 
 Proposed defaults: `n = 16` [paper], `max_new_tokens` = the training cap (the paper estimates at its 16k training
 context), `temperature` = the training temperature (1.0 in the paper), `top_p = 1.0`; correctness is the SABER
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..core.sampler_defaults import FRUGAL_ALPHA
-from ..trainer.sampling import PROMPT_SAMPLERS, PromptSampler, dataset_column
+from ..trainer.prompt_samplers import PROMPT_SAMPLERS, PromptSampler, dataset_column
 from .saber import profile_dataset, question_key, write_profile
 
 if TYPE_CHECKING:

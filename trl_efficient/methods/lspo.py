@@ -1,5 +1,5 @@
 """LSPO (arXiv 2510.01459, methods.md §20): length-aware prompt selection, as the `lspo` prompt sampler
-(`EfficientGRPOConfig.prompt_sampler`; the sampler contract is in `trainer/sampling.py`)."""
+(`EfficientGRPOConfig.prompt_sampler`; the sampler contract is in `trainer/prompt_samplers.py`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from ..core.sampler_defaults import LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from ..trainer.filters import zero_std_filter
 from ..trainer.group import GroupBatch
-from ..trainer.sampling import PROMPT_SAMPLERS, PromptSampler, dataset_column
+from ..trainer.prompt_samplers import PROMPT_SAMPLERS, PromptSampler, dataset_column
 
 __all__ = ["LSPO_HIGH", "LSPO_LOW", "LSPO_MAX_RATIO", "LSPOSampler", "quantile"]
 

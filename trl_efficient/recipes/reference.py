@@ -44,8 +44,8 @@ def _parts(recipe: Recipe) -> list[tuple[str, Callable]]:
     from .. import methods  # noqa: F401  (the method layer's estimators, filters, samplers and plans registered)
     from ..trainer.advantages import ADVANTAGE_ESTIMATORS
     from ..trainer.filters import COMPLETION_FILTERS
+    from ..trainer.prompt_samplers import PROMPT_SAMPLERS
     from ..trainer.rollout import ROLLOUT_PLANS
-    from ..trainer.sampling import PROMPT_SAMPLERS
 
     parts = [(f"reward `{spec.builder}`", reward_kwargs_receivers(spec.builder)[0]) for spec in recipe.rewards]
     over = recipe.config_overrides

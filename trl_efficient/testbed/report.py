@@ -31,7 +31,7 @@ import statistics
 
 import numpy as np
 
-from .sampling import SentenceConstraint
+from .streams import SentenceConstraint
 from .world import LABELS
 
 logger = logging.getLogger(__name__)

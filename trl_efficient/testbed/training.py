@@ -117,7 +117,7 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
     `control_budget` (`budgetthinker:B`) forces BudgetThinker's control tokens (`BudgetControlProcessor.apply`; the
     tokenizer must hold them), one budget for all rows."""
     from ..eval.evaluate import build_prompt_text
-    from .sampling import generate_paired, sample_seed
+    from .streams import generate_paired, sample_seed
 
     modes = mode if isinstance(mode, list) else [mode] * len(rows)
     processor = None
@@ -336,8 +336,8 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     from ..recipes import get_recipe
     from .base import resolve_base_model
     from .data import load_testbed_dataset
-    from .sampling import rollout_model
     from .scaling import recipe_scale, resolve_placeholders
+    from .streams import rollout_model
 
     scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
     recipe = scaled_recipe(get_recipe(recipe_name), scale).with_reward_kwargs(reward_overrides, "reward overrides")
@@ -360,7 +360,7 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     if args.reward_weights is None:
         args.reward_weights = weights
     torch.manual_seed(settings.seed)
-    model = rollout_model(base)  # its generate drops finished rows (sampling.py): the same sampling, less decoding
+    model = rollout_model(base)  # its generate drops finished rows (streams.py): the same sampling, less decoding
     trainer_cls = recipe.trainer_cls
     trainer = trainer_cls(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train_dataset,
                           processing_class=tokenizer)  # fmt: skip

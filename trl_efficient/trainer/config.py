@@ -18,9 +18,9 @@ from .budget_forcing import BudgetForcing
 from .chunking import check_generation_chunking
 from .filters import COMPLETION_FILTERS
 from .lisa import check_lisa_config
+from .prompt_samplers import PROMPT_SAMPLERS
 from .reference import check_reference_reset
 from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLengthRolloutPlan
-from .sampling import PROMPT_SAMPLERS
 
 logger = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ from .config import build_group_component, build_rollout_plan, check_budget_forc
 from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .lisa import build_lisa
+from .prompt_samplers import build_prompt_sampler
 from .reference import ReferenceReset
 from .rollout import apply_assignment
-from .sampling import build_prompt_sampler
 from .state import (
     PromptHistory,
     is_stateful,
@@ -104,7 +104,7 @@ class EfficientGRPOTrainer(GRPOTrainer):
             settable later with `update_card_info`.
 
     Prompt sampler: with `args.prompt_sampler` set, `_get_train_sampler` returns `self.prompt_sampler` (built once in
-    `__init__`, `trainer/sampling.py`) instead of TRL's `RepeatSampler`, with the same layout; it is a stateful
+    `__init__`, `trainer/prompt_samplers.py`) instead of TRL's `RepeatSampler`, with the same layout; it is a stateful
     component (checkpointed, `update(batch)` with the gathered batch), so every rank draws the same prompts.
 
     The group-stage pipeline. `group_stage(batch, output)` runs once per gathered generation batch (train and eval),

@@ -1,11 +1,11 @@
-"""`sampling.rollout_model`: the testbed model whose `generate` drops finished rows for GRPO's rollouts. It must be a
+"""`streams.rollout_model`: the testbed model whose `generate` drops finished rows for GRPO's rollouts. It must be a
 drop-in for `transformers`' `generate` on TRL's path: the same output layout, the same sampling distribution, and
 `transformers`' own `generate` for anything but plain sampling."""
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from trl_efficient.testbed.sampling import rollout_model
+from trl_efficient.testbed.streams import rollout_model
 
 
 def _trl_config(tok, **overrides) -> GenerationConfig:

@@ -1,5 +1,6 @@
-"""Prompt samplers (trainer/sampling.py): TRL's RepeatSampler layout, LSPO's length-aware choice (methods.md §20),
-Frugal-Thinking's uniform sampling of the kept problems and its pass-rate weighting option (§30), and exact resume."""
+"""Prompt samplers (trainer/prompt_samplers.py): TRL's RepeatSampler layout, LSPO's length-aware choice (methods.md
+§20), Frugal-Thinking's uniform sampling of the kept problems and its pass-rate weighting option (§30), and exact
+resume."""
 
 import json
 import os
@@ -14,7 +15,7 @@ from trl_efficient.methods.frugal import FrugalSampler, frugal_weight
 from trl_efficient.methods.lspo import LSPOSampler, quantile
 from trl_efficient.rewards import correctness_reward
 from trl_efficient.trainer import EfficientGRPOConfig, GroupBatch
-from trl_efficient.trainer.sampling import PromptSampler
+from trl_efficient.trainer.prompt_samplers import PromptSampler
 
 
 def _ids(n):

@@ -1,6 +1,7 @@
-"""Recipes of the data-sampling family: LSPO (length-aware prompt selection) and Frugal-Thinking (pass-rate-curated
-data mix). Both plug in through the prompt-sampler hook (`EfficientGRPOConfig.prompt_sampler`, `trainer/sampling.py`)
-and keep the plain binary correctness reward (methods.md §20, §30).
+"""Recipes of the prompt-selection family (family name "sampling"): LSPO (length-aware prompt selection) and
+Frugal-Thinking (pass-rate-curated data mix). Both plug in through the prompt-sampler hook
+(`EfficientGRPOConfig.prompt_sampler`, `trainer/prompt_samplers.py`) and keep the plain binary correctness reward
+(methods.md §20, §30).
 
 Values taken from a paper or its code cite methods.md; our own choices are listed in `proposed_defaults`.
 """

@@ -1,6 +1,6 @@
 r"""
-Paired sampling for the testbed's evaluations: every (task, sample) draws from its own random stream, so two models
-evaluated on the same tasks see the same random numbers (common random numbers), whatever the batch they run in.
+Paired random streams for the testbed's evaluations: every (task, sample) draws from its own random stream, so two
+models evaluated on the same tasks see the same random numbers (common random numbers), whatever the batch they run in.
 
 `sample_seed(seed, task, sample)` names the stream (`numpy.random.SeedSequence([seed, task, sample])`); the stream
 is `max_new_tokens` uniforms $u_1, u_2, \dots$ (`torch.Generator` seeded with it). At step $i$ the next token is
@@ -25,7 +25,7 @@ torch's global generator, which the trainer seeds) whenever the generation confi
 top-p; no top-k, min-p, repetition penalty, beams or extra processors), and is `transformers`' `generate` otherwise.
 TRL's transformers path (`GRPOTrainer._generate_single_turn`) calls `model.generate` on the whole batch and decodes
 until its longest row ends; here finished rows leave the batch, with the same sampling distribution
-(tests/testbed/test_sampling.py). Measured on 8 GRPO steps of `grpo` from `testbed:v2` on the shared 2 cores: 150 s
+(tests/testbed/test_streams.py). Measured on 8 GRPO steps of `grpo` from `testbed:v2` on the shared 2 cores: 150 s
 against 180 s with `transformers`' `generate` (generation is about 70% of a testbed step).
 """
 
