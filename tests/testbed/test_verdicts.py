@@ -161,7 +161,7 @@ def test_committed_rows_recompute_from_the_run_files():
     rows = panel_rows(panels, infos, errors, names, settings)
     committed = {r["recipe"]: r for r in data["rows"]}
     family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on",
-              "p_adjusted", "not_specific")  # fmt: skip
+              "p_adjusted", "not_specific", "confirmed")  # fmt: skip (confirmed: the confirmation pass's, tested below)
     for row in rows:
         want = json.loads(json.dumps(committed[row["recipe"]]))
         got = json.loads(json.dumps(row))

@@ -224,7 +224,9 @@ def _run(job: Job, settings) -> dict:
         model = AutoModelForCausalLM.from_pretrained(base_path)
     else:
         trains = trained_recipe(job.name)
-        g = num_generations_for(recipe_scale(trains, settings.max_completion_length, settings.max_steps), settings)
+        g = (job.overrides or {}).get("num_generations") or num_generations_for(
+            recipe_scale(trains, settings.max_completion_length, settings.max_steps), settings
+        )  # a row's own G (protocol 4: brorl-n8) wins, as it does in the trained config (`build_config`)
         folder = os.path.splitext(job.path)[0]
         info = train_recipe(trains, dataclasses.replace(settings, seed=job.seed), folder, overrides=job.overrides,
                             reward_overrides=job.reward_overrides)  # fmt: skip
