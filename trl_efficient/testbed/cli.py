@@ -371,8 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         recipes = args.recipes
         if "all" in recipes:
             from ..recipes import RECIPES
+            from .protocol import load
 
-            recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo")]
+            rows = [n for n in load().get("rows") or {} if n not in RECIPES]  # protocol rows of their own (lisa)
+            recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo"), *rows]
         out = compare(
             recipes,
             settings,
