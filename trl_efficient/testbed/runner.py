@@ -546,9 +546,14 @@ def load_panels(plan: dict[str, list], outcomes: dict[str, dict]) -> tuple[dict,
         secs = [r["train_seconds"] for r in results if r.get("train_seconds") is not None]
         # what the runs measured (records and check records, seed by seed): equal digests = identical runs
         digest = hashlib.sha256(json.dumps([[r["records"], r.get("modes")] for r in results]).encode()).hexdigest()
+        per_seed = {
+            str(j.seed): hashlib.sha256(json.dumps([r["records"], r.get("modes")]).encode()).hexdigest()[:16]
+            for j, r in zip(jobs, results, strict=True)
+        }  # per seed: a row with more seeds than its twin
         infos[name] = {"train_seconds": sum(secs) / len(secs) if secs else None,
                        "num_generations": results[0].get("num_generations"),
                        "tight_cap": results[0]["summary"].get("tight_cap"), "records_sha256": digest[:16],
+                       "seed_records_sha256": per_seed,
                        "protocols": sorted({str(r.get("protocol_sha256")) for r in results}),
                        "versions": sorted({json.dumps(r.get("versions"), sort_keys=True)
                                            for r in results})}  # fmt: skip
@@ -632,6 +637,8 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
             row["method_check"] = method_check(name, inputs, info["tight_cap"])
             score_controls(name, row, panels, ref, floor or 0.0, settings, info["tight_cap"])
         row["records_sha256"] = info.get("records_sha256")
+        if info.get("seed_records_sha256"):
+            row["seed_records_sha256"] = info["seed_records_sha256"]
         if cache is not None:
             cache[key] = dict(row)
         rows.append(row)

@@ -123,6 +123,22 @@ def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: f
         check["vs_constant_penalty"] = _brief(method_check("canon", inputs))
 
 
+def _twin(row: dict, per_seed: dict[str, dict]) -> str | None:
+    """The earlier row whose run files measured exactly what `row`'s did on every seed `row` has (the same records and
+    check records, seed by seed), though it may have more seeds (its later looks): LASER-DE's 3 seeds are LASER-D's
+    seeds 0-2 once LASER-D trained more, and stay one row with it.
+
+    >>> _twin({"seed_records_sha256": {"0": "a", "1": "b"}}, {"x": {"0": "a", "1": "b", "2": "c"}, "y": {"0": "a"}})
+    'x'
+    >>> _twin({"seed_records_sha256": {"0": "a", "1": "z"}}, {"x": {"0": "a", "1": "b", "2": "c"}}) is None
+    True
+    """
+    mine = row.get("seed_records_sha256") or {}
+    if not mine:
+        return None
+    return next((name for name, theirs in per_seed.items() if all(theirs.get(s) == d for s, d in mine.items())), None)
+
+
 def label(check: dict) -> str:
     """The verdict in words: baseline, control, cannot be judged, broken (placebo passes), held, not held,
     inconclusive."""
@@ -140,6 +156,7 @@ def label(check: dict) -> str:
 def annotate(rows: list[dict]) -> dict:
     """Mark duplicates, broken checks, BH q-values and labels on `rows` (in place); return the counts."""
     seen: dict[str, str] = {}
+    per_seed: dict[str, dict] = {}  # an earlier judged row's digest per training seed
     for row in rows:
         check = row.get("method_check")
         if row.get("status", "ok") != "ok" or not check:
@@ -148,13 +165,15 @@ def annotate(rows: list[dict]) -> dict:
             check["control"] = True
         digest = row.get("records_sha256")
         if digest and not is_baseline(check) and not check.get("control"):
-            if digest in seen:
-                check["duplicate_of"] = seen[digest]
-                check["cannot_judge"] = (f"its run files measured exactly what {seen[digest]}'s did (the same records "
-                                         f"and check records, seed by seed): one row, {seen[digest]}")  # fmt: skip
+            twin = seen.get(digest) or _twin(row, per_seed)
+            if twin:
+                check["duplicate_of"] = twin
+                check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
+                                         f"and check records, seed by seed): one row, {twin}")  # fmt: skip
                 check["held"] = None
             else:
                 seen[digest] = row["recipe"]
+                per_seed[row["recipe"]] = row.get("seed_records_sha256") or {}
         placebo = (check.get("controls") or {}).get("placebo") or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
