@@ -118,9 +118,10 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     # the files before the protocol file carry no hash; those since carry one this protocol reads as its own
     assert counts.get("None", 0) > 0 and {h for h in counts if h != "None"} <= protocol.compatible_runs()
     # protocol 3 judges the runs of protocols 1 and 2 (its changes are checks computed from the same run files), and
-    # protocol 4 those of protocol 3 (it only adds rows, their controls and checks: issue 33 item 5)
+    # protocol 4 those of protocol 3 (it only adds rows, their controls and checks: issue 33 item 5), protocol 5 those
+    # of protocol 4 (it only writes the confirmation rule down)
     assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552", "4bff1ddc0db11da0",
-                                          "3e7adf8e3c70e564"}  # fmt: skip
+                                          "3e7adf8e3c70e564", "05262746f092d3fb"}  # fmt: skip
     for path in data["runs"]["placebo"]:  # written under protocol 1: its hash and the libraries' versions
         run = json.load(open(os.path.join(RESULTS, path)))
         assert run["protocol_sha256"] == "679556910933e552" and set(run["versions"]) >= {"trl", "transformers", "torch"}
@@ -160,8 +161,9 @@ def test_committed_rows_recompute_from_the_run_files():
     assert not errors
     rows = panel_rows(panels, infos, errors, names, settings)
     committed = {r["recipe"]: r for r in data["rows"]}
+    # the family-wide fields, and the confirmation pass's `confirmed` (tested below)
     family = ("label", "q_value", "held_after_bh", "duplicate_of", "broken", "control", "passes", "fails", "scored_on",
-              "p_adjusted", "not_specific", "confirmed")  # fmt: skip (confirmed: the confirmation pass's, tested below)
+              "p_adjusted", "not_specific", "confirmed")  # fmt: skip
     for row in rows:
         want = json.loads(json.dumps(committed[row["recipe"]]))
         got = json.loads(json.dumps(row))
