@@ -56,17 +56,23 @@ def test_the_output_keys_dler_moves_are_the_borders_and_trl_returns_them():
     assert {**dler._PAD_VALUES, **dict.fromkeys(dler._RECOMPUTED)} == GENERATE_OUTPUT_KEYS
 
 
-def test_a_class_attribute_or_output_key_that_moved_fails_in_one_line(monkeypatch):
-    monkeypatch.delattr(trl_internals._owner("GRPOTrainer"), "_paper")
-    monkeypatch.setitem(GENERATE_OUTPUT_KEYS, "no_such_key", 0)
+def _check_trl_error() -> str:
+    """`check_trl()`'s error message, run afresh (it checks once per process) and cleared again after."""
     check_trl.cache_clear()
     try:
         with pytest.raises(TrlInternalsError) as err:
             check_trl()
     finally:
         check_trl.cache_clear()
-    assert "\n" not in str(err.value)
-    assert "class attribute _paper" in str(err.value) and "['no_such_key']" in str(err.value)
+    return str(err.value)
+
+
+def test_a_class_attribute_or_output_key_that_moved_fails_in_one_line(monkeypatch):
+    monkeypatch.delattr(trl_internals._owner("GRPOTrainer"), "_paper")
+    monkeypatch.setitem(GENERATE_OUTPUT_KEYS, "no_such_key", 0)
+    message = _check_trl_error()
+    assert "\n" not in message
+    assert "class attribute _paper" in message and "['no_such_key']" in message
 
 
 def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
@@ -74,13 +80,7 @@ def test_a_moved_symbol_fails_in_one_line_naming_it(monkeypatch):
         return None
 
     monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", renamed)
-    check_trl.cache_clear()
-    try:
-        with pytest.raises(TrlInternalsError) as err:
-            check_trl()
-    finally:
-        check_trl.cache_clear()
-    message = str(err.value)
+    message = _check_trl_error()
     assert "\n" not in message
     assert "GRPOTrainer._generate_single_turn" in message and f"trl{trl_internals.TRL_SUPPORTED}" in message
 
@@ -98,13 +98,8 @@ def test_each_undocumented_attribute_is_set_by_grpo_trainers_init(name):
 
 def test_an_undocumented_attribute_that_moved_fails_in_one_line(monkeypatch):
     monkeypatch.setitem(TRL_ATTRIBUTES, "no_such_attribute", ("GRPOTrainer", "a TRL that renamed it"))
-    check_trl.cache_clear()
-    try:
-        with pytest.raises(TrlInternalsError) as err:
-            check_trl()
-    finally:
-        check_trl.cache_clear()
-    assert "\n" not in str(err.value) and "no longer sets self.no_such_attribute" in str(err.value)
+    message = _check_trl_error()
+    assert "\n" not in message and "no longer sets self.no_such_attribute" in message
 
 
 def _trl_init_attributes() -> set[str]:
