@@ -823,9 +823,10 @@ def _training_logs(name: str, panel: Panel) -> str:
     return f"{name} " + ", ".join(out) if out else ""
 
 
-def _control_accuracy(c: CheckInputs, claim: str) -> tuple | dict:
-    """`(recipe, control, accuracy difference, measured text)` against the matching control, or the result saying
-    that the control has not been trained."""
+def _against_control(c: CheckInputs, claim: str, allowed: str, decide) -> dict:
+    """Accuracy against the matching control (the rows of protocol 4): `decide(d)` on the paired accuracy difference
+    recipe - control, tokens and the logged training curves printed beside it; no verdict when the control has not
+    been trained."""
     if c.reference is None:
         return _result(claim, f"no {c.reference_name} row: the matching control has not been trained", None, {})
     rec, ref = c.panel.aligned(c.reference)
@@ -836,31 +837,22 @@ def _control_accuracy(c: CheckInputs, claim: str) -> tuple | dict:
                 f"(seeds {rec.seeds}): recipe - {c.reference_name} {_d(d, 3)}; tokens {_fmt(_point(rec, 'tokens'))} "
                 f"vs {_fmt(_point(ref, 'tokens'))}: diff {_d(d_tokens)}"
                 + (f"; training logs by thirds of the run (not judged): {logs}" if logs else ""))  # fmt: skip
-    return rec, ref, d, d_tokens, measured
+    return _result(claim, f"{measured} ({allowed})", decide(d), {"accuracy": d, "tokens": d_tokens})
 
 
 def _accuracy_above_control(c: CheckInputs) -> dict:
     """ProRL (resets against GRPO with the same KL, over a longer run), BroRL (N = 128 against N = 8 at matched
     completions): final accuracy above the matching control's by more than `FRACTION_MARGIN`."""
     claim = f"more accurate than {c.reference_name}, its matching control (margin {FRACTION_MARGIN})"
-    out = _control_accuracy(c, claim)
-    if isinstance(out, dict):
-        return out
-    _, _, d, d_tokens, measured = out
-    return _result(claim, measured + f" (margin +-{FRACTION_MARGIN})", c.decide(d, FRACTION_MARGIN),
-                   {"accuracy": d, "tokens": d_tokens})  # fmt: skip
+    return _against_control(c, claim, f"margin +-{FRACTION_MARGIN}", lambda d: c.decide(d, FRACTION_MARGIN))
 
 
 def _accuracy_not_below_control(c: CheckInputs) -> dict:
     """LISA: full fine-tuning's accuracy kept at matched steps, non-inferiority with the accuracy tolerance (held:
     the interval's low end above -`ACCURACY_TOLERANCE`; not held: its high end below it)."""
     claim = f"accuracy not below {c.reference_name}'s (its matching control) by more than {ACCURACY_TOLERANCE}"
-    out = _control_accuracy(c, claim)
-    if isinstance(out, dict):
-        return out
-    _, _, d, d_tokens, measured = out
-    return _result(claim, measured + f" (allowed >= -{ACCURACY_TOLERANCE})", c.constraint(d, ACCURACY_TOLERANCE),
-                   {"accuracy": d, "tokens": d_tokens})  # fmt: skip
+    return _against_control(c, claim, f"allowed >= -{ACCURACY_TOLERANCE}",
+                            lambda d: c.constraint(d, ACCURACY_TOLERANCE))  # fmt: skip
 
 
 ROW_CHECKS = {"accuracy-above-control": _accuracy_above_control,
