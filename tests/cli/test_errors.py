@@ -313,16 +313,8 @@ def test_a_hub_request_refused_offline_is_not_a_missing_model(capsys, monkeypatc
     )
 
 
-def test_push_offline_is_one_line_before_any_request(capsys, monkeypatch, tiny_model_dir, tmp_path):
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(tiny_model_dir, run)
-    (run / "trl_efficient_summary.json").write_text('{"recipe": "grpo", "model": "Qwen/Qwen2.5-0.5B-Instruct"}')
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
-    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda *a, **k: pytest.fail("no request offline"))
-    assert main(["push", str(run), "--repo-id", "tester/x", "--token", "hf_NotARealToken000"]) == 2
+def test_push_offline_is_one_line_before_any_request(capsys, offline_run):
+    assert main(["push", str(offline_run), "--repo-id", "tester/x", "--token", "hf_NotARealToken000"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (
         "trl-efficient push: error: push needs the network and HF_HUB_OFFLINE is set (Hugging Face Hub offline "

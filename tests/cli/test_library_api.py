@@ -124,18 +124,10 @@ def test_merge_runs_the_merge_command_and_refuses_bad_values_before_writing(tiny
     assert not (tmp_path / "u").exists()
 
 
-def test_push_is_the_push_command(tiny_model_dir, tmp_path, monkeypatch):
+def test_push_is_the_push_command(offline_run):
     """Offline, `trl_efficient.push` stops before any request with the command's error (the upload itself is
     tests/hub/test_push.py's, through the command that calls the same `hub.push.push`)."""
-    import shutil
-
     from trl_efficient.hub.push import PushError
 
-    run = tmp_path / "run"
-    shutil.copytree(tiny_model_dir, run)
-    (run / "trl_efficient_summary.json").write_text('{"recipe": "grpo", "model": "Qwen/Qwen2.5-0.5B-Instruct"}')
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
-    monkeypatch.setattr("huggingface_hub.HfApi.create_repo", lambda *a, **k: pytest.fail("no request offline"))
     with pytest.raises(PushError, match="push needs the network and HF_HUB_OFFLINE is set"):
-        trl_efficient.push(run, "tester/x", token="hf_NotARealToken000")
+        trl_efficient.push(offline_run, "tester/x", token="hf_NotARealToken000")
