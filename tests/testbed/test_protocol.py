@@ -410,3 +410,29 @@ def test_later_looks_reuse_only_the_rows_their_seeds_leave_unchanged():
     assert len(cache) == 4  # grpo's new row only
     assert dump(again) == dump(panel_rows(panels, infos, {}, names, settings, checks=False))
     assert dump(again[2]) == dump(first[2]) and again[1]["seeds"] == [0, 1, 2] != first[1]["seeds"]
+
+
+def test_jobs_that_train_the_same_model_train_it_once(small_base, tmp_path):
+    """`grpo-prompted` seed s trains `grpo` seed s (only its evaluation differs): `run_jobs` trains it once for both,
+    and both files hold what each job writes alone."""
+    from trl_efficient.testbed.base import base_model_id, resolve_base_model
+    from trl_efficient.testbed.jobs import plan_job, run_job, run_jobs, training_identity
+    from trl_efficient.testbed.runner import TestbedSettings
+
+    settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
+                               per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
+                               check_eval=3, bootstrap=200)  # fmt: skip
+    base_id = base_model_id(resolve_base_model(settings.base_model))
+    plan = lambda name, folder: plan_job(name, 0, settings, str(tmp_path / folder), base_id)  # noqa: E731
+    grouped = [plan("grpo", "grouped"), plan("grpo-prompted", "grouped"), plan("kimi", "grouped")]
+    ids = [training_identity(j) for j in grouped]
+    assert ids[0] == ids[1] != ids[2] and grouped[0].hash != grouped[1].hash
+    outcomes = run_jobs(grouped, workers=1, show_progress=False)
+    assert all(o["error"] is None for o in outcomes.values())
+    for name in ("grpo", "grpo-prompted"):
+        alone = plan(name, "alone")
+        assert run_job(alone)["error"] is None
+        a, b = (json.load(open(j.path)) for j in (alone, next(j for j in grouped if j.name == name)))
+        assert a["records"] == b["records"] and a["modes"] == b["modes"] and a["key"] == b["key"]
+    prompted = json.load(open(grouped[1].path))
+    assert prompted["modes"] and not json.load(open(grouped[0].path))["modes"]

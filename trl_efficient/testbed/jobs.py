@@ -16,10 +16,11 @@ per-completion records written to a result file named by the hash of everything 
   streams for every model: `sampling.sample_seed`), write the file atomically. A job that raises writes nothing and
   reports its error, so a rerun retries it.
 - `run_jobs`: the jobs whose file is missing, on `workers` processes (multiprocessing spawn, each torch
-  single-threaded, the tqdm bar over jobs gives the ETA; a script that calls it with workers > 1 needs the usual `if
-  __name__ == "__main__":` guard, since spawned workers import the main module); finished jobs are skipped, so an
-  interrupted comparison resumes where it stopped. Every job is seeded and self-contained: 1 and 2 workers give the same
-  files.
+  single-threaded; jobs that train the same model, such as `grpo` and `grpo-prompted` of one seed, are one task that
+  trains it once: `training_identity`, `run_group`); the tqdm bar over jobs gives the ETA; a script that calls it with
+  workers > 1 needs the usual `if __name__ == "__main__":` guard, since spawned workers import the main module;
+  finished jobs are skipped, so an interrupted comparison resumes where it stopped. Every job is seeded and
+  self-contained: 1 and 2 workers give the same files.
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ from dataclasses import dataclass, field
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PROTOCOL", "Job", "load_result", "plan_job", "run_job", "run_jobs", "trained_recipe"]
+__all__ = [
+    "PROTOCOL",
+    "Job",
+    "load_result",
+    "plan_job",
+    "run_group",
+    "run_job",
+    "run_jobs",
+    "trained_recipe",
+    "training_identity",
+]
 
 PROTOCOL = 3  # bump when evaluation, records or rollouts change: every result file is then recomputed (3: the
 # rollouts and evaluations decode with `decoding.FastDecoder`, whose float rounding changes training trajectories)
@@ -185,30 +196,59 @@ def load_result(job: Job) -> dict:
         return json.load(f)
 
 
+def training_identity(job: Job) -> str | None:
+    """What a job's trained model depends on: its key without the recipe's row name and the check prompts it is
+    evaluated under (`None` for the base model, which trains nothing). Two jobs with the same identity train the same
+    model (`grpo-prompted` seed s is `grpo` seed s, evaluated under more prompts), so `run_jobs` trains it once.
+
+    >>> a = Job("grpo", 0, {}, {"recipe": "grpo", "train_seed": 0, "check_modes": []}, "h1", "a.json")
+    >>> b = Job("grpo-prompted", 0, {}, {"recipe": "grpo-prompted", "trains": "grpo", "train_seed": 0,
+    ...                                  "check_modes": ["l1"]}, "h2", "b.json")
+    >>> training_identity(a) == training_identity(b), training_identity(Job("base", None, {}, {}, "h", "c.json"))
+    (True, None)
+    """
+    if job.seed is None:
+        return None
+    key = {k: v for k, v in job.key.items() if k not in ("recipe", "trains", "check_modes")}
+    key["trained"] = job.key.get("trains") or job.key.get("recipe")
+    return config_hash({"key": key, "overrides": job.overrides, "reward_overrides": job.reward_overrides})
+
+
 def run_job(job: Job) -> dict:
     """Train (unless the base) and evaluate one job, write its result file; `{"path", "label", "seconds", "error"}`
     (`error` is `None` on success; nothing is written on failure)."""
+    return run_group([job])[0]
+
+
+def run_group(jobs: list[Job]) -> list[dict]:
+    """`run_job` for jobs that train the same model (`training_identity`): it is trained once and each job is evaluated
+    under its own check prompts, into its own file. Every run is seeded and the evaluation draws from per-(task,
+    sample) streams, so each file is the one the job would write alone."""
     from .training import TestbedSettings, hub_offline, torch_threads
 
-    t0 = time.time()
-    try:
-        with torch_threads(), hub_offline():
-            result = _run(job, TestbedSettings(**job.settings))
-        os.makedirs(os.path.dirname(job.path), exist_ok=True)
-        tmp = job.path + f".tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(result, f)
-        os.replace(tmp, job.path)  # atomic: a killed run leaves no file under the final name
-        error = None
-    except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
-        logger.exception("testbed: %s failed", job.label)
-        from .training import failed_row
+    t0, outs, trained = time.time(), [], {}
+    for job in jobs:
+        try:
+            with torch_threads(), hub_offline():
+                result = _run(job, TestbedSettings(**job.settings), trained)
+            os.makedirs(os.path.dirname(job.path), exist_ok=True)
+            tmp = job.path + f".tmp{os.getpid()}"
+            with open(tmp, "w") as f:
+                json.dump(result, f)
+            os.replace(tmp, job.path)  # atomic: a killed run leaves no file under the final name
+            error = None
+        except Exception as err:  # noqa: BLE001 - one run's failure must not stop the others
+            logger.exception("testbed: %s failed", job.label)
+            from .training import failed_row
 
-        error = failed_row(job.name, err)["error"]
-    return {"path": job.path, "label": job.label, "seconds": round(time.time() - t0, 1), "error": error}
+            error = failed_row(job.name, err)["error"]
+        outs.append({"path": job.path, "label": job.label, "seconds": round(time.time() - t0, 1), "error": error})
+    return outs
 
 
-def _run(job: Job, settings) -> dict:
+def _run(job: Job, settings, trained: dict | None = None) -> dict:
+    """One job's result. `trained`: the model (and its training info) of an earlier job of the same group, filled by
+    the first job that trains it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -217,6 +257,7 @@ def _run(job: Job, settings) -> dict:
     from .scaling import recipe_scale
     from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
 
+    trained = {} if trained is None else trained
     base_path = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     info, seconds, g = {}, None, None
@@ -227,12 +268,14 @@ def _run(job: Job, settings) -> dict:
         g = (job.overrides or {}).get("num_generations") or num_generations_for(
             recipe_scale(trains, settings.max_completion_length, settings.max_steps), settings
         )  # a row's own G (protocol 4: brorl-n8) wins, as it does in the trained config (`build_config`)
-        folder = os.path.splitext(job.path)[0]
-        info = train_recipe(trains, dataclasses.replace(settings, seed=job.seed), folder, overrides=job.overrides,
-                            reward_overrides=job.reward_overrides)  # fmt: skip
+        if not trained:
+            folder = os.path.splitext(job.path)[0]
+            trained.update(train_recipe(trains, dataclasses.replace(settings, seed=job.seed), folder,
+                                        overrides=job.overrides, reward_overrides=job.reward_overrides))  # fmt: skip
+            if not job.keep_models:
+                shutil.rmtree(folder, ignore_errors=True)
+        info = dict(trained)
         model, seconds = info.pop("model"), info["seconds"]
-        if not job.keep_models:
-            shutil.rmtree(folder, ignore_errors=True)
     eval_ds = load_testbed_dataset("test", settings.num_eval, settings.seed, settings.min_ops, settings.max_ops)
     check_ds = eval_ds.select(range(min(settings.check_eval, len(eval_ds))))
     sampling = dict(max_new_tokens=settings.max_completion_length, temperature=settings.eval_temperature,
@@ -274,15 +317,24 @@ def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True, desc
     from tqdm.auto import tqdm
 
     todo = [j for j in jobs if not j.finished()]
+    groups: dict = {}  # jobs that train the same model run together (`run_group`): one training, their evaluations
+    for job in todo:
+        groups.setdefault(training_identity(job) or job.path, []).append(job)
     outcomes: dict[str, dict] = {}
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=description, unit="run",
                disable=not show_progress, dynamic_ncols=True)  # fmt: skip
+
+    def done(outs: list[dict]) -> None:
+        for out in outs:
+            outcomes[out["path"]] = out
+            bar.set_postfix_str(out["label"])
+            bar.update(1)
+
     try:
-        if workers <= 1 or len(todo) <= 1:
-            for job in todo:
-                bar.set_postfix_str(job.label)
-                outcomes[job.path] = run_job(job)
-                bar.update(1)
+        if workers <= 1 or len(groups) <= 1:
+            for group in groups.values():
+                bar.set_postfix_str(group[0].label)
+                done(run_group(group))
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -290,12 +342,9 @@ def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True, desc
             # concurrent.futures, not multiprocessing.Pool: a worker that dies raises BrokenProcessPool here instead
             # of leaving the parent waiting forever
             context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(min(workers, len(todo)), mp_context=context, initializer=_worker_init) as pool:
-                for future in as_completed([pool.submit(run_job, job) for job in todo]):
-                    out = future.result()
-                    outcomes[out["path"]] = out
-                    bar.set_postfix_str(out["label"])
-                    bar.update(1)
+            with ProcessPoolExecutor(min(workers, len(groups)), mp_context=context, initializer=_worker_init) as pool:
+                for future in as_completed([pool.submit(run_group, group) for group in groups.values()]):
+                    done(future.result())
     finally:
         bar.close()
     for out in outcomes.values():
