@@ -1,13 +1,15 @@
 """Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
-    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 15]
-                                   [--workers 2] [--no-train] [--confirm]
+    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 9]
+                                   [--workers 2] [--no-train] [--no-confirm]
 
-Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 15 --output-dir perf/testbed/results`:
+Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 9 --output-dir perf/testbed/results`
+followed by `trl-efficient testbed confirm` (the protocol's looks and its confirmation, one resumable command):
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/testbed), then every registered recipe with 3 training seeds at its testbed scale
 (trl_efficient/testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
-check is still inconclusive, and grpo, trains 3 more seeds, up to 15), on 2 worker processes (one torch thread each)
+check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's `looks.max_seeds`, 9), on 2 worker
+processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
 per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
 checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON), then prints
@@ -19,9 +21,10 @@ seeded: a rerun prints the same table (up to the `train s` column). Exit status 
 row of the table, with its error). Run with the default recipes and output directory, it then pastes the table into
 the README (`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates both; `python
 perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo). `--no-train` renders the
-committed run files under the protocol (trl_efficient/testbed/protocol.yaml) without training; `--confirm` then reruns
-every held or not-held check once on unseen training seeds and a fresh task set (`trl-efficient testbed confirm`,
-results/confirm/) and adds the "confirmed" column.
+committed run files under the protocol (trl_efficient/testbed/protocol.yaml) without training. Then, unless
+`--no-confirm`, the confirmation pass reruns every held or not-held check once on unseen training seeds and a fresh
+task set (`trl-efficient testbed confirm`, results/confirm/; resumable the same way) and adds the "confirmed" column;
+its runs are part of the comparison's runtime (the scorecard's item 7).
 """
 
 import argparse
@@ -36,7 +39,6 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 DEFAULT_RECIPES = ["all"]
 DEFAULT_WORKERS = "2"  # two worker processes: the two CPU cores this comparison is sized for
-DEFAULT_MAX_SEEDS = "15"  # looks at 3, 6, 9, 12, 15 seeds: an inconclusive check (and grpo) trains 3 more at each
 
 
 def main(argv=None) -> int:
@@ -48,8 +50,10 @@ def main(argv=None) -> int:
         argv = ["--recipes", *DEFAULT_RECIPES, *argv]
     if "--workers" not in argv:
         argv += ["--workers", DEFAULT_WORKERS]
-    if "--max-seeds" not in argv:
-        argv += ["--max-seeds", DEFAULT_MAX_SEEDS]
+    if "--max-seeds" not in argv:  # the protocol's looks (3, 6, 9 seeds): an inconclusive check trains 3 more at each
+        from trl_efficient.testbed.protocol import load
+
+        argv += ["--max-seeds", str(load()["looks"]["max_seeds"])]
     committed = not any(a == "--output-dir" or a.startswith("--output-dir=") for a in argv)
     if committed:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]
@@ -66,8 +70,8 @@ def main(argv=None) -> int:
     if not os.path.exists(report):
         os.makedirs(os.path.dirname(report), exist_ok=True)
         testbed_main(["world-report", "--model", model, "--json", report])
-    confirmation = "--confirm" in argv  # then the confirmation pass (issue 32, item 5) into results/confirm/
-    argv = [a for a in argv if a != "--confirm"]
+    confirmation = "--no-confirm" not in argv  # then the confirmation pass (issue 32, item 5) into results/confirm/
+    argv = [a for a in argv if a not in ("--confirm", "--no-confirm")]
     status = testbed_main(["compare", *argv])
     if confirmation:
         out_dir = known.output_dir or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")

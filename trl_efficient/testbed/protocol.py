@@ -42,6 +42,7 @@ __all__ = [
     "nominal_levels",
     "repeated_p",
     "row_check",
+    "row_max_seeds",
     "row_negative_controls",
     "row_settings",
     "row_spec",
@@ -122,8 +123,8 @@ def look_sizes() -> list[int]:
 def look_index(seeds: int) -> int:
     """The look (0-based) a row with `seeds` training seeds stands at: the first look with at least that many.
 
-    >>> look_index(3), look_index(6), look_index(15), look_index(1)
-    (0, 1, 4, 0)
+    >>> look_index(3), look_index(6), look_index(9), look_index(15), look_index(1)
+    (0, 1, 2, 2, 0)
     """
     sizes = look_sizes()
     return next((i for i, s in enumerate(sizes) if seeds <= s), len(sizes) - 1)
@@ -149,10 +150,12 @@ def repeated_p(p: float, looks: int | None = None) -> float:
     """The look-adjusted (repeated) p-value of a one-sided nominal p-value under Pocock's design: the overall
     one-sided error of the design whose constant boundary is the observed statistic, P(max_k Z_k >= z_(1-p)) over the
     protocol's looks (Jennison & Turnbull 2000, §9.1), by 400,000 seeded random walks; below their resolution the union
-    bound K x p. Pocock's nominal 0.0079 maps to 0.024 (the tabled constant 2.413 is for 0.025, to 3 digits).
+    bound K x p. Pocock's nominal level maps to about 0.025: 0.0110 at K = 3 (the tabled 2.289), 0.0079 at K = 5.
 
-    >>> round(repeated_p(0.0079), 3), round(repeated_p(0.5), 2), repeated_p(1.0)
-    (0.024, 0.75, 1.0)
+    >>> round(repeated_p(0.0110, looks=3), 3), round(repeated_p(0.0079, looks=5), 3), round(repeated_p(0.5), 2)
+    (0.025, 0.024, 0.69)
+    >>> repeated_p(1.0)
+    1.0
     """
     from statistics import NormalDist
 
@@ -220,6 +223,17 @@ def row_settings(name: str, settings: Any) -> Any:
 def row_check(name: str) -> str | None:
     """The method check a row of `rows` names (`checks.ROW_CHECKS`), `None` when the recipe's own applies."""
     return (load().get("rows") or {}).get(name, {}).get("check")
+
+
+def row_max_seeds(name: str) -> int | None:
+    """The last look of a row of `rows` that ends its looks early (protocol 6: ProRL's and BroRL's rows, one look),
+    `None` for a row that follows `looks`.
+
+    >>> row_max_seeds("prorl"), row_max_seeds("kimi")
+    (3, None)
+    """
+    value = ((load().get("rows") or {}).get(name) or {}).get("max_seeds")
+    return None if value is None else int(value)
 
 
 def row_negative_controls(name: str) -> list[str]:

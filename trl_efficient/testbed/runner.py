@@ -645,23 +645,26 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
     return rows
 
 
-def undecided(rows: list[dict]) -> list[str]:
+def undecided(rows: list[dict], seeds: int | None = None) -> list[str]:
     """The recipes whose method check is inconclusive (not the baselines, not failed rows), and `grpo`, the
     reference of their comparisons, when it is a row and any is: those that train more seeds at `compare`'s next
-    look (`look_sizes`, up to `TestbedSettings.max_seeds`).
+    look of `seeds` seeds (`look_sizes`, up to `TestbedSettings.max_seeds`; a row whose looks end earlier,
+    `protocol.row_max_seeds`, stays where it is).
 
     >>> undecided([{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
     ...            {"recipe": "kimi", "method_check": {"claim": "shorter", "held": True}},
-    ...            {"recipe": "gfpo", "method_check": {"claim": "shorter", "held": None}}])
+    ...            {"recipe": "gfpo", "method_check": {"claim": "shorter", "held": None}},
+    ...            {"recipe": "prorl", "method_check": {"claim": "accuracy", "held": None}}], seeds=6)
     ['gfpo', 'grpo']
     """
-    from .protocol import matching_control
+    from .protocol import matching_control, row_max_seeds
     from .verdicts import is_control
 
     names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
     open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
              and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None
-             and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])]  # fmt: skip
+             and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])
+             and (seeds is None or (row_max_seeds(r["recipe"]) or seeds) >= seeds)]  # fmt: skip
     # their matching controls train the same seeds (a check reads its control on the seeds both have)
     controls = [c for c in dict.fromkeys(matching_control(n) for n in open_) if c and c != "grpo" and c in names]
     return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else []) + controls
@@ -735,7 +738,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
     looks = [_look(settings.seeds, jobs, outcomes, started)]
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
-        more = undecided(rows)
+        more = undecided(rows, seeds)
         if not train:
             from .verdicts import is_control
 
@@ -827,8 +830,11 @@ def confirm(json_path: str, output_dir: str, seed: int = CONFIRMATION_SEED, work
     names = list(dict.fromkeys(["grpo", *decided, *negative_controls()]))
     out = compare(names, settings, output_dir, workers=workers, train=train, show_progress=show_progress)
     counts = confirm_rows(data["rows"], out["rows"])
+    with open(out["files"]["json"]) as f:
+        timing = json.load(f).get("timing")  # its runs are part of the comparison's runtime (scorecard item 7)
     data["confirmation"] = {"seed": seed, "seeds": settings.training_seeds(), "recipes": decided, "counts": counts,
-                            "output_dir": os.path.relpath(output_dir, os.path.dirname(json_path))}  # fmt: skip
+                            "output_dir": os.path.relpath(output_dir, os.path.dirname(json_path)),
+                            "timing": timing}  # fmt: skip
     with open(json_path, "w") as f:
         json.dump(data, f, indent=1)
     with open(os.path.join(os.path.dirname(json_path), "compare.md"), "w") as f:

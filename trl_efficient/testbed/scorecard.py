@@ -24,7 +24,11 @@ that is not met says so: the scorecard reports, it does not gate.
 ...     "timing": {"workers": 2, "seconds": 3000.0,
 ...                "looks": [{"seeds": 3, "runs": 7, "trained": 7, "seconds": 3000.0}]}}
 >>> [(row["item"], row["met"]) for row in scorecard_rows(compare, None)]  # no world report: items 1, 2, 4 unknown
-[(1, None), (2, None), (3, True), (4, None), (5, True), (6, True), (7, True)]
+[(1, None), (2, None), (3, True), (4, None), (5, True), (6, True), (7, None)]
+>>> compare["confirmation"] = {"timing": {"workers": 2, "seconds": 900.0,
+...                                       "looks": [{"seeds": 3, "runs": 9, "trained": 9, "seconds": 900.0}]}}
+>>> next(r for r in scorecard_rows(compare, None) if r["item"] == 7)["met"]  # 50 + 15 minutes
+True
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from .report import MAX_EASY_GAIN, MIN_FLOOR_RATIO, MIN_FOLLOWING_PEARSON, MIN_H
 __all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
 
 # The comparison's targets (the world's are `report`'s): seeds and tasks per recipe, open checks, minutes on 2 cores
-MIN_SEEDS, MIN_TASKS, MAX_INCONCLUSIVE, MAX_MINUTES = 3, 1024, 4, 60.0
+MIN_SEEDS, MIN_TASKS, MAX_INCONCLUSIVE, MAX_MINUTES = 3, 1024, 4, 120.0
 # The testbed's targets (docs/testbed.md, "Scorecard"): item -> (what, target).
 TARGETS = {
     1: ("dynamic range", f"base tokens / floor >= {MIN_FLOOR_RATIO}, redundant share >= {MIN_REDUNDANT_SHARE}, easy "
@@ -54,8 +58,8 @@ TARGETS = {
                  f"{TOKEN_MARGIN:.0%} of the floor in tokens and <= {FRACTION_MARGIN} in accuracy"),
     6: ("every check decides", f"<= {MAX_INCONCLUSIVE} checks inconclusive; every 'not held' diagnosed in "
                                "docs/testbed.md"),
-    7: ("fast enough", f"the comparison on 2 cores in <= {MAX_MINUTES:.0f} minutes (every recipe x {MIN_SEEDS} "
-                       "seeds)"),
+    7: ("fast enough", f"the comparison on 2 cores in <= {MAX_MINUTES:.0f} minutes: every recipe and control x "
+                       f"{MIN_SEEDS} seeds, the later looks and the confirmation"),
 }  # fmt: skip
 
 
@@ -176,21 +180,26 @@ def _compare_items(compare: dict) -> list[dict]:
     timing = compare.get("timing")
     if timing and timing.get("looks"):
         first, later = timing["looks"][0], timing["looks"][1:]
-        complete = first["trained"] == first["runs"]  # this invocation trained the whole first look
-        minutes = timing["seconds"] / 60
+        confirmation = (compare.get("confirmation") or {}).get("timing")  # the confirmation pass's own compare
+        looks = [*timing["looks"], *(confirmation or {}).get("looks", [])]
+        complete = all(look["trained"] == look["runs"] for look in looks)  # every run trained by these invocations
+        minutes = (timing["seconds"] + (confirmation or {}).get("seconds", 0.0)) / 60
         later_text = (f"; later looks {', '.join(str(look['trained']) for look in later)} runs in "
                       f"{sum(look['seconds'] for look in later) / 60:.1f} min" if later else "")  # fmt: skip
+        confirm_text = (f"; confirmation {sum(look['trained'] for look in confirmation['looks'])} runs in "
+                        f"{confirmation['seconds'] / 60:.1f} min"
+                        if confirmation else "; no confirmation timed")  # fmt: skip
         seven = {
             "item": 7,
             "measured": f"{minutes:.1f} min on {timing['workers']} workers: first look (every recipe x "
             f"{first['seeds']} seeds) {first['trained']} of {first['runs']} runs trained in "
-            f"{first['seconds'] / 60:.1f} min{later_text}"
+            f"{first['seconds'] / 60:.1f} min{later_text}{confirm_text}"
             + (
                 ""
                 if complete
                 else "; finished runs were reused, so this is not the full runtime: time it from an empty --output-dir"
             ),  # fmt: skip
-            "met": minutes <= MAX_MINUTES if complete else None,
+            "met": minutes <= MAX_MINUTES if complete and confirmation else None,
         }
     else:
         seven = {"item": 7, "measured": "not recorded in this compare.json", "met": None}
