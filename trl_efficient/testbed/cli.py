@@ -13,6 +13,8 @@
     trl-efficient testbed scorecard perf/testbed/results/compare.json  the targets beside the measured values
     trl-efficient testbed confirm perf/testbed/results/compare.json --output-dir DIR [--seed 1000] [--workers 2]
                                   every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
+    trl-efficient testbed literature [perf/testbed/results] [--json PATH]
+                                  every published head-to-head (literature.yaml) read on a comparison; Kendall tau
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
@@ -269,6 +271,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_score.add_argument("compare_json")
     p_score.add_argument("--world-report", default=None, help="default: world_report_<model>.json next to it")
+    p_lit = sub.add_parser(
+        "literature",
+        help="read every published head-to-head between recipes on a comparison; Kendall tau with the papers",
+        description="Read every pair of testbed/literature.yaml (a paper's winner and loser, on accuracy or tokens) "
+        "on a comparison's rows, paired by seed and task with a 95%% interval, and print the table and the Kendall "
+        "tau over all pairs and over the decided ones (docs/literature.md).",
+    )
+    p_lit.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
+    p_lit.add_argument("--json", default=None, help="also write the readings and taus to this JSON file")
     p_plots = sub.add_parser("plots", help="redraw per_difficulty.png and checks.png from a compare.json")
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
@@ -326,6 +337,15 @@ def main(argv: list[str] | None = None) -> int:
 
         read_comparison(args.compare_json)
         print(load_scorecard(args.compare_json, args.world_report))
+        return 0
+    if args.command == "literature":
+        from .literature import DEFAULT_RESULTS, literature, literature_markdown
+
+        out = literature(args.results_dir or DEFAULT_RESULTS)
+        print(literature_markdown(out))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
         return 0
     if args.command == "plots":
         import os
