@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         "literature",
         help="read every published head-to-head between recipes on a comparison; Kendall tau with the papers",
         description="Read every pair of testbed/literature.yaml (a paper's winner and loser, on accuracy or tokens) "
-        "on a comparison's rows, paired by seed and task with a 95%% interval, and print the table and the Kendall "
+        "on a comparison's rows, paired by seed and task with a 95% interval, and print the table and the Kendall "
         "tau over all pairs and over the decided ones (docs/literature.md).",
     )
     p_lit.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
