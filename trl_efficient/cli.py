@@ -1,11 +1,11 @@
 """`trl-efficient` command line: a thin parser over the library API (`trl_efficient.api`: `train`, `evaluate`,
 `merge`, `push`). `train` (default recipe run, `api.training`), `recipes` (list them; `--markdown` prints the README's
-recipe and reward tables generated from the registry), and the commands of the lower layers (`eval`, `data`,
-`testbed`, `serve-scorer`, `profile`, `push`, `merge`), each imported only when it runs: `trl-efficient --help` and
-`trl-efficient recipes` load only what they need, and a command's `--help` loads no torch, TRL or transformers
-(`tests/cli/test_lazy_imports.py`). `train`'s and `profile`'s options are TRL's and transformers' dataclasses
-(`GRPOConfig` is a `TrainingArguments`): their first `--help` renders the text with them and keeps it
-(`help_cache_path`), later ones print it.
+recipe and reward tables generated from the registry, `--scale-table` docs/scale.md's), and the commands of the lower
+layers (`eval`, `data`, `testbed`, `serve-scorer`, `profile`, `push`, `merge`), each imported only when it runs:
+`trl-efficient --help` and `trl-efficient recipes` load only what they need, and a command's `--help` loads no torch,
+TRL or transformers (`tests/cli/test_lazy_imports.py`). `train`'s and `profile`'s options are TRL's and
+transformers' dataclasses (`GRPOConfig` is a `TrainingArguments`): their first `--help` renders the text with them
+and keeps it (`help_cache_path`), later ones print it.
 
 `trl-efficient train --config <recipe> [--key value ...]`: see `trl_efficient.api.training` (run preset < recipe <
 YAML < command line; `--config` takes a YAML path or a shipped recipe's name, `trl-efficient recipes show kimi`
@@ -41,7 +41,7 @@ COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.api.training:train_main", True),
     "recipes": (
         "list the registered recipes (`recipes show NAME`: print one's YAML; `recipes presets`: the run presets; "
-        "--markdown: the README tables)",
+        "--markdown: the README tables; --scale-table: docs/scale.md's)",
         "trl_efficient.cli:recipes_main",
         False,  # imports trl_efficient.recipes, and only that
     ),
@@ -189,7 +189,8 @@ def show_presets(argv: list[str]) -> int:
 
 
 def recipes_main(argv: list[str]) -> int:
-    """`trl-efficient recipes [--markdown | --update-readme README.md | --check-readme README.md]`;
+    """`trl-efficient recipes [--markdown | --scale-table | --update-readme PATH | --check-readme PATH]` (PATH:
+    README.md, or docs/scale.md for the scale table);
     `trl-efficient recipes show NAME` prints a shipped recipe YAML (`show_recipe`)."""
     if argv[:1] == ["show"]:
         return show_recipe(argv[1:])
@@ -202,18 +203,27 @@ def recipes_main(argv: list[str]) -> int:
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--markdown", action="store_true", help="print the README's recipe and reward tables")
+    group.add_argument(
+        "--scale-table",
+        action="store_true",
+        help="print docs/scale.md's table: each recipe's paper length constants, the one scale rule's testbed value "
+        "and the testbed's today",
+    )
     group.add_argument("--update-readme", metavar="PATH", help="rewrite the generated tables between their markers")
     group.add_argument(
         "--check-readme", metavar="PATH", help="exit 1 when the README's tables differ from the registry"
     )
     args = parser.parse_args(argv)
-    if not (args.markdown or args.update_readme or args.check_readme):
+    if not (args.markdown or args.scale_table or args.update_readme or args.check_readme):
         list_recipes()
         return 0
     from .recipes import tables
 
     if args.markdown:
         print(tables.markdown(), end="")
+        return 0
+    if args.scale_table:
+        print(tables.scale_table())
         return 0
     path = args.update_readme or args.check_readme
     with open(path, encoding="utf-8") as f:
@@ -222,7 +232,7 @@ def recipes_main(argv: list[str]) -> int:
     if args.check_readme:
         if updated != text:
             print(
-                f"{path}: the recipe/reward tables differ from the registry; run "
+                f"{path}: the generated tables differ from the registry; run "
                 f"`trl-efficient recipes --update-readme {path}`",
                 file=sys.stderr,
             )

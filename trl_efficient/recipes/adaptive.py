@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..rewards.controller import get_adlp_reward
 from ..rewards.history import get_hapo_length_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale, revisits, scale_per_token
+from .scale import PaperLength, RecipeScale, Reference, revisits, scale_per_token
 
 reward_builder(
     "hapo_length",
@@ -42,6 +42,9 @@ def build_adlp_length_reward(args, **kwargs) -> Callable:
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+ADLP_REFERENCE = Reference(8192, "cap", "methods.md §18: max response 8192")
 
 
 def _adlp_scale(cap: int, steps: int) -> RecipeScale:
@@ -98,6 +101,24 @@ register_recipe(
         section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",)),
         family="adaptive / history",
         testbed_scale=_adlp_scale,
+        paper_lengths=(
+            PaperLength(
+                "lambda_0",
+                1e-3,
+                "per-token",
+                ADLP_REFERENCE,
+                "methods.md §18 (script)",
+                "reward_kwargs.adlp_length.lambda_init",
+            ),
+            PaperLength(
+                "eta (lambda's step per unit of accuracy)",
+                1e-3,
+                "per-token",
+                ADLP_REFERENCE,
+                "methods.md §18 (script)",
+                "reward_kwargs.adlp_length.eta",
+            ),
+        ),
         method="A-DLP (adaptive direct length penalty)",
         description="r = 1[correct] - lambda_t L, lambda_0 = 1e-3, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - "
         "0.62)) from the gathered batch accuracy, unbounded above as the released code (§18).",

@@ -28,7 +28,7 @@ from ..rewards.budget import (
     get_saber_reward,
 )
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale, scale_length, scale_per_token
+from .scale import PaperLength, RecipeScale, Reference, scale_length, scale_per_token
 
 
 @reward_builder(
@@ -73,6 +73,13 @@ def build_saber_reward(args, length_scope: str, **kwargs) -> Callable:
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
 
 
+# methods.md §2, headline table: the base model's mean output on MATH500
+HBPO_REFERENCE = Reference(4696, "base mean", "methods.md §2: R1-Distill-1.5B baseline, MATH500 81.6% at 4,696 tokens")
+# methods.md §3 states no base mean nor cap: the deepest tier stands for the cap
+SABER_REFERENCE = Reference(16384, "cap", "methods.md §3: the deepest tier, 16384 (no cap or base mean stated)")
+_HBPO_CAP_RULE = "x cap/4096 (HBPO's context as the reference)"
+
+
 def _hbpo_scale(cap: int, steps: int) -> RecipeScale:
     from ..rewards.budget import HBPO_ALPHA, HBPO_BETA, HBPO_L_MAX
 
@@ -110,6 +117,36 @@ register_recipe(
         section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",)),
         family="budget / prompted",
         testbed_scale=_hbpo_scale,
+        paper_lengths=(
+            PaperLength(
+                "budgets",
+                HBPO_BUDGETS,
+                "length",
+                HBPO_REFERENCE,
+                "methods.md §2",
+                "config.budgets",
+                exception=f"{_HBPO_CAP_RULE}: the paper's budgets are fractions of its context; by the "
+                "base's mean the smallest two (18, 35) sit below most tasks' floor (mean 62)",
+            ),
+            PaperLength(
+                "l_max (the cosine's horizon)",
+                HBPO_L_MAX,
+                "length",
+                HBPO_REFERENCE,
+                "methods.md §2",
+                "config.advantage_kwargs.l_max",
+                exception=f"{_HBPO_CAP_RULE}: l_max is the context, kept at the cap",
+            ),
+            PaperLength(
+                "alpha",
+                HBPO_ALPHA,
+                "per-token",
+                HBPO_REFERENCE,
+                "methods.md §2",
+                "config.advantage_kwargs.alpha",
+                exception=f"{_HBPO_CAP_RULE}: 1/l_max, as in the paper",
+            ),
+        ),
         method="HBPO (hierarchical budget policy optimization)",
         description=(
             "Budget subgroups 512/1024/2048/2560 per prompt via an assistant prefill, budget-aware cosine reward, "
@@ -158,6 +195,17 @@ register_recipe(
         section=Section(3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",)),
         family="budget / prompted",
         testbed_scale=_saber_scale,
+        paper_lengths=(
+            PaperLength(
+                "budget tiers",
+                (128, 4096, 16384),
+                "length",
+                SABER_REFERENCE,
+                "methods.md §3",
+                "recipe_kwargs.tiers",
+                minimum=16,
+            ),
+        ),
         method="SABER (switchable and balanced budget tiers)",
         description=(
             "Base-model profile -> per-example budget tier (128/4096/16384/unlimited) in the system prompt, 10% "

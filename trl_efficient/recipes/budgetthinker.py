@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import get_budgetthinker_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale, scale_length
+from .scale import PaperLength, RecipeScale, Reference, scale_length
 
 reward_builder(
     "budgetthinker",
@@ -22,6 +22,9 @@ reward_builder(
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+BUDGETTHINKER_REFERENCE = Reference(10000, "cap", "methods.md §23: max response 10000")
 
 
 def _budgetthinker_scale(cap: int, steps: int) -> RecipeScale:
@@ -51,6 +54,32 @@ register_recipe(
         section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",)),
         family="budget / prompted",
         testbed_scale=_budgetthinker_scale,
+        paper_lengths=(
+            PaperLength(
+                "budgets by epoch",
+                (6000, 4000, 3500, 3000, 2500, 2000),
+                "length",
+                BUDGETTHINKER_REFERENCE,
+                "methods.md §23",
+                "config.rollout_plan_kwargs.budgets_by_epoch",
+            ),
+            PaperLength(
+                "final budget choices",
+                (2000, 4000, 6000),
+                "length",
+                BUDGETTHINKER_REFERENCE,
+                "methods.md §23",
+                "config.rollout_plan_kwargs.final_choices",
+            ),
+            PaperLength(
+                "long-budget threshold",
+                1500,
+                "length",
+                BUDGETTHINKER_REFERENCE,
+                "methods.md §23",
+                "reward_kwargs.budgetthinker.long_budget",
+            ),
+        ),
         method="BudgetThinker (forced budget control tokens)",
         description=(
             "The prompt states a budget B (6000, 4000, 3500, 3000, 2500, 2000 tokens in epochs 1-6, then one of "

@@ -8,7 +8,7 @@ passes credits "a length penalty shortens", not the method; a check that `placeb
 
 from ..rewards.controls import get_constant_length_penalty, get_placebo_reward
 from .registry import Recipe, RewardSpec, register_recipe, reward_builder
-from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_free, scale_per_token
+from .scale import DEFAULT_PAPER_CAP, PaperLength, RecipeScale, Reference, scale_free, scale_per_token
 
 reward_builder(
     "constant_length",
@@ -41,6 +41,16 @@ register_recipe(
         name="constant-penalty",
         family="baselines",
         testbed_scale=_constant_scale,
+        paper_lengths=(
+            PaperLength(
+                "alpha",
+                1 / DEFAULT_PAPER_CAP,
+                "per-token",
+                Reference(DEFAULT_PAPER_CAP, "cap", "a control, no paper: DEFAULT_PAPER_CAP"),
+                "proposed (an answer at the cap loses one correct answer)",
+                "reward_kwargs.constant_length.alpha",
+            ),
+        ),
         method="Constant length penalty (negative control)",
         description="r = 1[correct] - alpha L with a fixed alpha (1/cap at testbed scale): the simplest length "
         "penalty, which a method check must beat to credit more than 'a length penalty shortens'.",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
 from ..rewards.curriculum import get_curriculum_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale
+from .scale import PaperLength, RecipeScale, Reference
 
 
 @reward_builder(
@@ -33,6 +33,10 @@ def build_curriculum_reward(args, **kwargs) -> Callable:
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+CURRICULUM_REFERENCE = Reference(258.4, "base mean", "methods.md §22: the base model scores 83.55% at 258.4 tokens "
+                                 "on GSM8K, its training set")  # fmt: skip
 
 
 def _curriculum_scale(cap: int, steps: int) -> RecipeScale:
@@ -63,6 +67,28 @@ register_recipe(
         section=Section(22, "Curriculum length control (Train Long, Think Short)", ()),
         family="budget / prompted",
         testbed_scale=_curriculum_scale,
+        paper_lengths=(
+            PaperLength(
+                "initial budget",
+                256,
+                "length",
+                CURRICULUM_REFERENCE,
+                "methods.md §22",
+                "config.rollout_plan_kwargs.initial_budget",
+                exception="the start is the base's own mean, round(cap x 161/384), as the paper's 256 is "
+                "its base's 258.4",
+            ),
+            PaperLength(
+                "final budget",
+                87,
+                "length",
+                CURRICULUM_REFERENCE,
+                "methods.md §22",
+                "config.rollout_plan_kwargs.final_budget",
+                exception="cap/2 x 87/256 = 65, about the testbed tasks' mean floor (62): the paper's 87 is "
+                "what GSM8K needs, and the rule's 54 is below the testbed's floor",
+            ),
+        ),
         method="Curriculum length control (Train Long, Think Short)",
         description=(
             "The prompt states a budget B(t) that shrinks 256 -> 179 -> 125 -> 87 tokens at 3 evenly spaced steps; "

@@ -7,7 +7,11 @@ refill) and DA-DLER (difficulty-aware truncation of easy prompts' correct sample
 from __future__ import annotations
 
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import RecipeScale, scale_length
+from .scale import PaperLength, RecipeScale, Reference, scale_length
+
+# methods.md §4, Table 1: the base model's mean output on MATH (the benchmark nearest the testbed's arithmetic)
+DLER_REFERENCE = Reference(5500, "base mean", "methods.md §4, Table 1: DeepSeek-R1-1.5B, MATH 84.31% at 5500 tokens")
+DLER_TRUNCATION = 4000  # methods.md §4 [code]: max_response_length = 4000
 
 
 def _dler_scale(cap: int, steps: int) -> RecipeScale:
@@ -46,6 +50,18 @@ register_recipe(
         testbed_check="dler",
         section=DLER_SECTION,
         testbed_scale=_dler_scale,
+        paper_lengths=(
+            PaperLength(
+                "truncation (max_response_length)",
+                DLER_TRUNCATION,
+                "length",
+                DLER_REFERENCE,
+                "methods.md §4 [code]",
+                "config.max_completion_length",
+                exception="cap/2: the rule's 117 (the paper's 0.73x its base's mean) leaves the 8-op tasks "
+                "(floor 100 tokens) no room to check; 192 truncates 35% of the base's answers",
+            ),
+        ),
         method="DLER (truncation penalty + batch-normalised advantages)",
         description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
         "with refill (§4).",
@@ -74,6 +90,27 @@ register_recipe(
         section=DLER_SECTION,
         family="adaptive / history",
         testbed_scale=_da_dler_scale,
+        paper_lengths=(
+            PaperLength(
+                "truncation (max_response_length)",
+                DLER_TRUNCATION,
+                "length",
+                DLER_REFERENCE,
+                "methods.md §4 [code]",
+                "config.max_completion_length",
+                exception="x cap/4000 (the paper's cap as the reference): 4000 -> the cap, where the base "
+                "(mean 161) is never truncated, so only the easy groups' cut binds; DLER trains at 192",
+            ),
+            PaperLength(
+                "easy groups' cut (truncate_to)",
+                2000,
+                "length",
+                DLER_REFERENCE,
+                "methods.md §4, proposed default (DA-DLER is not published)",
+                "config.advantage_kwargs.truncate_to",
+                exception="x cap/4000 (the paper's cap as the reference), = DLER's training cap 192",
+            ),
+        ),
         method="DA-DLER (difficulty-aware truncation, proposed)",
         description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
         rewards=(RewardSpec("dler_truncation"),),

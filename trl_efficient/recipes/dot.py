@@ -7,9 +7,14 @@ Values taken from the paper or its code cite methods.md; our own choices are lis
 from __future__ import annotations
 
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import RecipeScale, scale_length
+from .scale import PaperLength, RecipeScale, Reference, scale_length
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+# methods.md §21, headline table: the base model's mean output on MATH-500
+DOT_REFERENCE = Reference(5483, "base mean", "methods.md §21: R1-Distill-Qwen-1.5B original, MATH-500 84.0% at 5483 "
+                          "tokens")  # fmt: skip
 
 
 def _dot_scale(cap: int, steps: int) -> RecipeScale:
@@ -36,6 +41,27 @@ register_recipe(
         section=Section(21, "DOT: dynamic outlier truncation", ("U-rara/DOT",)),
         family="sampling",
         testbed_scale=_dot_scale,
+        paper_lengths=(
+            PaperLength(
+                "training cap (DOT-4K max response)",
+                4096,
+                "length",
+                DOT_REFERENCE,
+                "methods.md §21",
+                "config.max_completion_length",
+                exception="not scaled: DOT trains at the comparison's cap, where the base (mean 161) is never "
+                "truncated; the paper's 4096 is 0.75x its base's mean",
+            ),
+            PaperLength(
+                "margin m",
+                32,
+                "length",
+                DOT_REFERENCE,
+                "methods.md §21 [code]",
+                "config.filter_kwargs.margin",
+                exception="x cap/4096 (DOT-4K's cap as the reference)",
+            ),
+        ),
         method="DOT (outlier truncation, re-scoring, predictive dynamic sampling)",
         description="In all-correct groups, responses longer than mean + 3 std by >= 32 tokens are cut there and "
         "re-scored; zero-variance groups are refilled with a predicted oversampling factor (§21).",

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from ..core.lengths import LengthMeter
 from ..rewards.laser import get_laser_d_reward
-from .registry import LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
-from .scale import RecipeScale, scale_length
+from .registry import LASER_REFERENCE, LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
+from .scale import PaperLength, RecipeScale, scale_length
 
 _MONITOR_KEYS = (
     "monitor_interval",
@@ -101,6 +101,15 @@ def _laser_d_scale(name: str):
     return build
 
 
+def _laser_d_lengths(name: str) -> tuple[PaperLength, ...]:
+    """LASER-D's paper length constants (methods.md §7: the grid's lower bound and step, in a 16384 context)."""
+    field = f"reward_kwargs.{name.replace('-', '_')}"
+    return (
+        PaperLength("target grid lower bound", 2048, "length", LASER_REFERENCE, "methods.md §7", f"{field}.grid_lower"),
+        PaperLength("target grid step", 1024, "length", LASER_REFERENCE, "methods.md §7", f"{field}.grid_step"),
+    )
+
+
 register_recipe(
     Recipe(
         name="laser-d",
@@ -108,6 +117,7 @@ register_recipe(
         section=LASER_SECTION,
         family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-d"),
+        paper_lengths=_laser_d_lengths("laser-d"),
         method="LASER-D (difficulty-aware length step reward)",
         description="LASER step reward with a target L_k per difficulty bucket, chosen every 20 steps from the length "
         "coverage of a monitoring pass (§7).",
@@ -122,6 +132,7 @@ register_recipe(
         section=LASER_SECTION,
         family="adaptive / history",
         testbed_scale=_laser_d_scale("laser-de"),
+        paper_lengths=_laser_d_lengths("laser-de"),
         method="LASER-DE (LASER-D + exploration bonus)",
         description="LASER-D, plus +alpha for wrong answers longer than L_k that are not repetitive (§7).",
         rewards=(RewardSpec("laser_de", kwargs=dict(LASER_D_MONITOR)),),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.sampler_defaults import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import RecipeScale, revisits
+from .scale import PaperLength, RecipeScale, Reference, revisits
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
 
@@ -73,6 +73,17 @@ register_recipe(
         section=Section(30, "Frugal-Thinking: curation by pass rate", ("MBZUAI-Paris/Frugal-Thinking",)),
         family="sampling",
         testbed_scale=_frugal_scale,
+        paper_lengths=(
+            PaperLength(
+                "training context",
+                16384,
+                "length",
+                Reference(11491, "base mean", "methods.md §30: Qwen3-4B-Thinking-2507, average output 11,491 tokens"),
+                "methods.md §30",
+                "config.max_completion_length",
+                exception="0.6 x cap = 230: the paper's ratio (1.43) times the base's mean rounded to 161",
+            ),
+        ),
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(
             "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample them "

@@ -23,7 +23,16 @@ from typing import Any
 
 from .. import rewards as R
 from ..core.registry import Registry
-from .scale import DEFAULT_PAPER_CAP, RecipeScale, ScaleRule, scale_free, scale_length, scale_per_token
+from .scale import (
+    DEFAULT_PAPER_CAP,
+    PaperLength,
+    RecipeScale,
+    Reference,
+    ScaleRule,
+    scale_free,
+    scale_length,
+    scale_per_token,
+)
 
 RECIPES: Registry = Registry("recipe")
 REWARD_BUILDERS: Registry = Registry("reward builder")
@@ -240,6 +249,9 @@ class Recipe:
     testbed_scale: ScaleRule | None = (
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
+    # its papers' length constants and the reference each scales by (scale.py, `paper_to_testbed`: the one rule;
+    # `trl-efficient recipes --scale-table`, docs/scale.md)
+    paper_lengths: tuple[PaperLength, ...] = ()
     family: str = "length penalties"  # one of RECIPE_FAMILIES: the testbed's plots group recipes by it
     section: Section | None = None  # its section of the method reference (docs/methods.md §N)
     # the testbed's claim for it: the key of its method check (trl_efficient.testbed.checks.CLAIMS; "shorter":
@@ -459,6 +471,10 @@ def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
     )
 
 
+# The papers' reference lengths (scale.py, `paper_to_testbed`)
+L1_REFERENCE = Reference(4096, "cap", "methods.md §6: max response 4K in training")
+LASER_REFERENCE = Reference(16384, "cap", "methods.md §7: context 16384")
+
 L1_EXACT_SECTION = Section(
     6, "L1 / LCPO: length-controlled policy optimization", ("cmu-l3/l1",)
 )  # methods.md §6, shared by l1-exact, l1-max
@@ -526,6 +542,24 @@ register_recipe(
         section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("exact"),
+        paper_lengths=(
+            PaperLength(
+                "target length N ~ U(low, high)",
+                (100, 4000),
+                "length",
+                L1_REFERENCE,
+                "methods.md §6",
+                "config.target_length_range",
+            ),
+            PaperLength(
+                "alpha (LCPO-Exact)",
+                0.0003,
+                "per-token",
+                L1_REFERENCE,
+                "methods.md §6 [paper]",
+                "reward_kwargs.l1.alpha",
+            ),
+        ),
         method="L1 / LCPO-Exact",
         description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
         "r = 1[correct] - 0.0003 |N - n| (§6).",
@@ -542,6 +576,24 @@ register_recipe(
         section=L1_EXACT_SECTION,
         family="budget / prompted",
         testbed_scale=_l1_scale("max"),
+        paper_lengths=(
+            PaperLength(
+                "target length N ~ U(low, high)",
+                (100, 4000),
+                "length",
+                L1_REFERENCE,
+                "methods.md §6",
+                "config.target_length_range",
+            ),
+            PaperLength(
+                "alpha (LCPO-Max)",
+                0.001,
+                "per-token",
+                L1_REFERENCE,
+                "methods.md §6 (the original code)",
+                "reward_kwargs.l1.alpha",
+            ),
+        ),
         method="L1 / LCPO-Max",
         description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "max"}),),
@@ -556,6 +608,16 @@ register_recipe(
         name="laser",
         section=LASER_SECTION,
         testbed_scale=_laser_scale,
+        paper_lengths=(
+            PaperLength(
+                "target length L_T",
+                2048,
+                "length",
+                LASER_REFERENCE,
+                "methods.md §7: L_T in {2048, 4096, 8192}; the reward's default 2048",
+                "reward_kwargs.laser.target_length",
+            ),
+        ),
         method="LASER (length-based step reward)",
         description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
         rewards=(RewardSpec("laser"),),
@@ -567,6 +629,23 @@ register_recipe(
         name="shorter-better",
         section=Section(11, "ShorterBetter", ("JingyangYi/ShorterBetter",)),
         testbed_scale=_shorter_better_scale,
+        paper_lengths=(
+            PaperLength(
+                "beta",
+                0.001,
+                "per-token",
+                Reference(
+                    5226,
+                    "base mean",
+                    "methods.md §11, repository evaluation: R1-Distill-1.5B, MATH500 67.4% at 5226 tokens",
+                ),
+                "methods.md §11 (code)",
+                "reward_kwargs.shorter_better.beta",
+                exception="scaled by DEFAULT_PAPER_CAP (4096) as if it were the paper's cap (the paper's max "
+                "response is 6000): 2000 tokens' deviation, 0.52x the cap, cancels a correct answer, against "
+                "0.38x the base's mean in the paper",
+            ),
+        ),
         method="ShorterBetter",
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
         rewards=(RewardSpec("shorter_better"),),

@@ -20,6 +20,15 @@ rather than its method (HBPO's cosine over `l_max = 4096` is flat below 192 toke
 
 `paper_cap` is the paper's response cap where docs/methods.md states one (HBPO 4096, L1 4096, DLER/DA-DLER 4000,
 LASER's context 16384, SABER's largest tier 16384); `DEFAULT_PAPER_CAP = 4096` otherwise (said so in the rule).
+
+**The one rule** (issue 35, item 1; `paper_to_testbed`). Every paper length constant is declared with its recipe
+(`Recipe.paper_lengths`, a tuple of `PaperLength`) together with the paper's own `Reference` length: its base model's
+mean response length where the paper states one (on MATH/MATH-500 where it reports benchmarks apart, the benchmark
+nearest the testbed's arithmetic; else the average it states), its response cap otherwise. A base mean maps to the
+testbed base model's mean response length (`TESTBED_BASE_MEAN`), a cap to the testbed's cap. The rules above
+(`Recipe.testbed_scale`) are what the committed runs used; where they differ from the one rule, the constant states
+why (`PaperLength.exception`), and `trl-efficient recipes --scale-table` (docs/scale.md) lists both. World v3 is to
+remove or justify each exception.
 """
 
 from __future__ import annotations
@@ -30,8 +39,13 @@ from dataclasses import dataclass, field
 __all__ = [
     "BASE_MODEL_PLACEHOLDER",
     "DEFAULT_PAPER_CAP",
+    "TESTBED_BASE_CAP",
+    "TESTBED_BASE_MEAN",
+    "PaperLength",
     "RecipeScale",
+    "Reference",
     "ScaleRule",
+    "paper_to_testbed",
     "revisit_tasks",
     "revisits",
     "scale_free",
@@ -41,6 +55,10 @@ __all__ = [
 
 DEFAULT_PAPER_CAP = 4096  # recipes whose paper states no response cap
 BASE_MODEL_PLACEHOLDER = "{base_model}"  # replaced by the testbed base model's directory in recipe_kwargs
+# The testbed base model's mean response length (tokens) at its cap: testbed:v2 on world v2's training tasks,
+# `perf/testbed/results/world_report_v2.json` (summary.mean_tokens 160.82 at max_new_tokens 384; docs/testbed.md);
+# tests/recipes/test_scale_rule.py checks both against the report.
+TESTBED_BASE_MEAN, TESTBED_BASE_CAP = 160.8, 384
 
 
 def scale_length(value: float, cap: int, paper_cap: int, minimum: int = 1) -> int:
@@ -124,3 +142,132 @@ def revisits(name: str, why: str) -> ScaleRule:
                            "in the run (the paper trains for several epochs)", num_train=tasks)  # fmt: skip
 
     return build
+
+
+REFERENCE_KINDS = ("cap", "base mean")  # what a paper's reference length is; `Reference.kind`
+LENGTH_UNITS = ("length", "per-token")  # `PaperLength.unit`
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A paper's own reference length and the testbed length it stands for.
+
+    `tokens`: the paper's reference length; `kind`: `"base mean"` (its base model's mean response length, mapped to
+    the testbed base model's, `TESTBED_BASE_MEAN`) or `"cap"` (its response cap, mapped to the testbed's cap);
+    `source`: where the paper states it (docs/methods.md section and table).
+
+    The testbed base's mean is measured at `TESTBED_BASE_CAP`; at another cap it is taken in proportion to the cap
+    (as the curriculum's start is), so that every reference moves with the cap the same way.
+
+    >>> Reference(5500, "base mean", "§4").testbed_tokens(384), Reference(4096, "cap", "§6").testbed_tokens(192)
+    (160.8, 192)
+    """
+
+    tokens: float
+    kind: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in REFERENCE_KINDS:
+            raise ValueError(f"Reference.kind must be one of {REFERENCE_KINDS}, got {self.kind!r}.")
+        if self.tokens <= 0:
+            raise ValueError(f"Reference.tokens must be > 0, got {self.tokens}.")
+
+    def testbed_tokens(self, cap: int) -> float:
+        """The testbed length this reference stands for at completion cap `cap` (tokens)."""
+        return cap if self.kind == "cap" else TESTBED_BASE_MEAN * cap / TESTBED_BASE_CAP
+
+
+def paper_to_testbed(
+    value: float | tuple[float, ...], reference: Reference, cap: int, unit: str = "length", minimum: int = 1
+) -> int | float | tuple:
+    r"""The one rule: a paper's length constant at the testbed, by the ratio of the testbed's reference length
+    $T = $ `reference.testbed_tokens(cap)` to the paper's $P = $ `reference.tokens` (issue 35, item 1):
+
+    $$ \text{length: } v' = \max(\text{minimum}, \operatorname{round}(v \cdot T / P)) \qquad
+       \text{per-token: } c' = c \cdot P / T $$
+
+    so that a length is the same fraction of the reference on both sides, and a per-token coefficient costs the same
+    reward for a deviation of the same fraction of the reference. `value` may be a tuple (budgets, tiers), mapped
+    element by element; `minimum` is the constant's declared floor (SABER's NoThink limit of 16 tokens).
+
+    >>> dler = Reference(5500, "base mean", "methods.md §4, Table 1")  # R1-Distill-Qwen-1.5B on MATH
+    >>> paper_to_testbed(4000, dler, 384)  # round(4000 * 160.8 / 5500) = round(116.9)
+    117
+    >>> paper_to_testbed((128, 4096, 16384), Reference(16384, "cap", "§3"), 384, minimum=16)  # 3 -> 16, 96, 384
+    (16, 96, 384)
+    >>> paper_to_testbed(0.0003, Reference(4096, "cap", "§6"), 384, unit="per-token")  # 0.0003 * 4096 / 384
+    0.0031999999999999997
+    """
+    if unit not in LENGTH_UNITS:
+        raise ValueError(f"unit must be one of {LENGTH_UNITS}, got {unit!r}.")
+    if isinstance(value, tuple):
+        return tuple(paper_to_testbed(v, reference, cap, unit, minimum) for v in value)
+    ratio = reference.testbed_tokens(cap) / reference.tokens
+    if unit == "per-token":
+        return float(value) / ratio
+    return max(int(minimum), int(round(value * ratio)))
+
+
+@dataclass(frozen=True)
+class PaperLength:
+    """A paper length constant of a recipe (`Recipe.paper_lengths`), mapped to the testbed by `paper_to_testbed`.
+
+    `name`: what it is (with the paper's symbol); `paper`: its paper value (tokens, or reward per token; a tuple for a
+    set of budgets or tiers); `unit`: `"length"` or `"per-token"`; `reference`: the paper's `Reference`; `source`:
+    where the paper states the constant; `field`: where the testbed's value sits in the recipe's `RecipeScale`, a
+    dotted path (`"config.filter_kwargs.margin"`; `"config.max_completion_length"` absent means the comparison's
+    cap); `minimum`: its floor at the testbed; `exception`: why the testbed's value today (`Recipe.testbed_scale`)
+    differs from the one rule's, empty when they agree.
+    """
+
+    name: str
+    paper: float | tuple[float, ...]
+    unit: str
+    reference: Reference
+    source: str
+    field: str
+    minimum: int = 1
+    exception: str = ""
+
+    def __post_init__(self) -> None:
+        if self.unit not in LENGTH_UNITS:
+            raise ValueError(f"PaperLength {self.name!r}: unit must be one of {LENGTH_UNITS}, got {self.unit!r}.")
+        if self.field.split(".")[0] not in ("config", "reward_kwargs", "recipe_kwargs"):
+            raise ValueError(f"PaperLength {self.name!r}: field must start with config., reward_kwargs. or "
+                             f"recipe_kwargs., got {self.field!r}.")  # fmt: skip
+
+    def rule(self, cap: int) -> int | float | tuple:
+        """The one rule's testbed value at completion cap `cap` (`paper_to_testbed`)."""
+        return paper_to_testbed(self.paper, self.reference, cap, self.unit, self.minimum)
+
+    def today(self, scale: RecipeScale, cap: int) -> int | float | tuple:
+        """The value the testbed uses today: `field` read from the recipe's `scale` (lists as tuples).
+
+        >>> p = PaperLength("m", 32, "length", Reference(4096, "cap", "§21"), "§21", "config.filter_kwargs.margin")
+        >>> p.today(RecipeScale("dot", "r", config={"filter_kwargs": {"margin": 3}}), 384)
+        3
+        >>> p = PaperLength("cap", 4096, "length", Reference(4096, "cap", "§21"), "§21", "config.max_completion_length")
+        >>> p.today(RecipeScale("dot", "r"), 384)  # not set by the rule: the comparison's cap
+        384
+        """
+        head, *path = self.field.split(".")
+        value = getattr(scale, head)
+        for i, key in enumerate(path):
+            if not isinstance(value, dict) or key not in value:
+                if self.field == "config.max_completion_length":
+                    return cap
+                raise KeyError(f"recipe {scale.recipe!r}: its testbed scale has no {'.'.join([head, *path[:i + 1]])} "
+                               f"(PaperLength {self.name!r}, field {self.field!r})")  # fmt: skip
+            value = value[key]
+        return tuple(value) if isinstance(value, list) else value
+
+    def agrees(self, scale: RecipeScale, cap: int) -> bool:
+        """Whether today's value is the one rule's (per-token coefficients to 1e-9, relative)."""
+        import math
+
+        rule, today = self.rule(cap), self.today(scale, cap)
+        if self.unit == "per-token":
+            pairs = zip(rule, today, strict=True) if isinstance(rule, tuple) else [(rule, today)]
+            return all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs)
+        return rule == today

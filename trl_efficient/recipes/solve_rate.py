@@ -22,7 +22,7 @@ from ..rewards.solve_rate import (
     get_grpo_lambda_reward,
 )
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale, scale_free, scale_length
+from .scale import PaperLength, RecipeScale, Reference, scale_free, scale_length
 
 
 @reward_builder(
@@ -106,6 +106,16 @@ register_recipe(
         section=Section(24, "ASRR: adaptive self-recovery reasoning", ()),
         family="budget / prompted",
         testbed_scale=_asrr_scale,
+        paper_lengths=(
+            PaperLength(
+                "L_window",
+                2048,
+                "length",
+                Reference(24576, "cap", "methods.md §24: App. A.2 max length 24k"),
+                "methods.md §24 (App. A.2)",
+                "reward_kwargs.asrr.window",
+            ),
+        ),
         method="ASRR (no-think prefix + accuracy-gated overlong penalty)",
         description="Every rollout prefilled with a closed think block; R = 1[correct] - alpha clip((L - L_shortest "
         "correct)/2048, 0, 1), alpha = 0.5 only in all-correct groups (tau = 100%) (§24).",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..rewards.steps import get_grsp_reward, get_step_pruner_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import DEFAULT_PAPER_CAP, RecipeScale, scale_length
+from .scale import DEFAULT_PAPER_CAP, PaperLength, RecipeScale, Reference, scale_length
 
 # Step Pruner (methods.md §19): the group size comes from the trainer's `group_size` column, the stop rule's
 # callback is registered by the reward's `attach`.
@@ -33,6 +33,10 @@ reward_builder(  # GRSP's group-relative segment penalty (methods.md §27)
 
 
 # ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+
+
+# methods.md §19 and §27 state neither a cap nor their base model's mean length
+STEPS_REFERENCE = Reference(DEFAULT_PAPER_CAP, "cap", "no cap stated (methods.md §19, §27): DEFAULT_PAPER_CAP")
 
 
 def _step_pruner_scale(cap: int, steps: int) -> RecipeScale:
@@ -72,6 +76,16 @@ register_recipe(
         section=Section(19, "Step Pruner", ()),
         family="structure / signal",
         testbed_scale=_step_pruner_scale,
+        paper_lengths=(
+            PaperLength(
+                "step limit",
+                512,
+                "length",
+                STEPS_REFERENCE,
+                "methods.md §19",
+                "reward_kwargs.step_pruner.max_step_length",
+            ),
+        ),
         method="Step Pruner (step-aware reward, proposed)",
         description="Correct answers earn 1 - 0.5 min(1, (S - S_min)/S_min) in steps S (blank-line paragraphs), "
         "wrong 0, a step over 512 tokens 0; training stops when the length stops falling (§19).",
@@ -92,6 +106,17 @@ register_recipe(
         section=Section(27, "GRSP: group relative segment penalization", ()),
         family="structure / signal",
         testbed_scale=_grsp_scale,
+        paper_lengths=(
+            PaperLength(
+                "segment-length bucket edges",
+                (32, 128),
+                "length",
+                STEPS_REFERENCE,
+                "methods.md §27",
+                "reward_kwargs.grsp.bucket_bounds",
+                minimum=2,
+            ),
+        ),
         method="GRSP (group relative segment penalty, proposed)",
         description="Correct answers lose 0.1 max(0, sum_k w_k z_k), z_k the group z-score of the segment count in "
         "length bucket k (< 32 / 32-128 / > 128 tokens, w = 0.5/0.3/0.2) (§27).",

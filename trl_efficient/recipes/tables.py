@@ -1,16 +1,20 @@
-"""The README's recipe and reward tables, generated from the registries (`trl-efficient recipes --markdown`).
+"""The README's recipe and reward tables, generated from the registries (`trl-efficient recipes --markdown`), and
+docs/scale.md's table of every recipe's paper length constants at the testbed (`trl-efficient recipes --scale-table`).
 
 The README keeps each table between markers (`<!-- recipes-table:start -->` ... `<!-- recipes-table:end -->`, the
 same for `rewards-table`); `update_readme` rewrites what is between them and a test fails when the README drifts
 from the registry. A new recipe or reward builder therefore needs no hand edit of the README: regenerate with
-`trl-efficient recipes --update-readme README.md`.
+`trl-efficient recipes --update-readme README.md` (and `--update-readme docs/scale.md` for the scale table).
 """
 
 from __future__ import annotations
 
 from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO
+from .scale import TESTBED_BASE_CAP, PaperLength
 
-TABLES = ("recipes-table", "rewards-table")
+TABLES = ("recipes-table", "rewards-table", "scale-table")
+# The comparison's settings (docs/testbed.md): the cap of world v2 and 40 training steps
+SCALE_TABLE_CAP, SCALE_TABLE_STEPS = TESTBED_BASE_CAP, 40
 
 
 def _cell(text: str) -> str:
@@ -44,13 +48,58 @@ def rewards_table() -> str:
     return "\n".join(lines)
 
 
+def _value(value, unit: str) -> str:
+    """A paper or testbed value for the scale table: tokens as integers, per-token coefficients to 3 digits.
+
+    >>> _value((48, 96), "length"), _value(1 / 384, "per-token"), _value(4000, "length")
+    ('48, 96', '0.0026', '4000')
+    """
+    if isinstance(value, (tuple, list)):
+        return ", ".join(_value(v, unit) for v in value)
+    return f"{value:.3g}" if unit == "per-token" else f"{value:g}"
+
+
+def _reference(length: PaperLength, cap: int) -> str:
+    ref = length.reference
+    testbed = "the cap" if ref.kind == "cap" else "the testbed base's mean"
+    return f"{ref.kind} {ref.tokens:g} ({ref.source}) -> {testbed}, {ref.testbed_tokens(cap):g}"
+
+
+def scale_table(cap: int = SCALE_TABLE_CAP, max_steps: int = SCALE_TABLE_STEPS) -> str:
+    """One row per paper length constant of every registered recipe (`Recipe.paper_lengths`), sorted by recipe: the
+    paper's value, the reference it scales by, the one rule's testbed value (`paper_to_testbed`), the value the
+    testbed uses today (`Recipe.scale(cap, max_steps)`) and, where the two differ, the recipe's reason.
+
+    >>> scale_table().splitlines()[0]
+    '| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed) | One rule | Today | Exception: why |'
+    """
+    lines = ["| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed) | One rule | Today | "
+             "Exception: why |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name in RECIPES.names():
+        recipe = RECIPES.get(name)
+        scale = recipe.scale(cap, max_steps) if recipe.paper_lengths else None
+        for length in recipe.paper_lengths:
+            today = length.today(scale, cap)
+            why = "" if length.agrees(scale, cap) else length.exception or "**none stated**"
+            cells = [f"`{name}`", f"{_cell(length.name)} ({length.unit}; {_cell(length.source)})",
+                     _value(length.paper, length.unit), _cell(_reference(length, cap)),
+                     _value(length.rule(cap), length.unit), _value(today, length.unit), _cell(why)]  # fmt: skip
+            lines.append(f"| {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def markdown() -> str:
     """Both tables, as `trl-efficient recipes --markdown` prints them."""
     return f"{recipes_table()}\n\n{rewards_table()}\n"
 
 
+def _builders() -> dict:
+    """Each generated table's marker (`TABLES`) -> the function that builds it."""
+    return {"recipes-table": recipes_table, "rewards-table": rewards_table, "scale-table": scale_table}
+
+
 def generated_sections() -> dict[str, str]:
-    return {"recipes-table": recipes_table(), "rewards-table": rewards_table()}
+    return {marker: build() for marker, build in _builders().items()}
 
 
 def _bounds(text: str, marker: str) -> tuple[int, int]:
@@ -92,7 +141,18 @@ def write_readme_section(path: str, marker: str, body: str) -> None:
 
 
 def update_readme(text: str) -> str:
-    """`text` with every generated table replaced by the registry's current one."""
-    for marker, table in generated_sections().items():
-        text = replace_readme_section(text, marker, table)
+    """`text` with every generated table it holds (between its markers) replaced by the registry's current one: the
+    README holds the recipe and reward tables, docs/scale.md the scale table.
+
+    >>> update_readme("no markers")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: no generated table in the text: expected the markers of one of ('recipes-table', ...).
+    """
+    builders = _builders()
+    markers = [marker for marker in TABLES if f"<!-- {marker}:start -->" in text]
+    if not markers:
+        raise ValueError(f"no generated table in the text: expected the markers of one of {TABLES}.")
+    for marker in markers:
+        text = replace_readme_section(text, marker, builders[marker]())
     return text
