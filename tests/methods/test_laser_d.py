@@ -198,6 +198,41 @@ def test_laser_de_bonus_for_long_non_repetitive_wrong_answers():
     assert out == [-1.0] * 4
 
 
+def test_laser_de_logs_its_exploration_activity():
+    # The paper's condition (§3, released compute_length_reward_larse_de): a formatted wrong answer longer than L_k
+    # is a candidate; a candidate not flagged repetitive gets +alpha. Logged as fractions of the scorable rows.
+    logged = {}
+    reward = get_laser_d_reward(exploration=True, num_generations=4)
+    ids = [list(range(3)), list(range(12)), [1, 2] * 15, list(range(2))]
+    out = reward(completions=[WRONG, WRONG, WRONG, DONE], solution=["1"] * 4, completion_ids=ids,
+                 log_metric=logged.__setitem__, **_columns(4, low=10))  # fmt: skip
+    # 1/4 correct -> low (L = 10): wrong 12 > 10 and wrong 30 > 10 are candidates (2/4), only the 12 distinct ids
+    # are not repetitive (1/4)
+    assert out == [-0.5, 0.0, -0.5, 1.5]
+    assert logged == {
+        "trl_efficient/laser_de/exploration_candidates": 0.5,
+        "trl_efficient/laser_de/exploration_bonus": 0.25,
+    }
+    # an unscorable row (gold "\\frac{" cannot be parsed) is out of the denominator: 1 candidate, 0 bonus of 3
+    logged.clear()
+    reward(completions=[WRONG, WRONG, DONE, DONE], solution=["1", "1", "1", "\\frac{"],
+           completion_ids=[[1, 2] * 15, list(range(3)), list(range(2)), list(range(2))],
+           log_metric=logged.__setitem__, **_columns(4, medium=10))  # fmt: skip
+    # 1/3 correct -> medium (L = 10): the 30 repetitive ids are the one candidate
+    assert logged == {
+        "trl_efficient/laser_de/exploration_candidates": pytest.approx(1 / 3),
+        "trl_efficient/laser_de/exploration_bonus": 0.0,
+    }
+    # LASER-D has no such term and logs nothing; without log_metric the reward still scores
+    logged.clear()
+    get_laser_d_reward(num_generations=4)(completions=[WRONG] * 4, solution=["1"] * 4, completion_ids=ids,
+                                          log_metric=logged.__setitem__, **_columns(4, low=10))  # fmt: skip
+    assert logged == {}
+    assert reward(completions=[WRONG] * 4, solution=["1"] * 4, completion_ids=ids, **_columns(4, low=10)) == [
+        -0.5, 0.0, -0.5, -0.5
+    ]  # fmt: skip
+
+
 def test_repetition_flag_is_computed_only_where_a_reward_can_read_it():
     # The flag (the costly per-token scan) is skipped for rows that cannot get the bonus; the rewards must equal a
     # reward that computes it for every formatted row, on random batches with and without targets.

@@ -138,6 +138,12 @@ def get_laser_d_reward(
     parsed get `None` and do not count in the group accuracy. Rows are gathered across processes
     (`GroupLengthReward`), so a group that straddles ranks is scored whole.
 
+    LASER-DE logs the term's activity on every call through TRL's `log_metric`, as fractions of the gathered batch's
+    scorable rows: `trl_efficient/laser_de/exploration_candidates` (formatted, wrong and longer than $L_k$: the
+    paper's condition before the repetition flag) and `trl_efficient/laser_de/exploration_bonus` (those not flagged,
+    which get $+\alpha$). In testbed world v2 the second reads 0: the detector flags every trace long enough to be a
+    candidate (docs/adaptive-methods.md, "LASER-DE's exploration term on the testbed").
+
     `monitor`: the `LaserMonitor` this reward owns (the recipes' builders pass one); the reward then forwards the
     component contract to it (checkpointed state, its columns, `attach`). Without one it is a plain reward.
 
@@ -184,6 +190,9 @@ class _LaserDReward(GroupLengthReward):
         self.__name__ = "laser_de_reward" if exploration else "laser_d_reward"
         self.alpha = alpha
         self.correct_reward, self.wrong_reward, self.format_reward = correct_reward, wrong_reward, format_reward
+        # LASER-DE: `(candidates, bonus, scorable)` of the batch being scored, set by `_score_batch` and cleared by
+        # `_post_process` within one call (it logs them)
+        self._exploration: tuple[int, int, int] | None = None
 
     def _row_extras(self, completions, completion_ids, kwargs, rows):
         """Per row: LASER's format flag, the row's bucket targets and (LASER-DE) the repetition flag. The flag is
@@ -211,6 +220,7 @@ class _LaserDReward(GroupLengthReward):
     def _score_batch(self, rows, extras, group_size):
         fallback = max((length for _, length in rows), default=0)  # released: the batch's largest length
         rewards: list[float | None] = []
+        candidates = bonus = 0  # LASER-DE's term: rows meeting its condition, and those of them that get +alpha
         for start in range(0, len(rows), group_size):
             group, info = rows[start : start + group_size], extras[start : start + group_size]
             ok = [c is not None and bool(c) and e["formatted"] for (c, _), e in zip(group, info, strict=True)]
@@ -225,9 +235,24 @@ class _LaserDReward(GroupLengthReward):
                     continue
                 reward = laser_step(good, extra["formatted"], length, limit, self.alpha, self.correct_reward,
                                     self.wrong_reward, self.format_reward)  # fmt: skip
-                if extra["formatted"] and not good and self.exploration and length > limit and not extra["repetitive"]:
-                    reward += self.alpha  # LASER-DE: long, non-repetitive wrong answers keep exploring
+                if extra["formatted"] and not good and self.exploration and length > limit:
+                    candidates += 1
+                    if not extra["repetitive"]:
+                        reward += self.alpha  # LASER-DE: long, non-repetitive wrong answers keep exploring
+                        bonus += 1
                 rewards.append(reward)
+        if self.exploration:
+            self._exploration = (candidates, bonus, sum(correct is not None for correct, _ in rows))
+        return rewards
+
+    def _post_process(self, rewards, kwargs):
+        """LASER-DE: log the exploration term's activity of this call's batch (`get_laser_d_reward`)."""
+        counts, self._exploration = self._exploration, None
+        log_metric = kwargs.get("log_metric")
+        if counts is not None and counts[2] and callable(log_metric):
+            candidates, bonus, scorable = counts
+            log_metric("trl_efficient/laser_de/exploration_candidates", candidates / scorable)
+            log_metric("trl_efficient/laser_de/exploration_bonus", bonus / scorable)
         return rewards
 
 
