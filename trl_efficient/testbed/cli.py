@@ -15,6 +15,8 @@
                                   every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
     trl-efficient testbed literature [perf/testbed/results] [--json PATH]
                                   every published head-to-head (literature.yaml) read on a comparison; Kendall tau
+    trl-efficient testbed prompted [perf/testbed/results] [--json PATH]
+                                  the prompted recipes under their own prompts vs grpo-prompted (or the base)
 
 The testbed quickstart is `trl-efficient train` with no arguments (configs/quickstart.yaml).
 
@@ -280,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_lit.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
     p_lit.add_argument("--json", default=None, help="also write the readings and taus to this JSON file")
+    p_prompted = sub.add_parser(
+        "prompted",
+        help="the prompted recipes under their own prompts against grpo-prompted (or the base) under the same ones",
+        description="Compare every recipe with a conditioned claim (HBPO, L1-Exact, L1-Max, SABER, ASRR, "
+        "BudgetThinker) with its comparator under the recipe's own prompts: accuracy, mean tokens and the "
+        "length-following error of its check, paired by seed and task with a 95% interval (docs/prompted.md).",
+    )
+    p_prompted.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
+    p_prompted.add_argument("--json", default=None, help="also write the rows to this JSON file")
     p_plots = sub.add_parser("plots", help="redraw per_difficulty.png and checks.png from a compare.json")
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
@@ -343,6 +354,15 @@ def main(argv: list[str] | None = None) -> int:
 
         out = literature(args.results_dir or DEFAULT_RESULTS)
         print(literature_markdown(out))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=1)
+        return 0
+    if args.command == "prompted":
+        from .prompted import DEFAULT_RESULTS, prompted, prompted_markdown
+
+        out = prompted(args.results_dir or DEFAULT_RESULTS)
+        print(prompted_markdown(out))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)
