@@ -1,15 +1,19 @@
 """The published head-to-heads (trl_efficient/testbed/literature.yaml) and their reading on the testbed (issue 35,
 item 5): the list validates, the tau is pinned to hand-computed values, the command reads the committed comparison,
-and docs/literature.md holds the command's output."""
+and docs/literature.md holds the command's output. The matched readings (issue 35, item 4: testbed/matched.py) are
+pinned on hand-built panels."""
 
+import json
 import os
 
+import numpy as np
 import pytest
 
 from trl_efficient.recipes import RECIPES
 from trl_efficient.testbed import cli
 from trl_efficient.testbed.literature import (
     DEFAULT_RESULTS,
+    _matched_cell,
     concordance,
     kendall_tau,
     literature,
@@ -18,6 +22,8 @@ from trl_efficient.testbed.literature import (
     published_metric,
     read_pair,
 )
+from trl_efficient.testbed.matched import interpolate, load_curves, matched_difference, read_matched, segment
+from trl_efficient.testbed.stats import Panel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, DEFAULT_RESULTS)
@@ -111,3 +117,116 @@ def test_docs_block_equals_the_command_output():
         text = f.read()
     block = text.split(START, 1)[1].split(END, 1)[0].strip()
     assert block == literature_markdown(literature(RESULTS)).strip()
+
+
+# --- matched readings (issue 35, item 4): the curve's value interpolated at the other recipe's, hand-built panels ---
+
+
+def _panel(seeds, tokens, correct):
+    """A `stats.Panel` with every task of seed s at `tokens[s]` and `correct[s]` (two tasks): the task resamples then
+    all give the point, so the interval is the Student t over the seeds alone."""
+    cells = {"tokens": [[t, t] for t in tokens], "correct": [[c, c] for c in correct]}
+    return Panel(list(seeds), np.array([1, 1]), {k: np.array(v, dtype=float) for k, v in cells.items()})
+
+
+def test_interpolate_and_segment_hand_computed():
+    assert interpolate(100.0, 0.90, 120.0, 0.94, 115.0) == pytest.approx(0.93)  # 0.90 + 0.04 x 15 / 20
+    assert interpolate(0.90, 100.0, 0.94, 120.0, 0.92) == pytest.approx(110.0)  # tokens at accuracy 0.92
+    curve = [(100.0, 0.90), (120.0, 0.94), (140.0, 0.92)]  # (tokens, accuracy) in token order
+    assert segment(curve, "tokens", 100.0) == (0, 1) and segment(curve, "tokens", 140.0) == (1, 2)  # ends included
+    assert segment(curve, "accuracy", 0.93) == (0, 1)  # reached on (0, 1) and (1, 2): the fewest tokens
+    assert segment(curve, "tokens", 99.0) is None and segment(curve, "accuracy", 0.89) is None  # out of range
+    assert segment([(100.0, 0.9)], "tokens", 100.0) is None  # one point: no segment
+
+
+def test_accuracy_at_matched_tokens_hand_computed_and_tokens_out_of_range():
+    # the loser's curve: (100 tok, 0.90) and (120 tok, 0.94) under both seeds; the winner at 110 then 115 tokens, 0.95
+    low, high = _panel([0, 1], [100, 100], [0.90, 0.90]), _panel([0, 1], [120, 120], [0.94, 0.94])
+    winner = _panel([0, 1], [110, 115], [0.95, 0.95])
+    curves = {"l": [{"label": "alpha=2", "panel": high}, {"label": "alpha=1", "panel": low}]}  # sorted by tokens
+    out = read_matched({"winner": "w", "loser": "l"}, curves, {"w": winner, "l": low}, {"bootstrap": 200, "seed": 0})
+    acc = out["accuracy"]
+    # point: the winner's mean 112.5 tok -> 0.90 + 0.04 x 12.5 / 20 = 0.925; 0.95 - 0.925 = +0.025
+    # seeds: 0.95 - 0.92 = 0.03 and 0.95 - 0.93 = 0.02; t(1) 12.706 x sd 0.00707 / sqrt(2) = 0.0635 either side
+    assert acc["difference"][0] == pytest.approx(0.025)
+    assert acc["difference"][2] - 0.025 == pytest.approx(12.706 * np.std([0.03, 0.02], ddof=1) / np.sqrt(2), rel=1e-3)
+    assert acc["difference"][0] - acc["difference"][1] == pytest.approx(acc["difference"][2] - 0.025)
+    assert acc["segment"] == ["alpha=1", "alpha=2"] and acc["at"] == pytest.approx(112.5) and acc["seeds"] == [0, 1]
+    # the winner's 0.95 is above every point of the curve (0.90-0.94): out of the sweep's range, no difference
+    tok = out["tokens"]
+    assert tok["segment"] is None and tok["difference"] is None and tok["range"] == pytest.approx([0.90, 0.94])
+    assert "out of the sweep's range (w 95.0%, l's sweep 90.0-94.0%)" in _matched_cell("tokens", tok)
+
+
+def test_tokens_at_matched_accuracy_on_the_winners_curve_when_the_losers_is_out_of_range():
+    # both swept; the winner's row (130 tok, 0.99) is outside the loser's curve (accuracy 0.80-0.85, 140-160 tok), so
+    # the loser's row (130 tok, 0.92) is read on the winner's curve: (100 tok, 0.90), (120 tok, 0.94)
+    w_curve = [_panel([0], [100], [0.90]), _panel([0], [120], [0.94])]
+    l_curve = [_panel([0], [140], [0.80]), _panel([0], [160], [0.85])]
+    curves = {"w": [{"label": f"w{i}", "panel": p} for i, p in enumerate(w_curve)],
+              "l": [{"label": f"l{i}", "panel": p} for i, p in enumerate(l_curve)]}  # fmt: skip
+    panels = {"w": _panel([0], [130], [0.99]), "l": _panel([0], [130], [0.92])}
+    out = read_matched({"winner": "w", "loser": "l"}, curves, panels, {"bootstrap": 50, "seed": 0})
+    # the winner's tokens at 0.92: 100 + 20 x 0.02 / 0.04 = 110; loser - winner = 130 - 110 = +20 tokens
+    assert out["tokens"]["swept"] == "w" and out["tokens"]["difference"] == pytest.approx([20.0, 20.0, 20.0])
+    # accuracy at 130 tokens: outside the loser's curve (140-160) and the winner's (100-120): out of range, and the
+    # first option's range is the one reported
+    assert out["accuracy"]["difference"] is None and out["accuracy"]["range"] == pytest.approx([140.0, 160.0])
+
+
+def test_a_row_without_a_seed_of_the_sweep_has_no_matched_reading():
+    curves = {
+        "l": [{"label": "a", "panel": _panel([0], [100], [0.90])}, {"label": "b", "panel": _panel([0], [120], [0.94])}]
+    }
+    out = read_matched(
+        {"winner": "w", "loser": "l"}, curves, {"w": _panel([5], [110], [0.95])}, {"bootstrap": 9, "seed": 0}
+    )
+    assert out["accuracy"]["difference"] is None and "no training seed of w's row" in out["accuracy"]["note"]
+    assert _matched_cell("accuracy", out["accuracy"]).startswith("no training seed of w's row")
+
+
+def test_matched_difference_signs_follow_the_paper():
+    # swept (100, 0.90)-(120, 0.94), other (110, 0.95): the swept recipe's 0.92 at 110 tokens
+    ends, other = (_panel([0], [100], [0.90]), _panel([0], [120], [0.94])), _panel([0], [110], [0.95])
+    assert matched_difference(ends, other, "accuracy", True, 20, 0)[0] == pytest.approx(-0.03)  # 0.92 - 0.95
+    assert matched_difference(ends, other, "accuracy", False, 20, 0)[0] == pytest.approx(0.03)  # 0.95 - 0.92
+    other = _panel([0], [130], [0.92])  # the swept recipe's 110 tokens at 0.92
+    assert matched_difference(ends, other, "tokens", True, 20, 0)[0] == pytest.approx(20.0)  # 130 - 110
+    assert matched_difference(ends, other, "tokens", False, 20, 0)[0] == pytest.approx(-20.0)  # 110 - 130
+
+
+def _run(recipe, seed, weight, tokens, correct):
+    key = {"recipe": recipe, "train_seed": seed, "rewards": [["kimi_length", weight, {}]], "config_overrides": {}}
+    records = {"task": [0, 1], "sample": [0, 0], "difficulty": [1, 1], "tokens": tokens, "correct": correct}
+    return {"key": key, "seed": seed, "records": records}
+
+
+def test_load_curves_finds_each_points_runs_by_key_and_checks_the_recorded_means(tmp_path):
+    runs_dir = tmp_path / "runs" / "kimi"
+    runs_dir.mkdir(parents=True)
+    for weight, tokens in ((0.2, [100, 110]), (0.8, [80, 90])):
+        (runs_dir / f"seed0-{weight}.json").write_text(json.dumps(_run("kimi", 0, weight, tokens, [1, 0])))
+    point = lambda w, t: {"label": f"weight={w}", "point": {"reward.kimi_length.weight": w}, "seeds": [0],  # noqa: E731
+                          "accuracy": 0.5, "mean_tokens": t}  # fmt: skip
+    (tmp_path / "frontier.json").write_text(json.dumps({"sweeps": [{"recipe": "kimi", "points": [
+        point(0.2, 105.0), point(0.8, 85.0)]}]}))  # fmt: skip
+    template = _run("kimi", 0, 0.4, [0, 0], [0, 0])["key"]  # the comparison's run: weight 0.4
+    curves = load_curves(str(tmp_path), {"kimi"}, {"kimi": template})
+    assert [c["label"] for c in curves["kimi"]] == ["weight=0.2", "weight=0.8"]
+    assert curves["kimi"][1]["panel"].metrics["tokens"].tolist() == [[80.0, 90.0]]
+    assert load_curves(str(tmp_path), {"laser"}, {"kimi": template}) == {}  # a recipe without a sweep
+    (tmp_path / "frontier.json").write_text(json.dumps({"sweeps": [{"recipe": "kimi", "points": [
+        point(0.2, 105.0), point(0.8, 86.0)]}]}))  # fmt: skip
+    with pytest.raises(ValueError, match="records accuracy 0.5 and 86.0 tokens, its runs give 0.5 and 85.0"):
+        load_curves(str(tmp_path), {"kimi"}, {"kimi": template})
+
+
+def test_matched_tau_counts_only_pairs_with_a_matched_reading_on_their_metric():
+    result = literature(RESULTS)
+    m = result["matched_summary"]
+    own = [r for r in result["readings"] if (r["matched"][r["pair"]["metric"]] or {}).get("difference")]
+    assert m["matched"]["pairs"] == m["point"]["pairs"] == len(own)
+    swept = {"kimi", "l1-max", "laser", "shorter-better", "hapo", "alp", "a-dlp"}
+    for r in result["readings"]:  # a pair with no swept recipe has no matched reading
+        if not swept & {r["pair"]["winner"], r["pair"]["loser"]}:
+            assert r["matched"] == {"accuracy": None, "tokens": None}

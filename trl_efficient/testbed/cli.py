@@ -277,8 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         "literature",
         help="read every published head-to-head between recipes on a comparison; Kendall tau with the papers",
         description="Read every pair of testbed/literature.yaml (a paper's winner and loser, on accuracy or tokens) "
-        "on a comparison's rows, paired by seed and task with a 95% interval, and print the table and the Kendall "
-        "tau over all pairs and over the decided ones (docs/literature.md).",
+        "on a comparison's rows, paired by seed and task with a 95% interval, and, where a recipe of the pair is "
+        "swept (frontier.json), at matched tokens and at matched accuracy on its curve; print the table and the "
+        "Kendall tau over all pairs, over the decided ones and over the pairs with a matched reading "
+        "(docs/literature.md).",
     )
     p_lit.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
     p_lit.add_argument("--json", default=None, help="also write the readings and taus to this JSON file")

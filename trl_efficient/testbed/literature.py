@@ -38,6 +38,16 @@ $$ \tau = \frac{C - D}{C + D} $$
 
 Pairs that cannot be judged are in neither. With no pair counted, tau is undefined (`None`, printed "-").
 
+**Matched readings** (issue 35, item 4; `matched.py`, its formulas and choices in its docstring): a pair with a swept
+recipe (`frontier.json`) is also read against that recipe's curve, as papers compare at matched length or along
+sweeps: the curve's accuracy at the other recipe's mean tokens minus the other's accuracy (*accuracy at matched
+tokens*), and the curve's tokens at the other's accuracy against the other's tokens (*tokens at matched accuracy*),
+interpolated linearly between the two sweep points that bracket the other's value, signed as $\Delta_{acc}$ and
+$\Delta_{tok}$ above, with the interval of the same paired bootstrap and Student t over the seeds; "out of the
+sweep's range" when no two points bracket it (nothing is extrapolated). The third tau (`concordance` again) counts
+the pairs with a matched reading on their own metric (accuracy at matched tokens for accuracy pairs, tokens at
+matched accuracy for tokens pairs) by that reading, beside the same pairs' point readings.
+
 >>> kendall_tau(3, 1), kendall_tau(0, 2), kendall_tau(0, 0) is None
 (0.5, -1.0, True)
 >>> published_metric({"accuracy": 64.8, "tokens": 3832}, {"accuracy": 56.2, "tokens": 2278})  # LAPO vs L1-Exact
@@ -52,6 +62,8 @@ import json
 import os
 from importlib import resources
 
+from .matched import AXES, load_curves, read_matched
+
 __all__ = [
     "DEFAULT_RESULTS",
     "READINGS",
@@ -60,6 +72,7 @@ __all__ = [
     "literature",
     "literature_markdown",
     "load_pairs",
+    "matched_concordance",
     "published_metric",
     "read_pair",
     "reading",
@@ -161,15 +174,13 @@ def concordance(readings: list[dict]) -> dict:
     }  # fmt: skip
 
 
-def _panel(results_dir: str, paths: list[str]):
-    """The `stats.Panel` of one row from its run files (paths relative to `results_dir`, as `compare.json` records)."""
-    from .stats import Panel
-
+def _runs(results_dir: str, paths: list[str]) -> list[dict]:
+    """One row's run files (paths relative to `results_dir`, as `compare.json` records them)."""
     runs = []
     for path in paths:
         with open(os.path.join(results_dir, path)) as f:
             runs.append(json.load(f))
-    return Panel.from_runs(runs)
+    return runs
 
 
 def read_pair(pair: dict, rows: dict[str, dict], panels: dict, settings: dict) -> dict:
@@ -199,16 +210,44 @@ def read_pair(pair: dict, rows: dict[str, dict], panels: dict, settings: dict) -
 
 def literature(results_dir: str = DEFAULT_RESULTS, pairs: list[dict] | None = None) -> dict:
     """Every pair of `pairs` (default `load_pairs()`) read on the comparison in `results_dir` (its `compare.json`
-    and run files): `{"results_dir", "readings", "summary" (concordance)}`. Only the rows the pairs name are
-    loaded."""
+    and run files) and, where a recipe of the pair is swept (`frontier.json`), on its curve (`matched.read_matched`,
+    under each reading's `matched`): `{"results_dir", "readings", "summary" (concordance), "matched_summary"
+    (`matched_concordance`)}`. Only the rows and sweeps the pairs name are loaded."""
+    from .stats import Panel
+
     pairs = load_pairs() if pairs is None else pairs
     with open(os.path.join(results_dir, "compare.json")) as f:
         data = json.load(f)
     rows = {r["recipe"]: r for r in data["rows"] if r.get("status", "ok") == "ok"}
     names = {n for p in pairs for n in (p["winner"], p["loser"])}
-    panels = {n: _panel(results_dir, data["runs"][n]) for n in sorted(names) if n in rows and data["runs"].get(n)}
+    runs = {n: _runs(results_dir, data["runs"][n]) for n in sorted(names) if n in rows and data["runs"].get(n)}
+    panels = {n: Panel.from_runs(r) for n, r in runs.items()}
+    curves = load_curves(results_dir, names, {n: r[0]["key"] for n, r in runs.items()})
     readings = [read_pair(p, rows, panels, data["settings"]) for p in pairs]
-    return {"results_dir": results_dir, "readings": readings, "summary": concordance(readings)}
+    for r in readings:
+        judged = r["difference"] is not None
+        r["matched"] = read_matched(r["pair"], curves, panels, data["settings"]) if judged else dict.fromkeys(AXES)
+    return {"results_dir": results_dir, "readings": readings, "summary": concordance(readings),
+            "matched_summary": matched_concordance(readings)}  # fmt: skip
+
+
+def matched_concordance(readings: list[dict]) -> dict:
+    """`concordance` over the pairs with a matched reading on their own metric (`reading["matched"][metric]` in the
+    sweep's range), by that reading (`matched`) and by the same pairs' point readings (`point`).
+
+    >>> m = lambda d: {"difference": d}
+    >>> r = [{"pair": {"metric": "accuracy"}, "reading": "disagrees", "difference": [-1, -2, -0.5],
+    ...       "matched": {"accuracy": m([0.5, 0.1, 0.9]), "tokens": None}},
+    ...      {"pair": {"metric": "accuracy"}, "reading": "undecided", "difference": [1, -1, 3],
+    ...       "matched": {"accuracy": m(None), "tokens": m([2, 1, 3])}}]  # out of range on its own metric
+    >>> out = matched_concordance(r)
+    >>> out["matched"]["pairs"], out["matched"]["decided"]["tau"], out["point"]["decided"]["tau"]
+    (1, 1.0, -1.0)
+    """
+    with_matched = [r for r in readings if ((r.get("matched") or {}).get(r["pair"]["metric"]) or {}).get("difference")]
+    matched = [{"reading": reading(d), "difference": d}
+               for d in (r["matched"][r["pair"]["metric"]]["difference"] for r in with_matched)]  # fmt: skip
+    return {"matched": concordance(matched), "point": concordance(with_matched)}
 
 
 def _published(side: dict) -> str:
@@ -224,15 +263,41 @@ def _difference_cell(metric: str, estimate: list | None) -> str:
     return f"{point:+.1f} [{low:+.1f}, {high:+.1f}]{unit}"
 
 
+def _matched_cell(metric: str, matched: dict | None) -> str:
+    """A matched reading (`matched.read_matched`): the difference, its reading, the curve's segment and the seeds;
+    the other's value and the curve's range when out of the sweep's range; `-` without a sweep."""
+    if matched is None:
+        return "-"
+    swept, other = matched["swept"], matched["other"]
+    if matched["difference"] is None and matched["segment"] is None and not matched["note"]:
+        (low, high), at = matched["range"], matched["at"]
+        if metric == "accuracy":  # matched on tokens
+            return f"out of the sweep's range ({other} {at:.1f} tok, {swept}'s sweep {low:.1f}-{high:.1f})"
+        return f"out of the sweep's range ({other} {100 * at:.1f}%, {swept}'s sweep {100 * low:.1f}-{100 * high:.1f}%)"
+    if matched["difference"] is None:
+        return f"{matched['note']} ({swept}: {' to '.join(matched['segment'] or ['its curve'])})"
+    return (f"{_difference_cell(metric, matched['difference'])}, {reading(matched['difference'])} ({swept}: "
+            f"{' to '.join(matched['segment'])}, {len(matched['seeds'])} seeds)")  # fmt: skip
+
+
+def _tau_counts(s: dict) -> str:
+    a, d = s["all"], s["decided"]
+    return (f"all ({a['concordant']} - {a['discordant']}) / ({a['concordant']} + {a['discordant']}) = "
+            f"{_tau(a['tau'])}, {a['ties']} tied; decided ({d['agrees']} - {d['disagrees']}) / ({d['agrees']} + "
+            f"{d['disagrees']}) = {_tau(d['tau'])}, {d['undecided']} undecided")  # fmt: skip
+
+
 def _tau(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}"
 
 
 def literature_markdown(result: dict) -> str:
     """The table (one row per pair: pair, metric, source, the paper's numbers, the testbed's difference with its
-    95% interval and seeds, the reading) and the two tau lines."""
+    95% interval and seeds, the reading, and the two matched readings: `_matched_cell`) and the tau lines (all pairs,
+    decided pairs, and the pairs with a matched reading)."""
     lines = ["| # | pair (paper's winner > loser) | metric | source | paper: winner vs loser | testbed difference "
-             "[95% interval] | seeds | reading |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "[95% interval] | seeds | reading | accuracy at matched tokens [95%] | tokens at matched accuracy "
+             "[95%] |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for i, r in enumerate(result["readings"], 1):
         p = r["pair"]
         source = f"{p['cite']} ({p['kind']})"
@@ -241,8 +306,10 @@ def literature_markdown(result: dict) -> str:
         label = r["reading"] if r["reading"] in ("agrees", "undecided") else f"**{r['reading']}**"
         label += f" ({r['note']})" if r["note"] else ""
         difference = _difference_cell(p["metric"], r["difference"])
+        matched = r.get("matched") or {}
         lines.append(f"| {i} | {p['winner']} > {p['loser']} | {p['metric']} | {source} | {paper} | {difference} | "
-                     f"{len(r['seeds']) or '-'} | {label} |")  # fmt: skip
+                     f"{len(r['seeds']) or '-'} | {label} | {_matched_cell('accuracy', matched.get('accuracy'))} | "
+                     f"{_matched_cell('tokens', matched.get('tokens'))} |")  # fmt: skip
     s = result["summary"]
     a, d = s["all"], s["decided"]
     lines += [
@@ -253,4 +320,10 @@ def literature_markdown(result: dict) -> str:
         f"Kendall tau, decided pairs: ({d['agrees']} - {d['disagrees']}) / ({d['agrees']} + {d['disagrees']}) = "
         f"{_tau(d['tau'])} ({d['agrees']} agree, {d['disagrees']} disagree, {d['undecided']} undecided)",
     ]
+    if "matched_summary" in result:
+        m = result["matched_summary"]
+        lines.append(f"Kendall tau, matched readings (the {m['matched']['pairs']} pairs with one on their metric: "
+                     "accuracy at matched tokens for accuracy pairs, tokens at matched accuracy for tokens pairs): "
+                     f"{_tau_counts(m['matched'])}; the same pairs' point readings: "
+                     f"{_tau_counts(m['point'])}")  # fmt: skip
     return "\n".join(lines)
