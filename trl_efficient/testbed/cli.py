@@ -351,20 +351,17 @@ def main(argv: list[str] | None = None) -> int:
         read_comparison(args.compare_json)
         print(load_scorecard(args.compare_json, args.world_report))
         return 0
-    if args.command == "literature":
-        from .literature import DEFAULT_RESULTS, literature, literature_markdown
+    if args.command in ("literature", "prompted"):  # a table read from a comparison's committed files
+        from .literature import DEFAULT_RESULTS
 
-        out = literature(args.results_dir or DEFAULT_RESULTS)
-        print(literature_markdown(out))
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(out, f, indent=1)
-        return 0
-    if args.command == "prompted":
-        from .prompted import DEFAULT_RESULTS, prompted, prompted_markdown
-
-        out = prompted(args.results_dir or DEFAULT_RESULTS)
-        print(prompted_markdown(out))
+        if args.command == "literature":
+            from .literature import literature as read
+            from .literature import literature_markdown as markdown
+        else:
+            from .prompted import prompted as read
+            from .prompted import prompted_markdown as markdown
+        out = read(args.results_dir or DEFAULT_RESULTS)
+        print(markdown(out))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)

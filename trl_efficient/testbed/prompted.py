@@ -39,9 +39,10 @@ import os
 
 import numpy as np
 
+from .literature import DEFAULT_RESULTS  # the committed comparison (world v2)
+
 __all__ = ["DEFAULT_RESULTS", "compare_prompted", "following", "prompted", "prompted_markdown"]
 
-DEFAULT_RESULTS = os.path.join("perf", "testbed", "results")  # the committed comparison (world v2)
 MEASURES = {  # how `prompted_markdown` names each following error
     ("lengths", "abs"): "abs(L - v)",
     ("lengths", "over"): "max(0, L - v)",
@@ -113,8 +114,9 @@ def prompted(results_dir: str = DEFAULT_RESULTS) -> dict:
     comparator under its own prompts (module docstring): `{"results_dir", "rows", "missing"}`, `missing` naming
     each recipe without a finished row or without a comparator holding its prompts."""
     from .checks import CONDITIONED
-    from .literature import _panel
+    from .literature import _runs
     from .protocol import matching_control
+    from .stats import Panel
 
     with open(os.path.join(results_dir, "compare.json")) as f:
         data = json.load(f)
@@ -124,7 +126,7 @@ def prompted(results_dir: str = DEFAULT_RESULTS) -> dict:
     def panel_of(name: str):
         if name not in panels:
             paths = data["runs"].get(name) if name in ok else None
-            panels[name] = _panel(results_dir, paths) if paths else None
+            panels[name] = Panel.from_runs(_runs(results_dir, paths)) if paths else None
         return panels[name]
 
     rows, missing = [], []
