@@ -122,16 +122,18 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     data = _committed()
     assert data["protocol"]["sha256"] == protocol.sha256() and data["protocol"]["error_spending"]["method"] == "pocock"
     counts = data["protocol"]["run_files"]
-    # the files before the protocol file carry no hash; those since carry one this protocol reads as its own
-    assert counts.get("None", 0) > 0 and {h for h in counts if h != "None"} <= protocol.compatible_runs()
+    # every file the table reads was written by the timed run from an empty directory under protocol 6 (the earlier
+    # files held the same records; docs/testbed.md, "Runtime under protocol 6"), and the table reads only hashes this
+    # protocol reads as its own
+    assert set(counts) <= protocol.compatible_runs() and "None" not in counts
     # protocol 3 judges the runs of protocols 1 and 2 (its changes are checks computed from the same run files), and
     # protocol 4 those of protocol 3 (it only adds rows, their controls and checks: issue 33 item 5), protocol 5 those
-    # of protocol 4 (it only writes the confirmation rule down)
+    # of protocol 4 (it only writes the confirmation rule down), protocol 6 those of protocol 5 (it cuts the looks)
     assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552", "4bff1ddc0db11da0",
-                                          "3e7adf8e3c70e564", "05262746f092d3fb"}  # fmt: skip
-    for path in data["runs"]["placebo"]:  # written under protocol 1: its hash and the libraries' versions
+                                          "3e7adf8e3c70e564", "05262746f092d3fb", "73117ef03bbe2606"}  # fmt: skip
+    for path in data["runs"]["placebo"]:  # its hash and the libraries' versions
         run = json.load(open(os.path.join(RESULTS, path)))
-        assert run["protocol_sha256"] == "679556910933e552" and set(run["versions"]) >= {"trl", "transformers", "torch"}
+        assert run["protocol_sha256"] in counts and set(run["versions"]) >= {"trl", "transformers", "torch"}
 
 
 def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
