@@ -57,6 +57,14 @@ def test_scorecard_says_not_met_where_a_target_is_missed():
             row["method_check"]["held"], row["method_check"]["label"] = None, "inconclusive"
     compare["timing"] = {"workers": 2, "seconds": 4200.0, "looks": [{"seeds": 3, "runs": 118, "trained": 118,
                                                                      "seconds": 2100.0}]}  # fmt: skip
+    # the looks' 70 minutes and the confirmation's 60, both trained from scratch: 130 > 120
+    compare["confirmation"] = {
+        "timing": {
+            "workers": 2,
+            "seconds": 3600.0,
+            "looks": [{"seeds": 3, "runs": 70, "trained": 70, "seconds": 3600.0}],
+        }
+    }
     rows = {row["item"]: row for row in scorecard_rows(compare, world)}
     assert [rows[i]["met"] for i in range(1, 8)] == [False, False, False, False, False, False, False]
     # a comparison that reused finished runs cannot say how long the whole takes
@@ -84,8 +92,10 @@ def test_compare_script_measures_the_world_report_once_next_to_its_output(tmp_pa
     out = tmp_path / "out"
     assert script.main(["--recipes", "grpo", f"--output-dir={out}"]) == 0
     assert calls[0] == ["world-report", "--model", "testbed:v2", "--json", str(out / "world_report_v2.json")]
-    assert calls[1][0] == "compare" and len(calls) == 2
+    # then the looks (with the protocol's seeds) and the confirmation pass, one command
+    assert calls[1][0] == "compare" and calls[1][calls[1].index("--max-seeds") + 1] == "9"
+    assert calls[2][:2] == ["confirm", str(out / "compare.json")] and len(calls) == 3
     (out / "world_report_v2.json").write_text("{}")
     calls.clear()
-    assert script.main(["--recipes", "grpo", "--output-dir", str(out)]) == 0
+    assert script.main(["--recipes", "grpo", "--output-dir", str(out), "--no-confirm"]) == 0
     assert [c[0] for c in calls] == ["compare"]

@@ -473,6 +473,9 @@ def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
 
 # The papers' reference lengths (scale.py, `paper_to_testbed`)
 L1_REFERENCE = Reference(4096, "cap", "methods.md §6: max response 4K in training")
+L1_TARGETS = PaperLength(  # shared by l1-exact and l1-max
+    "target length N ~ U(low, high)", (100, 4000), "length", L1_REFERENCE, "methods.md §6", "config.target_length_range"
+)
 LASER_REFERENCE = Reference(16384, "cap", "methods.md §7: context 16384")
 
 L1_EXACT_SECTION = Section(
@@ -543,14 +546,7 @@ register_recipe(
         family="budget / prompted",
         testbed_scale=_l1_scale("exact"),
         paper_lengths=(
-            PaperLength(
-                "target length N ~ U(low, high)",
-                (100, 4000),
-                "length",
-                L1_REFERENCE,
-                "methods.md §6",
-                "config.target_length_range",
-            ),
+            L1_TARGETS,
             PaperLength(
                 "alpha (LCPO-Exact)",
                 0.0003,
@@ -577,14 +573,7 @@ register_recipe(
         family="budget / prompted",
         testbed_scale=_l1_scale("max"),
         paper_lengths=(
-            PaperLength(
-                "target length N ~ U(low, high)",
-                (100, 4000),
-                "length",
-                L1_REFERENCE,
-                "methods.md §6",
-                "config.target_length_range",
-            ),
+            L1_TARGETS,
             PaperLength(
                 "alpha (LCPO-Max)",
                 0.001,
