@@ -42,12 +42,12 @@ counts) is *held* when $l > m$ (the interval excludes every effect below the mar
 2026-12-03, $l > 0$), *not held* when $h < m$ (it excludes every effect of the margin's size on the claimed side: no
 effect, or a negligible one, or one the other way), else *inconclusive*: the same margin both ways (protocol 1,
 `protocol.yaml`). The method checks read their intervals at the nominal level of the protocol's looks (`interval_at`:
-Pocock's 0.0079 per side, the 98.4% interval), and `Spread.p_above` gives a claim's one-sided p-value for the
-Benjamini-Hochberg correction across the checks. The claim is one-sided, so only the claimed side's end decides "not
-held": an interval reaching further the other way ($[-0.1, 0.01]$ against a margin of 0.02) is more evidence against the
-claim, not less. (Until 2026-12-02 "not held" also asked $l \ge -m$, the two-sided equivalence test, which left such
-intervals inconclusive.) A side condition ("at similar accuracy": $\Delta_{acc} \ge -\tau$) *holds* when $l \ge -\tau$,
-*fails* when $h < -\tau$, else is unknown (`constraint`).
+Pocock's 0.0110 per side at protocol 6's three looks, the 97.8% interval), and `Spread.p_above` gives a claim's
+one-sided p-value for the Benjamini-Hochberg correction across the checks. The claim is one-sided, so only the claimed
+side's end decides "not held": an interval reaching further the other way ($[-0.1, 0.01]$ against a margin of 0.02) is
+more evidence against the claim, not less. (Until 2026-12-02 "not held" also asked $l \ge -m$, the two-sided equivalence
+test, which left such intervals inconclusive.) A side condition ("at similar accuracy": $\Delta_{acc} \ge -\tau$)
+*holds* when $l \ge -\tau$, *fails* when $h < -\tau$, else is unknown (`constraint`).
 
 >>> data = np.array([[1.0, 2.0, 3.0, 4.0]])
 >>> point, low, high = interval(Bootstrap(1, 4, resamples=500, seed=0), lambda w, v: wmean(data, w, v))
@@ -307,7 +307,7 @@ class Estimate(tuple):
 def interval_at(boot: Bootstrap, statistic: Callable[[np.ndarray, np.ndarray], np.ndarray], alpha: float,
                 limits: tuple[float, float] | None = None) -> Estimate:  # fmt: skip
     """`interval`'s estimate with each end at one-sided level `alpha` (the protocol's nominal level of a look:
-    Pocock's 0.0079 gives the 98.4% interval), as an `Estimate` carrying its `Spread`."""
+    Pocock's 0.0110 at three looks gives the 97.8% interval), as an `Estimate` carrying its `Spread`."""
     point = float(statistic(boot.point_w, boot.point_v)[0])
     if not np.isfinite(point):
         return Estimate((None, None, None))

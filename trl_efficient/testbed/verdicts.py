@@ -12,14 +12,14 @@ identical runs merged, the Benjamini-Hochberg correction across the family, and 
   `label`, the verdict in words. Returns the counts.
 
 >>> rows = [{"recipe": "a", "records_sha256": "x", "method_check": {"claim": "c", "held": True, "p_value": 0.001,
-...          "alpha": 0.0079}},
+...          "alpha": 0.0110}},
 ...         {"recipe": "b", "records_sha256": "x", "method_check": {"claim": "c", "held": True, "p_value": 0.001,
-...          "alpha": 0.0079}},
-...         {"recipe": "c", "records_sha256": "y", "method_check": {"claim": "c", "held": True, "p_value": 0.006,
-...          "alpha": 0.0079}},
+...          "alpha": 0.0110}},
+...         {"recipe": "c", "records_sha256": "y", "method_check": {"claim": "c", "held": True, "p_value": 0.009,
+...          "alpha": 0.0110}},
 ...         {"recipe": "d", "records_sha256": "z", "method_check": {"claim": "c", "held": None, "p_value": 0.5,
-...          "alpha": 0.0079}}]
->>> counts = annotate(rows)  # repeated p 0.0035, 0.019, 0.75; BH: q = 0.0105, 0.0285 (0.019 x 3 / 2), 0.75 vs 0.025
+...          "alpha": 0.0110}}]
+>>> counts = annotate(rows)  # repeated p (K = 3) 0.0026, 0.021, 0.69; BH q 0.0079, 0.031 (0.021 x 3/2), 0.69
 >>> [r["method_check"]["label"] for r in rows], counts["held"], counts["held_after_bh"], counts["cannot_judge"]
 (['held', 'cannot be judged', 'held', 'inconclusive'], 2, 1, 1)
 """
