@@ -14,6 +14,12 @@ DLER_REFERENCE = Reference(5500, "base mean", "methods.md §4, Table 1: DeepSeek
 DLER_TRUNCATION = 4000  # methods.md §4 [code]: max_response_length = 4000
 
 
+def _truncation(exception: str) -> PaperLength:
+    """DLER's 4000-token truncation (shared by dler and da-dler), with the recipe's own reason for its testbed value."""
+    return PaperLength("truncation (max_response_length)", DLER_TRUNCATION, "length", DLER_REFERENCE,
+                       "methods.md §4 [code]", "config.max_completion_length", exception=exception)  # fmt: skip
+
+
 def _dler_scale(cap: int, steps: int) -> RecipeScale:
     # DLER's length penalty IS the truncation (methods.md §4), and the paper's 4000 tokens bind: they are 0.73x its
     # base model's mean output on MATH (R1-Distill-Qwen-1.5B, 5,500 tokens) and 0.38x over its five benchmarks. At the
@@ -51,15 +57,9 @@ register_recipe(
         section=DLER_SECTION,
         testbed_scale=_dler_scale,
         paper_lengths=(
-            PaperLength(
-                "truncation (max_response_length)",
-                DLER_TRUNCATION,
-                "length",
-                DLER_REFERENCE,
-                "methods.md §4 [code]",
-                "config.max_completion_length",
-                exception="cap/2: the rule's 117 (the paper's 0.73x its base's mean) leaves the 8-op tasks "
-                "(floor 100 tokens) no room to check; 192 truncates 35% of the base's answers",
+            _truncation(
+                "cap/2: the rule's 117 (the paper's 0.73x its base's mean) leaves the 8-op tasks (floor 100 tokens) "
+                "no room to check; 192 truncates 35% of the base's answers"
             ),
         ),
         method="DLER (truncation penalty + batch-normalised advantages)",
@@ -91,15 +91,9 @@ register_recipe(
         family="adaptive / history",
         testbed_scale=_da_dler_scale,
         paper_lengths=(
-            PaperLength(
-                "truncation (max_response_length)",
-                DLER_TRUNCATION,
-                "length",
-                DLER_REFERENCE,
-                "methods.md §4 [code]",
-                "config.max_completion_length",
-                exception="x cap/4000 (the paper's cap as the reference): 4000 -> the cap, where the base "
-                "(mean 161) is never truncated, so only the easy groups' cut binds; DLER trains at 192",
+            _truncation(
+                "x cap/4000 (the paper's cap as the reference): 4000 -> the cap, where the base (mean 161) is never "
+                "truncated, so only the easy groups' cut binds; DLER trains at 192"
             ),
             PaperLength(
                 "easy groups' cut (truncate_to)",
