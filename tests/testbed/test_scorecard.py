@@ -22,7 +22,7 @@ def _committed():
 def test_scorecard_reads_the_committed_world_report_and_comparison():
     compare, world = _committed()
     rows = {row["item"]: row for row in scorecard_rows(compare, world)}
-    assert sorted(rows) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted(rows) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     dyn = world["dynamic_range"]
     assert f"tokens / floor {dyn['ratio']:.2f}" in rows[1]["measured"] and rows[1]["met"] is True
     assert f"hard {world['tradeoff']['hard']['gain']:+.3f}" in rows[2]["measured"] and rows[2]["met"] is True
@@ -40,7 +40,7 @@ def test_scorecard_reads_the_committed_world_report_and_comparison():
     assert rows[6]["met"] is (labels.count("inconclusive") <= 4)
     # the CLI prints the same table with its sources
     text = load_scorecard(os.path.join(RESULTS, "compare.json"))
-    assert text.count("\n| ") == 7 and "world_report_v2.json" in text
+    assert text.count("\n| ") == 9 and "world_report_v2.json" in text
 
 
 def test_scorecard_says_not_met_where_a_target_is_missed():
@@ -99,3 +99,22 @@ def test_compare_script_measures_the_world_report_once_next_to_its_output(tmp_pa
     calls.clear()
     assert script.main(["--recipes", "grpo", "--output-dir", str(out), "--no-confirm"]) == 0
     assert [c[0] for c in calls] == ["compare"]
+
+
+def test_items_8_and_9_read_the_world_reports_rl_figures():
+    """World v3's figures (issue 35): headroom and resolution (item 8), the over-aggressive penalty's cost on hard
+    tasks while the moderate one keeps accuracy (item 9); unknown without `world-report --rl`."""
+    compare = {"rows": []}
+    rl = {"grpo": {"accuracy": 0.72, "interval": [0.70, 0.74]},
+          "moderate": {"accuracy_hard": [-0.01, -0.03, 0.01], "half_width": 0.013},
+          "aggressive": {"factor": 4.0, "accuracy_hard": [-0.08, -0.12, -0.04]}}  # fmt: skip
+    rows = {row["item"]: row for row in scorecard_rows(compare, {"rl": rl, **_committed()[1]})}
+    assert (rows[8]["met"], rows[9]["met"]) == (True, True)
+    assert "0.720 [0.700, 0.740]" in rows[8]["measured"] and "-0.080" in rows[9]["measured"]
+    rl["grpo"]["accuracy"] = 0.93  # saturated, as world v2's GRPO: accuracy cannot resolve
+    rl["moderate"]["accuracy_hard"] = [-0.04, -0.07, -0.01]  # the moderate penalty may lose 0.05: not free
+    rows = {row["item"]: row for row in scorecard_rows(compare, {"rl": rl, **_committed()[1]})}
+    assert (rows[8]["met"], rows[9]["met"]) == (False, False)
+    without = {k: v for k, v in _committed()[1].items() if k != "rl"}
+    rows = {row["item"]: row for row in scorecard_rows(compare, without)}
+    assert rows[8]["met"] is None and "world-report --rl" in rows[9]["measured"]

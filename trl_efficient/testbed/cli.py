@@ -10,6 +10,8 @@
     trl-efficient testbed frontier DIR/sweep_laser.json DIR/sweep_kimi.json ... --out frontier.png
     trl-efficient testbed plots perf/testbed/results/compare.json      per_difficulty.png next to it
     trl-efficient testbed world-report [--model testbed:v2] [--json DIR/world_report_v2.json]
+                                  [--rl --output-dir DIR --workers 2]   and RL's figures (accuracy headroom, the cost
+                                  of over-shortening: grpo and two length penalties trained, runs under DIR/runs)
     trl-efficient testbed scorecard perf/testbed/results/compare.json  the targets beside the measured values
     trl-efficient testbed confirm perf/testbed/results/compare.json --output-dir DIR [--seed 1000] [--workers 2]
                                   every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
@@ -263,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     p_world.add_argument("--temperature", type=float, default=1.0)
     p_world.add_argument("--seed", type=int, default=0)
     p_world.add_argument("--json", default=None, help="also write the report's data to this JSON file")
+    p_world.add_argument("--rl", action="store_true",
+                         help="also train grpo, constant-penalty and its over-aggressive point (testbed.headroom): "
+                         "accuracy headroom and the cost of over-shortening on hard tasks")  # fmt: skip
+    p_world.add_argument(
+        "--output-dir",
+        default="outputs/testbed",
+        help="with --rl: where the runs go (a comparison's directory reuses its runs)",
+    )
+    p_world.add_argument("--workers", type=int, default=1, help="with --rl: worker processes")
+    p_world.add_argument("--seeds", type=int, default=9, help="with --rl: training seeds (default 9, the looks' most)")
     p_score = sub.add_parser(
         "scorecard",
         help="the testbed's targets beside what a comparison and the base's world report measured",
@@ -340,6 +352,12 @@ def main(argv: list[str] | None = None) -> int:
         report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                               seed=args.seed, name=args.model)  # fmt: skip
+        if args.rl:
+            from .headroom import rl_figures
+            from .runner import TestbedSettings
+
+            settings = TestbedSettings(base_model=args.model, seeds=args.seeds)
+            report["rl"] = rl_figures(settings, args.output_dir, workers=args.workers)
         print(world_report_markdown(report))
         if args.json:
             with open(args.json, "w") as f:

@@ -23,8 +23,8 @@ that is not met says so: the scorecard reports, it does not gate.
 ...      "method_check": {"claim": "shorter", "held": True}}],
 ...     "timing": {"workers": 2, "seconds": 3000.0,
 ...                "looks": [{"seeds": 3, "runs": 7, "trained": 7, "seconds": 3000.0}]}}
->>> [(row["item"], row["met"]) for row in scorecard_rows(compare, None)]  # no world report: items 1, 2, 4 unknown
-[(1, None), (2, None), (3, True), (4, None), (5, True), (6, True), (7, None)]
+>>> [(row["item"], row["met"]) for row in scorecard_rows(compare, None)]  # no world report: 1, 2, 4, 8, 9 unknown
+[(1, None), (2, None), (3, True), (4, None), (5, True), (6, True), (7, None), (8, None), (9, None)]
 >>> compare["confirmation"] = {"timing": {"workers": 2, "seconds": 900.0,
 ...                                       "looks": [{"seeds": 3, "runs": 9, "trained": 9, "seconds": 900.0}]}}
 >>> next(r for r in scorecard_rows(compare, None) if r["item"] == 7)["met"]  # 50 + 15 minutes
@@ -39,6 +39,14 @@ import statistics
 from typing import Any
 
 from .checks import FRACTION_MARGIN, TOKEN_MARGIN, is_baseline
+from .headroom import (
+    AGGRESSIVE,
+    MAX_PAIR_HALF_WIDTH,
+    MAX_TRAINED_ACCURACY,
+    MIN_AGGRESSIVE_LOSS,
+    MIN_TRAINED_ACCURACY,
+    rl_figures_items,
+)
 from .report import MAX_EASY_GAIN, MIN_FLOOR_RATIO, MIN_FOLLOWING_PEARSON, MIN_HARD_GAIN, MIN_REDUNDANT_SHARE
 
 __all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
@@ -60,6 +68,12 @@ TARGETS = {
                                "docs/testbed.md"),
     7: ("fast enough", f"the comparison on 2 cores in <= {MAX_MINUTES:.0f} minutes: every recipe and control x "
                        f"{MIN_SEEDS} seeds, the later looks and the confirmation"),
+    # world v3 (issue 35): RL's figures in the world report (`world-report --rl`, `headroom.rl_figures`)
+    8: ("accuracy resolves", f"GRPO accuracy {MIN_TRAINED_ACCURACY}-{MAX_TRAINED_ACCURACY}; half-width of a recipe "
+                             f"pair's accuracy difference (constant-penalty - grpo) <= {MAX_PAIR_HALF_WIDTH}"),
+    9: ("over-shortening costs", f"a {AGGRESSIVE:g}x constant penalty loses >= {MIN_AGGRESSIVE_LOSS} hard-task "
+                                 "accuracy against GRPO (interval below 0); the moderate one does not (low end above "
+                                 f"-{MIN_AGGRESSIVE_LOSS})"),
 }  # fmt: skip
 
 
@@ -76,6 +90,17 @@ def world_report_path(output_dir: str, model: str) -> str:
 def _fmt_interval(values, spec: str = "+.3f") -> str:
     point, low, high = values
     return f"{point:{spec}} [{low:{spec}}, {high:{spec}}]"
+
+
+def _rl_items(world: dict | None) -> list[dict]:
+    """Items 8 and 9 from the world report's RL figures (`headroom.rl_figures_items`: headroom and resolution, the
+    aggressive penalty's cost and the moderate one's)."""
+    if not (world or {}).get("rl"):
+        text = "no RL figures in the world report (trl-efficient testbed world-report --rl --json ...)"
+        return [{"item": i, "measured": text, "met": None} for i in (8, 9)]
+    items = rl_figures_items(world["rl"])
+    return [{"item": 8 + i // 2, "measured": "; ".join(f"{it['property']} {it['measured']}" for it in pair),
+             "met": all(it["met"] for it in pair)} for i, pair in ((0, items[:2]), (2, items[2:]))]  # fmt: skip
 
 
 def _world_items(world: dict | None) -> list[dict]:
@@ -210,7 +235,7 @@ def scorecard_rows(compare: dict, world: dict | None) -> list[dict]:
     """One dict per item of `TARGETS`, in order: `item`, `what`, `target`, `measured` (text), `met` (`True`,
     `False`, or `None` when the files cannot say). Item 7 is judged on the whole invocation (every look), and only
     when it trained every run of its first look (from an empty output directory)."""
-    found = {row["item"]: row for row in _world_items(world) + _compare_items(compare)}
+    found = {row["item"]: row for row in _world_items(world) + _compare_items(compare) + _rl_items(world)}
     return [{"item": i, "what": TARGETS[i][0], "target": TARGETS[i][1], **found[i]} for i in sorted(TARGETS)]
 
 

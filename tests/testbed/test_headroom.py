@@ -1,0 +1,42 @@
+"""World v3's RL figures (`testbed.headroom`): grpo, the moderate and the over-aggressive length penalty, trained as
+the comparison trains them, paired against grpo."""
+
+import json
+import os
+
+from trl_efficient.testbed.headroom import AGGRESSIVE, rl_figures, rl_figures_items, rl_figures_markdown
+
+TINY = dict(base_model="testbed:small", max_steps=1, num_train=16, num_eval=8, eval_samples=1,
+            per_device_train_batch_size=8, num_generations=4, max_completion_length=24, max_ops=8, seeds=2,
+            bootstrap=100)  # fmt: skip
+
+
+def test_rl_figures_train_three_rows_and_reuse_the_comparisons_runs(small_base, tmp_path):
+    from trl_efficient.testbed.runner import TestbedSettings, plan_runs
+
+    settings = TestbedSettings(**TINY)
+    out = str(tmp_path / "rl")
+    rl = rl_figures(settings, out, workers=1, show_progress=False)
+    # the moderate penalty is constant-penalty as the comparison trains it (alpha 1/cap), the aggressive one x4
+    assert rl["moderate"]["alpha"] == 1 / 24 and abs(rl["aggressive"]["alpha"] - AGGRESSIVE / 24) < 1e-12
+    # grpo and constant-penalty are the comparison's own jobs: their files are where `compare` looks for them
+    plan = plan_runs(["grpo", "constant-penalty"], settings, out)
+    assert all(os.path.isfile(j.path) for js in plan.values() for j in js)
+    files = sorted(os.listdir(os.path.join(out, "runs", "constant-penalty")))
+    assert len(files) == 4  # 2 seeds x (moderate, aggressive)
+    keys = [json.load(open(os.path.join(out, "runs", "constant-penalty", f)))["key"]["rewards"] for f in files]
+    alphas = sorted({k[1][2]["alpha"] for k in keys})
+    assert alphas == [1 / 24, AGGRESSIVE / 24]
+    for name in ("moderate", "aggressive"):
+        for field in ("tokens", "accuracy", "accuracy_hard"):
+            point, low, high = rl[name][field]
+            assert low <= point <= high
+        assert rl[name]["half_width"] >= 0
+    assert 0.0 <= rl["grpo"]["accuracy"] <= 1.0 and rl["seeds"] == [0, 1]
+    text = rl_figures_markdown(rl)
+    assert "over-aggressive penalty (4 x alpha)" in text and "| aggressive |" in text
+    assert len(rl_figures_items(rl)) == 4
+    stamps = {f: os.path.getmtime(os.path.join(out, "runs", "constant-penalty", f)) for f in files}
+    again = rl_figures(settings, out, workers=1, show_progress=False)  # resumable: nothing retrained
+    assert again == rl
+    assert stamps == {f: os.path.getmtime(os.path.join(out, "runs", "constant-penalty", f)) for f in files}
