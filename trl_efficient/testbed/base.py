@@ -48,7 +48,17 @@ import torch
 from tqdm.auto import tqdm
 
 from ..testing.tiny import save_pretrained_atomic
-from .world import THINK_CLOSE, THINK_OPEN, WORLD_V2, TraceStyle, make_tasks, make_trace, minimal_trace, world_corpus
+from .world import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    WORLD_V2,
+    WORLD_V3,
+    TraceStyle,
+    make_tasks,
+    make_trace,
+    minimal_trace,
+    world_corpus,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +136,17 @@ BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     # take the longest candidate that fits
     "v2": BaseModelConfig(
         style=WORLD_V2,
+        max_steps=3000,
+        method_prompt_share=0.3,
+        method_prompt_follow=1.0,
+        method_prompt_values=(16, 256),
+        follow_fit="longest",
+        follow_slips=True,
+    ),
+    # world v3 (docs/testbed.md, "World v3"): v2's base with hard facts (systematic slips only a check repairs) and
+    # merged steps three times as often; everything else, the formats included, as v2
+    "v3": BaseModelConfig(
+        style=WORLD_V3,
         max_steps=3000,
         method_prompt_share=0.3,
         method_prompt_follow=1.0,

@@ -45,10 +45,13 @@ __all__ = [
     "Task",
     "TraceStyle",
     "WORLD_V2",
+    "WORLD_V3",
     "apply_op",
     "classify_sentences",
     "make_task",
     "make_tasks",
+    "hard_fact_slip",
+    "is_hard_fact",
     "make_trace",
     "minimal_trace",
     "world_corpus",
@@ -204,6 +207,14 @@ class TraceStyle:
             sentences of `PREAMBLE` and closes with as many draws from `EPILOGUE` (a fixed cost whatever the task's
             length). 0: no framing (world v1).
         framing_per_level: see `framing_prob`.
+        hard_facts: world v3. The share of the world's arithmetic facts `(a, op, b)` that are *hard* (`is_hard_fact`:
+            a fixed, seeded choice, the same in every trace): the teacher gets them wrong systematically, not at
+            random. 0: none (worlds v1 and v2).
+        hard_slip_prob: world v3. Probability that a step on a hard fact, from the `slip_from`-th operation on,
+            writes the fact's one wrong value (`hard_fact_slip`) instead of a random slip; a check (which always
+            carries the correct value) repairs it as any slip. A model trained on these traces has misconceptions: on
+            a hard fact its most likely step is the wrong value, which RL cannot sharpen away in a few steps as it
+            does random slips, and which only a check repairs; so the work of long chains cannot be dropped for free.
     """
 
     verbosity_weights: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
@@ -218,11 +229,16 @@ class TraceStyle:
     check_habit: bool = False
     framing_prob: float = 0.0
     framing_per_level: int = 2
+    hard_facts: float = 0.0
+    hard_slip_prob: float = 0.0
 
     def to_dict(self) -> dict:
         """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
+        for name in ("hard_facts", "hard_slip_prob"):  # world v3's, absent at 0 (the v1 and v2 keys unchanged)
+            if not out[name]:
+                out.pop(name)
         for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level", "check_habit"):
             at_v1 = out[name] == getattr(TraceStyle, name)
             if at_v1 and (name == "check_habit" or not (self.slip_prob or self.framing_prob)):
@@ -245,6 +261,37 @@ WORLD_V2 = TraceStyle(
     framing_prob=0.6,
     framing_per_level=3,
 )
+
+
+def is_hard_fact(a: int, op: str, b: int, share: float) -> bool:
+    """Whether the fact `a op b` is one of the world's hard ones (`TraceStyle.hard_facts`): a draw seeded by the fact
+    alone, so every trace (and every machine) agrees, and a larger `share` keeps the smaller share's hard facts.
+
+    >>> sum(is_hard_fact(a, op, b, 0.25) for a in range(10) for op in OPS for b in range(1, 10))  # of 270
+    68
+    >>> all(is_hard_fact(a, "+", 3, 1.0) for a in range(10)), any(is_hard_fact(a, "+", 3, 0.0) for a in range(10))
+    (True, False)
+    """
+    return random.Random(f"fact {a} {op} {b}").random() < share
+
+
+def hard_fact_slip(a: int, op: str, b: int) -> int:
+    """The one wrong value the teacher writes for the hard fact `a op b` (never the correct one).
+
+    >>> hard_fact_slip(4, "+", 7) != apply_op(4, "+", 7)
+    True
+    """
+    return (apply_op(a, op, b) + random.Random(f"slip {a} {op} {b}").randint(1, 9)) % 10
+
+
+# World v3: v2 with misconceptions and a compression route. A quarter of the arithmetic facts are hard: from the third
+# operation on the teacher writes a hard fact's one wrong value seven times in ten (random slips stay at one in five
+# for the others) and checks each late step out of habit eight times in ten, so an unchecked hard fact is a
+# systematic error that only a check repairs; and it merges two operations into one sentence three times as often
+# as v2's teacher (0.12), the shortcut a length penalty finds, and one the model gets wrong more often. Trained GRPO
+# stays below saturation and an over-aggressive penalty loses accuracy on hard tasks; see docs/testbed.md ("World
+# v3") for the candidates measured and the targets (`headroom`).
+WORLD_V3 = dataclasses.replace(WORLD_V2, hard_facts=0.25, hard_slip_prob=0.7, check_prob=0.8, skip_prob=0.12)
 
 
 def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle()) -> str:
@@ -274,8 +321,11 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             prev = (mid, op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
             c = apply_op(a, op, b)
-            late = bool(style.slip_prob) and i >= style.slip_from
-            slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
+            late = bool(style.slip_prob or style.hard_slip_prob) and i >= style.slip_from
+            if late and style.hard_slip_prob and is_hard_fact(a, op, b, style.hard_facts):  # world v3: systematic
+                slipped = hard_fact_slip(a, op, b) if rng.random() < style.hard_slip_prob else None
+            else:
+                slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
             sentences.append(_step(i, a, op, b, c if slipped is None else slipped))
             if style.check_habit:
                 checked = late and verbosity >= 1 and rng.random() < style.check_prob
