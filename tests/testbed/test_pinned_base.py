@@ -6,6 +6,8 @@ import dataclasses
 import json
 import os
 
+import pytest
+
 from trl_efficient.testbed import base
 from trl_efficient.testbed.base import (
     BASE_MODEL_SIZES,
@@ -16,12 +18,13 @@ from trl_efficient.testbed.base import (
 )
 
 
-def test_v2_ships_weights_trained_from_its_current_config():
-    path = pinned_model_dir("v2")
-    assert path is not None and path.endswith(os.path.join("testbed", "pinned", "v2"))
+@pytest.mark.parametrize("size", ["v2", "v3"])
+def test_v2_and_v3_ship_weights_trained_from_their_current_config(size):
+    path = pinned_model_dir(size)
+    assert path is not None and path.endswith(os.path.join("testbed", "pinned", size))
     with open(os.path.join(path, MARKER)) as f:
         info = json.load(f)
-    assert info["config"] == json.loads(json.dumps(BASE_MODEL_SIZES["v2"].to_dict()))
+    assert info["config"] == json.loads(json.dumps(BASE_MODEL_SIZES[size].to_dict()))
     assert info["format_version"] == base.FORMAT_VERSION and info["cpu_capability"] == "AVX2"
     assert pinned_model_dir("small") is None  # tests train it in seconds: nothing shipped
 

@@ -143,8 +143,8 @@ BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
         follow_fit="longest",
         follow_slips=True,
     ),
-    # world v3 (docs/testbed.md, "World v3"): v2's base with hard facts (systematic slips only a check repairs) and
-    # merged steps three times as often; everything else, the formats included, as v2
+    # world v3 (docs/testbed.md, "World v3"): v2's base trained on world v3's teacher (more slips, fewer checks, more
+    # merged steps); everything else, the formats included, as v2
     "v3": BaseModelConfig(
         style=WORLD_V3,
         max_steps=3000,
@@ -448,8 +448,9 @@ def base_model_id(path: str) -> str:
 
 
 def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
-    """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats`, `v2` or `small`), trained on first
-    use, or copied from the package's pinned weights where it ships them (`pinned_model_dir`: `testbed:v2`).
+    """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats`, `v2`, `v3` or `small`), trained on
+    first use, or copied from the package's pinned weights where it ships them (`pinned_model_dir`: `testbed:v2` and
+    `testbed:v3`).
 
     >>> resolve_base_model("testbed:huge")  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
     p_base.add_argument(
-        "--size", default="base", help="base (default), formats (compare's base), v2 (world v2) or small (tests)"
+        "--size", default="base", help="base (default), formats, v2 (world v2), v3 (world v3) or small (tests)"
     )
     p_base.add_argument("--retrain", action="store_true", help="train again even if cached")
     p_eval = sub.add_parser("eval", help="exact token accounting of a model on held-out testbed tasks")

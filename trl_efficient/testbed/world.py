@@ -207,14 +207,13 @@ class TraceStyle:
             sentences of `PREAMBLE` and closes with as many draws from `EPILOGUE` (a fixed cost whatever the task's
             length). 0: no framing (world v1).
         framing_per_level: see `framing_prob`.
-        hard_facts: world v3. The share of the world's arithmetic facts `(a, op, b)` that are *hard* (`is_hard_fact`:
-            a fixed, seeded choice, the same in every trace): the teacher gets them wrong systematically, not at
-            random. 0: none (worlds v1 and v2).
-        hard_slip_prob: world v3. Probability that a step on a hard fact, from the `slip_from`-th operation on,
+        hard_facts: world v3's candidate c (docs/testbed.md, "World v3"; not the world picked). The share of the
+            world's arithmetic facts `(a, op, b)` that are *hard* (`is_hard_fact`: a fixed, seeded choice, the same in
+            every trace): the teacher gets them wrong systematically, not at random. 0: none (worlds v1-v3).
+        hard_slip_prob: candidate c. Probability that a step on a hard fact, from the `slip_from`-th operation on,
             writes the fact's one wrong value (`hard_fact_slip`) instead of a random slip; a check (which always
-            carries the correct value) repairs it as any slip. A model trained on these traces has misconceptions: on
-            a hard fact its most likely step is the wrong value, which RL cannot sharpen away in a few steps as it
-            does random slips, and which only a check repairs; so the work of long chains cannot be dropped for free.
+            carries the correct value) repairs it as any slip. Meant as misconceptions that RL sharpens away more
+            slowly than random slips; measured, it does not: candidate c's GRPO still answers 0.906 (docs).
     """
 
     verbosity_weights: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
@@ -236,7 +235,7 @@ class TraceStyle:
         """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
-        for name in ("hard_facts", "hard_slip_prob"):  # world v3's, absent at 0 (the v1 and v2 keys unchanged)
+        for name in ("hard_facts", "hard_slip_prob"):  # absent at 0 (the v1, v2 and v3 keys unchanged)
             if not out[name]:
                 out.pop(name)
         for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level", "check_habit"):
@@ -284,14 +283,15 @@ def hard_fact_slip(a: int, op: str, b: int) -> int:
     return (apply_op(a, op, b) + random.Random(f"slip {a} {op} {b}").randint(1, 9)) % 10
 
 
-# World v3: v2 with misconceptions and a compression route. A quarter of the arithmetic facts are hard: from the third
-# operation on the teacher writes a hard fact's one wrong value seven times in ten (random slips stay at one in five
-# for the others) and checks each late step out of habit eight times in ten, so an unchecked hard fact is a
-# systematic error that only a check repairs; and it merges two operations into one sentence three times as often
-# as v2's teacher (0.12), the shortcut a length penalty finds, and one the model gets wrong more often. Trained GRPO
-# stays below saturation and an over-aggressive penalty loses accuracy on hard tasks; see docs/testbed.md ("World
-# v3") for the candidates measured and the targets (`headroom`).
-WORLD_V3 = dataclasses.replace(WORLD_V2, hard_facts=0.25, hard_slip_prob=0.7, check_prob=0.8, skip_prob=0.12)
+# World v3 (candidate d of docs/testbed.md, "World v3", picked by the rule written there before its figures were
+# read): v2's teacher, more error-prone and more verbose. From the third operation on a step slips 45 times in 100
+# (v2: 20) and is checked out of habit 55 times in 100 (v2: 90), two operations are merged into one sentence 18 times
+# in 100 (v2: 4; the shortcut a length penalty finds, which the model gets wrong far more often than a single step),
+# and per-step filler and framing are a little more frequent (0.65 and 0.7; v2: 0.55 and 0.6) to keep v2's dynamic
+# range. Trained GRPO answers about 0.69 of the tasks (v2: 0.93), and a length penalty costs accuracy on hard tasks.
+WORLD_V3 = dataclasses.replace(
+    WORLD_V2, slip_prob=0.45, check_prob=0.55, skip_prob=0.18, filler_prob=0.65, framing_prob=0.7
+)
 
 
 def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle()) -> str:
@@ -322,7 +322,7 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
         else:
             c = apply_op(a, op, b)
             late = bool(style.slip_prob or style.hard_slip_prob) and i >= style.slip_from
-            if late and style.hard_slip_prob and is_hard_fact(a, op, b, style.hard_facts):  # world v3: systematic
+            if late and style.hard_slip_prob and is_hard_fact(a, op, b, style.hard_facts):  # a systematic slip
                 slipped = hard_fact_slip(a, op, b) if rng.random() < style.hard_slip_prob else None
             else:
                 slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
