@@ -40,3 +40,19 @@ def test_rl_figures_train_three_rows_and_reuse_the_comparisons_runs(small_base, 
     again = rl_figures(settings, out, workers=1, show_progress=False)  # resumable: nothing retrained
     assert again == rl
     assert stamps == {f: os.path.getmtime(os.path.join(out, "runs", "constant-penalty", f)) for f in files}
+
+
+def test_world_report_rl_cli_writes_the_figures_into_the_report(small_base, tmp_path):
+    from trl_efficient.testbed.cli import main
+
+    sets = [f"{k}={v}" for k, v in TINY.items() if k not in ("base_model", "seeds")]
+    out, report = tmp_path / "runs", tmp_path / "world_report_small.json"
+    argv = ["world-report", "--model", "testbed:small", "--num-tasks", "8", "--max-new-tokens", "24", "--rl",
+            "--output-dir", str(out), "--seeds", "2", "--json", str(report)]  # fmt: skip
+    for item in sets:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    data = json.loads(report.read_text())
+    assert data["rl"]["seeds"] == [0, 1] and data["rl"]["settings"]["max_steps"] == 1
+    assert data["rl"]["settings"]["base_model"] == "testbed:small"
+    assert len(list((out / "runs" / "constant-penalty").glob("*.json"))) == 4

@@ -275,6 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_world.add_argument("--workers", type=int, default=1, help="with --rl: worker processes")
     p_world.add_argument("--seeds", type=int, default=9, help="with --rl: training seeds (default 9, the looks' most)")
+    p_world.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --rl: a TestbedSettings field of the runs (default: the comparison's settings)",
+    )
     p_score = sub.add_parser(
         "scorecard",
         help="the testbed's targets beside what a comparison and the base's world report measured",
@@ -353,10 +360,11 @@ def main(argv: list[str] | None = None) -> int:
                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                               seed=args.seed, name=args.model)  # fmt: skip
         if args.rl:
-            from .headroom import rl_figures
-            from .runner import TestbedSettings
+            import argparse
 
-            settings = TestbedSettings(base_model=args.model, seeds=args.seeds)
+            from .headroom import rl_figures
+
+            settings = _settings(argparse.Namespace(base_model=args.model, seeds=args.seeds), args.set)
             report["rl"] = rl_figures(settings, args.output_dir, workers=args.workers)
         print(world_report_markdown(report))
         if args.json:
