@@ -126,34 +126,27 @@ class BaseModelConfig:
         return hashlib.sha1(blob.encode()).hexdigest()[:10]
 
 
+# world v2 (docs/testbed.md, "World v2"): over-thinks ~2.7x the floor (easy tasks relatively more), slips on long
+# chains and repairs them with checks, and has seen the method formats with budgets of 16-256 tokens whose traces take
+# the longest candidate that fits
+_V2 = BaseModelConfig(
+    style=WORLD_V2,
+    max_steps=3000,
+    method_prompt_share=0.3,
+    method_prompt_follow=1.0,
+    method_prompt_values=(16, 256),
+    follow_fit="longest",
+    follow_slips=True,
+)
 BASE_MODEL_SIZES: dict[str, BaseModelConfig] = {
     "base": BaseModelConfig(),
     # the base model that has also seen the methods' prompt formats and follows them loosely (what `testbed compare`
     # trains from): the traces of the format examples follow the prompted value, loosely (`follow_trace`)
     "formats": BaseModelConfig(method_prompt_share=0.3, method_prompt_follow=1.0),
-    # world v2 (docs/testbed.md, "World v2"): over-thinks ~2.7x the floor (easy tasks relatively more), slips on long
-    # chains and repairs them with checks, and has seen the method formats with budgets of 16-256 tokens whose traces
-    # take the longest candidate that fits
-    "v2": BaseModelConfig(
-        style=WORLD_V2,
-        max_steps=3000,
-        method_prompt_share=0.3,
-        method_prompt_follow=1.0,
-        method_prompt_values=(16, 256),
-        follow_fit="longest",
-        follow_slips=True,
-    ),
+    "v2": _V2,
     # world v3 (docs/testbed.md, "World v3"): v2's base trained on world v3's teacher (more slips, fewer checks, more
-    # merged steps); everything else, the formats included, as v2
-    "v3": BaseModelConfig(
-        style=WORLD_V3,
-        max_steps=3000,
-        method_prompt_share=0.3,
-        method_prompt_follow=1.0,
-        method_prompt_values=(16, 256),
-        follow_fit="longest",
-        follow_slips=True,
-    ),
+    # merged steps, a little more filler); everything else, the formats included, as v2
+    "v3": dataclasses.replace(_V2, style=WORLD_V3),
     "small": BaseModelConfig(
         hidden_size=32, num_layers=1, num_heads=4, num_kv_heads=2, max_steps=30, batch_size=16, num_train_tasks=480
     ),
