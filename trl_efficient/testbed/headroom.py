@@ -23,10 +23,6 @@ runs (docs/testbed.md, "World v3").
 
 from __future__ import annotations
 
-import logging
-
-logger = logging.getLogger(__name__)
-
 __all__ = ["AGGRESSIVE", "rl_figures", "rl_figures_items", "rl_figures_markdown"]
 
 # The targets, fixed before any run under them (issue 35, item 2)

@@ -48,10 +48,10 @@ __all__ = [
     "WORLD_V3",
     "apply_op",
     "classify_sentences",
-    "make_task",
-    "make_tasks",
     "hard_fact_slip",
     "is_hard_fact",
+    "make_task",
+    "make_tasks",
     "make_trace",
     "minimal_trace",
     "world_corpus",
@@ -283,8 +283,8 @@ def hard_fact_slip(a: int, op: str, b: int) -> int:
     return (apply_op(a, op, b) + random.Random(f"slip {a} {op} {b}").randint(1, 9)) % 10
 
 
-# World v3 (candidate d of docs/testbed.md, "World v3", picked by the rule written there before its figures were
-# read): v2's teacher, more error-prone and more verbose. From the third operation on a step slips 45 times in 100
+# World v3 (candidate d of docs/testbed.md, "World v3", picked by the rule written there before its penalty figures
+# were read): v2's teacher, more error-prone and more verbose. From the third operation on a step slips 45 times in 100
 # (v2: 20) and is checked out of habit 55 times in 100 (v2: 90), two operations are merged into one sentence 18 times
 # in 100 (v2: 4; the shortcut a length penalty finds, which the model gets wrong far more often than a single step),
 # and per-step filler and framing are a little more frequent (0.65 and 0.7; v2: 0.55 and 0.6) to keep v2's dynamic
