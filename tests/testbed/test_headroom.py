@@ -56,3 +56,16 @@ def test_world_report_rl_cli_writes_the_figures_into_the_report(small_base, tmp_
     assert data["rl"]["seeds"] == [0, 1] and data["rl"]["settings"]["max_steps"] == 1
     assert data["rl"]["settings"]["base_model"] == "testbed:small"
     assert len(list((out / "runs" / "constant-penalty").glob("*.json"))) == 4
+
+
+def test_committed_world_reports_render_their_json():
+    """The committed world reports of v2 and v3 (with their RL figures) are the Markdown of their JSON."""
+    from trl_efficient.testbed.headroom import world_report_markdown_with_rl
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed")
+    for stem in ("results/world_report_v2", "results_v3/world_report_v3"):
+        with open(os.path.join(root, stem + ".json")) as f:
+            report = json.load(f)
+        with open(os.path.join(root, stem + ".md")) as f:
+            assert f.read() == world_report_markdown_with_rl(report)
+        assert len(report["rl"]["seeds"]) == 9 and "| over-aggressive penalty" in world_report_markdown_with_rl(report)

@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "world-report":
         from ..core.models import resolve_model_name
-        from .report import world_report, world_report_markdown
+        from .report import world_report
 
         report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
                               max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -366,7 +366,9 @@ def main(argv: list[str] | None = None) -> int:
 
             settings = _settings(argparse.Namespace(base_model=args.model, seeds=args.seeds), args.set)
             report["rl"] = rl_figures(settings, args.output_dir, workers=args.workers)
-        print(world_report_markdown(report))
+        from .headroom import world_report_markdown_with_rl
+
+        print(world_report_markdown_with_rl(report))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)

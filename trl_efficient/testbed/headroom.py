@@ -23,7 +23,7 @@ runs (docs/testbed.md, "World v3").
 
 from __future__ import annotations
 
-__all__ = ["AGGRESSIVE", "rl_figures", "rl_figures_items", "rl_figures_markdown"]
+__all__ = ["AGGRESSIVE", "rl_figures", "rl_figures_items", "rl_figures_markdown", "world_report_markdown_with_rl"]
 
 # The targets, fixed before any run under them (issue 35, item 2)
 MIN_TRAINED_ACCURACY, MAX_TRAINED_ACCURACY = 0.55, 0.80  # GRPO's overall accuracy after the comparison's steps
@@ -160,3 +160,11 @@ def rl_figures_markdown(rl: dict) -> str:
     by_k = ", ".join(f"{k}: {v:.2f}" for k, v in sorted(g["accuracy_by_difficulty"].items(), key=lambda kv: int(kv[0])))
     lines += ["", f"grpo: {g['mean_tokens']:.1f} tokens, accuracy per k {by_k}."]
     return "\n".join(lines) + "\n"
+
+
+def world_report_markdown_with_rl(report: dict) -> str:
+    """`report.world_report_markdown`, then the RL figures when the report has them (`world-report --rl`)."""
+    from .report import world_report_markdown
+
+    text = world_report_markdown(report)
+    return text + "\n" + rl_figures_markdown(report["rl"]) if report.get("rl") else text

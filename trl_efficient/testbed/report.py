@@ -242,8 +242,4 @@ def world_report_markdown(report: dict) -> str:
         )
     lines.append("")
     lines.append("(steps: share of tokens; merged, useful and useless checks: per completion)")
-    if report.get("rl"):  # world v3's figures (`headroom.rl_figures`: `world-report --rl`)
-        from .headroom import rl_figures_markdown
-
-        lines += ["", rl_figures_markdown(report["rl"]).rstrip("\n")]
     return "\n".join(lines) + "\n"
