@@ -38,6 +38,9 @@ def test_scorecard_reads_the_committed_world_report_and_comparison():
     assert "placebo" not in rows[6]["measured"]  # a control is no claim
     assert f"{labels.count('held')} held ({compare['verdicts']['held_after_bh']} after BH)" in rows[6]["measured"]
     assert rows[6]["met"] is (labels.count("inconclusive") <= 4)
+    # the looks and the confirmation, each timed from an empty directory: judged (not "-"), and over 120 minutes
+    minutes = (compare["timing"]["seconds"] + compare["confirmation"]["timing"]["seconds"]) / 60
+    assert f"{minutes:.1f} min" in rows[7]["measured"] and rows[7]["met"] is (minutes <= 120)
     # the CLI prints the same table with its sources
     text = load_scorecard(os.path.join(RESULTS, "compare.json"))
     assert text.count("\n| ") == 9 and "world_report_v2.json" in text
@@ -108,12 +111,12 @@ def test_items_8_and_9_read_the_world_reports_rl_figures():
     rl = {"grpo": {"accuracy": 0.72, "interval": [0.70, 0.74]},
           "moderate": {"accuracy_hard": [-0.01, -0.03, 0.01], "half_width": 0.013},
           "aggressive": {"factor": 4.0, "accuracy_hard": [-0.08, -0.12, -0.04]}}  # fmt: skip
-    rows = {row["item"]: row for row in scorecard_rows(compare, {"rl": rl, **_committed()[1]})}
+    rows = {row["item"]: row for row in scorecard_rows(compare, {**_committed()[1], "rl": rl})}
     assert (rows[8]["met"], rows[9]["met"]) == (True, True)
     assert "0.720 [0.700, 0.740]" in rows[8]["measured"] and "-0.080" in rows[9]["measured"]
     rl["grpo"]["accuracy"] = 0.93  # saturated, as world v2's GRPO: accuracy cannot resolve
     rl["moderate"]["accuracy_hard"] = [-0.04, -0.07, -0.01]  # the moderate penalty may lose 0.05: not free
-    rows = {row["item"]: row for row in scorecard_rows(compare, {"rl": rl, **_committed()[1]})}
+    rows = {row["item"]: row for row in scorecard_rows(compare, {**_committed()[1], "rl": rl})}
     assert (rows[8]["met"], rows[9]["met"]) == (False, False)
     without = {k: v for k, v in _committed()[1].items() if k != "rl"}
     rows = {row["item"]: row for row in scorecard_rows(compare, without)}

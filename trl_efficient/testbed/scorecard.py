@@ -143,6 +143,25 @@ def _half_width(values) -> float:
     return (values[2] - values[1]) / 2
 
 
+def _looks_trained_all(looks: list[dict]) -> bool:
+    """Whether one invocation's looks trained every run they hold. A look holds all `seeds` of its rows, and a later
+    look's rows all have its number of seeds (`runner.undecided`), so the runs it should train are its share of seeds
+    new since the look before: `runs x (seeds - earlier) / seeds`.
+
+    >>> _looks_trained_all([{"seeds": 3, "runs": 148, "trained": 148}, {"seeds": 6, "runs": 186, "trained": 93},
+    ...                     {"seeds": 9, "runs": 198, "trained": 66}])
+    True
+    >>> _looks_trained_all([{"seeds": 3, "runs": 148, "trained": 140}, {"seeds": 6, "runs": 186, "trained": 93}])
+    False
+    """
+    earlier = 0
+    for look in looks:
+        if look["trained"] != look["runs"] * (look["seeds"] - earlier) // look["seeds"]:
+            return False
+        earlier = look["seeds"]
+    return True
+
+
 def _compare_items(compare: dict) -> list[dict]:
     rows = [r for r in compare["rows"] if r.get("status", "ok") == "ok"]
     by_name = {r["recipe"]: r for r in rows}
@@ -206,8 +225,9 @@ def _compare_items(compare: dict) -> list[dict]:
     if timing and timing.get("looks"):
         first, later = timing["looks"][0], timing["looks"][1:]
         confirmation = (compare.get("confirmation") or {}).get("timing")  # the confirmation pass's own compare
-        looks = [*timing["looks"], *(confirmation or {}).get("looks", [])]
-        complete = all(look["trained"] == look["runs"] for look in looks)  # every run trained by these invocations
+        # every run trained by these invocations: a later look also holds its rows' earlier seeds, which the earlier
+        # looks trained (`_looks_trained_all`)
+        complete = _looks_trained_all(timing["looks"]) and _looks_trained_all((confirmation or {}).get("looks", []))
         minutes = (timing["seconds"] + (confirmation or {}).get("seconds", 0.0)) / 60
         later_text = (f"; later looks {', '.join(str(look['trained']) for look in later)} runs in "
                       f"{sum(look['seconds'] for look in later) / 60:.1f} min" if later else "")  # fmt: skip
