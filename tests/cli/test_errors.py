@@ -440,7 +440,7 @@ ISSUE_37 = [
      "--host 203.0.113.1 --port 0: cannot listen there (Cannot assign requested address"),
     # the testbed
     (True, ["testbed", "base", "--size", "bogus", "--retrain"],
-     "--size bogus: no such testbed base model; pass one of base, formats, v2, small"),
+     "--size bogus: no such testbed base model; pass one of base, formats, v2, v3, small"),
     (True, ["testbed", "base", "--retrian"],
      "trl-efficient testbed: unrecognized arguments: --retrian (see `trl-efficient testbed --help`)"),
     (True, ["testbed", "plots", "notcmp.json"],
