@@ -436,3 +436,25 @@ def test_jobs_that_train_the_same_model_train_it_once(small_base, tmp_path):
         assert a["records"] == b["records"] and a["modes"] == b["modes"] and a["key"] == b["key"]
     prompted = json.load(open(grouped[1].path))
     assert prompted["modes"] and not json.load(open(grouped[0].path))["modes"]
+
+
+def test_run_jobs_starts_the_longest_jobs_first(monkeypatch, tmp_path):
+    """`jobs.expected_cost` orders the work: BroRL's G = 128 and ProRL's 120 steps before the 40-step runs, the base
+    model's evaluation last, ties in the plan's order (the order changes no file: every run is seeded on its own)."""
+    from trl_efficient.testbed import jobs as J
+
+    order = []
+
+    def fake_group(group):
+        order.append([j.name for j in group])
+        return [{"path": j.path, "label": j.label, "seconds": 0.0, "error": None} for j in group]
+
+    def job(name, seed, steps, g=None):
+        key = {"recipe": name, "train_seed": seed, "testbed_scale": {"num_generations": g}}
+        return J.Job(name, seed, {"max_steps": steps, "num_generations": 8}, key, name, str(tmp_path / f"{name}.json"))
+
+    monkeypatch.setattr(J, "run_group", fake_group)
+    plan = [job("base", None, 40), job("grpo", 0, 40), job("kimi", 0, 40), job("brorl", 0, 10, 128),
+            job("prorl", 0, 120)]  # fmt: skip
+    J.run_jobs(plan, workers=1, show_progress=False)
+    assert order == [["brorl"], ["prorl"], ["grpo"], ["kimi"], ["base"]]

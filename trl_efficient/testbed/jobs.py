@@ -17,8 +17,9 @@ per-completion records written to a result file named by the hash of everything 
   reports its error, so a rerun retries it.
 - `run_jobs`: the jobs whose file is missing, on `workers` processes (multiprocessing spawn, each torch
   single-threaded; jobs that train the same model, such as `grpo` and `grpo-prompted` of one seed, are one task that
-  trains it once: `training_identity`, `run_group`); the tqdm bar over jobs gives the ETA; a script that calls it with
-  workers > 1 needs the usual `if __name__ == "__main__":` guard, since spawned workers import the main module;
+  trains it once: `training_identity`, `run_group`), the longest first (`expected_cost`); the tqdm bar over jobs gives
+  the ETA; a script that calls it with workers > 1 needs the usual `if __name__ == "__main__":` guard, since spawned
+  workers import the main module;
   finished jobs are skipped, so an interrupted comparison resumes where it stopped. Every job is seeded and
   self-contained: 1 and 2 workers give the same files.
 """
@@ -214,6 +215,24 @@ def training_identity(job: Job) -> str | None:
     return config_hash({"key": key, "overrides": job.overrides, "reward_overrides": job.reward_overrides})
 
 
+def expected_cost(job: Job) -> float:
+    """The completions a job generates in training, `max_steps x G` (every job trains on the same prompts per step; 0
+    for the base model, which trains nothing): how `run_jobs` orders the work, longest first, so that the last runs
+    of a look are short and no worker waits long for the other (ProRL's 120 steps and BroRL's G = 128 are 3-4x a
+    40-step run). Every run is seeded on its own, so the order changes no file.
+
+    >>> job = lambda seed, steps, g=None: Job("x", seed, {"max_steps": steps, "num_generations": 8},
+    ...                                       {"testbed_scale": {"num_generations": g}}, "h", "x.json")
+    >>> expected_cost(job(0, 40)), expected_cost(job(0, 10, 128)), expected_cost(job(None, 40))
+    (320.0, 1280.0, 0.0)
+    """
+    if job.seed is None:
+        return 0.0
+    g = ((job.overrides or {}).get("num_generations") or (job.key.get("testbed_scale") or {}).get("num_generations")
+         or job.settings.get("num_generations") or 1)  # fmt: skip
+    return float(job.settings.get("max_steps") or 0) * g
+
+
 def run_job(job: Job) -> dict:
     """Train (unless the base) and evaluate one job, write its result file; `{"path", "label", "seconds", "error"}`
     (`error` is `None` on success; nothing is written on failure)."""
@@ -318,7 +337,7 @@ def run_jobs(jobs: list[Job], workers: int = 1, show_progress: bool = True, desc
 
     todo = [j for j in jobs if not j.finished()]
     groups: dict = {}  # jobs that train the same model run together (`run_group`): one training, their evaluations
-    for job in todo:
+    for job in sorted(todo, key=expected_cost, reverse=True):  # longest first (stable: ties keep the plan's order)
         groups.setdefault(training_identity(job) or job.path, []).append(job)
     outcomes: dict[str, dict] = {}
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc=description, unit="run",
