@@ -250,9 +250,9 @@ def test_v1_models_keep_their_cache_keys():
     assert "slip_prob" not in BASE_MODEL_SIZES["base"].to_dict()["style"]
 
 
-def test_world_v2_traces_are_unchanged_by_v3s_fields():
-    """The hard facts (world v3's candidate c) are off at 0: v2's teacher draws the same traces as before they
-    existed (the digest of 300 traces, computed with the world module of 3effcee, before v3)."""
+def test_world_v2_traces_are_unchanged_by_v3():
+    """World v3's teacher is a new `TraceStyle` value, not new code: v2's teacher draws the same traces as before
+    (the digest of 300 traces, computed with the world module of 3effcee, before v3)."""
     import hashlib
 
     from trl_efficient.testbed.world import WORLD_V2, make_tasks, make_trace
@@ -260,41 +260,3 @@ def test_world_v2_traces_are_unchanged_by_v3s_fields():
     rng = random.Random(5)
     text = "\n".join(make_trace(t, rng, WORLD_V2) for t in make_tasks(300, seed=9))
     assert hashlib.sha256(text.encode()).hexdigest()[:16] == "8f538b6e1d57e70a"
-
-
-def test_hard_facts_teacher_gets_them_wrong_systematically_and_checks_repair_them():
-    """World v3's candidate c (docs/testbed.md, "World v3"): on a hard fact, from the third operation on, the teacher
-    writes the fact's one wrong value about 7 times in 10 (`hard_slip_prob`); on the other facts it slips at random
-    one time in five; a check carries the correct value."""
-    import dataclasses
-    import re
-
-    from trl_efficient.testbed.world import (
-        WORLD_V2,
-        apply_op,
-        hard_fact_slip,
-        is_hard_fact,
-        make_tasks,
-        make_trace,
-    )
-
-    WORLD_V3 = dataclasses.replace(WORLD_V2, hard_facts=0.25, hard_slip_prob=0.7, check_prob=0.8, skip_prob=0.12)
-    rng = random.Random(0)
-    hard_steps = hard_wrong = other_steps = other_wrong = checks = checks_right = 0
-    for task in make_tasks(3000, seed=1, min_ops=8, max_ops=8):
-        trace = make_trace(task, rng, WORLD_V3)
-        for _label, a, op, b, c in re.findall(r"(?:^|\. |> )([c-h]): (\d) ([+\-*]) (\d) = (\d)\.", trace):
-            a, b, c = int(a), int(b), int(c)
-            if is_hard_fact(a, op, b, WORLD_V3.hard_facts):
-                hard_steps += 1
-                hard_wrong += c == hard_fact_slip(a, op, b)
-            else:
-                other_steps += 1
-                other_wrong += c != apply_op(a, op, b)
-        for a, op, b, c in re.findall(r"Check: (\d) ([+\-*]) (\d) = (\d)\.", trace):
-            checks += 1
-            checks_right += int(c) == apply_op(int(a), op, int(b))
-    assert hard_steps > 1000 and other_steps > 1000
-    assert abs(hard_wrong / hard_steps - WORLD_V3.hard_slip_prob) < 0.05
-    assert abs(other_wrong / other_steps - WORLD_V3.slip_prob) < 0.05
-    assert checks > 1000 and checks_right == checks

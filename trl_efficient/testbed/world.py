@@ -48,8 +48,6 @@ __all__ = [
     "WORLD_V3",
     "apply_op",
     "classify_sentences",
-    "hard_fact_slip",
-    "is_hard_fact",
     "make_task",
     "make_tasks",
     "make_trace",
@@ -207,13 +205,6 @@ class TraceStyle:
             sentences of `PREAMBLE` and closes with as many draws from `EPILOGUE` (a fixed cost whatever the task's
             length). 0: no framing (world v1).
         framing_per_level: see `framing_prob`.
-        hard_facts: world v3's candidate c (docs/testbed.md, "World v3"; not the world picked). The share of the
-            world's arithmetic facts `(a, op, b)` that are *hard* (`is_hard_fact`: a fixed, seeded choice, the same in
-            every trace): the teacher gets them wrong systematically, not at random. 0: none (worlds v1-v3).
-        hard_slip_prob: candidate c. Probability that a step on a hard fact, from the `slip_from`-th operation on,
-            writes the fact's one wrong value (`hard_fact_slip`) instead of a random slip; a check (which always
-            carries the correct value) repairs it as any slip. Meant as misconceptions that RL sharpens away more
-            slowly than random slips; measured, it does not: candidate c's GRPO still answers 0.906 (docs).
     """
 
     verbosity_weights: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4)
@@ -228,16 +219,11 @@ class TraceStyle:
     check_habit: bool = False
     framing_prob: float = 0.0
     framing_per_level: int = 2
-    hard_facts: float = 0.0
-    hard_slip_prob: float = 0.0
 
     def to_dict(self) -> dict:
         """The style as a dict, world v2's fields left out while at their v1 values (so the cache keys of the
         models trained before they existed are unchanged)."""
         out = dataclasses.asdict(self)
-        for name in ("hard_facts", "hard_slip_prob"):  # absent at 0 (the v1, v2 and v3 keys unchanged)
-            if not out[name]:
-                out.pop(name)
         for name in ("slip_prob", "slip_from", "check_prob", "framing_prob", "framing_per_level", "check_habit"):
             at_v1 = out[name] == getattr(TraceStyle, name)
             if at_v1 and (name == "check_habit" or not (self.slip_prob or self.framing_prob)):
@@ -260,27 +246,6 @@ WORLD_V2 = TraceStyle(
     framing_prob=0.6,
     framing_per_level=3,
 )
-
-
-def is_hard_fact(a: int, op: str, b: int, share: float) -> bool:
-    """Whether the fact `a op b` is one of the world's hard ones (`TraceStyle.hard_facts`): a draw seeded by the fact
-    alone, so every trace (and every machine) agrees, and a larger `share` keeps the smaller share's hard facts.
-
-    >>> sum(is_hard_fact(a, op, b, 0.25) for a in range(10) for op in OPS for b in range(1, 10))  # of 270
-    68
-    >>> all(is_hard_fact(a, "+", 3, 1.0) for a in range(10)), any(is_hard_fact(a, "+", 3, 0.0) for a in range(10))
-    (True, False)
-    """
-    return random.Random(f"fact {a} {op} {b}").random() < share
-
-
-def hard_fact_slip(a: int, op: str, b: int) -> int:
-    """The one wrong value the teacher writes for the hard fact `a op b` (never the correct one).
-
-    >>> hard_fact_slip(4, "+", 7) != apply_op(4, "+", 7)
-    True
-    """
-    return (apply_op(a, op, b) + random.Random(f"slip {a} {op} {b}").randint(1, 9)) % 10
 
 
 # World v3 (candidate d of docs/testbed.md, "World v3", picked by the rule written there before its penalty figures
@@ -321,11 +286,8 @@ def make_trace(task: Task, rng: random.Random, style: TraceStyle = TraceStyle())
             prev = (mid, op2, b2, c)  # re-checks of a merged step restate its last operation
         else:
             c = apply_op(a, op, b)
-            late = bool(style.slip_prob or style.hard_slip_prob) and i >= style.slip_from
-            if late and style.hard_slip_prob and is_hard_fact(a, op, b, style.hard_facts):  # a systematic slip
-                slipped = hard_fact_slip(a, op, b) if rng.random() < style.hard_slip_prob else None
-            else:
-                slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
+            late = bool(style.slip_prob) and i >= style.slip_from
+            slipped = (c + rng.randint(1, 9)) % 10 if late and rng.random() < style.slip_prob else None
             sentences.append(_step(i, a, op, b, c if slipped is None else slipped))
             if style.check_habit:
                 checked = late and verbosity >= 1 and rng.random() < style.check_prob
