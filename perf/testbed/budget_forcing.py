@@ -113,11 +113,11 @@ def run_budgetthinker(
         if reuse and os.path.exists(os.path.join(workdir, "model.safetensors")):
             from transformers import AutoModelForCausalLM
 
-            from trl_efficient.testbed.scaling import recipe_scale
+            from trl_efficient.testbed.scaling import settings_scale
 
             meta = {
                 "seconds": None,
-                "testbed_scale": recipe_scale("budgetthinker", settings.max_completion_length, steps).to_dict(),
+                "testbed_scale": settings_scale("budgetthinker", settings).to_dict(),
             }
             if os.path.exists(meta_path):
                 with open(meta_path) as f:

@@ -357,7 +357,7 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, m
     # the earlier seeds' files are reused (max_seeds is not in a run's hash). Kimi's check is decided here (not
     # held after one step), so the test marks it undecided; `undecided` itself is checked by its doctest
     assert undecided(out["rows"]) == [] and rows["kimi"]["method_check"]["held"] is not None
-    monkeypatch.setattr(runner, "undecided", lambda rows, seeds=None: ["kimi", "grpo"])
+    monkeypatch.setattr(runner, "undecided", lambda rows, seeds=None, base_model=None: ["kimi", "grpo"])
     before = _runs(str(tmp_path / "two"))
     looked = compare(["grpo", "kimi"], dataclasses.replace(settings, max_seeds=3), str(tmp_path / "two"),
                      show_progress=False)  # fmt: skip
@@ -369,7 +369,7 @@ def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, m
     # later looks add `seeds` (2) at a time up to max_seeds (looks at 2, 4, 6) and stop once every check is decided:
     # here the check is open at the look of 2 seeds and decided at 4, so the seeds stop at 4
     answers = iter([["kimi", "grpo"], []])
-    monkeypatch.setattr(runner, "undecided", lambda rows, seeds=None: next(answers))
+    monkeypatch.setattr(runner, "undecided", lambda rows, seeds=None, base_model=None: next(answers))
     looked = compare(["grpo", "kimi"], dataclasses.replace(settings, max_seeds=6), str(tmp_path / "two"),
                      show_progress=False)  # fmt: skip
     rows = {r["recipe"]: r for r in looked["rows"]}

@@ -127,6 +127,10 @@ register_recipe(
                 "config.budgets",
                 exception=f"{_HBPO_CAP_RULE}: the paper's budgets are fractions of its context; by the "
                 "base's mean the smallest two (18, 35) sit below most tasks' floor (mean 62)",
+                keep="by the base's mean the smallest two budgets (17, 35 tokens on world v3) sit below the floor "
+                "of most tasks (the shortest correct trace, 62 tokens on average), so that a quarter and a half of "
+                "every group could never be correct within budget; the budgets stay fractions of the paper's context "
+                "(4096), as they are in the paper",
             ),
             PaperLength(
                 "l_max (the cosine's horizon)",
@@ -136,6 +140,7 @@ register_recipe(
                 "methods.md §2",
                 "config.advantage_kwargs.l_max",
                 exception=f"{_HBPO_CAP_RULE}: l_max is the context, kept at the cap",
+                keep="the cosine's horizon is the budgets' context: it goes with them (kept at the cap)",
             ),
             PaperLength(
                 "alpha",
@@ -145,6 +150,7 @@ register_recipe(
                 "methods.md §2",
                 "config.advantage_kwargs.alpha",
                 exception=f"{_HBPO_CAP_RULE}: 1/l_max, as in the paper",
+                keep="1/l_max, as in the paper: it goes with l_max",
             ),
         ),
         method="HBPO (hierarchical budget policy optimization)",

@@ -83,6 +83,8 @@ register_recipe(
                 "methods.md §28 [code]",
                 "config.rollout_plan_kwargs.unknown_length",
                 exception=f"{_LAPO_CAP_RULE}: the max generation length, kept at the cap",
+                keep="it is the paper's max generation length (a prompt without a record has no length target): "
+                "it maps to the testbed's cap, as every cap does",
             ),
             PaperLength(
                 "band fall-off",

@@ -29,6 +29,7 @@ from .scale import (
     RecipeScale,
     Reference,
     ScaleRule,
+    apply_one_rule,
     scale_free,
     scale_length,
     scale_per_token,
@@ -280,9 +281,11 @@ class Recipe:
             return dataset
         return resolve(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
 
-    def scale(self, cap: int, max_steps: int) -> RecipeScale:
+    def scale(self, cap: int, max_steps: int, base_mean: float | None = None) -> RecipeScale:
         """This recipe at the testbed's completion cap and run length (`testbed_scale`); a recipe that declares none
-        raises, naming the field, so nothing silently runs at paper scale on the testbed.
+        raises, naming the field, so nothing silently runs at paper scale on the testbed. With `base_mean` (the
+        testbed base model's mean response length), its paper length constants go through the one rule
+        (`scale.apply_one_rule`: world v3's comparison); without, they stay at the recipe's own rule (world v2's).
 
         >>> get_recipe("shorter-better").scale(192, 40).reward_kwargs
         {'shorter_better': {'beta': 0.021333333333333333}}
@@ -290,7 +293,8 @@ class Recipe:
         if self.testbed_scale is None:
             raise ValueError(f"recipe {self.name!r} declares no testbed_scale: give its Recipe(...) a testbed_scale "
                              "rule (trl_efficient/recipes/scale.py)")  # fmt: skip
-        return self.testbed_scale(int(cap), int(max_steps))
+        own = self.testbed_scale(int(cap), int(max_steps))
+        return own if base_mean is None else apply_one_rule(own, self.paper_lengths, int(cap), float(base_mean))
 
     def with_reward_kwargs(self, overrides: dict | None, source: str = "reward_kwargs") -> Recipe:
         """This recipe with `{builder: {kwarg: value}}` merged over its `RewardSpec` kwargs, the one place reward

@@ -34,7 +34,7 @@ remove or justify each exception.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 __all__ = [
     "BASE_MODEL_PLACEHOLDER",
@@ -45,6 +45,7 @@ __all__ = [
     "RecipeScale",
     "Reference",
     "ScaleRule",
+    "apply_one_rule",
     "paper_to_testbed",
     "revisit_tasks",
     "revisits",
@@ -173,13 +174,23 @@ class Reference:
         if self.tokens <= 0:
             raise ValueError(f"Reference.tokens must be > 0, got {self.tokens}.")
 
-    def testbed_tokens(self, cap: int) -> float:
-        """The testbed length this reference stands for at completion cap `cap` (tokens)."""
-        return cap if self.kind == "cap" else TESTBED_BASE_MEAN * cap / TESTBED_BASE_CAP
+    def testbed_tokens(self, cap: int, base_mean: float = TESTBED_BASE_MEAN) -> float:
+        """The testbed length this reference stands for at completion cap `cap` (tokens), the testbed base writing
+        `base_mean` tokens on average at `TESTBED_BASE_CAP`.
+
+        >>> Reference(5500, "base mean", "§4").testbed_tokens(384, base_mean=159.4)
+        159.4
+        """
+        return cap if self.kind == "cap" else base_mean * cap / TESTBED_BASE_CAP
 
 
 def paper_to_testbed(
-    value: float | tuple[float, ...], reference: Reference, cap: int, unit: str = "length", minimum: int = 1
+    value: float | tuple[float, ...],
+    reference: Reference,
+    cap: int,
+    unit: str = "length",
+    minimum: int = 1,
+    base_mean: float = TESTBED_BASE_MEAN,
 ) -> int | float | tuple:
     r"""The one rule: a paper's length constant at the testbed, by the ratio of the testbed's reference length
     $T = $ `reference.testbed_tokens(cap)` to the paper's $P = $ `reference.tokens` (issue 35, item 1):
@@ -189,7 +200,8 @@ def paper_to_testbed(
 
     so that a length is the same fraction of the reference on both sides, and a per-token coefficient costs the same
     reward for a deviation of the same fraction of the reference. `value` may be a tuple (budgets, tiers), mapped
-    element by element; `minimum` is the constant's declared floor (SABER's NoThink limit of 16 tokens).
+    element by element; `minimum` is the constant's declared floor (SABER's NoThink limit of 16 tokens); `base_mean`
+    is the testbed base model's mean response length at `TESTBED_BASE_CAP` (world v2's by default).
 
     >>> dler = Reference(5500, "base mean", "methods.md §4, Table 1")  # R1-Distill-Qwen-1.5B on MATH
     >>> paper_to_testbed(4000, dler, 384)  # round(4000 * 160.8 / 5500) = round(116.9)
@@ -202,8 +214,8 @@ def paper_to_testbed(
     if unit not in LENGTH_UNITS:
         raise ValueError(f"unit must be one of {LENGTH_UNITS}, got {unit!r}.")
     if isinstance(value, tuple):
-        return tuple(paper_to_testbed(v, reference, cap, unit, minimum) for v in value)
-    ratio = reference.testbed_tokens(cap) / reference.tokens
+        return tuple(paper_to_testbed(v, reference, cap, unit, minimum, base_mean) for v in value)
+    ratio = reference.testbed_tokens(cap, base_mean) / reference.tokens
     if unit == "per-token":
         return float(value) / ratio
     return max(int(minimum), int(round(value * ratio)))
@@ -217,8 +229,10 @@ class PaperLength:
     set of budgets or tiers); `unit`: `"length"` or `"per-token"`; `reference`: the paper's `Reference`; `source`:
     where the paper states the constant; `field`: where the testbed's value sits in the recipe's `RecipeScale`, a
     dotted path (`"config.filter_kwargs.margin"`; `"config.max_completion_length"` absent means the comparison's
-    cap); `minimum`: its floor at the testbed; `exception`: why the testbed's value today (`Recipe.testbed_scale`)
-    differs from the one rule's, empty when they agree.
+    cap); `minimum`: its floor at the testbed; `exception`: why the recipe's own rule (`Recipe.testbed_scale`, what
+    world v2's comparison ran under) differs from the one rule's, empty when they agree; `keep`: why the one rule
+    keeps the recipe's own value instead of its own (`apply_one_rule`, world v3's comparison), empty when it does
+    not: a reason of the world (a budget below every trace's floor), stated in docs/scale.md's table.
     """
 
     name: str
@@ -229,6 +243,7 @@ class PaperLength:
     field: str
     minimum: int = 1
     exception: str = ""
+    keep: str = ""
 
     def __post_init__(self) -> None:
         if self.unit not in LENGTH_UNITS:
@@ -237,9 +252,9 @@ class PaperLength:
             raise ValueError(f"PaperLength {self.name!r}: field must start with config., reward_kwargs. or "
                              f"recipe_kwargs., got {self.field!r}.")  # fmt: skip
 
-    def rule(self, cap: int) -> int | float | tuple:
+    def rule(self, cap: int, base_mean: float = TESTBED_BASE_MEAN) -> int | float | tuple:
         """The one rule's testbed value at completion cap `cap` (`paper_to_testbed`)."""
-        return paper_to_testbed(self.paper, self.reference, cap, self.unit, self.minimum)
+        return paper_to_testbed(self.paper, self.reference, cap, self.unit, self.minimum, base_mean)
 
     def today(self, scale: RecipeScale, cap: int) -> int | float | tuple:
         """The value the testbed uses today: `field` read from the recipe's `scale` (lists as tuples).
@@ -262,12 +277,59 @@ class PaperLength:
             value = value[key]
         return tuple(value) if isinstance(value, list) else value
 
-    def agrees(self, scale: RecipeScale, cap: int) -> bool:
+    def agrees(self, scale: RecipeScale, cap: int, base_mean: float = TESTBED_BASE_MEAN) -> bool:
         """Whether today's value is the one rule's (per-token coefficients to 1e-9, relative)."""
         import math
 
-        rule, today = self.rule(cap), self.today(scale, cap)
+        rule, today = self.rule(cap, base_mean), self.today(scale, cap)
         if self.unit == "per-token":
             pairs = zip(rule, today, strict=True) if isinstance(rule, tuple) else [(rule, today)]
             return all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs)
         return rule == today
+
+
+def _with_field(scale: RecipeScale, path: str, value) -> RecipeScale:
+    """`scale` with the dotted `path` (`PaperLength.field`) set to `value` (tuples written as lists, as the run files
+    hold them); the dicts on the way are copied, never mutated."""
+    import copy
+
+    head, *keys = path.split(".")
+    root = copy.deepcopy(getattr(scale, head))
+    node = root
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+    node[keys[-1]] = list(value) if isinstance(value, tuple) else value
+    return replace(scale, **{head: root})
+
+
+def apply_one_rule(scale: RecipeScale, lengths: tuple[PaperLength, ...], cap: int, base_mean: float) -> RecipeScale:
+    """`scale` (a recipe's own `testbed_scale`) with every paper length constant at the one rule's value
+    (`PaperLength.rule` with the testbed base's mean `base_mean`), except those whose `keep` states why the recipe's
+    own value stays; the rule line says which were set and which kept. Where the one rule gives every constant the
+    value the recipe's own rule gives, `scale` is returned as it is (its rule line, and so its run files' keys, stay).
+
+    >>> ref = Reference(5500, "base mean", "§4")
+    >>> cut = PaperLength("truncation", 4000, "length", ref, "§4", "config.max_completion_length")
+    >>> s = apply_one_rule(RecipeScale("dler", "cap/2", config={"max_completion_length": 192}), (cut,), 384, 159.4)
+    >>> s.config, s.rule  # round(4000 x 159.4 / 5500) = round(115.9)
+    ({'max_completion_length': 116}, 'one rule (base mean 159.4): truncation 4000 -> 116')
+    """
+    if all(length.keep or length.agrees(scale, cap, base_mean) for length in lengths):
+        return scale
+    done, kept = [], []
+    for length in lengths:
+        if length.keep:
+            kept.append(f"{length.name} kept at {_show(length.today(scale, cap))} ({length.keep})")
+            continue
+        value = length.rule(cap, base_mean)
+        scale = _with_field(scale, length.field, value)
+        done.append(f"{length.name} {_show(length.paper)} -> {_show(value)}")
+    rule = f"one rule (base mean {base_mean:g}): " + "; ".join(done + kept)
+    return replace(scale, rule=rule)
+
+
+def _show(value) -> str:
+    """A constant for a rule line: tuples comma-separated, floats to 3 significant digits."""
+    if isinstance(value, tuple):
+        return ", ".join(_show(v) for v in value)
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -44,13 +44,13 @@ def rl_figures(settings=None, output_dir: str = "outputs/testbed", workers: int 
     from .jobs import plan_job, run_jobs
     from .report import TRADEOFF_HARD
     from .runner import TestbedSettings, _difference, load_panels, panel_row, plan_runs
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
     from .sweep import changed_overrides, resolve_point
     from .training import hub_offline, torch_threads
 
     settings = settings or TestbedSettings()
     penalty = "constant-penalty"
-    scale = recipe_scale(penalty, settings.max_completion_length, settings.max_steps)
+    scale = settings_scale(penalty, settings)
     config_overrides, reward_overrides, resolved = resolve_point(penalty, {PENALTY_KEY: f"x{AGGRESSIVE}"}, settings,
                                                                  scale)  # fmt: skip
     with torch_threads(), hub_offline():

@@ -137,10 +137,10 @@ def evaluates_conditioned(name: str) -> bool:
 def job_modes(name: str, settings) -> list:
     from ..recipes import RECIPES
     from .checks import CONDITIONED, check_modes
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
 
     def modes_of(recipe):
-        return check_modes(recipe, recipe_scale(recipe, settings.max_completion_length, settings.max_steps))
+        return check_modes(recipe, settings_scale(recipe, settings))
 
     if not evaluates_conditioned(name):
         return modes_of(trained_recipe(name))
@@ -162,7 +162,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
     change something, so a point equal to the recipe shares its file)."""
     from ..recipes import get_recipe
     from .protocol import row_settings
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
     from .training import scaled_recipe
 
     if name != BASE:  # a protocol row's own steps (protocol 4: ProRL's longer run), part of its key
@@ -179,7 +179,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
         trains = trained_recipe(name)
         if trains != name:
             key["trains"] = trains  # a matching control: the recipe it trains
-        scale = recipe_scale(trains, settings.max_completion_length, settings.max_steps)
+        scale = settings_scale(trains, settings)
         recipe = scaled_recipe(get_recipe(trains), scale).with_reward_kwargs(reward_overrides, "sweep point")
         key["testbed_scale"] = scale.to_dict()
         key["rewards"] = [[s.builder, s.weight, s.kwargs] for s in recipe.rewards]
@@ -273,7 +273,7 @@ def _run(job: Job, settings, trained: dict | None = None) -> dict:
 
     from .base import base_model_id, resolve_base_model
     from .data import load_testbed_dataset
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
     from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
 
     trained = {} if trained is None else trained
@@ -285,7 +285,7 @@ def _run(job: Job, settings, trained: dict | None = None) -> dict:
     else:
         trains = trained_recipe(job.name)
         g = (job.overrides or {}).get("num_generations") or num_generations_for(
-            recipe_scale(trains, settings.max_completion_length, settings.max_steps), settings
+            settings_scale(trains, settings), settings
         )  # a row's own G (protocol 4: brorl-n8) wins, as it does in the trained config (`build_config`)
         if not trained:
             folder = os.path.splitext(job.path)[0]

@@ -135,7 +135,7 @@ def prompted(results_dir: str = DEFAULT_RESULTS) -> dict:
         if panel is None or not panel.modes:
             missing.append(f"{recipe}: no finished row with prompted evaluations")
             continue
-        candidates = [n for n in (matching_control(recipe), "base") if n]
+        candidates = [n for n in (matching_control(recipe, data["settings"].get("base_model")), "base") if n]
         found = [(n, p) for n in candidates if (p := panel_of(n)) is not None and set(panel.modes) <= set(p.modes)]
         if not found:
             missing.append(f"{recipe}: no comparator evaluated under its prompts ({', '.join(candidates)})")

@@ -46,6 +46,7 @@ __all__ = [
     "row_negative_controls",
     "row_settings",
     "row_spec",
+    "scale_regime",
     "sha256",
 ]
 
@@ -243,11 +244,29 @@ def row_negative_controls(name: str) -> list[str]:
     return every if entry.get("negative_controls") is None else [c for c in every if c in entry["negative_controls"]]
 
 
-def matching_control(recipe: str) -> str | None:
-    """The matching control of `recipe`'s check: a control run's name, `"grpo"`, or `None` (the check keeps its
-    reference)."""
+def scale_regime(base_model: str | None) -> str:
+    """Under which scale rule a comparison on `base_model` trains its recipes: `"one-rule"` (`scale.apply_one_rule`,
+    world v3) or `"recipe"` (each recipe's own rule, world v2 and the small worlds; also when no base model is given).
+
+    >>> scale_regime("testbed:v3"), scale_regime("testbed:v2"), scale_regime(None)
+    ('one-rule', 'recipe', 'recipe')
+    """
+    from .scaling import ONE_RULE_BASE_MEANS
+
+    return "one-rule" if base_model in ONE_RULE_BASE_MEANS else "recipe"
+
+
+def matching_control(recipe: str, base_model: str | None = None) -> str | None:
+    """The matching control of `recipe`'s check in a comparison on `base_model`: a control run's name, `"grpo"`, or
+    `None` (the check keeps its reference). A control that trains at a recipe's training cap names the scale rule that
+    sets that cap (`scale`: `recipe` or `one-rule`, `scale_regime`) and stands only for comparisons under it.
+
+    >>> matching_control("dler"), matching_control("dler", "testbed:v3"), matching_control("kimi", "testbed:v3")
+    ('grpo-cap192', 'grpo-cap116', None)
+    """
+    regime = scale_regime(base_model)
     for name, entry in matching_controls().items():
-        if recipe in (entry.get("for") or []):
+        if recipe in (entry.get("for") or []) and entry.get("scale", regime) == regime:
             return name
     if recipe in (load().get("reference_is_grpo") or []):
         return "grpo"

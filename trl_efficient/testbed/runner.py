@@ -491,7 +491,7 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     finished run files, and a later look whose runs are missing is not taken (`compare.json`'s
     `protocol.pending_looks` names it). Returns `{"rows", "files", "failed"}`."""
     from ..recipes import get_recipe
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
 
     settings = settings or TestbedSettings()
     settings.training_seeds()  # fail fast on seeds < 1
@@ -499,7 +499,7 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
 
     for name in recipes:
         get_recipe(trained_recipe(name))  # fail fast on a typo, before any training (a control names its recipe)
-        recipe_scale(trained_recipe(name), settings.max_completion_length, settings.max_steps)  # and a missing rule
+        settings_scale(trained_recipe(name), settings)  # and a missing rule
     with torch_threads(), hub_offline():
         return _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress,
                         train)  # fmt: skip
@@ -606,11 +606,10 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
             if name != "base":
                 from .jobs import trained_recipe
                 from .protocol import row_settings
-                from .scaling import recipe_scale
+                from .scaling import settings_scale
 
                 own = row_settings(name, settings)
-                g = num_generations_for(recipe_scale(trained_recipe(name), own.max_completion_length, own.max_steps),
-                                        own)  # fmt: skip
+                g = num_generations_for(settings_scale(trained_recipe(name), own), own)
             rows.append({"recipe": name, "status": "failed", "num_generations": g, "error": errors[name]})
             continue
         ref = reference_of(name, [n for n in names if n in panels])
@@ -620,7 +619,7 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
         from .verdicts import related
 
         # the seeds of every other panel the row reads (its matching control, the negative controls)
-        others = tuple((n, tuple(panels[n].seeds)) for n in related(name) if n in panels)
+        others = tuple((n, tuple(panels[n].seeds)) for n in related(name, settings.base_model) if n in panels)
         key = (name, tuple(own), ref, tuple(common), checks, others)
         if cache is not None and key in cache:
             row = dict(cache[key])
@@ -645,7 +644,7 @@ def panel_rows(panels: dict, infos: dict, errors: dict, names: list[str], settin
     return rows
 
 
-def undecided(rows: list[dict], seeds: int | None = None) -> list[str]:
+def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None = None) -> list[str]:
     """The recipes whose method check is inconclusive (not the baselines, not failed rows), and `grpo`, the
     reference of their comparisons, when it is a row and any is: those that train more seeds at `compare`'s next
     look of `seeds` seeds (`look_sizes`, up to `TestbedSettings.max_seeds`; a row whose looks end earlier,
@@ -666,7 +665,9 @@ def undecided(rows: list[dict], seeds: int | None = None) -> list[str]:
              and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])
              and (seeds is None or (row_max_seeds(r["recipe"]) or seeds) >= seeds)]  # fmt: skip
     # their matching controls train the same seeds (a check reads its control on the seeds both have)
-    controls = [c for c in dict.fromkeys(matching_control(n) for n in open_) if c and c != "grpo" and c in names]
+    controls = [
+        c for c in dict.fromkeys(matching_control(n, base_model) for n in open_) if c and c != "grpo" and c in names
+    ]
     return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else []) + controls
 
 
@@ -698,7 +699,7 @@ def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
-def with_controls(recipes: list[str]) -> list[str]:
+def with_controls(recipes: list[str], base_model: str | None = None) -> list[str]:
     """`recipes` and the matching control runs their checks need (`protocol.matching_control`), after them.
 
     >>> with_controls(["grpo", "hbpo", "kimi", "dler"])
@@ -706,7 +707,7 @@ def with_controls(recipes: list[str]) -> list[str]:
     """
     from .protocol import CONTROL_JOBS, matching_control
 
-    controls = [matching_control(n) for n in recipes]
+    controls = [matching_control(n, base_model) for n in recipes]
     return list(recipes) + [c for c in dict.fromkeys(controls) if c in CONTROL_JOBS and c not in recipes]
 
 
@@ -715,12 +716,12 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     from ..eval.plots import pareto_plot
     from .jobs import run_jobs
     from .protocol import describe
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
     from .verdicts import annotate
 
     os.makedirs(output_dir, exist_ok=True)
     started = time.perf_counter()
-    names = (["base"] if include_base else []) + with_controls(list(recipes))
+    names = (["base"] if include_base else []) + with_controls(list(recipes), settings.base_model)
     plan = plan_runs(names, settings, output_dir, keep_models, overwrite)
     pending: dict[str, int] = {}  # without training: the looks the protocol asks for whose runs are missing
     if not train:  # a matching control never trained is left out (its recipe's check says so), not a failed row
@@ -738,7 +739,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     # the invocation's own timing (scorecard item 7): per look, the runs it holds and those trained now
     looks = [_look(settings.seeds, jobs, outcomes, started)]
     for seeds in look_sizes(settings.seeds, settings.max_seeds)[1:]:  # the later looks (`look_sizes`)
-        more = undecided(rows, seeds)
+        more = undecided(rows, seeds, settings.base_model)
         if not train:
             from .verdicts import is_control
 
@@ -765,8 +766,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     from .protocol import row_settings
 
     own = {n: row_settings(n, settings) for n in recipes}  # a protocol row's own steps (ProRL's longer run)
-    scales = {n: recipe_scale(trained_recipe(n), own[n].max_completion_length, own[n].max_steps).to_dict()
-              for n in recipes}  # fmt: skip
+    scales = {n: settings_scale(trained_recipe(n), own[n]).to_dict() for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     runs = {name: [os.path.relpath(j.path, output_dir) for j in jobs] for name, jobs in plan.items()}

@@ -31,6 +31,7 @@ from ..recipes.scale import (
 __all__ = [
     "BASE_MODEL_PLACEHOLDER",
     "DEFAULT_PAPER_CAP",
+    "ONE_RULE_BASE_MEANS",
     "RecipeScale",
     "apply_scale",
     "recipe_scale",
@@ -38,19 +39,37 @@ __all__ = [
     "revisit_tasks",
     "scale_length",
     "scale_per_token",
+    "settings_scale",
 ]
 
 
-def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40) -> RecipeScale:
+# The base models whose comparisons map paper length constants by the one rule (`scale.apply_one_rule`), with their
+# mean response length at `TESTBED_BASE_CAP` on their world's training tasks: testbed:v3,
+# perf/testbed/results_v3/world_report_v3.json (summary.mean_tokens 159.37; tests/recipes/test_scale_rule.py checks
+# it). World v2's committed comparison ran under each recipe's own rule and its run files hash those settings, so
+# testbed:v2 (and the smaller worlds) keep them.
+ONE_RULE_BASE_MEANS = {"testbed:v3": 159.4}
+
+
+def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40, base_model: str | None = None) -> RecipeScale:
     """The testbed scale of `recipe` at completion cap `cap` and `max_steps` steps: the recipe's own
-    `testbed_scale(cap, max_steps)`.
+    `testbed_scale(cap, max_steps)`, with its paper length constants at the one rule's values where `base_model`'s
+    comparison uses it (`ONE_RULE_BASE_MEANS`).
+
+    >>> recipe_scale("dler", 384, 40, "testbed:v2").config, recipe_scale("dler", 384, 40, "testbed:v3").config
+    ({'max_completion_length': 192}, {'max_completion_length': 116})
 
     >>> recipe_scale("no-such-recipe")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     ValueError: Unknown recipe 'no-such-recipe'. Valid choices: [...].
     """
-    return get_recipe(recipe).scale(int(cap), int(max_steps))
+    return get_recipe(recipe).scale(int(cap), int(max_steps), ONE_RULE_BASE_MEANS.get(base_model or ""))
+
+
+def settings_scale(recipe: str, settings: Any) -> RecipeScale:
+    """`recipe_scale` at a comparison's settings (`TestbedSettings`: its cap, steps and base model)."""
+    return recipe_scale(recipe, settings.max_completion_length, settings.max_steps, settings.base_model)
 
 
 def apply_scale(overrides: dict, scale: RecipeScale) -> dict:

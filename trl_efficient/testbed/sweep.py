@@ -129,9 +129,9 @@ def resolve_point(recipe_name: str, point: dict, settings: TestbedSettings, scal
     from ..recipes import get_recipe
     from ..trainer import EfficientGRPOConfig
     from .runner import build_config
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
 
-    scale = scale or recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
+    scale = scale or settings_scale(recipe_name, settings)
     recipe = scaled_recipe(get_recipe(recipe_name), scale)
     specs = {spec.builder: spec for spec in recipe.rewards}
     fields = {f.name for f in dataclasses.fields(EfficientGRPOConfig)}
@@ -227,11 +227,11 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     from .jobs import plan_job, run_jobs
     from .plots import frontier_plot
     from .runner import load_panels, panel_row, panel_rows, plan_runs
-    from .scaling import recipe_scale
+    from .scaling import settings_scale
 
     settings = settings or TestbedSettings()
     get_recipe(recipe)
-    scale = recipe_scale(recipe, settings.max_completion_length, settings.max_steps)
+    scale = settings_scale(recipe, settings)
     points = [resolve_point(recipe, p, settings, scale) + (p,) for p in sweep_grid(sets)]
     for _, reward_overrides, _, _ in points:
         scaled_recipe(get_recipe(recipe), scale).with_reward_kwargs(reward_overrides, "sweep")

@@ -266,9 +266,9 @@ def build_config(
     a recipe with its own G samples more."""
     from .. import methods  # noqa: F401  (the estimators, plans and samplers a recipe's config names)
     from ..trainer import EfficientGRPOConfig
-    from .scaling import apply_scale, recipe_scale
+    from .scaling import apply_scale, settings_scale
 
-    scale = scale or recipe_scale(recipe.name, settings.max_completion_length, settings.max_steps)
+    scale = scale or settings_scale(recipe.name, settings)
     g = num_generations_for(scale, settings)
     prompts_per_step = max(1, settings.per_device_train_batch_size // settings.num_generations)
     kwargs = apply_scale(recipe.config_overrides, scale)
@@ -336,10 +336,10 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     from ..recipes import get_recipe
     from .base import resolve_base_model
     from .data import load_testbed_dataset
-    from .scaling import recipe_scale, resolve_placeholders
+    from .scaling import resolve_placeholders, settings_scale
     from .streams import rollout_model
 
-    scale = recipe_scale(recipe_name, settings.max_completion_length, settings.max_steps)
+    scale = settings_scale(recipe_name, settings)
     recipe = scaled_recipe(get_recipe(recipe_name), scale).with_reward_kwargs(reward_overrides, "reward overrides")
     base = resolve_base_model(settings.base_model)
     tokenizer = AutoTokenizer.from_pretrained(base)

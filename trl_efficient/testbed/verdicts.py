@@ -61,9 +61,9 @@ def is_control(name: str) -> bool:
     return name in negative_controls() or name in CONTROL_JOBS
 
 
-def related(name: str) -> list[str]:
+def related(name: str, base_model: str | None = None) -> list[str]:
     """The other panels `name`'s row reads: its matching control and the negative controls scored on its check."""
-    control = matching_control(name)
+    control = matching_control(name, base_model)
     return ([control] if control else []) + [n for n in row_negative_controls(name) if n != name]
 
 
@@ -89,7 +89,7 @@ def check_inputs(name: str, panels: dict, ref: str | None, floor: float, setting
     from .checks import CONDITIONED, CheckInputs
     from .protocol import matching_control, nominal_level
 
-    control = matching_control(name)
+    control = matching_control(name, settings.base_model)
     base, base_name = panels.get("base"), "base"
     reference, reference_name = panels.get(ref), ref or "-"
     if control is not None:
