@@ -12,9 +12,11 @@ from trl_efficient.recipes import RECIPES
 from trl_efficient.recipes.scale import (
     TESTBED_BASE_CAP,
     TESTBED_BASE_MEAN,
+    TESTBED_V3_BASE_MEAN,
     PaperLength,
     RecipeScale,
     Reference,
+    apply_one_rule,
     paper_to_testbed,
 )
 from trl_efficient.recipes.tables import SCALE_TABLE_CAP, SCALE_TABLE_STEPS, readme_section, scale_table
@@ -51,6 +53,63 @@ def test_testbed_base_mean_is_the_world_report():
         report = json.load(f)
     assert report["max_new_tokens"] == TESTBED_BASE_CAP
     assert abs(report["summary"]["mean_tokens"] - TESTBED_BASE_MEAN) < 0.05  # 160.82 -> 160.8
+
+
+def test_world_v3_base_mean_is_its_world_report():
+    from trl_efficient.testbed.scaling import ONE_RULE_BASE_MEANS
+
+    with open(os.path.join(ROOT, "perf", "testbed", "results_v3", "world_report_v3.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    assert report["model"] == "testbed:v3" and report["max_new_tokens"] == TESTBED_BASE_CAP
+    assert abs(report["summary"]["mean_tokens"] - TESTBED_V3_BASE_MEAN) < 0.05  # 159.37 -> 159.4
+    assert ONE_RULE_BASE_MEANS == {"testbed:v3": TESTBED_V3_BASE_MEAN}
+
+
+@pytest.mark.parametrize("name", [n for n in RECIPES.names() if RECIPES.get(n).paper_lengths])
+def test_under_the_one_rule_each_value_is_the_rules_or_kept_with_a_reason(name):
+    """World v3's comparison: every paper length constant at the rule's value, but those whose `keep` says why."""
+    recipe = RECIPES.get(name)
+    for cap in (SCALE_TABLE_CAP, 192):
+        scale = recipe.scale(cap, SCALE_TABLE_STEPS, TESTBED_V3_BASE_MEAN)
+        own = recipe.scale(cap, SCALE_TABLE_STEPS)
+        for length in recipe.paper_lengths:
+            if length.keep:
+                assert length.today(scale, cap) == length.today(own, cap), (name, length.name)
+            else:
+                assert length.agrees(scale, cap, TESTBED_V3_BASE_MEAN), (name, length.name)
+        # what the rule does not declare stays as the recipe's own rule has it
+        assert scale.num_generations == own.num_generations and scale.needs == own.needs
+
+
+def test_one_rule_keeps_only_world_reasons():
+    """The kept constants of world v3, each with its reason; a new one is a decision that belongs in docs/scale.md."""
+    kept = {(n, length.name) for n in RECIPES.names() for length in RECIPES.get(n).paper_lengths if length.keep}
+    assert kept == {("hbpo", "budgets"), ("hbpo", "l_max (the cosine's horizon)"), ("hbpo", "alpha"),
+                    ("curriculum", "final budget"), ("lapo", "target of a prompt without a record")}  # fmt: skip
+
+
+def test_one_rule_hand_computed_on_the_shared_4k_budget():
+    """The same ~4K training budget (issue 35 item 3) lands at one place: DLER's and DA-DLER's 4000 at
+    round(4000 x 159.4 / 5500) = 116, DOT-4K's 4096 at round(4096 x 159.4 / 5483) = 119, DA-DLER's easy-group cut
+    2000 at 58; ShorterBetter's beta 0.001 x 5226 / 159.4 = 0.03279."""
+    scale = lambda name: RECIPES.get(name).scale(384, 40, TESTBED_V3_BASE_MEAN)  # noqa: E731
+    assert scale("dler").config["max_completion_length"] == 116
+    assert scale("da-dler").config["max_completion_length"] == 116
+    assert scale("da-dler").config["advantage_kwargs"]["truncate_to"] == 58
+    assert scale("dot").config["max_completion_length"] == 119 and scale("dot").config["filter_kwargs"]["margin"] == 1
+    assert scale("shorter-better").reward_kwargs["shorter_better"]["beta"] == pytest.approx(0.0327854, rel=1e-5)
+    assert scale("frugal").config["max_completion_length"] == 227  # 16384 x 159.4 / 11491 = 227.3
+
+
+def test_apply_one_rule_leaves_agreeing_scales_untouched_and_copies_the_rest():
+    ref = Reference(4096, "cap", "§6")
+    alpha = PaperLength("alpha", 0.0003, "per-token", ref, "§6", "reward_kwargs.l1.alpha")
+    agreeing = RecipeScale("l1-exact", "own", reward_kwargs={"l1": {"alpha": 0.0003 * 4096 / 384}})
+    assert apply_one_rule(agreeing, (alpha,), 384, 159.4) is agreeing
+    nested = {"l1": {"alpha": 0.1, "other": 1}}
+    out = apply_one_rule(RecipeScale("l1-exact", "own", reward_kwargs=nested), (alpha,), 384, 159.4)
+    assert out.reward_kwargs == {"l1": {"alpha": pytest.approx(0.0032), "other": 1}} and nested["l1"]["alpha"] == 0.1
+    assert out.rule.startswith("one rule (base mean 159.4): alpha")
 
 
 def _leaves(scale: RecipeScale) -> dict[str, object]:

@@ -449,12 +449,15 @@ def test_run_jobs_starts_the_longest_jobs_first(monkeypatch, tmp_path):
         order.append([j.name for j in group])
         return [{"path": j.path, "label": j.label, "seconds": 0.0, "error": None} for j in group]
 
-    def job(name, seed, steps, g=None):
+    def job(name, seed, steps, g=None, overrides=None):
         key = {"recipe": name, "train_seed": seed, "testbed_scale": {"num_generations": g}}
-        return J.Job(name, seed, {"max_steps": steps, "num_generations": 8}, key, name, str(tmp_path / f"{name}.json"))
+        return J.Job(name, seed, {"max_steps": steps, "num_generations": 8}, key, name, str(tmp_path / f"{name}.json"),
+                     overrides or {})  # fmt: skip
 
     monkeypatch.setattr(J, "run_group", fake_group)
+    # brorl-n8 overrides N to 8 but samples BroRL's 512 rows a step: as long as brorl (world v3's first timed run
+    # started it last, and its third seed ran alone for 4 minutes)
     plan = [job("base", None, 40), job("grpo", 0, 40), job("kimi", 0, 40), job("brorl", 0, 10, 128),
-            job("prorl", 0, 120)]  # fmt: skip
+            job("prorl", 0, 120), job("brorl-n8", 0, 10, 128, {"num_generations": 8})]  # fmt: skip
     J.run_jobs(plan, workers=1, show_progress=False)
-    assert order == [["brorl"], ["prorl"], ["grpo"], ["kimi"], ["base"]]
+    assert order == [["brorl"], ["brorl-n8"], ["prorl"], ["grpo"], ["kimi"], ["base"]]

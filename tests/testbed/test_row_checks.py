@@ -102,3 +102,27 @@ def test_row_settings_and_keys():
         k: v for k, v in grpo.key.items() if k not in ("recipe", "config_overrides")
     }  # otherwise grpo's key: full fine-tuning with the same settings is its control
     assert "trains" not in grpo.key and grpo.key["settings"]["max_steps"] == 40
+
+
+def test_cap_controls_train_at_their_recipes_training_cap_under_each_scale_rule():
+    """A matching control trained at a recipe's cap (protocol 7) is GRPO at exactly the cap that recipe trains at under
+    the scale rule of the comparison's world: world v2's own rules (192 for DLER, 230 for FRUGAL) and world v3's one
+    rule (116 for DLER and DA-DLER, 119 for DOT-4K, 227 for FRUGAL); no recipe is left with a control at another
+    cap, and a recipe without a training cap of its own has none."""
+    from trl_efficient.testbed.scaling import recipe_scale
+
+    seen = set()
+    for base_model in ("testbed:v2", "testbed:v3"):
+        regime = protocol.scale_regime(base_model)
+        for name, entry in protocol.matching_controls().items():
+            cap = (entry.get("config") or {}).get("max_completion_length")
+            if cap is None or entry.get("scale", regime) != regime:
+                continue
+            assert trained_recipe(name) == "grpo" and name == f"grpo-cap{cap}"
+            for recipe in entry["for"]:
+                assert recipe_scale(recipe, 384, 40, base_model).config["max_completion_length"] == cap, (recipe, cap)
+                assert protocol.matching_control(recipe, base_model) == name
+                seen.add((base_model, recipe))
+        for recipe in ("dler", "da-dler", "dot", "frugal", "kimi"):
+            trains_at = recipe_scale(recipe, 384, 40, base_model).config.get("max_completion_length", 384)
+            assert ((base_model, recipe) in seen) == (trains_at != 384), (base_model, recipe, trains_at)

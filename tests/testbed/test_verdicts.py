@@ -17,6 +17,9 @@ from trl_efficient.testbed.verdicts import annotate, label
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "perf", "testbed", "results")
+RESULTS_V3 = os.path.join(ROOT, "perf", "testbed", "results_v3")  # world v3's comparison, under the one scale rule
+# the committed comparisons: world v2's (results/) and world v3's (results_v3/)
+COMPARISONS = pytest.mark.parametrize("results", [RESULTS, RESULTS_V3], ids=["v2", "v3"])
 
 
 def _panel(tokens, correct=None, seeds=None, **metrics):
@@ -113,13 +116,14 @@ def test_a_check_that_placebo_passes_is_broken():
     assert rows[1]["method_check"]["label"] == "control" and rows[1]["method_check"]["passes"] == ["kimi"]
 
 
-def _committed():
-    with open(os.path.join(RESULTS, "compare.json")) as f:
+def _committed(results: str = RESULTS):
+    with open(os.path.join(results, "compare.json")) as f:
         return json.load(f)
 
 
-def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions():
-    data = _committed()
+@COMPARISONS
+def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(results):
+    data = _committed(results)
     assert data["protocol"]["sha256"] == protocol.sha256() and data["protocol"]["error_spending"]["method"] == "pocock"
     counts = data["protocol"]["run_files"]
     # every file the table reads was written by the timed run from an empty directory under protocol 6 (the earlier
@@ -134,12 +138,13 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
                                           "3e7adf8e3c70e564", "05262746f092d3fb", "73117ef03bbe2606",
                                           "16a34c4628d2a3ac"}  # fmt: skip
     for path in data["runs"]["placebo"]:  # its hash and the libraries' versions
-        run = json.load(open(os.path.join(RESULTS, path)))
+        run = json.load(open(os.path.join(results, path)))
         assert run["protocol_sha256"] in counts and set(run["versions"]) >= {"trl", "transformers", "torch"}
 
 
-def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
-    data = _committed()
+@COMPARISONS
+def test_committed_verdicts_and_counts_follow_from_the_committed_checks(results):
+    data = _committed(results)
     rows = json.loads(json.dumps(data["rows"]))
     for row in rows:  # recompute the labels, duplicates and BH q-values from the stored p-values and held
         check = row.get("method_check") or {}
@@ -155,19 +160,24 @@ def test_committed_verdicts_and_counts_follow_from_the_committed_checks():
         r.get("method_check", {}).get("label") for r in data["rows"]]  # fmt: skip
 
 
-def test_committed_rows_recompute_from_the_run_files():
-    """A subset of the committed comparison (kimi, LASER-D and LASER-DE, DAPO-overlong, placebo and
-    constant-penalty, with base and grpo) rendered again from the committed run files gives the same rows: numbers,
-    intervals, checks, the controls' scores (everything but the family-wide BH fields)."""
+@pytest.mark.parametrize(("results", "names"), [
+    (RESULTS, ["base", "grpo", "kimi", "dapo-overlong", "placebo", "constant-penalty"]),
+    (RESULTS_V3, ["base", "grpo", "dler", "grpo-cap116", "shorter-better", "placebo", "constant-penalty"]),
+], ids=["v2", "v3"])  # fmt: skip
+def test_committed_rows_recompute_from_the_run_files(results, names):
+    """A subset of each committed comparison (world v2: kimi, DAPO-overlong; world v3, under the one scale rule: DLER
+    and its control at the rule's cap, ShorterBetter; each with placebo and constant-penalty, base and grpo) rendered
+    again from the committed run files gives the same rows: numbers, intervals, checks, the controls' scores
+    (everything but the family-wide BH fields). The runs are planned from today's code, so a changed scale rule or
+    control fails here."""
     from trl_efficient.testbed.runner import TestbedSettings, load_panels, panel_rows, plan_runs
 
-    data = _committed()
+    data = _committed(results)
     settings = TestbedSettings(**{k: v for k, v in data["settings"].items() if k != "extra"})
-    names = ["base", "grpo", "kimi", "dapo-overlong", "placebo", "constant-penalty"]
     seeds = {r["recipe"]: len(r.get("seeds") or [0]) for r in data["rows"]}
     plan = {}
     for name in names:
-        plan.update(plan_runs([name], dataclasses.replace(settings, seeds=max(seeds[name], 1)), RESULTS))
+        plan.update(plan_runs([name], dataclasses.replace(settings, seeds=max(seeds[name], 1)), results))
     panels, infos, errors = load_panels(plan, {})
     assert not errors
     rows = panel_rows(panels, infos, errors, names, settings)
@@ -292,15 +302,16 @@ def test_grpo_prompted_is_grpo_retrained_exactly():
         assert {"hbpo:48", "l1:46", "l1-max:338", "saber:16", "asrr"} <= set(run["modes"])
 
 
-def test_committed_confirmation_follows_from_its_committed_rerun():
+@COMPARISONS
+def test_committed_confirmation_follows_from_its_committed_rerun(results):
     """The `confirmed` column of the committed comparison is `confirm_rows` of the committed confirmation pass
     (results/confirm/compare.json, its rows judged from results/confirm/runs/): each decided check is confirmed
     exactly when the rerun gives the same verdict, and the counts agree."""
     from trl_efficient.testbed.verdicts import confirm_rows
 
-    data = _committed()
+    data = _committed(results)
     record = data["confirmation"]
-    with open(os.path.join(RESULTS, record["output_dir"], "compare.json")) as f:
+    with open(os.path.join(results, record["output_dir"], "compare.json")) as f:
         rerun = json.load(f)
     assert rerun["settings"]["seed"] == record["seed"] != data["settings"]["seed"]
     looked = {s for r in data["rows"] for s in (r.get("seeds") or [])}

@@ -25,10 +25,12 @@ LASER's context 16384, SABER's largest tier 16384); `DEFAULT_PAPER_CAP = 4096` o
 (`Recipe.paper_lengths`, a tuple of `PaperLength`) together with the paper's own `Reference` length: its base model's
 mean response length where the paper states one (on MATH/MATH-500 where it reports benchmarks apart, the benchmark
 nearest the testbed's arithmetic; else the average it states), its response cap otherwise. A base mean maps to the
-testbed base model's mean response length (`TESTBED_BASE_MEAN`), a cap to the testbed's cap. The rules above
-(`Recipe.testbed_scale`) are what the committed runs used; where they differ from the one rule, the constant states
-why (`PaperLength.exception`), and `trl-efficient recipes --scale-table` (docs/scale.md) lists both. World v3 is to
-remove or justify each exception.
+testbed base model's mean response length, a cap to the testbed's cap. World v3's comparison applies it
+(`apply_one_rule`, with testbed:v3's mean `TESTBED_V3_BASE_MEAN`): every declared constant at the rule's value but
+those whose `PaperLength.keep` states a reason of the world. The rules above (`Recipe.testbed_scale`) still set what
+the rule does not cover, and are what world v2's committed comparison ran under (at v2's mean, `TESTBED_BASE_MEAN`);
+where they differed from the rule the constant says why (`PaperLength.exception`). `trl-efficient recipes
+--scale-table` (docs/scale.md) lists the paper value, the rule's, world v3's and world v2's.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "DEFAULT_PAPER_CAP",
     "TESTBED_BASE_CAP",
     "TESTBED_BASE_MEAN",
+    "TESTBED_V3_BASE_MEAN",
     "PaperLength",
     "RecipeScale",
     "Reference",
@@ -60,6 +63,9 @@ BASE_MODEL_PLACEHOLDER = "{base_model}"  # replaced by the testbed base model's 
 # `perf/testbed/results/world_report_v2.json` (summary.mean_tokens 160.82 at max_new_tokens 384; docs/testbed.md);
 # tests/recipes/test_scale_rule.py checks both against the report.
 TESTBED_BASE_MEAN, TESTBED_BASE_CAP = 160.8, 384
+# testbed:v3's, the world whose comparison applies the one rule (`apply_one_rule`): 159.37 tokens at 384,
+# `perf/testbed/results_v3/world_report_v3.json` (tests/recipes/test_scale_rule.py checks it)
+TESTBED_V3_BASE_MEAN = 159.4
 
 
 def scale_length(value: float, cap: int, paper_cap: int, minimum: int = 1) -> int:

@@ -10,7 +10,7 @@ from the registry. A new recipe or reward builder therefore needs no hand edit o
 from __future__ import annotations
 
 from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO
-from .scale import TESTBED_BASE_CAP, PaperLength
+from .scale import TESTBED_BASE_CAP, TESTBED_V3_BASE_MEAN, PaperLength
 
 TABLES = ("recipes-table", "rewards-table", "scale-table")
 # The comparison's settings (docs/testbed.md): the cap of world v2 and 40 training steps
@@ -59,31 +59,39 @@ def _value(value, unit: str) -> str:
     return f"{value:.3g}" if unit == "per-token" else f"{value:g}"
 
 
-def _reference(length: PaperLength, cap: int) -> str:
+def _reference(length: PaperLength, cap: int, base_mean: float) -> str:
     ref = length.reference
     testbed = "the cap" if ref.kind == "cap" else "the testbed base's mean"
-    return f"{ref.kind} {ref.tokens:g} ({ref.source}) -> {testbed}, {ref.testbed_tokens(cap):g}"
+    return f"{ref.kind} {ref.tokens:g} ({ref.source}) -> {testbed}, {ref.testbed_tokens(cap, base_mean):g}"
 
 
 def scale_table(cap: int = SCALE_TABLE_CAP, max_steps: int = SCALE_TABLE_STEPS) -> str:
     """One row per paper length constant of every registered recipe (`Recipe.paper_lengths`), sorted by recipe: the
-    paper's value, the reference it scales by, the one rule's testbed value (`paper_to_testbed`), the value the
-    testbed uses today (`Recipe.scale(cap, max_steps)`) and, where the two differ, the recipe's reason.
+    paper's value, the reference it scales by (at world v3's base mean, `TESTBED_V3_BASE_MEAN`), the one rule's
+    testbed value (`paper_to_testbed`), the value world v3's comparison trains with (`Recipe.scale(cap, max_steps,
+    base_mean)`: the rule's unless the constant states why it is kept), and the value world v2's comparison trained
+    with (the recipe's own rule, `Recipe.scale(cap, max_steps)`) with its reason where it differed from the rule at
+    world v2's base mean (`TESTBED_BASE_MEAN`).
 
-    >>> scale_table().splitlines()[0]
-    '| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed) | One rule | Today | Exception: why |'
+    >>> scale_table().splitlines()[0]  # doctest: +NORMALIZE_WHITESPACE
+    '| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed v3) | One rule | World v3 | Kept: why |
+    World v2 | World v2 differed: why |'
     """
-    lines = ["| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed) | One rule | Today | "
-             "Exception: why |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    mean = TESTBED_V3_BASE_MEAN
+    lines = ["| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed v3) | One rule | World v3 | "
+             "Kept: why | World v2 | World v2 differed: why |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name in RECIPES.names():
         recipe = RECIPES.get(name)
-        scale = recipe.scale(cap, max_steps) if recipe.paper_lengths else None
+        if not recipe.paper_lengths:
+            continue
+        v3, v2 = recipe.scale(cap, max_steps, mean), recipe.scale(cap, max_steps)
         for length in recipe.paper_lengths:
-            today = length.today(scale, cap)
-            why = "" if length.agrees(scale, cap) else length.exception or "**none stated**"
+            kept = "" if length.agrees(v3, cap, mean) else length.keep or "**none stated**"
+            v2_why = "" if length.agrees(v2, cap) else length.exception or "**none stated**"
             cells = [f"`{name}`", f"{_cell(length.name)} ({length.unit}; {_cell(length.source)})",
-                     _value(length.paper, length.unit), _cell(_reference(length, cap)),
-                     _value(length.rule(cap), length.unit), _value(today, length.unit), _cell(why)]  # fmt: skip
+                     _value(length.paper, length.unit), _cell(_reference(length, cap, mean)),
+                     _value(length.rule(cap, mean), length.unit), _value(length.today(v3, cap), length.unit),
+                     _cell(kept), _value(length.today(v2, cap), length.unit), _cell(v2_why)]  # fmt: skip
             lines.append(f"| {' | '.join(cells)} |")
     return "\n".join(lines)
 

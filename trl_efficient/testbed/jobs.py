@@ -216,20 +216,23 @@ def training_identity(job: Job) -> str | None:
 
 
 def expected_cost(job: Job) -> float:
-    """The completions a job generates in training, `max_steps x G` (every job trains on the same prompts per step; 0
-    for the base model, which trains nothing): how `run_jobs` orders the work, longest first, so that the last runs
-    of a look are short and no worker waits long for the other (ProRL's 120 steps and BroRL's G = 128 are 3-4x a
-    40-step run). Every run is seeded on its own, so the order changes no file.
+    """The completions a job generates in training, up to the common prompts per step: `max_steps x G`, with G the
+    recipe's own (its testbed scale) or the comparison's, 0 for the base model, which trains nothing. It orders
+    `run_jobs`' work, longest first, so that the last runs of a look are short and no worker waits long for the other
+    (ProRL's 120 steps and BroRL's G = 128 are 3-4x a 40-step run). A config override of `num_generations` does not
+    change the rows a step samples (`training.testbed_config` sizes the batch by the scale's G first: `brorl-n8` samples
+    64 prompts x 8 = BroRL's 512 rows), so it is not read. Every run is seeded on its own, so the order changes no file.
 
-    >>> job = lambda seed, steps, g=None: Job("x", seed, {"max_steps": steps, "num_generations": 8},
-    ...                                       {"testbed_scale": {"num_generations": g}}, "h", "x.json")
+    >>> job = lambda seed, steps, g=None, o=None: Job("x", seed, {"max_steps": steps, "num_generations": 8},
+    ...                                               {"testbed_scale": {"num_generations": g}}, "h", "x.json", o or {})
     >>> expected_cost(job(0, 40)), expected_cost(job(0, 10, 128)), expected_cost(job(None, 40))
     (320.0, 1280.0, 0.0)
+    >>> expected_cost(job(0, 10, 128, {"num_generations": 8}))  # brorl-n8: BroRL's rows, N = 8
+    1280.0
     """
     if job.seed is None:
         return 0.0
-    g = ((job.overrides or {}).get("num_generations") or (job.key.get("testbed_scale") or {}).get("num_generations")
-         or job.settings.get("num_generations") or 1)  # fmt: skip
+    g = (job.key.get("testbed_scale") or {}).get("num_generations") or job.settings.get("num_generations") or 1
     return float(job.settings.get("max_steps") or 0) * g
 
 

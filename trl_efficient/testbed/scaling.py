@@ -22,6 +22,7 @@ from ..recipes import get_recipe
 from ..recipes.scale import (
     BASE_MODEL_PLACEHOLDER,
     DEFAULT_PAPER_CAP,
+    TESTBED_V3_BASE_MEAN,
     RecipeScale,
     revisit_tasks,
     scale_length,
@@ -44,11 +45,10 @@ __all__ = [
 
 
 # The base models whose comparisons map paper length constants by the one rule (`scale.apply_one_rule`), with their
-# mean response length at `TESTBED_BASE_CAP` on their world's training tasks: testbed:v3,
-# perf/testbed/results_v3/world_report_v3.json (summary.mean_tokens 159.37; tests/recipes/test_scale_rule.py checks
-# it). World v2's committed comparison ran under each recipe's own rule and its run files hash those settings, so
-# testbed:v2 (and the smaller worlds) keep them.
-ONE_RULE_BASE_MEANS = {"testbed:v3": 159.4}
+# mean response length at `TESTBED_BASE_CAP` on their world's training tasks (`scale.TESTBED_V3_BASE_MEAN`). World
+# v2's committed comparison ran under each recipe's own rule and its run files hash those settings, so testbed:v2
+# (and the smaller worlds) keep them.
+ONE_RULE_BASE_MEANS = {"testbed:v3": TESTBED_V3_BASE_MEAN}
 
 
 def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40, base_model: str | None = None) -> RecipeScale:
