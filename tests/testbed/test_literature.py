@@ -27,8 +27,8 @@ from trl_efficient.testbed.stats import Panel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, DEFAULT_RESULTS)
+RESULTS_V3 = os.path.join(ROOT, "perf", "testbed", "results_v3")  # world v3's comparison (docs/literature.md)
 DOCS = os.path.join(ROOT, "docs", "literature.md")
-START, END = "<!-- literature:start -->", "<!-- literature:end -->"
 
 
 def test_every_entry_names_registered_recipes_a_source_and_numbers():
@@ -112,11 +112,14 @@ def test_the_command_reads_every_pair_on_the_committed_comparison(capsys, tmp_pa
     assert (tmp_path / "lit.json").exists()
 
 
-def test_docs_block_equals_the_command_output():
+@pytest.mark.parametrize(("marker", "results"), [("literature", RESULTS), ("literature-v3", RESULTS_V3)],
+                         ids=["v2", "v3"])  # fmt: skip
+def test_docs_block_equals_the_command_output(marker, results):
     with open(DOCS) as f:
         text = f.read()
-    block = text.split(START, 1)[1].split(END, 1)[0].strip()
-    assert block == literature_markdown(literature(RESULTS)).strip()
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    block = text.split(start, 1)[1].split(end, 1)[0].strip()
+    assert block == literature_markdown(literature(results)).strip()
 
 
 # --- matched readings (issue 35, item 4): the curve's value interpolated at the other recipe's, hand-built panels ---
