@@ -461,3 +461,20 @@ def test_run_jobs_starts_the_longest_jobs_first(monkeypatch, tmp_path):
             job("prorl", 0, 120), job("brorl-n8", 0, 10, 128, {"num_generations": 8})]  # fmt: skip
     J.run_jobs(plan, workers=1, show_progress=False)
     assert order == [["brorl"], ["brorl-n8"], ["prorl"], ["grpo"], ["kimi"], ["base"]]
+
+
+def test_a_rerender_keeps_the_measured_timing(tmp_path):
+    """`compare --no-train` (or a rerun with every run finished) trains nothing: it must not overwrite the timing
+    (and its note) of the invocation that trained the runs, which scorecard item 7 judges; an invocation that trains
+    something writes its own."""
+    from trl_efficient.testbed.runner import _kept_timing
+
+    path = tmp_path / "compare.json"
+    measured = {"workers": 2, "seconds": 6279.1, "looks": [{"seeds": 3, "runs": 148, "trained": 148, "seconds": 3325}]}
+    path.write_text(json.dumps({"timing": measured, "timing_note": "timed from an empty directory"}))
+    render = {"workers": 2, "seconds": 250.5, "looks": [{"seeds": 3, "runs": 148, "trained": 0, "seconds": 123.2}]}
+    assert _kept_timing(str(path), render) == {"timing": measured, "timing_note": "timed from an empty directory"}
+    resumed = {"workers": 2, "seconds": 900.0, "looks": [{"seeds": 3, "runs": 148, "trained": 5, "seconds": 900}]}
+    assert _kept_timing(str(path), resumed) == {"timing": resumed}
+    path.write_text(json.dumps({"timing": render}))  # nothing measured there either: this render's own
+    assert _kept_timing(str(path), render) == {"timing": render}

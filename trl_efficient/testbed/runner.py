@@ -699,6 +699,24 @@ def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
+def _kept_timing(path: str, timing: dict) -> dict:
+    """`{"timing": ...}` for the `compare.json` at `path` about to be written: this invocation's `timing`, unless it
+    trained nothing (a re-render, `--no-train` or every run already finished) and the file there holds the timing of
+    an invocation that did; then that timing and its `timing_note` stay (a re-render must not overwrite the measured
+    runtime, scorecard item 7).
+
+    >>> _kept_timing("/no/such/compare.json", {"looks": [{"trained": 0}]})
+    {'timing': {'looks': [{'trained': 0}]}}
+    """
+    if any(look.get("trained") for look in timing.get("looks") or []) or not os.path.exists(path):
+        return {"timing": timing}
+    with open(path) as f:
+        earlier = json.load(f)
+    if not any(look.get("trained") for look in (earlier.get("timing") or {}).get("looks") or []):
+        return {"timing": timing}
+    return {k: earlier[k] for k in ("timing", "timing_note") if k in earlier}
+
+
 def with_controls(recipes: list[str], base_model: str | None = None) -> list[str]:
     """`recipes` and the matching control runs their checks need (`protocol.matching_control`), after them.
 
@@ -777,9 +795,10 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         "pending_looks": pending,
         "library_versions": sorted({v for info in infos.values() for v in info.get("versions") or []}),
     }
+    timing = {"workers": workers, "seconds": round(time.perf_counter() - started, 1), "looks": looks}
+    kept = _kept_timing(files["json"], timing)
     with open(files["json"], "w") as f:
-        timing = {"workers": workers, "seconds": round(time.perf_counter() - started, 1), "looks": looks}
-        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs, "timing": timing,
+        json.dump({"settings": settings.to_dict(), "scales": scales, "rows": rows, "runs": runs, **kept,
                    "protocol": protocol, "verdicts": verdicts}, f, indent=1)  # fmt: skip
     with open(files["markdown"], "w") as f:
         f.write(compare_markdown(rows, settings.to_dict(), scales, {**protocol, "verdicts": verdicts}))
@@ -804,7 +823,7 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
     if plot:
         files["plot"] = plot
     files.update(draw_compare_plots(ok_rows, output_dir, f"Testbed after {settings.max_steps} GRPO steps"))
-    return {"rows": rows, "files": files, "failed": failed}
+    return {"rows": rows, "files": files, "failed": failed, "timing": timing}
 
 
 CONFIRMATION_SEED = 1000  # the confirmation pass's data and evaluation seed: training seeds 1000.. never looked at
@@ -832,9 +851,15 @@ def confirm(json_path: str, output_dir: str, seed: int = CONFIRMATION_SEED, work
     counts = confirm_rows(data["rows"], out["rows"])
     with open(out["files"]["json"]) as f:
         timing = json.load(f).get("timing")  # its runs are part of the comparison's runtime (scorecard item 7)
+    earlier = data.get("confirmation") or {}
+    kept = {"timing": timing}
+    if not any(look.get("trained") for look in out["timing"]["looks"]) and any(
+        look.get("trained") for look in (earlier.get("timing") or {}).get("looks") or []
+    ):  # this pass trained nothing (a re-render): the measured confirmation and its note stay (`_kept_timing`)
+        kept = {k: earlier[k] for k in ("timing", "timing_note") if k in earlier}
     data["confirmation"] = {"seed": seed, "seeds": settings.training_seeds(), "recipes": decided, "counts": counts,
                             "output_dir": os.path.relpath(output_dir, os.path.dirname(json_path)),
-                            "timing": timing}  # fmt: skip
+                            **kept}  # fmt: skip
     with open(json_path, "w") as f:
         json.dump(data, f, indent=1)
     with open(os.path.join(os.path.dirname(json_path), "compare.md"), "w") as f:
