@@ -702,8 +702,8 @@ def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
 def _kept_timing(path: str, timing: dict) -> dict:
     """`{"timing": ...}` for the `compare.json` at `path` about to be written: this invocation's `timing`, unless it
     trained nothing (a re-render, `--no-train` or every run already finished) and the file there holds the timing of
-    an invocation that did; then that timing and its `timing_note` stay (a re-render must not overwrite the measured
-    runtime, scorecard item 7).
+    an invocation that did; then that timing, its `timing_note` and the confirmation pass's record stay (a re-render
+    must not overwrite the measured runtime, scorecard item 7).
 
     >>> _kept_timing("/no/such/compare.json", {"looks": [{"trained": 0}]})
     {'timing': {'looks': [{'trained': 0}]}}
@@ -714,7 +714,8 @@ def _kept_timing(path: str, timing: dict) -> dict:
         earlier = json.load(f)
     if not any(look.get("trained") for look in (earlier.get("timing") or {}).get("looks") or []):
         return {"timing": timing}
-    return {k: earlier[k] for k in ("timing", "timing_note") if k in earlier}
+    # and the confirmation pass's record: the same runs, nothing trained (`confirm` rewrites it when it runs)
+    return {k: earlier[k] for k in ("timing", "timing_note", "confirmation") if k in earlier}
 
 
 def with_controls(recipes: list[str], base_model: str | None = None) -> list[str]:
