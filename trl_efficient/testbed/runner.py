@@ -699,6 +699,11 @@ def _look(seeds: int, jobs: list, trained: dict, started: float) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
 
 
+def _trained_any(timing: dict | None) -> bool:
+    """Whether the invocation a `timing` record describes trained any run (a re-render trains none)."""
+    return any(look.get("trained") for look in (timing or {}).get("looks") or [])
+
+
 def _kept_timing(path: str, timing: dict) -> dict:
     """`{"timing": ...}` for the `compare.json` at `path` about to be written: this invocation's `timing`, unless it
     trained nothing (a re-render, `--no-train` or every run already finished) and the file there holds the timing of
@@ -708,11 +713,11 @@ def _kept_timing(path: str, timing: dict) -> dict:
     >>> _kept_timing("/no/such/compare.json", {"looks": [{"trained": 0}]})
     {'timing': {'looks': [{'trained': 0}]}}
     """
-    if any(look.get("trained") for look in timing.get("looks") or []) or not os.path.exists(path):
+    if _trained_any(timing) or not os.path.exists(path):
         return {"timing": timing}
     with open(path) as f:
         earlier = json.load(f)
-    if not any(look.get("trained") for look in (earlier.get("timing") or {}).get("looks") or []):
+    if not _trained_any(earlier.get("timing")):
         return {"timing": timing}
     # and the confirmation pass's record: the same runs, nothing trained (`confirm` rewrites it when it runs)
     return {k: earlier[k] for k in ("timing", "timing_note", "confirmation") if k in earlier}
@@ -854,9 +859,8 @@ def confirm(json_path: str, output_dir: str, seed: int = CONFIRMATION_SEED, work
         timing = json.load(f).get("timing")  # its runs are part of the comparison's runtime (scorecard item 7)
     earlier = data.get("confirmation") or {}
     kept = {"timing": timing}
-    if not any(look.get("trained") for look in out["timing"]["looks"]) and any(
-        look.get("trained") for look in (earlier.get("timing") or {}).get("looks") or []
-    ):  # this pass trained nothing (a re-render): the measured confirmation and its note stay (`_kept_timing`)
+    if not _trained_any(out["timing"]) and _trained_any(earlier.get("timing")):
+        # this pass trained nothing (a re-render): the measured confirmation and its note stay (`_kept_timing`)
         kept = {k: earlier[k] for k in ("timing", "timing_note") if k in earlier}
     data["confirmation"] = {"seed": seed, "seeds": settings.training_seeds(), "recipes": decided, "counts": counts,
                             "output_dir": os.path.relpath(output_dir, os.path.dirname(json_path)),
