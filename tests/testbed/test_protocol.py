@@ -478,3 +478,38 @@ def test_a_rerender_keeps_the_measured_timing(tmp_path):
     assert _kept_timing(str(path), resumed) == {"timing": resumed}
     path.write_text(json.dumps({"timing": render}))  # nothing measured there either: this render's own
     assert _kept_timing(str(path), render) == {"timing": render}
+
+
+def test_a_row_whose_runs_equal_another_rows_stops_at_the_look_that_finds_it():
+    """Protocol 8 (`looks.continue_when`): a duplicate is "cannot be judged", not inconclusive, so it trains no more
+    seeds even while its own check reads inconclusive (world v3's LASER-DE trained 9 seeds of LASER-D's runs)."""
+    from trl_efficient.testbed.runner import undecided
+
+    open_check = {"claim": "shorter", "held": None}
+    rows = [{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
+            {"recipe": "laser-d", "records_sha256": "a", "seed_records_sha256": {"0": "x"}, "method_check": open_check},
+            {"recipe": "laser-de", "records_sha256": "a", "seed_records_sha256": {"0": "x"},
+             "method_check": dict(open_check)},
+            {"recipe": "kimi", "records_sha256": "b", "seed_records_sha256": {"0": "y"},
+             "method_check": dict(open_check)}]  # fmt: skip
+    assert undecided(rows, seeds=6) == ["laser-d", "kimi", "grpo"]
+    rows[2]["seed_records_sha256"] = {"0": "z"}  # differs seed by seed: its own row, and still open
+    rows[2]["records_sha256"] = "c"
+    assert undecided(rows, seeds=6) == ["laser-d", "laser-de", "kimi", "grpo"]
+
+
+def test_the_rows_with_two_looks_are_those_whose_runs_cost_at_least_one_and_a_half_grpos():
+    """Protocol 8's cost rule read back from both worlds' committed comparisons (each row's mean train seconds over
+    its run files): every row at 1.5 x grpo's or more has `max_seeds` (6, or ProRL's and BroRL's one look), and no
+    cheaper row has."""
+    from trl_efficient.testbed.protocol import CONTROL_JOBS, row_max_seeds
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed")
+    for world in ("results", "results_v3"):
+        with open(os.path.join(root, world, "compare.json")) as f:
+            cost = {r["recipe"]: r["train_seconds"] for r in json.load(f)["rows"] if r.get("train_seconds")}
+        ratio = {n: s / cost["grpo"] for n, s in cost.items() if n not in CONTROL_JOBS and n != "grpo"}
+        dear = sorted(n for n, r in ratio.items() if r >= 1.5)
+        assert set(dear) >= {"bingo", "budgetthinker", "gfpo", "gfpo-adaptive", "hbpo", "laser-d", "laser-de"}, world
+        assert all(row_max_seeds(n) in (3, 6) for n in dear), world
+        assert all(row_max_seeds(n) is None for n, r in ratio.items() if r < 1.5), world

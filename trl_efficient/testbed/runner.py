@@ -657,12 +657,14 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
     ['gfpo', 'grpo']
     """
     from .protocol import matching_control, row_max_seeds
-    from .verdicts import is_control
+    from .verdicts import is_control, twins
 
     names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
+    duplicates = twins(rows)  # one row with another: "cannot be judged", not inconclusive (protocol 8 fixes the code)
     open_ = [r["recipe"] for r in rows if r.get("status", "ok") == "ok" and "method_check" in r
              and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None
              and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])
+             and r["recipe"] not in duplicates
              and (seeds is None or (row_max_seeds(r["recipe"]) or seeds) >= seeds)]  # fmt: skip
     # their matching controls train the same seeds (a check reads its control on the seeds both have)
     controls = [

@@ -153,27 +153,51 @@ def label(check: dict) -> str:
     return {True: "held", False: "not held", None: "inconclusive"}[check.get("held")]
 
 
-def annotate(rows: list[dict]) -> dict:
-    """Mark duplicates, broken checks, BH q-values and labels on `rows` (in place); return the counts."""
+def twins(rows: list[dict]) -> dict[str, str]:
+    """`{recipe: the earlier recipe whose run files measured exactly what its did}` (the same `records_sha256`, or
+    `_twin` seed by seed) among the judged rows (not baselines, not controls): one row under the protocol ("cannot
+    be judged"), which `annotate` marks and `runner.undecided` stops at the look that finds it (a duplicate is not
+    inconclusive: `looks.continue_when`).
+
+    >>> twins([{"recipe": "laser-d", "records_sha256": "x", "method_check": {"claim": "c", "held": None}},
+    ...        {"recipe": "laser-de", "records_sha256": "x", "method_check": {"claim": "c", "held": None}},
+    ...        {"recipe": "kimi", "records_sha256": "y", "method_check": {"claim": "c", "held": None}}])
+    {'laser-de': 'laser-d'}
+    """
     seen: dict[str, str] = {}
     per_seed: dict[str, dict] = {}  # an earlier judged row's digest per training seed
+    found: dict[str, str] = {}
+    for row in rows:
+        check = row.get("method_check")
+        digest = row.get("records_sha256")
+        if row.get("status", "ok") != "ok" or not check or not digest or is_baseline(check):
+            continue
+        if is_control(row["recipe"]):
+            continue
+        twin = seen.get(digest) or _twin(row, per_seed)
+        if twin:
+            found[row["recipe"]] = twin
+        else:
+            seen[digest] = row["recipe"]
+            per_seed[row["recipe"]] = row.get("seed_records_sha256") or {}
+    return found
+
+
+def annotate(rows: list[dict]) -> dict:
+    """Mark duplicates (`twins`), broken checks, BH q-values and labels on `rows` (in place); return the counts."""
+    duplicates = twins(rows)
     for row in rows:
         check = row.get("method_check")
         if row.get("status", "ok") != "ok" or not check:
             continue
         if is_control(row["recipe"]) and not is_baseline(check):
             check["control"] = True
-        digest = row.get("records_sha256")
-        if digest and not is_baseline(check) and not check.get("control"):
-            twin = seen.get(digest) or _twin(row, per_seed)
-            if twin:
-                check["duplicate_of"] = twin
-                check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
-                                         f"and check records, seed by seed): one row, {twin}")  # fmt: skip
-                check["held"] = None
-            else:
-                seen[digest] = row["recipe"]
-                per_seed[row["recipe"]] = row.get("seed_records_sha256") or {}
+        twin = duplicates.get(row["recipe"])
+        if twin:
+            check["duplicate_of"] = twin
+            check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
+                                     f"and check records, seed by seed): one row, {twin}")  # fmt: skip
+            check["held"] = None
         placebo = (check.get("controls") or {}).get("placebo") or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
