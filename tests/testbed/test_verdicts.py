@@ -85,13 +85,21 @@ def test_bh_adjusts_and_keeps_order():
     assert q[0] == pytest.approx(0.008) and all(a <= b for a, b in zip(q, q[1:]))  # 0.001 x 8 = 0.008
 
 
-def test_dapo_where_nothing_truncates_cannot_be_judged_and_identical_runs_are_one_row():
+def test_dapo_where_the_cap_binds_for_neither_arm_cannot_be_judged_and_identical_runs_are_one_row():
     rng = np.random.default_rng(0)
     tokens = rng.normal(100, 10, size=(3, 200))
     zero = np.zeros_like(tokens)
     ref = _panel(tokens, truncated=zero)
     c = method_check("dapo-overlong", CheckInputs(_panel(tokens - 5, truncated=zero), ref, "grpo", ref, 60.0, 300))
-    assert c["held"] is None and "nothing truncates" in c["cannot_judge"] and label(c) == "cannot be judged"
+    assert c["held"] is None and "binds for neither arm" in c["cannot_judge"] and label(c) == "cannot be judged"
+    rare = zero.copy()
+    rare[:, :3] = 1.0  # protocol 9: the reference truncates 1.5% (under the margin 0.02), the recipe none: no cap binds
+    c = method_check("dapo-overlong", CheckInputs(_panel(tokens, truncated=zero), _panel(tokens, truncated=rare),
+                                                  "grpo", None, 60.0, 300))  # fmt: skip
+    assert "grpo 0.015" in c["cannot_judge"] and label(c) == "cannot be judged"
+    c = method_check("dapo-overlong", CheckInputs(_panel(tokens, truncated=rare), _panel(tokens, truncated=zero),
+                                                  "grpo", None, 60.0, 300))  # fmt: skip
+    assert "recipe 0.015, grpo 0.000" in c["cannot_judge"]  # either arm's rate: the recipe's too
     some = zero.copy()
     some[:, :20] = 1.0  # the reference truncates 10% of its completions, the recipe none: judged, and held
     c = method_check("dapo-overlong", CheckInputs(_panel(tokens, truncated=zero), _panel(tokens, truncated=some),
@@ -134,10 +142,11 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     # protocol 4 those of protocol 3 (it only adds rows, their controls and checks: issue 33 item 5), protocol 5 those
     # of protocol 4 (it only writes the confirmation rule down), protocol 6 those of protocol 5 (it cuts the looks),
     # protocol 7 those of protocol 6 (it adds world v3's controls at the one rule's caps; nothing changes for v2),
-    # protocol 8 those of protocol 7 (it ends the dearest rows' looks at 6 seeds)
+    # protocol 8 those of protocol 7 (it ends the dearest rows' looks at 6 seeds), protocol 9 those of protocol 8 (it
+    # widens DAPO-overlong's "cannot be judged")
     assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552", "4bff1ddc0db11da0",
                                           "3e7adf8e3c70e564", "05262746f092d3fb", "73117ef03bbe2606",
-                                          "16a34c4628d2a3ac", "6a3e2ea353903edd"}  # fmt: skip
+                                          "16a34c4628d2a3ac", "6a3e2ea353903edd", "5574eea2f110a808"}  # fmt: skip
     for path in data["runs"]["placebo"]:  # its hash and the libraries' versions
         run = json.load(open(os.path.join(results, path)))
         assert run["protocol_sha256"] in counts and set(run["versions"]) >= {"trl", "transformers", "torch"}

@@ -38,7 +38,9 @@ with what the base model brings):
   reference's plain evaluation on the same tasks;
 - Bingo: a lower redundant share than the reference at similar accuracy;
 - DAPO overlong: no more truncations than the reference (non-inferiority: the interval of reference - recipe stays
-  above -`FRACTION_MARGIN`);
+  above -`FRACTION_MARGIN`); "cannot be judged" where both arms truncate under `FRACTION_MARGIN` at the comparison's
+  cap (protocol 9: the cap binds for neither, and a non-inferiority check of a rate both keep near zero is passed by
+  anything that does no harm, the placebo included; protocols 1-8 said so only where both rates were exactly 0);
 - LSPO, CANON-entropy (which target accuracy, not length): accuracy above the reference's;
 - CANON (length; no preset direction, methods.md §26: "a better accuracy-cost frontier"): shorter at similar
   accuracy *or* more accurate at no more tokens (`stats.either`);
@@ -356,10 +358,13 @@ def _dapo(c: CheckInputs) -> dict:
                 f"{c.reference_name} - recipe {_d(d, 3)} (allowed >= -{FRACTION_MARGIN})")  # fmt: skip
     result = _result(f"no more truncations than {c.reference_name}", measured, c.constraint(d, FRACTION_MARGIN),
                      {"truncations_saved": d})  # fmt: skip
-    if not rec.metrics["truncated"].any() and not ref.metrics["truncated"].any():
+    rates = _point(rec, "truncated"), _point(ref, "truncated")
+    if max(rates) < FRACTION_MARGIN:  # protocol 9: the cap binds for neither arm (before: only where both were 0)
         n = rec.metrics["truncated"].size
-        result["cannot_judge"] = (f"nothing truncates at the comparison's cap in either arm (0 of {n} recipe and "
-                                  f"{c.reference_name} cells): the claim cannot be nonzero here")  # fmt: skip
+        result["cannot_judge"] = (f"the comparison's cap binds for neither arm: both truncate under the margin "
+                                  f"{FRACTION_MARGIN} (recipe {rates[0]:.3f}, {c.reference_name} {rates[1]:.3f} of "
+                                  f"{n} cells), where 'no more truncations' is passed by any arm that does no harm "
+                                  f"(the placebo included)")  # fmt: skip
     return result
 
 
