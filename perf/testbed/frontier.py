@@ -10,7 +10,8 @@ recipe's points connected in sweep order, Pareto-optimal points (over all recipe
 and grpo rows come from `<output-dir>/base` and `<output-dir>/grpo`, shared with `perf/testbed/compare.py` (reused
 when it ran first with the same settings). A recipe not in the registry, without a testbed scaling rule or whose
 key does not bind is skipped with a printed note (and listed in frontier.md). Each point is one 40-step training
-(~35-60 s on two shared cores) plus one evaluation (~10 s): 7 recipes x 3 points, about 20 minutes.
+(~35-60 s on two shared cores) plus one evaluation (~10 s): 10 recipes x 3 points x 3 seeds, the points at the
+recipe's own value reused from the comparison: about 20 minutes.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ FRONTIER_SWEEPS: dict[str, tuple[str, list]] = {
     "hapo": ("reward.hapo_length.w_lr", [0.25, 0.5, 1.0]),  # length-reward weight, kept in [0, 1]
     "alp": ("reward.alp.beta", [0.25, 0.5, 1.0]),  # beta / N with N = the cap (proposed default 0.5)
     "a-dlp": ("reward.adlp_length.acc_ref", [0.35, 0.45, 0.55]),  # lambda_0 starts at its cap 1/L: acc_ref steers it
+    # issue 35 item 4: the recipes named by most published pairs (docs/literature.md), swept on their length knob
+    "drpo": ("advantage_kwargs.lam", [0.05, 0.1, 0.2]),  # the softmax temperature over 1 - L/C: smaller, shorter
+    "dler": ("max_completion_length", ["x0.75", "x1", "x1.5"]),  # the training cap (truncation is its only penalty)
+    "o1-pruner": ("reward.o1_pruner.alpha", ["x0.5", "x1", "x2"]),  # the accuracy term's weight against length
 }
 
 

@@ -229,7 +229,27 @@ def test_matched_tau_counts_only_pairs_with_a_matched_reading_on_their_metric():
     m = result["matched_summary"]
     own = [r for r in result["readings"] if (r["matched"][r["pair"]["metric"]] or {}).get("difference")]
     assert m["matched"]["pairs"] == m["point"]["pairs"] == len(own)
-    swept = {"kimi", "l1-max", "laser", "shorter-better", "hapo", "alp", "a-dlp"}
+    with open(os.path.join(RESULTS, "frontier.json")) as f:
+        swept = {s["recipe"] for s in json.load(f)["sweeps"]}
+    assert {"kimi", "drpo", "dler", "o1-pruner"} <= swept  # a config key (dler's cap, drpo's advantage_kwargs.lam) too
     for r in result["readings"]:  # a pair with no swept recipe has no matched reading
         if not swept & {r["pair"]["winner"], r["pair"]["loser"]}:
             assert r["matched"] == {"accuracy": None, "tokens": None}
+
+
+@pytest.mark.parametrize("results", [RESULTS, RESULTS_V3], ids=["v2", "v3"])
+def test_load_curves_keys_a_swept_config_value_as_the_sweep_did(results):
+    """DRPO's sweep sets one entry of a dict field (`advantage_kwargs.lam`) and DLER's a config field (its training
+    cap): each point's runs are found by the key `sweep.run_sweep` gave them (`matched._sweep_overrides`), not the
+    recipe's own runs (which `_point_panel` would refuse: their means are not the point's)."""
+    with open(os.path.join(results, "compare.json")) as f:
+        runs = json.load(f)["runs"]
+    templates = {}
+    for name in ("drpo", "dler"):
+        with open(os.path.join(results, runs[name][0])) as f:
+            templates[name] = json.load(f)["key"]
+    curves = load_curves(results, {"drpo", "dler"}, templates)
+    lams = [c["label"] for c in curves["drpo"]]
+    assert lams == ["lam=0.05", "lam=0.1", "lam=0.2"] and len(curves["dler"]) == 3
+    means = [float(c["panel"].metrics["tokens"].mean()) for c in curves["drpo"]]
+    assert len(set(means)) == 3  # three different runs, not the recipe's own three times

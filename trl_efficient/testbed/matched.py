@@ -7,7 +7,8 @@ curve, not only at its one operating point.
 each on its own runs, ordered by mean tokens and joined by straight segments. The point equal to the recipe as
 `compare` trains it is one of them (the same runs: `sweep.changed_overrides`). A point's runs are the files in
 `runs/<recipe>/` whose job key is the comparison row's (the same settings, protocol, base model and testbed scale)
-with the swept values put in (`point_key`); the runs found must give the sweep's recorded accuracy and mean tokens.
+with the swept values put in (`point_key`; a swept config value as `sweep.run_sweep` keys it, `_sweep_overrides`);
+the runs found must give the sweep's recorded accuracy and mean tokens.
 
 **Accuracy at matched tokens.** With the curve's points $(L_i, a_i)$ in token order and the other recipe at
 $(L_o, a_o)$, the segment $i, i+1$ with $L_i \le L_o \le L_{i+1}$, and
@@ -131,10 +132,13 @@ def matched_difference(ends: tuple, other, reading: str, swept_is_winner: bool, 
     return list(interval(Bootstrap(len(p.seeds), p.num_tasks, resamples, seed), statistic))
 
 
-def point_key(template: dict, point: dict, seed) -> dict:
+def point_key(template: dict, point: dict, seed, config_overrides: dict | None = None) -> dict:
     """The job key of a sweep point's run with training seed `seed`: `template` (the key of a comparison run of the
     recipe) with `train_seed` set and every swept value of `point` (`{"reward.<builder>.<kwarg>": value}`, the
-    sweep's resolved point; `weight` is the reward's weight; a config key sets `config_overrides`) put in.
+    sweep's resolved point; `weight` is the reward's weight; a config key sets `config_overrides`) put in. Given
+    `config_overrides` (what `sweep.run_sweep` put in the point's job key: `_sweep_overrides`), the config keys of
+    `point` are replaced by it: a swept entry of a dict field (`advantage_kwargs.lam`) is keyed with the field's other
+    entries, which `point` does not hold.
 
     >>> key = {"train_seed": 0, "rewards": [["correctness", 1.0, {}], ["alp", 1.0, {}]], "config_overrides": {}}
     >>> point_key(key, {"reward.alp.beta": 0.25}, 2)["rewards"]
@@ -142,9 +146,15 @@ def point_key(template: dict, point: dict, seed) -> dict:
     >>> out = point_key(key, {"reward.alp.weight": 0.4, "max_completion_length": 200}, 1)
     >>> out["train_seed"], out["rewards"][1], out["config_overrides"]
     (1, ['alp', 0.4, {}], {'max_completion_length': 200})
+    >>> drpo = {"advantage_kwargs": {"lam": 0.05, "tau": 10.0}}  # the whole dict field, as run_sweep keys it
+    >>> point_key(key, {"advantage_kwargs.lam": 0.05}, 0, drpo)["config_overrides"]
+    {'advantage_kwargs': {'lam': 0.05, 'tau': 10.0}}
     """
     key = json.loads(json.dumps(template))
     key["train_seed"] = seed
+    if config_overrides is not None:
+        key["config_overrides"] = json.loads(json.dumps(config_overrides))
+        point = {k: v for k, v in point.items() if k.split(".")[0] == "reward"}
     for name, value in point.items():
         parts = name.split(".")
         if parts[0] == "reward":
@@ -170,20 +180,37 @@ def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=MATCH_TOLERANCE, abs_tol=MATCH_TOLERANCE)
 
 
-def _point_panel(point: dict, template: dict, by_key: dict, recipe: str):
-    """The `stats.Panel` of one sweep point: the run of every seed of `point["seeds"]` whose key is `point_key`; a
-    config key equal to the recipe's own value is not in the job key (`sweep.changed_overrides`), so such a point
-    falls back to the comparison's key. Raises `ValueError` when a seed's run is missing or the runs do not give the
-    sweep's recorded accuracy and mean tokens."""
+def _config_overrides(sweep: dict, point: dict) -> dict | None:
+    """`_sweep_overrides` of a point that sweeps a config key; None for one that sweeps only reward keys (its job key
+    is the comparison's with the reward values put in: `point_key`)."""
+    if all(k.split(".")[0] == "reward" for k in point["point"]):
+        return None
+    return _sweep_overrides(sweep, point)
+
+
+def _sweep_overrides(sweep: dict, point: dict) -> dict:
+    """The config overrides `sweep.run_sweep` put in the job key of `point` (a point of `sweep`, a `frontier.json`
+    sweep): `sweep.resolve_point` at the sweep's settings and testbed scale, then `sweep.changed_overrides` (a value
+    equal to the recipe's own is not in the key, so that point's runs are the comparison's)."""
+    from .scaling import settings_scale
+    from .sweep import changed_overrides, resolve_point
+    from .training import TestbedSettings
+
+    settings = TestbedSettings(**sweep["settings"])
+    scale = settings_scale(sweep["recipe"], settings)
+    config_overrides = resolve_point(sweep["recipe"], point["point"], settings, scale)[0]
+    return changed_overrides(sweep["recipe"], config_overrides, settings, scale)
+
+
+def _point_panel(point: dict, template: dict, by_key: dict, recipe: str, config_overrides: dict | None = None):
+    """The `stats.Panel` of one sweep point: the run of every seed of `point["seeds"]` whose key is `point_key` (with
+    `config_overrides`, the point's as `_sweep_overrides` gives them, when it sweeps a config key). Raises
+    `ValueError` when a seed's run is missing or the runs do not give the sweep's recorded accuracy and mean tokens."""
     from .stats import Panel
 
-    config_keys = {k: v for k, v in point["point"].items() if not k.startswith("reward.")}
-    rewards_only = {k: v for k, v in point["point"].items() if k.startswith("reward.")}
     runs = []
     for seed in point["seeds"]:
-        found = by_key.get(_canonical(point_key(template, point["point"], seed)))
-        if found is None and config_keys:
-            found = by_key.get(_canonical(point_key(template, rewards_only, seed)))
+        found = by_key.get(_canonical(point_key(template, point["point"], seed, config_overrides)))
         if found is None:
             raise ValueError(f"frontier.json's {recipe} point {point['label']!r}: no run of seed {seed} in "
                              f"runs/{recipe}/ with its key.")  # fmt: skip
@@ -217,7 +244,8 @@ def load_curves(results_dir: str, recipes, templates: dict[str, dict]) -> dict[s
             with open(run_path) as f:
                 run = json.load(f)
             by_key.setdefault(_canonical(run["key"]), run)
-        curves[recipe] = [{"label": p["label"], "panel": _point_panel(p, templates[recipe], by_key, recipe)}
+        curves[recipe] = [{"label": p["label"], "panel": _point_panel(p, templates[recipe], by_key, recipe,
+                                                                      _config_overrides(sweep, p))}
                           for p in points]  # fmt: skip
     return curves
 
