@@ -10,7 +10,7 @@ recipe's points connected in sweep order, Pareto-optimal points (over all recipe
 and grpo rows come from `<output-dir>/base` and `<output-dir>/grpo`, shared with `perf/testbed/compare.py` (reused
 when it ran first with the same settings). A recipe not in the registry, without a testbed scaling rule or whose
 key does not bind is skipped with a printed note (and listed in frontier.md). Each point is one 40-step training
-(~35-60 s on two shared cores) plus one evaluation (~10 s): 10 recipes x 3 points x 3 seeds, the points at the
+(~35-60 s on two shared cores) plus one evaluation (~10 s): 14 recipes x 3 points x 3 seeds, the points at the
 recipe's own value reused from the comparison: about 20 minutes.
 """
 
@@ -42,6 +42,11 @@ FRONTIER_SWEEPS: dict[str, tuple[str, list]] = {
     "drpo": ("advantage_kwargs.lam", [0.05, 0.1, 0.2]),  # the softmax temperature over 1 - L/C: smaller, shorter
     "dler": ("max_completion_length", ["x0.75", "x1", "x1.5"]),  # the training cap (truncation is its only penalty)
     "o1-pruner": ("reward.o1_pruner.alpha", ["x0.5", "x1", "x2"]),  # the accuracy term's weight against length
+    # and one side of every other published pair
+    "da-dler": ("advantage_kwargs.truncate_to", ["x0.75", "x1", "x1.5"]),  # the easy groups' cut (below the cap)
+    "dot": ("filter_kwargs.alpha", ["x0.5", "x1", "x2"]),  # the outlier z-score threshold: smaller, more cut
+    "l1-exact": ("reward.l1.alpha", ["x0.5", "x1", "x2"]),  # per-token alpha at testbed scale
+    "gfpo": ("advantage_kwargs.k", [4, 8, 12]),  # the responses kept of G = 16: fewer, shorter
 }
 
 

@@ -159,6 +159,11 @@ def test_sweep_keys_resolve_and_fail_fast():
     cfg, _, _ = resolve_point("da-dler", {"advantage_kwargs.truncate_to": 48, "learning_rate": 2e-4}, settings)
     assert cfg["learning_rate"] == 2e-4 and cfg["advantage_kwargs"]["truncate_to"] == 48
     assert "correct_boost" in cfg["advantage_kwargs"]  # the other entries of the dict field are kept
+    # a multiple of an integer setting is the nearest integer (world v3's DA-DLER cut 58 x 0.75 = 43.5 -> 44; the
+    # trainer refuses a non-integer truncate_to at config time)
+    cfg, _, resolved = resolve_point("da-dler", {"advantage_kwargs.truncate_to": "x0.75"},
+                                     TestbedSettings(base_model="testbed:v3"))  # fmt: skip
+    assert cfg["advantage_kwargs"]["truncate_to"] == 44 and isinstance(resolved["advantage_kwargs.truncate_to"], int)
     for point, match in [({"reward.l1.alpha": 0.1}, "has no reward 'l1'"),
                          ({"reward.laser.no_such": 1}, "has no argument 'no_such'"),
                          ({"no_such_field": 1}, "neither an EfficientGRPOConfig field"),

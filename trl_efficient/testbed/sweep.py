@@ -16,7 +16,8 @@ A key is
   `reward.<builder>.weight` for the reward's weight (Kimi's length reward has no coefficient, only its weight 0.4).
 
 A value `x<m>` (`x0.5`) is `m` times the value the recipe has at its testbed scale (else the reward factory's
-default): per-token coefficients and lengths already scaled to the cap are swept around the scaled value without
+default; an integer value gives the nearest integer: DA-DLER's `truncate_to` 58 x 0.75 is 44): per-token coefficients
+and lengths already scaled to the cap are swept around the scaled value without
 restating it. Every (point, seed) and the references (base, grpo) are `jobs.Job`s with result files in
 `<output_dir>/runs/` named by the hash of their config, exactly as `compare` runs them: a sweep in a comparison's
 output directory reuses its base and grpo, and the point where every key has the recipe's own value (the same
@@ -178,8 +179,8 @@ def resolve_point(recipe_name: str, point: dict, settings: TestbedSettings, scal
                 raise ValueError(f"sweep key {key!r}: {value!r} multiplies the recipe's value at testbed scale, but "
                                  f"it has no number there ({current!r}); give the values themselves.")  # fmt: skip
             value = current * m
-            if isinstance(current, int) and float(value).is_integer():
-                value = int(value)
+            if isinstance(current, int):  # an integer field (a length, a count) stays one: the nearest integer
+                value = int(round(value))
         target[kwarg] = value
         resolved[key] = value
     return config_overrides, reward_overrides, resolved
