@@ -56,6 +56,8 @@ def render_scorecard(json_path: str = DEFAULT_JSON) -> str:
 PROTOCOL = "testbed-protocol"  # in docs/testbed.md: protocol 1's verdicts beside protocol 3's, and the controls
 HISTORY = "verdict-history"  # in docs/testbed.md: results/verdict_history.md
 HISTORY_JSON = os.path.join(HERE, "results", "verdict_history.json")
+HISTORY_V3 = "verdict-history-v3"  # in docs/testbed.md: results_v3/verdict_history.md (world v3's)
+HISTORY_V3_JSON = os.path.join(HERE, "results_v3", "verdict_history.json")
 
 
 def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_JSON) -> str:
@@ -172,6 +174,8 @@ def main(argv=None) -> int:
     if f"<!-- {PROTOCOL}:start -->" in docs:  # protocol 1's verdicts and their history
         sections += [(args.docs, PROTOCOL, render_protocol(args.json).strip()),
                      (args.docs, HISTORY, render_history().strip())]  # fmt: skip
+    if f"<!-- {HISTORY_V3}:start -->" in docs:
+        sections.append((args.docs, HISTORY_V3, render_history(HISTORY_V3_JSON).strip()))
     for path, marker, wanted in sections:
         with open(path) as f:
             current = readme_section(f.read(), marker)

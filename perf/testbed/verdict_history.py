@@ -1,9 +1,11 @@
-"""The verdict history of the testbed's method checks: every version of `perf/testbed/results/compare.json` in git,
-and the working tree's when it differs, paired with the one before it; for each recipe whose verdict moved, the old
-and the new verdict (with the check's first difference and its interval), the change and its reason
-(`perf/testbed/verdict_changes.yaml`, by commit; the working tree's version is `protocol-1`).
+"""The verdict history of the testbed's method checks: every version of a world's `compare.json` in git
+(`perf/testbed/results/` for world v2, `perf/testbed/results_v3/` for world v3), and the working tree's when it
+differs, paired with the one before it; for each recipe whose verdict moved, the old and the new verdict (with the
+check's first difference and its interval), the change and its reason (`perf/testbed/verdict_changes.yaml`, by
+commit, shared by both worlds; the working tree's version is `protocol-1`).
 
     python perf/testbed/verdict_history.py          # -> results/verdict_history.{json,md} (needs the git history)
+    python perf/testbed/verdict_history.py --world v3   # -> results_v3/verdict_history.{json,md}
 
 `python perf/testbed/update_readme.py` pastes `results/verdict_history.md`'s table into docs/testbed.md, and
 tests/testbed/test_readme_table.py checks that it is the rendering of the committed JSON, whose last version's
@@ -19,11 +21,16 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-COMPARE = "perf/testbed/results/compare.json"
 CHANGES = os.path.join(HERE, "verdict_changes.yaml")
-OUT_JSON = os.path.join(HERE, "results", "verdict_history.json")
-OUT_MD = os.path.join(HERE, "results", "verdict_history.md")
-FIRST = "797b244"  # world v2's first comparison: the history starts there
+# world -> (its results folder, its first comparison: the history starts there)
+WORLDS = {"v2": ("results", "797b244"), "v3": ("results_v3", "0f501f0")}
+
+
+def paths(world: str = "v2") -> tuple[str, str, str, str]:
+    """`(compare.json relative to the repository, first commit, history JSON, history markdown)` of `world`."""
+    folder, first = WORLDS[world]
+    out = os.path.join(HERE, folder, "verdict_history")
+    return f"perf/testbed/{folder}/compare.json", first, out + ".json", out + ".md"
 
 
 def verdicts(compare: dict) -> dict[str, dict]:
@@ -55,20 +62,21 @@ def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
-def versions() -> list[dict]:
-    """The versions of compare.json from `FIRST` on, oldest first: `{"commit", "date", "subject", "verdicts"}`, and
-    the working tree's as `protocol-1` when it differs from the last commit's."""
-    log = _git("log", "--reverse", "--format=%h %ad %s", "--date=short", "--", COMPARE).splitlines()
+def versions(world: str = "v2") -> list[dict]:
+    """The versions of `world`'s compare.json from its first comparison on, oldest first: `{"commit", "date",
+    "subject", "verdicts"}`, and the working tree's as `protocol-1` when it differs from the last commit's."""
+    compare, first, _, _ = paths(world)
+    log = _git("log", "--reverse", "--format=%h %ad %s", "--date=short", "--", compare).splitlines()
     out, started = [], False
     for line in log:
         commit, date, subject = line.split(" ", 2)
-        started = started or commit.startswith(FIRST)
+        started = started or commit.startswith(first)
         if not started:
             continue
-        data = json.loads(_git("show", f"{commit}:{COMPARE}"))
+        data = json.loads(_git("show", f"{commit}:{compare}"))
         out.append({"commit": commit, "date": date, "subject": subject, "verdicts": verdicts(data),
                     "protocol": (data.get("protocol") or {}).get("sha256")})  # fmt: skip
-    with open(os.path.join(ROOT, COMPARE)) as f:
+    with open(os.path.join(ROOT, compare)) as f:
         current = json.load(f)
     if not out or verdicts(current) != out[-1]["verdicts"] or (current.get("protocol") or {}).get("sha256") != out[
             -1]["protocol"]:  # fmt: skip
@@ -125,9 +133,10 @@ def history(vs: list[dict], changes: dict) -> list[dict]:
 
 def render(data: dict) -> str:
     """The markdown table of the history (`data`: what `main` writes to verdict_history.json)."""
-    first = data["versions"][0]
+    first, world = data["versions"][0], data.get("world", "v2")
+    seeds = ", one seed" if world == "v2" else ""
     lines = [
-        f"Verdicts at world v2's first comparison ({first['commit']}, {first['date']}, one seed): "
+        f"Verdicts at world {world}'s first comparison ({first['commit']}, {first['date']}{seeds}): "
         + ", ".join(f"{r} {v['verdict']}" for r, v in sorted(first["verdicts"].items()))
         + ".",
         "",
@@ -150,18 +159,26 @@ def render(data: dict) -> str:
 
 
 def main(argv=None) -> int:
+    import argparse
+
     import yaml
 
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--world", choices=sorted(WORLDS), default="v2")
+    args = parser.parse_args(argv)
     with open(CHANGES) as f:
         changes = {str(k): v for k, v in yaml.safe_load(f).items()}
-    vs = versions()
+    vs = versions(args.world)
     data = {"versions": [{k: v[k] for k in ("commit", "date", "subject", "protocol", "verdicts")} for v in vs],
             "entries": history(vs, changes), "changes": change_list(vs, changes)}  # fmt: skip
-    with open(OUT_JSON, "w") as f:
+    if args.world != "v2":  # world v2's file predates the key; its rendering names it by default
+        data["world"] = args.world
+    _, _, out_json, out_md = paths(args.world)
+    with open(out_json, "w") as f:
         json.dump(data, f, indent=1)
-    with open(OUT_MD, "w") as f:
+    with open(out_md, "w") as f:
         f.write(render(data))
-    print(f"wrote {OUT_JSON} and {OUT_MD}: {len(data['entries'])} moves over {len(vs)} versions")
+    print(f"wrote {out_json} and {out_md}: {len(data['entries'])} moves over {len(vs)} versions")
     return 0
 
 

@@ -215,8 +215,9 @@ def _history():
 
 def test_verdict_history_keeps_the_old_verdicts_beside_the_new():
     vh = _history()
-    data = json.load(open(vh.OUT_JSON))
-    assert open(vh.OUT_MD).read() == vh.render(data)
+    _, _, out_json, out_md = vh.paths("v2")
+    data = json.load(open(out_json))
+    assert open(out_md).read() == vh.render(data)
     assert data["versions"][-1]["verdicts"] == vh.verdicts(_committed())  # the last version is the committed one
     first = data["versions"][0]["verdicts"]
     # world v2's first verdicts, restored: HBPO's budget spread and SABER's tier gap were not held
@@ -226,6 +227,22 @@ def test_verdict_history_keeps_the_old_verdicts_beside_the_new():
              for e in data["entries"] if e["recipe"] == "curriculum"]  # fmt: skip
     assert moves[0] == ("810e882", "not held", "inconclusive") and moves[1][2] == "held"
     assert all(e["reason"] != "-" for e in data["entries"])  # every move has its reason
+
+
+def test_world_v3_verdict_history_keeps_dapo_overlongs_broken_beside_cannot_be_judged():
+    """Protocol 9 moved world v3's DAPO-overlong from broken (the placebo passed it) to cannot be judged, after that
+    verdict was seen: the generated history of world v3 holds both verdicts, the change is marked as made after the
+    verdict, and its reason is given."""
+    vh = _history()
+    _, _, out_json, out_md = vh.paths("v3")
+    data = json.load(open(out_json))
+    assert open(out_md).read() == vh.render(data)
+    assert data["versions"][-1]["verdicts"] == vh.verdicts(_committed(RESULTS_V3))
+    assert data["versions"][0]["verdicts"]["dapo-overlong"]["verdict"] == "broken"
+    (move,) = [e for e in data["entries"] if e["recipe"] == "dapo-overlong"]
+    assert (move["old"]["verdict"], move["new"]["verdict"]) == ("broken", "cannot be judged")
+    assert move["after_verdict"] is True and "placebo" in move["reason"]
+    assert all(e["reason"] != "-" for e in data["entries"])
 
 
 def test_placebo_and_grpo_are_not_held_on_a_length_check(small_base, tmp_path):
@@ -272,6 +289,7 @@ def test_docs_protocol_and_history_sections_are_rendered_from_the_committed_file
     docs = open(up.DOCS).read()
     assert up.readme_section(docs, up.PROTOCOL) == up.render_protocol(up.DEFAULT_JSON).strip()
     assert up.readme_section(docs, up.HISTORY) == up.render_history().strip()
+    assert up.readme_section(docs, up.HISTORY_V3) == up.render_history(up.HISTORY_V3_JSON).strip()
     for recipe in ("laser-de", "dapo-overlong"):  # held under protocol 3, no verdict under protocol 1
         assert f"| {recipe} | held | **cannot be judged**" in docs
 
