@@ -134,16 +134,17 @@ def matched_difference(ends: tuple, other, reading: str, swept_is_winner: bool, 
 
 def point_key(template: dict, point: dict, seed, config_overrides: dict | None = None) -> dict:
     """The job key of a sweep point's run with training seed `seed`: `template` (the key of a comparison run of the
-    recipe) with `train_seed` set and every swept value of `point` (`{"reward.<builder>.<kwarg>": value}`, the
-    sweep's resolved point; `weight` is the reward's weight; a config key sets `config_overrides`) put in. Given
-    `config_overrides` (what `sweep.run_sweep` put in the point's job key: `_sweep_overrides`), the config keys of
-    `point` are replaced by it: a swept entry of a dict field (`advantage_kwargs.lam`) is keyed with the field's other
-    entries, which `point` does not hold.
+    recipe) with `train_seed` set, every swept reward value of `point` (`{"reward.<builder>.<kwarg>": value}`, the
+    sweep's resolved point; `weight` is the reward's weight) put in, and, for a point that sweeps config keys,
+    `config_overrides` as the point's job key holds them (`_sweep_overrides`: what `sweep.run_sweep` keyed it with,
+    so a swept entry of a dict field, `advantage_kwargs.lam`, comes with the field's other entries). `point`'s config
+    keys are read only through `config_overrides`.
 
     >>> key = {"train_seed": 0, "rewards": [["correctness", 1.0, {}], ["alp", 1.0, {}]], "config_overrides": {}}
     >>> point_key(key, {"reward.alp.beta": 0.25}, 2)["rewards"]
     [['correctness', 1.0, {}], ['alp', 1.0, {'beta': 0.25}]]
-    >>> out = point_key(key, {"reward.alp.weight": 0.4, "max_completion_length": 200}, 1)
+    >>> cap = {"max_completion_length": 200}
+    >>> out = point_key(key, {"reward.alp.weight": 0.4, **cap}, 1, cap)
     >>> out["train_seed"], out["rewards"][1], out["config_overrides"]
     (1, ['alp', 0.4, {}], {'max_completion_length': 200})
     >>> drpo = {"advantage_kwargs": {"lam": 0.05, "tau": 10.0}}  # the whole dict field, as run_sweep keys it
@@ -154,21 +155,17 @@ def point_key(template: dict, point: dict, seed, config_overrides: dict | None =
     key["train_seed"] = seed
     if config_overrides is not None:
         key["config_overrides"] = json.loads(json.dumps(config_overrides))
-        point = {k: v for k, v in point.items() if k.split(".")[0] == "reward"}
     for name, value in point.items():
         parts = name.split(".")
-        if parts[0] == "reward":
-            spec = next((s for s in key["rewards"] if s[0] == parts[1]), None)
-            if spec is None:
-                raise ValueError(f"sweep key {name!r}: the comparison's runs have no reward {parts[1]!r}.")
-            if parts[2] == "weight":
-                spec[1] = value
-            else:
-                spec[2][parts[2]] = value
-        elif len(parts) == 2:
-            key["config_overrides"].setdefault(parts[0], {})[parts[1]] = value
+        if parts[0] != "reward":
+            continue  # a config key: in `config_overrides`
+        spec = next((s for s in key["rewards"] if s[0] == parts[1]), None)
+        if spec is None:
+            raise ValueError(f"sweep key {name!r}: the comparison's runs have no reward {parts[1]!r}.")
+        if parts[2] == "weight":
+            spec[1] = value
         else:
-            key["config_overrides"][parts[0]] = value
+            spec[2][parts[2]] = value
     return key
 
 

@@ -180,7 +180,7 @@ def resolve_point(recipe_name: str, point: dict, settings: TestbedSettings, scal
                                  f"it has no number there ({current!r}); give the values themselves.")  # fmt: skip
             value = current * m
             if isinstance(current, int):  # an integer field (a length, a count) stays one: the nearest integer
-                value = int(round(value))
+                value = round(value)
         target[kwarg] = value
         resolved[key] = value
     return config_overrides, reward_overrides, resolved
