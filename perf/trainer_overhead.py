@@ -107,11 +107,11 @@ def config_kwargs(recipe_overrides: dict, fixed: dict, defaults: dict | None = N
 
 def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, list[str]]:
     """The recipe's `config_overrides` with its length constants fitted to the benchmark's `max_len` by the recipe's
-    testbed scaling rule (`trl_efficient.testbed.scaling`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of
+    testbed scaling rule (`trl_efficient_testbed.scaling`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of
     4000 -> 32 of 64), and the names of the fields the rule set. The rule's reward constants (L1's alpha, LASER's
     target length) are merged into the recipe's reward specs by `run_once`."""
     from trl_efficient.recipes import get_recipe
-    from trl_efficient.testbed.scaling import apply_scale, recipe_scale
+    from trl_efficient_testbed.scaling import apply_scale, recipe_scale
 
     scale = recipe_scale(recipe_name, max_len, steps)
     return apply_scale(get_recipe(recipe_name).config_overrides, scale), sorted(scale.config)
@@ -400,7 +400,7 @@ def ratio_interval(ratios: list[float]) -> tuple[float, float, float]:
     mean = statistics.fmean(logs)
     if len(logs) < 2:
         return math.exp(mean), 0.0, math.inf
-    from trl_efficient.testbed.stats import student_t_quantile
+    from trl_efficient_testbed.stats import student_t_quantile
 
     half = student_t_quantile(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)

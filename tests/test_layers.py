@@ -10,7 +10,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UPPER = ("trl_efficient.trainer", "trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.testbed",
+UPPER = ("trl_efficient.trainer", "trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.overthinking",
          "trl_efficient.cli", "peft")  # fmt: skip
 
 
@@ -28,14 +28,14 @@ def _loaded(statement):
     [
         ("import trl_efficient", ("trl_efficient.rewards", "trl_efficient.testing", "trl", "torch", *UPPER)),
         ("import trl_efficient.rewards", ("trl_efficient.testing", *UPPER)),
-        ("import trl_efficient.trainer", ("trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.testbed")),
-        # the registry names trainers by reference (Recipe.trainer): it loads no method, trainer or torch
+        ("import trl_efficient.trainer", ("trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.overthinking")),
+        # the registry names trainers by reference (Recipe.trainer_class): it loads no method, trainer or torch
         (
             "import trl_efficient.recipes",
             (
                 "trl_efficient.methods",
                 "trl_efficient.trainer",
-                "trl_efficient.testbed",
+                "trl_efficient.overthinking",
                 "torch",
                 "transformers",
                 "peft",
@@ -50,7 +50,7 @@ def test_a_layer_loads_nothing_above_it(statement, forbidden):
 
 def test_each_layer_registers_its_parts_when_imported():
     import trl_efficient.methods  # noqa: F401
-    import trl_efficient.testbed  # noqa: F401
+    import trl_efficient.overthinking  # noqa: F401
     import trl_efficient.testing  # noqa: F401
     from trl_efficient.core.models import MODEL_SCHEMES
     from trl_efficient.recipes import RECIPES

@@ -11,7 +11,7 @@ Importing a sub-package loads that layer and the layers below it, nothing above 
 no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
 "Registration"): `trl_efficient.methods` registers the method families' estimators, filters, plans and samplers;
 `trl_efficient.recipes` every recipe (light: it imports no method); `trl_efficient.testing` the `tiny:` model scheme;
-`trl_efficient.testbed` the `testbed:` scheme and benchmark. The `trl-efficient` command imports them all.
+`trl_efficient.overthinking` the `testbed:` scheme and benchmark. The `trl-efficient` command imports them all.
 """
 
 # The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.

@@ -48,8 +48,8 @@ COMMANDS = {
     "eval": ("evaluate accuracy and tokens of a model on benchmarks", "trl_efficient.eval.cli:main", True),
     "data": ("data utilities: `data prepare` writes benchmarks to local files", "trl_efficient.data.cli:main", True),
     "testbed": (
-        "CPU testbed: compare recipes on a synthetic over-thinking world",
-        "trl_efficient.testbed.cli:main",
+        "CPU testbed: compare recipes on a synthetic over-thinking world (the `trl-efficient-testbed` package)",
+        None,  # a plugin's command: the entry point `testbed` of group `trl_efficient.commands` (`plugin_command`)
         True,
     ),
     "serve-scorer": (
@@ -244,8 +244,27 @@ def recipes_main(argv: list[str]) -> int:
     return 0
 
 
-def _resolve(target: str):
+# Commands that another package provides (entry points of this group): `testbed`, from the comparison instrument
+COMMAND_GROUP = "trl_efficient.commands"
+PLUGIN_HINTS = {"testbed": "pip install -e ./testbed (from a checkout of trl-efficient: the comparison instrument, "
+                "package trl-efficient-testbed)"}  # fmt: skip
+
+
+def plugin_command(name: str):
+    """The function of command `name` that an installed package declares under the entry-point group
+    `trl_efficient.commands`; a `UserError` saying how to install it when none does."""
+    from importlib import metadata
+
+    for entry in metadata.entry_points(group=COMMAND_GROUP, name=name):
+        return entry.load()
+    raise UserError(f"`trl-efficient {name}` is not installed: {PLUGIN_HINTS.get(name, 'install its package')}")
+
+
+def _resolve(target: str | None, name: str | None = None):
     import importlib
+
+    if target is None:
+        return plugin_command(name)
 
     module, _, func = target.partition(":")
     return getattr(importlib.import_module(module), func)
@@ -348,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
         register_everything()
     try:
-        result = _resolve(target)(argv[1:])
+        result = _resolve(target, argv[0])(argv[1:])
     except ExtraFailedError as err:  # the model is saved; say which extra failed, in one line, and exit non-zero
         if debug:
             raise

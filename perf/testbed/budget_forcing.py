@@ -4,7 +4,7 @@
         [--base-model testbed:v2] [--max-new-tokens 384]
 
 For every budget B, one sample per held-out testbed task (`--base-model`, by default the comparison's over-thinking
-base model `testbed:v2`, cached under ~/.cache/trl_efficient/testbed; temperature 0.6, top-p 0.95, the comparison's
+base model `testbed:v2`, cached under ~/.cache/trl_efficient/overthinking; temperature 0.6, top-p 0.95, the comparison's
 cap of 384 new tokens, seed 0) under s1 budget forcing
 `force:B` (`trl_efficient.trainer.budget_forcing`, the same code `trl-efficient eval --modes force:B` and training
 with `budget_forcing="force:B"` run), measuring the mean thinking tokens (`LengthMeter("tokens", "thinking")`: up
@@ -64,8 +64,8 @@ def floor_thinking_tokens(rows, tokenizer) -> float:
     """Mean thinking tokens of the shortest correct trace (`world.minimal_trace`) of `rows`' tasks: the least a
     correct completion needs; below it a budget can only be met by dropping steps."""
     from trl_efficient.core.lengths import LengthMeter
-    from trl_efficient.testbed.data import task_from_row
-    from trl_efficient.testbed.world import minimal_trace
+    from trl_efficient.overthinking.data import task_from_row
+    from trl_efficient.overthinking.world import minimal_trace
 
     meter = LengthMeter("tokens", "thinking", tokenizer)
     ids = [tokenizer(minimal_trace(task_from_row(r)), add_special_tokens=False)["input_ids"] for r in rows]
@@ -76,8 +76,8 @@ def run_force(budgets, num_eval: int, seed: int, base_model: str, max_new_tokens
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
-    from trl_efficient.testbed.base import resolve_base_model
-    from trl_efficient.testbed.data import load_testbed_dataset
+    from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient.overthinking.data import load_testbed_dataset
     from trl_efficient.trainer.budget_forcing import BudgetForcing
 
     path = resolve_base_model(base_model)
@@ -105,7 +105,7 @@ def run_budgetthinker(
 ) -> dict:
     """Train BudgetThinker at testbed scale from `settings.base_model` (a `TestbedSettings`), then measure it under
     `budgetthinker:B` (one torch thread throughout, as the testbed runs: `runner.torch_threads`)."""
-    from trl_efficient.testbed.runner import torch_threads, train_recipe
+    from trl_efficient_testbed.runner import torch_threads, train_recipe
 
     settings = dataclasses.replace(settings, max_steps=steps, seed=seed)
     meta_path = os.path.join(workdir, "perf_budget_forcing.json")
@@ -113,7 +113,7 @@ def run_budgetthinker(
         if reuse and os.path.exists(os.path.join(workdir, "model.safetensors")):
             from transformers import AutoModelForCausalLM
 
-            from trl_efficient.testbed.scaling import settings_scale
+            from trl_efficient_testbed.scaling import settings_scale
 
             meta = {
                 "seconds": None,
@@ -139,7 +139,7 @@ def _budgetthinker_start_points(settings, budgets, num_eval, seed) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.rewards.budgetthinker import add_budget_tokens
-    from trl_efficient.testbed.base import resolve_base_model
+    from trl_efficient.overthinking.base import resolve_base_model
 
     path = resolve_base_model(settings.base_model)
     tok = AutoTokenizer.from_pretrained(path)
@@ -168,7 +168,7 @@ def _budgetthinker_points(
         build_prompt_text,
         parse_mode,
     )
-    from trl_efficient.testbed.data import load_testbed_dataset
+    from trl_efficient.overthinking.data import load_testbed_dataset
 
     model, tok = trained["model"], tok if tok is not None else AutoTokenizer.from_pretrained(workdir)
     model.eval()
@@ -292,7 +292,7 @@ def main(argv=None) -> int:
     parser.add_argument("--from-json", help="only redraw the .md and .png from this budget_forcing.json")
     args = parser.parse_args(argv)
     if args.from_json is None:
-        from trl_efficient.testbed.runner import TestbedSettings
+        from trl_efficient_testbed.runner import TestbedSettings
 
         defaults = TestbedSettings()
         args.base_model = args.base_model or defaults.base_model
@@ -305,7 +305,7 @@ def main(argv=None) -> int:
             f.write(markdown(result))
         plot(result, base + ".png")
         return 0
-    from trl_efficient.testbed.runner import TestbedSettings, torch_threads
+    from trl_efficient_testbed.runner import TestbedSettings, torch_threads
 
     settings = TestbedSettings(base_model=args.base_model, max_completion_length=args.max_new_tokens)
     t0 = time.time()

@@ -6,8 +6,8 @@
 Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 9 --output-dir perf/testbed/results`
 followed by `trl-efficient testbed confirm` (the protocol's looks and its confirmation, one resumable command):
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
-~/.cache/trl_efficient/testbed), then every registered recipe with 3 training seeds at its testbed scale
-(trl_efficient/testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
+~/.cache/trl_efficient/overthinking), then every registered recipe with 3 training seeds at its testbed scale
+(testbed/trl_efficient_testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
 check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's `looks.max_seeds`, 9), on 2 worker
 processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
@@ -21,7 +21,7 @@ seeded: a rerun prints the same table (up to the `train s` column). Exit status 
 row of the table, with its error). Run with the default recipes and output directory, it then pastes the table into
 the README (`perf/testbed/update_readme.py`, also runnable on its own), so one command regenerates both; `python
 perf/testbed/frontier.py` then sweeps the length-penalty recipes (reusing base and grpo). `--no-train` renders the
-committed run files under the protocol (trl_efficient/testbed/protocol.yaml) without training. Then, unless
+committed run files under the protocol (testbed/trl_efficient_testbed/protocol.yaml) without training. Then, unless
 `--no-confirm`, the confirmation pass reruns every held or not-held check once on unseen training seeds and a fresh
 task set (`trl-efficient testbed confirm`, results/confirm/; resumable the same way) and adds the "confirmed" column;
 its runs are part of the comparison's runtime (the scorecard's item 7).
@@ -42,7 +42,7 @@ DEFAULT_WORKERS = "2"  # two worker processes: the two CPU cores this comparison
 
 
 def main(argv=None) -> int:
-    from trl_efficient.testbed.cli import main as testbed_main
+    from trl_efficient_testbed.cli import main as testbed_main
 
     argv = list(sys.argv[1:] if argv is None else argv)
     every_recipe = "--recipes" not in argv
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     if "--workers" not in argv:
         argv += ["--workers", DEFAULT_WORKERS]
     if "--max-seeds" not in argv:  # the protocol's looks (3, 6, 9 seeds): an inconclusive check trains 3 more at each
-        from trl_efficient.testbed.protocol import load
+        from trl_efficient_testbed.protocol import load
 
         argv += ["--max-seeds", str(load()["looks"]["max_seeds"])]
     committed = not any(a == "--output-dir" or a.startswith("--output-dir=") for a in argv)
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]
     # the base model's world report next to the comparison (items 1, 2 and 4 of the scorecard that compare prints):
     # measured once per base model, kept as world_report_<model>.json
-    from trl_efficient.testbed.scorecard import world_report_path
+    from trl_efficient_testbed.scorecard import world_report_path
 
     where = argparse.ArgumentParser(add_help=False)  # the two options the report needs (also as --opt=value)
     where.add_argument("--output-dir")

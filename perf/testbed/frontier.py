@@ -3,7 +3,7 @@
     python perf/testbed/frontier.py [--recipes kimi laser ...] [--max-steps 40] [--output-dir perf/testbed/results]
 
 For every entry of `FRONTIER_SWEEPS` (one key and three values per recipe; `x<m>` = m times the value the recipe has
-at its testbed scale, see trl_efficient/testbed/sweep.py), runs `trl-efficient testbed sweep` with the comparison's
+at its testbed scale, see testbed/trl_efficient_testbed/sweep.py), runs `trl-efficient testbed sweep` with the comparison's
 default settings, writing `sweep_<recipe>.{json,md,png}` and the trained points under `<output-dir>/sweep-<recipe>/`
 (cached: a rerun with unchanged settings reuses them), then `frontier.{json,md,png}`: accuracy vs mean tokens, every
 recipe's points connected in sweep order, Pareto-optimal points (over all recipes, base and grpo) ringed. The base
@@ -53,7 +53,7 @@ FRONTIER_SWEEPS: dict[str, tuple[str, list]] = {
 def plan(recipes: list[str], settings) -> tuple[list[tuple[str, dict]], dict[str, str]]:
     """`([(recipe, sets)], skipped)`: the sweeps that can run, and why the others cannot (printed, not raised)."""
     from trl_efficient.recipes import RECIPES
-    from trl_efficient.testbed.sweep import resolve_point, sweep_grid
+    from trl_efficient_testbed.sweep import resolve_point, sweep_grid
 
     runnable, skipped = [], {}
     for name in recipes:
@@ -76,8 +76,8 @@ def plan(recipes: list[str], settings) -> tuple[list[tuple[str, dict]], dict[str
 
 
 def main(argv=None) -> int:
-    from trl_efficient.testbed.runner import TestbedSettings
-    from trl_efficient.testbed.sweep import run_sweep, write_frontier
+    from trl_efficient_testbed.runner import TestbedSettings
+    from trl_efficient_testbed.sweep import run_sweep, write_frontier
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", nargs="+", default=list(FRONTIER_SWEEPS))

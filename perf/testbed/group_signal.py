@@ -19,7 +19,7 @@ $$ \Delta L = \frac{\sum_{A_i > 0} A_i L_i}{\sum_{A_i > 0} A_i}
 the mean length of what is reinforced minus the mean length of what is penalised (with $\sum_i A_i = 0$,
 $\sum_i A_i L_i = \tfrac12 \sum_i |A_i| \cdot \Delta L$: the length term of the policy-gradient step). Negative: the
 step favours shorter samples. Reported per difficulty band with 95% bootstrap intervals over tasks (the testbed's,
-`trl_efficient.testbed.stats`): the share of groups with signal, the mean gap over those groups, and the gap per
+`trl_efficient_testbed.stats`): the share of groups with signal, the mean gap over those groups, and the gap per
 group (share x gap, 0 for a group without signal): the length pressure of one step.
 Writes `results/group_signal.{json,md}`.
 
@@ -80,7 +80,7 @@ def summarise(groups: list[dict], group: int, keep: int, resamples: int = 2000, 
     with the testbed's 95% bootstrap interval over tasks (`testbed.stats`, `resamples` seeded resamples)."""
     import numpy as np
 
-    from trl_efficient.testbed.stats import Bootstrap, interval, wmean
+    from trl_efficient_testbed.stats import Bootstrap, interval, wmean
 
     ops = np.array([g["ops"] for g in groups])
     boot = Bootstrap(1, len(groups), resamples, seed)
@@ -146,8 +146,8 @@ def sample_groups(base_model: str, num_tasks: int, group: int, max_new_tokens: i
 
     from trl_efficient.eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
     from trl_efficient.rewards import is_correct
-    from trl_efficient.testbed.base import resolve_base_model
-    from trl_efficient.testbed.data import load_testbed_dataset, task_from_row
+    from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient.overthinking.data import load_testbed_dataset, task_from_row
 
     path = resolve_base_model(base_model)
     tok = AutoTokenizer.from_pretrained(path)
@@ -162,7 +162,7 @@ def sample_groups(base_model: str, num_tasks: int, group: int, max_new_tokens: i
 
 
 def main(argv=None) -> int:
-    from trl_efficient.testbed.runner import TestbedSettings, torch_threads
+    from trl_efficient_testbed.runner import TestbedSettings, torch_threads
 
     defaults = TestbedSettings()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

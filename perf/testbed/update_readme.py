@@ -33,7 +33,7 @@ def render_section(json_path: str = DEFAULT_JSON) -> str:
     """The README section (without the markers): the command, then `compare.md` as rendered from `json_path`."""
     import json
 
-    from trl_efficient.testbed.runner import TestbedSettings, render_compare_json
+    from trl_efficient_testbed.runner import TestbedSettings, render_compare_json
 
     with open(json_path) as f:
         settings = json.load(f)["settings"]
@@ -47,7 +47,7 @@ def render_section(json_path: str = DEFAULT_JSON) -> str:
 
 def render_scorecard(json_path: str = DEFAULT_JSON) -> str:
     """The scorecard of `json_path` and the world report next to it, as docs/testbed.md quotes it."""
-    from trl_efficient.testbed.scorecard import load_inputs, scorecard_markdown
+    from trl_efficient_testbed.scorecard import load_inputs, scorecard_markdown
 
     compare, world, _ = load_inputs(json_path)
     return scorecard_markdown(compare, world)
@@ -66,7 +66,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
     constant-penalty; then the controls' own rows, the counts and the looks not taken."""
     import json
 
-    from trl_efficient.testbed.runner import verdict_cells
+    from trl_efficient_testbed.runner import verdict_cells
 
     with open(json_path) as f:
         data = json.load(f)
@@ -142,7 +142,7 @@ def render_headline(json_path: str = DEFAULT_JSON) -> str:
 
     with open(json_path) as f:
         data = json.load(f)
-    from trl_efficient.testbed.verdicts import headline
+    from trl_efficient_testbed.verdicts import headline
 
     return headline(data["rows"], data.get("confirmation"), data.get("protocol") or {})
 

@@ -17,7 +17,7 @@ COLUMNS = ["prompt", "solution", "idx", "level", "source", "answer_type"]
 
 
 def test_registry_names_and_aliases():
-    import trl_efficient.testbed  # noqa: F401  (registers "testbed" when imported, as the CLI does; not order-dependent)
+    import trl_efficient.overthinking  # noqa: F401  (registers "testbed" when imported, as the CLI does; not order-dependent)
 
     assert {"gsm8k", "math500", "math_train", "aime24", "aime25", "theoremqa", "olympiadbench", "testbed"} <= set(
         BENCHMARKS

@@ -391,7 +391,7 @@ def test_recipe_and_builder(tmp_path, tiny_tokenizer):
     from trl_efficient.methods.saber import prepare_dataset
     from trl_efficient.recipes.registry import resolve
 
-    assert resolve(recipe.prepare_dataset) is prepare_dataset  # named by reference, imported on use
+    assert resolve(recipe.dataset_hook) is prepare_dataset  # named by reference, imported on use
     assert recipe.config_overrides["length_scope"] == "thinking"
     assert any("not published" in line for line in recipe.proposed_defaults)
     with pytest.raises(ValueError, match="length_scope='thinking'"):

@@ -1,6 +1,6 @@
 """The recipe registry imports light (issue 34): `import trl_efficient.recipes`, listing and getting recipes load no
 torch and no transformers, because a recipe names its trainer and dataset hook by `"module:attr"` reference
-(`Recipe.trainer`, `Recipe.prepare_dataset`, a builder's `also_receives`), resolved on first use; and every such
+(`Recipe.trainer_class`, `Recipe.dataset_hook`, a builder's `also_receives`), resolved on first use; and every such
 reference resolves to what it claims to be."""
 
 import json
@@ -22,7 +22,7 @@ import json, sys
 import trl_efficient.recipes as r
 names = r.RECIPES.names()
 recipes = [r.get_recipe(name) for name in names]
-print(json.dumps({"recipes": len(recipes), "trainers": sorted({str(x.trainer) for x in recipes}),
+print(json.dumps({"recipes": len(recipes), "trainers": sorted({str(x.trainer_class) for x in recipes}),
                   "loaded": [m for m in ("torch", "transformers", "trl_efficient.methods", "trl_efficient.trainer")
                              if m in sys.modules]}))
 """
@@ -41,11 +41,11 @@ def test_every_recipes_trainer_and_dataset_hook_resolve(name):
     recipe = get_recipe(name)
     cls = recipe.trainer_cls
     assert isinstance(cls, type) and issubclass(cls, EfficientGRPOTrainer)
-    if isinstance(recipe.trainer, str):  # the reference names the class by its own name, in its package or module
-        module, attr = recipe.trainer.split(":")
+    if isinstance(recipe.trainer_class, str):  # the reference names the class by its own name, in its package or module
+        module, attr = recipe.trainer_class.split(":")
         assert attr == cls.__qualname__ and cls.__module__.startswith(module)
-    if recipe.prepare_dataset is not None:
-        hook = resolve(recipe.prepare_dataset)
+    if recipe.dataset_hook is not None:
+        hook = resolve(recipe.dataset_hook)
         assert callable(hook) and hook.__name__ in ("prepare_dataset", "prepare_bingo")
 
 
@@ -56,7 +56,7 @@ def test_every_builders_further_receivers_resolve_to_callables():
 
 
 def test_a_reference_that_names_nothing_fails_when_resolved_naming_it():
-    recipe = Recipe("no-trainer", "m", "d", (RewardSpec("correctness"),), trainer="trl_efficient.methods.dler:NoSuch")
+    recipe = Recipe("no-trainer", "m", "d", (RewardSpec("correctness"),), trainer_class="trl_efficient.methods.dler:NoSuch")
     with pytest.raises(AttributeError, match="NoSuch"):
         recipe.trainer_cls  # noqa: B018
     with pytest.raises(ValueError, match="package.module:attr"):

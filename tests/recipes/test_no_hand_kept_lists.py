@@ -20,7 +20,7 @@ from trl_efficient.recipes import RECIPES
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "trl_efficient")
 # (module, names): selections made for the user, not properties of the recipes
-ALLOWED = {("trl_efficient/testbed/cli.py", ("grpo", "kimi", "shorter-better"))}  # `testbed compare`'s default
+ALLOWED = {("testbed/trl_efficient_testbed/cli.py", ("grpo", "kimi", "shorter-better"))}  # `testbed compare`'s default
 
 
 def _string_collections(tree: ast.AST):

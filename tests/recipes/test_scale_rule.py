@@ -56,7 +56,7 @@ def test_testbed_base_mean_is_the_world_report():
 
 
 def test_world_v3_base_mean_is_its_world_report():
-    from trl_efficient.testbed.scaling import ONE_RULE_BASE_MEANS
+    from trl_efficient_testbed.scaling import ONE_RULE_BASE_MEANS
 
     with open(os.path.join(ROOT, "perf", "testbed", "results_v3", "world_report_v3.json"), encoding="utf-8") as f:
         report = json.load(f)

@@ -12,7 +12,7 @@ def small_base(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("tbcache"))
     old = os.environ.get("TRL_EFFICIENT_CACHE")
     os.environ["TRL_EFFICIENT_CACHE"] = root
-    from trl_efficient.testbed.base import resolve_base_model
+    from trl_efficient.overthinking.base import resolve_base_model
 
     yield resolve_base_model("testbed:small")
     if old is None:

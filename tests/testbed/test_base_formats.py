@@ -1,6 +1,6 @@
 """The `testbed:formats` base model's data: the methods' prompt formats with random values, traces unchanged."""
 
-from trl_efficient.testbed.base import BASE_MODEL_SIZES, BaseModelConfig, _encode_examples, build_testbed_tokenizer
+from trl_efficient.overthinking.base import BASE_MODEL_SIZES, BaseModelConfig, _encode_examples, build_testbed_tokenizer
 
 
 def test_formats_change_prompts_not_traces():
@@ -43,9 +43,9 @@ def test_plain_base_data_ignore_the_follow_field():
 def test_followed_traces_track_the_prompted_value_and_never_undercut_the_floor():
     import re
 
-    from trl_efficient.testbed.analysis import floor_tokens
-    from trl_efficient.testbed.checks import pearson
-    from trl_efficient.testbed.world import make_tasks
+    from trl_efficient.overthinking.analysis import floor_tokens
+    from trl_efficient_testbed.checks import pearson
+    from trl_efficient.overthinking.world import make_tasks
 
     tok = build_testbed_tokenizer()
     config = BaseModelConfig(num_train_tasks=300, method_prompt_share=1.0, method_prompt_follow=1.0)
@@ -75,8 +75,8 @@ def test_world_v2_shortest_follow_candidate_slips_like_the_teacher():
     it (world v1's rule) the same budget always gets the correct minimal trace."""
     import random
 
-    from trl_efficient.testbed.base import follow_trace
-    from trl_efficient.testbed.world import WORLD_V2, Task, minimal_trace
+    from trl_efficient.overthinking.base import follow_trace
+    from trl_efficient.overthinking.world import WORLD_V2, Task, minimal_trace
 
     task = Task(4, (("+", 7),) * 8)
     count = lambda text, thinking_only: len(text.split())  # noqa: E731

@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from trl_efficient.testbed.decoding import FastDecoder
-from trl_efficient.testbed.streams import _generate_batch, _top_p_keep
+from trl_efficient_testbed.decoding import FastDecoder
+from trl_efficient_testbed.streams import _generate_batch, _top_p_keep
 
 SIZES = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=128)  # fmt: skip
@@ -106,8 +106,8 @@ def test_budgetthinker_modes_force_the_control_tokens_in_paired_generation(small
 
     from trl_efficient.eval.evaluate import parse_mode
     from trl_efficient.rewards.budgetthinker import add_budget_tokens, budget_interval
-    from trl_efficient.testbed.data import load_testbed_dataset
-    from trl_efficient.testbed.training import evaluate_modes, paired_generations
+    from trl_efficient.overthinking.data import load_testbed_dataset
+    from trl_efficient_testbed.training import evaluate_modes, paired_generations
 
     model = AutoModelForCausalLM.from_pretrained(small_base).eval()
     tok = AutoTokenizer.from_pretrained(small_base)

@@ -4,7 +4,7 @@ the comparison trains them, paired against grpo."""
 import json
 import os
 
-from trl_efficient.testbed.headroom import AGGRESSIVE, rl_figures, rl_figures_items, rl_figures_markdown
+from trl_efficient_testbed.headroom import AGGRESSIVE, rl_figures, rl_figures_items, rl_figures_markdown
 
 TINY = dict(base_model="testbed:small", max_steps=1, num_train=16, num_eval=8, eval_samples=1,
             per_device_train_batch_size=8, num_generations=4, max_completion_length=24, max_ops=8, seeds=2,
@@ -12,7 +12,7 @@ TINY = dict(base_model="testbed:small", max_steps=1, num_train=16, num_eval=8, e
 
 
 def test_rl_figures_train_three_rows_and_reuse_the_comparisons_runs(small_base, tmp_path):
-    from trl_efficient.testbed.runner import TestbedSettings, plan_runs
+    from trl_efficient_testbed.runner import TestbedSettings, plan_runs
 
     settings = TestbedSettings(**TINY)
     out = str(tmp_path / "rl")
@@ -43,7 +43,7 @@ def test_rl_figures_train_three_rows_and_reuse_the_comparisons_runs(small_base, 
 
 
 def test_world_report_rl_cli_writes_the_figures_into_the_report(small_base, tmp_path):
-    from trl_efficient.testbed.cli import main
+    from trl_efficient_testbed.cli import main
 
     sets = [f"{k}={v}" for k, v in TINY.items() if k not in ("base_model", "seeds")]
     out, report = tmp_path / "runs", tmp_path / "world_report_small.json"
@@ -60,7 +60,7 @@ def test_world_report_rl_cli_writes_the_figures_into_the_report(small_base, tmp_
 
 def test_committed_world_reports_render_their_json():
     """The committed world reports of v2 and v3 (with their RL figures) are the Markdown of their JSON."""
-    from trl_efficient.testbed.headroom import world_report_markdown_with_rl
+    from trl_efficient_testbed.headroom import world_report_markdown_with_rl
 
     root = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed")
     for stem in ("results/world_report_v2", "results_v3/world_report_v3"):

@@ -1,4 +1,4 @@
-"""The published head-to-heads (trl_efficient/testbed/literature.yaml) and their reading on the testbed (issue 35,
+"""The published head-to-heads (testbed/trl_efficient_testbed/literature.yaml) and their reading on the testbed (issue 35,
 item 5): the list validates, the tau is pinned to hand-computed values, the command reads the committed comparison,
 and docs/literature.md holds the command's output. The matched readings (issue 35, item 4: testbed/matched.py) are
 pinned on hand-built panels."""
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from trl_efficient.recipes import RECIPES
-from trl_efficient.testbed import cli
-from trl_efficient.testbed.literature import (
+from trl_efficient_testbed import cli
+from trl_efficient_testbed.literature import (
     DEFAULT_RESULTS,
     _matched_cell,
     concordance,
@@ -22,8 +22,8 @@ from trl_efficient.testbed.literature import (
     published_metric,
     read_pair,
 )
-from trl_efficient.testbed.matched import interpolate, load_curves, matched_difference, read_matched, segment
-from trl_efficient.testbed.stats import Panel
+from trl_efficient_testbed.matched import interpolate, load_curves, matched_difference, read_matched, segment
+from trl_efficient_testbed.stats import Panel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, DEFAULT_RESULTS)

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from trl_efficient.testbed.analysis import floor_ratio_by_difficulty, worst_ratio_at_kept_accuracy
-from trl_efficient.testbed.runner import MISSING, compare_markdown, render_compare_json, worst_ratio_cell
+from trl_efficient_testbed.summary import floor_ratio_by_difficulty, worst_ratio_at_kept_accuracy
+from trl_efficient_testbed.runner import MISSING, compare_markdown, render_compare_json, worst_ratio_cell
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -26,7 +26,7 @@ def _summary(by_difficulty):
 
 
 def _rows():
-    from trl_efficient.testbed.runner import _row
+    from trl_efficient_testbed.runner import _row
 
     # recipe: k=1 30/20 = 1.5 (acc 0.9), k=2 60/40 = 1.5 (acc 0.5), k=3 100/50 = 2.0 (acc 0.80)
     recipe = _row("kimi", _summary({"1": _cell(30, 20, 0.9), "2": _cell(60, 40, 0.5), "3": _cell(100, 50, 0.80)}))
@@ -100,7 +100,7 @@ def test_compare_json_without_the_fields_renders_dashes(tmp_path):
 
 
 def test_per_difficulty_plot_is_written_and_fails_loudly(tmp_path):
-    from trl_efficient.testbed.plots import per_difficulty_plot
+    from trl_efficient_testbed.plots import per_difficulty_plot
 
     rows = list(_rows())
     path = per_difficulty_plot(rows, str(tmp_path / "pd.png"))
@@ -119,8 +119,8 @@ def _pt(label, tokens, accuracy, recipe="laser"):
 
 
 def test_frontier_pareto_marking_by_hand(tmp_path):
-    from trl_efficient.testbed.plots import frontier_plot
-    from trl_efficient.testbed.sweep import _mark_pareto
+    from trl_efficient_testbed.plots import frontier_plot
+    from trl_efficient_testbed.sweep import _mark_pareto
 
     # A (60, 0.50) optimal: nothing has <= 60 tokens. B (70, 0.50) dominated by A (fewer tokens, same accuracy).
     # C (80, 0.60) optimal: the only points at >= 0.60 have more tokens. D (90, 0.55) dominated by C.
@@ -147,8 +147,8 @@ def test_frontier_pareto_marking_by_hand(tmp_path):
 
 
 def test_sweep_keys_resolve_and_fail_fast():
-    from trl_efficient.testbed.runner import TestbedSettings
-    from trl_efficient.testbed.sweep import parse_sweep_set, resolve_point, sweep_grid
+    from trl_efficient_testbed.runner import TestbedSettings
+    from trl_efficient_testbed.sweep import parse_sweep_set, resolve_point, sweep_grid
 
     settings = TestbedSettings(max_completion_length=192)  # LASER's L_T 2048 x 192/16384 = 24
     cfg, rewards, resolved = resolve_point("laser", {"reward.laser.target_length": "x2"}, settings)
@@ -170,8 +170,8 @@ def test_sweep_keys_resolve_and_fail_fast():
                          ({"loss_type": "x2"}, "has no number there")]:  # fmt: skip
         with pytest.raises(ValueError, match=match):
             resolve_point("laser", point, settings)
-    from trl_efficient.testbed.scaling import recipe_scale
-    from trl_efficient.testbed.sweep import changed_overrides
+    from trl_efficient_testbed.scaling import recipe_scale
+    from trl_efficient_testbed.sweep import changed_overrides
 
     scale = recipe_scale("laser", 192, 40)
     # a config value equal to the recipe's testbed config changes nothing (the point shares compare's runs)
@@ -190,10 +190,10 @@ TINY = ["--base-model", "testbed:small", "--setting", "max_steps=1", "--setting"
 
 
 def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
-    from trl_efficient.testbed.base import base_model_id
-    from trl_efficient.testbed.cli import main
-    from trl_efficient.testbed.jobs import plan_job
-    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient.overthinking.base import base_model_id
+    from trl_efficient_testbed.cli import main
+    from trl_efficient_testbed.jobs import plan_job
+    from trl_efficient_testbed.runner import TestbedSettings
 
     out = tmp_path / "sw"
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
@@ -234,7 +234,7 @@ def test_sweep_cli_end_to_end_then_frontier(small_base, tmp_path):
 
 
 def test_plots_cli_redraws_from_compare_json(tmp_path):
-    from trl_efficient.testbed.cli import main
+    from trl_efficient_testbed.cli import main
 
     path = tmp_path / "compare.json"
     path.write_text(json.dumps({"settings": {"max_steps": 40}, "rows": list(_rows())}))
@@ -248,7 +248,7 @@ def test_frontier_script_skips_what_cannot_run():
     spec = importlib.util.spec_from_file_location("frontier", os.path.join(ROOT, "perf", "testbed", "frontier.py"))
     frontier = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(frontier)
-    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient_testbed.runner import TestbedSettings
 
     runnable, skipped = frontier.plan(["laser", "no-such-recipe"], TestbedSettings())
     assert runnable == [("laser", {"reward.laser.target_length": ["x1", "x2", "x4"]})]

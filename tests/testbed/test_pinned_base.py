@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from trl_efficient.testbed import base
-from trl_efficient.testbed.base import (
+from trl_efficient.overthinking import base
+from trl_efficient.overthinking.base import (
     BASE_MODEL_SIZES,
     MARKER,
     base_model_id,
@@ -57,8 +57,8 @@ def test_a_pin_from_another_config_is_not_used(monkeypatch):
 
 
 def test_a_result_from_another_bases_weights_is_not_finished(tmp_path, small_base):
-    from trl_efficient.testbed.jobs import plan_job
-    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient_testbed.jobs import plan_job
+    from trl_efficient_testbed.runner import TestbedSettings
 
     other = tmp_path / os.path.basename(small_base)  # the same config directory name, other weights
     other.mkdir()

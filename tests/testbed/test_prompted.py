@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from trl_efficient.testbed import cli
-from trl_efficient.testbed.prompted import DEFAULT_RESULTS, compare_prompted, following, prompted, prompted_markdown
-from trl_efficient.testbed.stats import Panel
+from trl_efficient_testbed import cli
+from trl_efficient_testbed.prompted import DEFAULT_RESULTS, compare_prompted, following, prompted, prompted_markdown
+from trl_efficient_testbed.stats import Panel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, DEFAULT_RESULTS)

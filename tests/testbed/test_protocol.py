@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from trl_efficient.testbed.stats import (
+from trl_efficient_testbed.stats import (
     Bootstrap,
     Panel,
     combine,
@@ -52,7 +52,7 @@ def test_bootstrap_interval_by_hand():
 
 
 def test_row_intervals_stay_within_the_cells_range():
-    from trl_efficient.testbed.runner import _estimate
+    from trl_efficient_testbed.runner import _estimate
 
     correct = np.array([[1.0] * 9 + [0.0], [0.0] * 3 + [1.0] * 7])  # two seeds: 0.9 and 0.7 accurate
     panel = _panel(np.full((2, 10), 50.0), correct)
@@ -130,7 +130,7 @@ def test_panel_cells_are_means_per_task_and_align_by_seed():
 
 
 def test_paired_difference_cancels_shared_task_variation():
-    from trl_efficient.testbed.checks import CheckInputs
+    from trl_efficient_testbed.checks import CheckInputs
 
     rng = np.random.default_rng(1)
     hard = rng.normal(60, 30, size=(3, 200))  # tasks differ a lot: unpaired intervals would be wide
@@ -148,7 +148,7 @@ def _panel(tokens, correct=None, seeds=(0, 1), modes=None, values=None, difficul
 
 
 def test_shorter_check_held_not_held_and_inconclusive():
-    from trl_efficient.testbed.checks import CheckInputs, method_check
+    from trl_efficient_testbed.checks import CheckInputs, method_check
 
     rng = np.random.default_rng(0)
     ref_tokens = rng.normal(70, 20, size=(2, 300))
@@ -173,7 +173,7 @@ def test_shorter_check_held_not_held_and_inconclusive():
 
 
 def test_conditioned_checks_against_the_base_under_the_same_prompts():
-    from trl_efficient.testbed.checks import CheckInputs, method_check
+    from trl_efficient_testbed.checks import CheckInputs, method_check
 
     rng = np.random.default_rng(0)
     tasks = 120
@@ -217,7 +217,7 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
     assert max_check(np.repeat(right, 2, axis=0) * (rng.random((2, tasks)) < 0.6))["held"] is False
     # HBPO under protocol 2 (kept beside protocol 3's check as `earlier_check`): the overshoot past the budgets
     # falls and easy tasks (k = 1-2) get shorter than the base's
-    from trl_efficient.testbed.checks import _hbpo as hbpo_check
+    from trl_efficient_testbed.checks import _hbpo as hbpo_check
 
     difficulty = [1 + i % 8 for i in range(tasks)]
     b_flat = modes({b: 70 + noise[:1] for b in (24, 120)}, "hbpo")
@@ -245,7 +245,7 @@ def test_conditioned_checks_against_the_base_under_the_same_prompts():
 def test_budgetthinker_check_against_its_starting_point_under_its_budgets():
     """Under the budget prompts with forced control tokens: more accurate than the base with the tokens added and a
     smaller thinking overshoot past the budgets -> held; the same accuracy -> not held."""
-    from trl_efficient.testbed.checks import CheckInputs, method_check
+    from trl_efficient_testbed.checks import CheckInputs, method_check
 
     rng = np.random.default_rng(2)
     tasks = 200
@@ -268,7 +268,7 @@ def test_budgetthinker_check_against_its_starting_point_under_its_budgets():
 def test_canon_check_accepts_either_direction_of_a_better_trade_off():
     """CANON has no preset direction (methods.md §26): shorter at similar accuracy, or more accurate at no more
     tokens, is its claim; longer at the same accuracy is not."""
-    from trl_efficient.testbed.checks import CheckInputs, method_check
+    from trl_efficient_testbed.checks import CheckInputs, method_check
 
     rng = np.random.default_rng(1)
     ref_tokens = rng.normal(70, 20, size=(2, 300))
@@ -290,7 +290,7 @@ def test_canon_check_accepts_either_direction_of_a_better_trade_off():
 def test_paired_streams_do_not_depend_on_the_batch(small_base):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.streams import generate_paired, sample_seed
+    from trl_efficient_testbed.streams import generate_paired, sample_seed
 
     tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
     prompts = [tok(f"Start at {i}. Apply + {i % 9 + 1}", add_special_tokens=False)["input_ids"][: 3 + i % 5]
@@ -311,8 +311,8 @@ def _runs(folder):
 
 
 def test_protocol_smoke_two_seeds_resume_and_two_workers(small_base, tmp_path, monkeypatch):
-    from trl_efficient.testbed import runner
-    from trl_efficient.testbed.runner import ROW_METRICS, TestbedSettings, compare, undecided
+    from trl_efficient_testbed import runner
+    from trl_efficient_testbed.runner import ROW_METRICS, TestbedSettings, compare, undecided
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
@@ -387,7 +387,7 @@ def test_later_looks_reuse_only_the_rows_their_seeds_leave_unchanged():
     # compare's looks keep a cache of rows (`panel_rows(cache=...)`): a row reads its reference only on the seeds both
     # have, so when grpo gains a seed, kimi's row (seeds 0-1 against grpo's 0-1) is reused and equals a fresh
     # computation, while grpo's own row is recomputed
-    from trl_efficient.testbed.runner import DIFFICULTY_METRICS, ROW_METRICS, TestbedSettings, panel_rows
+    from trl_efficient_testbed.runner import DIFFICULTY_METRICS, ROW_METRICS, TestbedSettings, panel_rows
 
     rng = np.random.default_rng(0)
     keys = {k for num, den in [*ROW_METRICS.values(), *DIFFICULTY_METRICS.values()] for k in (num, den) if k}
@@ -415,9 +415,9 @@ def test_later_looks_reuse_only_the_rows_their_seeds_leave_unchanged():
 def test_jobs_that_train_the_same_model_train_it_once(small_base, tmp_path):
     """`grpo-prompted` seed s trains `grpo` seed s (only its evaluation differs): `run_jobs` trains it once for both,
     and both files hold what each job writes alone."""
-    from trl_efficient.testbed.base import base_model_id, resolve_base_model
-    from trl_efficient.testbed.jobs import plan_job, run_job, run_jobs, training_identity
-    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient.overthinking.base import base_model_id, resolve_base_model
+    from trl_efficient_testbed.jobs import plan_job, run_job, run_jobs, training_identity
+    from trl_efficient_testbed.runner import TestbedSettings
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
@@ -441,7 +441,7 @@ def test_jobs_that_train_the_same_model_train_it_once(small_base, tmp_path):
 def test_run_jobs_starts_the_longest_jobs_first(monkeypatch, tmp_path):
     """`jobs.expected_cost` orders the work: BroRL's G = 128 and ProRL's 120 steps before the 40-step runs, the base
     model's evaluation last, ties in the plan's order (the order changes no file: every run is seeded on its own)."""
-    from trl_efficient.testbed import jobs as J
+    from trl_efficient_testbed import jobs as J
 
     order = []
 
@@ -467,7 +467,7 @@ def test_a_rerender_keeps_the_measured_timing(tmp_path):
     """`compare --no-train` (or a rerun with every run finished) trains nothing: it must not overwrite the timing
     (and its note) of the invocation that trained the runs, which scorecard item 7 judges; an invocation that trains
     something writes its own."""
-    from trl_efficient.testbed.runner import _kept_timing
+    from trl_efficient_testbed.runner import _kept_timing
 
     path = tmp_path / "compare.json"
     measured = {"workers": 2, "seconds": 6279.1, "looks": [{"seeds": 3, "runs": 148, "trained": 148, "seconds": 3325}]}
@@ -483,7 +483,7 @@ def test_a_rerender_keeps_the_measured_timing(tmp_path):
 def test_a_row_whose_runs_equal_another_rows_stops_at_the_look_that_finds_it():
     """Protocol 8 (`looks.continue_when`): a duplicate is "cannot be judged", not inconclusive, so it trains no more
     seeds even while its own check reads inconclusive (world v3's LASER-DE trained 9 seeds of LASER-D's runs)."""
-    from trl_efficient.testbed.runner import undecided
+    from trl_efficient_testbed.runner import undecided
 
     open_check = {"claim": "shorter", "held": None}
     rows = [{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
@@ -502,7 +502,7 @@ def test_the_rows_with_two_looks_are_those_whose_runs_cost_at_least_one_and_a_ha
     """Protocol 8's cost rule read back from both worlds' committed comparisons (each row's mean train seconds over
     its run files): every row at 1.5 x grpo's or more has `max_seeds` (6, or ProRL's and BroRL's one look), and no
     cheaper row has."""
-    from trl_efficient.testbed.protocol import CONTROL_JOBS, row_max_seeds
+    from trl_efficient_testbed.protocol import CONTROL_JOBS, row_max_seeds
 
     root = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed")
     for world in ("results", "results_v3"):

@@ -6,12 +6,12 @@ committed runs' keys do not move)."""
 import numpy as np
 import pytest
 
-from trl_efficient.testbed import protocol
-from trl_efficient.testbed.checks import CheckInputs, method_check
-from trl_efficient.testbed.jobs import plan_job, trained_recipe
-from trl_efficient.testbed.stats import Panel
-from trl_efficient.testbed.training import TestbedSettings
-from trl_efficient.testbed.verdicts import related, score_controls
+from trl_efficient_testbed import protocol
+from trl_efficient_testbed.checks import CheckInputs, method_check
+from trl_efficient_testbed.jobs import plan_job, trained_recipe
+from trl_efficient_testbed.stats import Panel
+from trl_efficient_testbed.training import TestbedSettings
+from trl_efficient_testbed.verdicts import related, score_controls
 
 TASKS = 1000
 DIFFICULTY = np.array([1 + i % 8 for i in range(TASKS)])
@@ -109,7 +109,7 @@ def test_cap_controls_train_at_their_recipes_training_cap_under_each_scale_rule(
     the scale rule of the comparison's world: world v2's own rules (192 for DLER, 230 for FRUGAL) and world v3's one
     rule (116 for DLER and DA-DLER, 119 for DOT-4K, 227 for FRUGAL); no recipe is left with a control at another
     cap, and a recipe without a training cap of its own has none."""
-    from trl_efficient.testbed.scaling import recipe_scale
+    from trl_efficient_testbed.scaling import recipe_scale
 
     seen = set()
     for base_model in ("testbed:v2", "testbed:v3"):

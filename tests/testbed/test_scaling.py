@@ -1,4 +1,4 @@
-"""Testbed scaling rules (`trl_efficient/testbed/scaling.py`), per-recipe G, the failure row, the check prompts and the
+"""Testbed scaling rules (`testbed/trl_efficient_testbed/scaling.py`), per-recipe G, the failure row, the check prompts and the
 method families (the checks' statistics: tests/testbed/test_protocol.py): no training here except the `testbed:small`
 failure-isolation run (seconds)."""
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from trl_efficient.recipes import RECIPES, Recipe, RewardSpec, get_recipe
-from trl_efficient.testbed.checks import check_modes, pearson, rank, spearman
-from trl_efficient.testbed.runner import TestbedSettings as Settings
-from trl_efficient.testbed.runner import build_config, failed_row, scaled_recipe
-from trl_efficient.testbed.scaling import recipe_scale, resolve_placeholders
+from trl_efficient_testbed.checks import check_modes, pearson, rank, spearman
+from trl_efficient_testbed.runner import TestbedSettings as Settings
+from trl_efficient_testbed.runner import build_config, failed_row, scaled_recipe
+from trl_efficient_testbed.scaling import recipe_scale, resolve_placeholders
 
 CAP = 192
 
@@ -144,7 +144,7 @@ def test_each_recipe_gets_its_own_g_and_the_same_prompts_per_step(tmp_path):
 
 
 def test_scaled_recipe_rejects_kwargs_for_an_unused_builder():
-    from trl_efficient.testbed.scaling import RecipeScale
+    from trl_efficient_testbed.scaling import RecipeScale
 
     with pytest.raises(ValueError, match="does not use"):
         scaled_recipe(get_recipe("grpo"), RecipeScale("grpo", "x", reward_kwargs={"l1": {"alpha": 1.0}}))
@@ -160,7 +160,7 @@ def test_correlations_and_ranks_by_hand():
 
 def test_every_registered_recipe_declares_a_known_method_family():
     from trl_efficient.recipes.registry import RECIPE_FAMILIES, Recipe
-    from trl_efficient.testbed.checks import family_of
+    from trl_efficient_testbed.checks import family_of
 
     assert {family_of(name) for name in RECIPES} == set(RECIPE_FAMILIES)  # every family has members
     with pytest.raises(ValueError, match="family must be one of"):
@@ -201,8 +201,8 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     measured, the table and the plot are written, and the CLI exits with status 1."""
     from transformers import AutoModelForCausalLM
 
-    from trl_efficient.testbed import cli, training
-    from trl_efficient.testbed.base import resolve_base_model
+    from trl_efficient_testbed import cli, training
+    from trl_efficient.overthinking.base import resolve_base_model
 
     base = resolve_base_model("testbed:small")
 

@@ -5,8 +5,8 @@ import copy
 import json
 import os
 
-from trl_efficient.testbed.checks import is_baseline
-from trl_efficient.testbed.scorecard import load_scorecard, scorecard_rows
+from trl_efficient_testbed.checks import is_baseline
+from trl_efficient_testbed.scorecard import load_scorecard, scorecard_rows
 
 RESULTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed", "results"))
 
@@ -84,7 +84,7 @@ def test_compare_script_measures_the_world_report_once_next_to_its_output(tmp_pa
     directory when it is missing (then `compare` prints the scorecard from both), and reuses it when it is there."""
     import importlib.util
 
-    import trl_efficient.testbed.cli as cli
+    import trl_efficient_testbed.cli as cli
 
     path = os.path.join(RESULTS, "..", "compare.py")
     spec = importlib.util.spec_from_file_location("testbed_compare_script", path)

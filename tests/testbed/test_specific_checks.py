@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from trl_efficient.testbed.checks import CheckInputs, method_check
-from trl_efficient.testbed.stats import Panel
+from trl_efficient_testbed.checks import CheckInputs, method_check
+from trl_efficient_testbed.stats import Panel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = 400

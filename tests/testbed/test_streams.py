@@ -5,7 +5,7 @@ drop-in for `transformers`' `generate` on TRL's path: the same output layout, th
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from trl_efficient.testbed.streams import rollout_model
+from trl_efficient_testbed.streams import rollout_model
 
 
 def _trl_config(tok, **overrides) -> GenerationConfig:

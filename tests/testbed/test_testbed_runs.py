@@ -25,7 +25,7 @@ def testbed_cache(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_base(testbed_cache):
-    from trl_efficient.testbed.base import resolve_base_model
+    from trl_efficient.overthinking.base import resolve_base_model
 
     return resolve_base_model("testbed:small")
 
@@ -34,7 +34,7 @@ def test_small_base_is_cached_and_loadable(small_base, testbed_cache):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.core.models import resolve_model_name
-    from trl_efficient.testbed.base import BASE_MODEL_SIZES
+    from trl_efficient.overthinking.base import BASE_MODEL_SIZES
 
     assert small_base.startswith(os.path.join(testbed_cache, "testbed", "small-"))
     info = json.load(open(os.path.join(small_base, "trl_efficient_testbed.json")))
@@ -49,7 +49,7 @@ def test_small_base_is_cached_and_loadable(small_base, testbed_cache):
 
 
 def test_config_key_changes_with_settings():
-    from trl_efficient.testbed.base import BaseModelConfig
+    from trl_efficient.overthinking.base import BaseModelConfig
 
     assert BaseModelConfig().key() != BaseModelConfig(max_steps=1).key()
 
@@ -57,8 +57,8 @@ def test_config_key_changes_with_settings():
 def test_evaluate_testbed_reports_accounting(small_base):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.data import load_testbed_dataset
-    from trl_efficient.testbed.runner import evaluate_testbed
+    from trl_efficient.overthinking.data import load_testbed_dataset
+    from trl_efficient_testbed.runner import evaluate_testbed
 
     tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
     s = evaluate_testbed(model, tok, load_testbed_dataset("test", 4, max_ops=3), num_samples=2, max_new_tokens=24)
@@ -81,7 +81,7 @@ def test_eval_cli_on_testbed_benchmark(small_base, tmp_path):
 
 
 def test_compare_two_recipes_one_step(small_base, tmp_path):
-    from trl_efficient.testbed.runner import TestbedSettings, compare
+    from trl_efficient_testbed.runner import TestbedSettings, compare
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
@@ -108,7 +108,7 @@ def test_compare_two_recipes_one_step(small_base, tmp_path):
 def test_conditioned_recipe_is_checked_against_its_matching_control_under_the_same_prompts(small_base, tmp_path):
     """Protocol 1: a conditioned recipe's check compares it with GRPO (same seeds) evaluated under the same prompts
     (`grpo-prompted`, trained with the comparison), no longer with the base model; both evaluations are reused."""
-    from trl_efficient.testbed.runner import TestbedSettings, compare
+    from trl_efficient_testbed.runner import TestbedSettings, compare
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=4, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=24,
@@ -179,9 +179,9 @@ def test_full_base_overthinks(tmp_path):
     """The real base model: well above zero redundant share, a computed floor, non-trivial accuracy."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.base import resolve_base_model
-    from trl_efficient.testbed.data import load_testbed_dataset
-    from trl_efficient.testbed.runner import evaluate_testbed
+    from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient.overthinking.data import load_testbed_dataset
+    from trl_efficient_testbed.runner import evaluate_testbed
 
     path = resolve_base_model("testbed:base")
     tok, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
@@ -191,7 +191,7 @@ def test_full_base_overthinks(tmp_path):
 
 @pytest.mark.slow
 def test_length_recipe_cuts_tokens_at_kept_accuracy(tmp_path):
-    from trl_efficient.testbed.runner import TestbedSettings, compare
+    from trl_efficient_testbed.runner import TestbedSettings, compare
 
     out = compare(["grpo", "kimi"], TestbedSettings(), str(tmp_path / "cmp"), workers=2)
     rows = {r["recipe"]: r for r in out["rows"]}

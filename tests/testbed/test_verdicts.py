@@ -1,4 +1,4 @@
-"""Protocol 1 (trl_efficient/testbed/protocol.yaml, issue 32): the looks' error spending, one-sided p-values, the
+"""Protocol 1 (testbed/trl_efficient_testbed/protocol.yaml, issue 32): the looks' error spending, one-sided p-values, the
 Benjamini-Hochberg correction, checks that cannot be judged, identical runs, the controls, the committed comparison
 recomputed from its run files, the verdict history, and a smoke of placebo and GRPO through the protocol."""
 
@@ -10,10 +10,10 @@ import os
 import numpy as np
 import pytest
 
-from trl_efficient.testbed import protocol
-from trl_efficient.testbed.checks import CheckInputs, method_check
-from trl_efficient.testbed.stats import Bootstrap, Panel, decide, interval_at, wmean
-from trl_efficient.testbed.verdicts import annotate, label
+from trl_efficient_testbed import protocol
+from trl_efficient_testbed.checks import CheckInputs, method_check
+from trl_efficient_testbed.stats import Bootstrap, Panel, decide, interval_at, wmean
+from trl_efficient_testbed.verdicts import annotate, label
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "perf", "testbed", "results")
@@ -180,7 +180,7 @@ def test_committed_rows_recompute_from_the_run_files(results, names):
     again from the committed run files gives the same rows: numbers, intervals, checks, the controls' scores
     (everything but the family-wide BH fields). The runs are planned from today's code, so a changed scale rule or
     control fails here."""
-    from trl_efficient.testbed.runner import TestbedSettings, load_panels, panel_rows, plan_runs
+    from trl_efficient_testbed.runner import TestbedSettings, load_panels, panel_rows, plan_runs
 
     data = _committed(results)
     settings = TestbedSettings(**{k: v for k, v in data["settings"].items() if k != "extra"})
@@ -249,8 +249,8 @@ def test_placebo_and_grpo_are_not_held_on_a_length_check(small_base, tmp_path):
     """The smoke: placebo and GRPO trained through the protocol (2 seeds each, 1 step); neither passes the length
     check ("shorter than grpo at similar accuracy", kimi's and every length penalty's), which a check that credited
     noise or ordinary RL would let them pass."""
-    from trl_efficient.testbed.runner import TestbedSettings, compare, load_panels, plan_runs
-    from trl_efficient.testbed.verdicts import check_inputs
+    from trl_efficient_testbed.runner import TestbedSettings, compare, load_panels, plan_runs
+    from trl_efficient_testbed.verdicts import check_inputs
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
@@ -270,7 +270,7 @@ def test_placebo_and_grpo_are_not_held_on_a_length_check(small_base, tmp_path):
 
 
 def test_docs_state_the_evaluation_settings():
-    from trl_efficient.testbed.runner import TestbedSettings
+    from trl_efficient_testbed.runner import TestbedSettings
 
     settings = TestbedSettings()
     with open(os.path.join(ROOT, "docs", "testbed.md")) as f:
@@ -298,7 +298,7 @@ def test_docs_protocol_and_history_sections_are_rendered_from_the_committed_file
 def test_confirmation_marks_each_decided_check(small_base, tmp_path):
     """`confirm` reruns the decided checks once on unseen seeds and a fresh task set (seed 1000 here: training seeds
     1000-1001, other evaluation tasks) and marks them; its runs are new files, none of the comparison's."""
-    from trl_efficient.testbed.runner import TestbedSettings, compare, confirm
+    from trl_efficient_testbed.runner import TestbedSettings, compare, confirm
 
     settings = TestbedSettings(base_model="testbed:small", max_steps=1, num_train=16, num_eval=6, eval_samples=1,
                                per_device_train_batch_size=8, num_generations=4, max_completion_length=16, max_ops=3,
@@ -335,7 +335,7 @@ def test_committed_confirmation_follows_from_its_committed_rerun(results):
     """The `confirmed` column of the committed comparison is `confirm_rows` of the committed confirmation pass
     (results/confirm/compare.json, its rows judged from results/confirm/runs/): each decided check is confirmed
     exactly when the rerun gives the same verdict, and the counts agree."""
-    from trl_efficient.testbed.verdicts import confirm_rows
+    from trl_efficient_testbed.verdicts import confirm_rows
 
     data = _committed(results)
     record = data["confirmation"]

@@ -4,10 +4,11 @@ import random
 
 import pytest
 
-from trl_efficient.testbed.analysis import analyze_completion, floor_tokens, summarize, token_char_spans
-from trl_efficient.testbed.base import build_testbed_tokenizer
-from trl_efficient.testbed.data import load_testbed_dataset, task_from_row
-from trl_efficient.testbed.world import (
+from trl_efficient.overthinking.analysis import analyze_completion, floor_tokens, token_char_spans
+from trl_efficient_testbed.summary import summarize
+from trl_efficient.overthinking.base import build_testbed_tokenizer
+from trl_efficient.overthinking.data import load_testbed_dataset, task_from_row
+from trl_efficient.overthinking.world import (
     WORLD_V2,
     Task,
     TraceStyle,
@@ -218,7 +219,7 @@ def test_v2_teacher_slips_only_on_long_chains_and_a_check_repairs_them():
 
 
 def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
-    from trl_efficient.testbed.base import BASE_MODEL_SIZES, _as_reloaded
+    from trl_efficient.overthinking.base import BASE_MODEL_SIZES, _as_reloaded
     from trl_efficient.testing.tiny import build_tiny_model
 
     tok2 = build_testbed_tokenizer(WORLD_V2)
@@ -244,7 +245,7 @@ def test_v2_teacher_overthinks_easy_tasks_at_least_as_much_as_hard_ones():
 
 def test_v1_models_keep_their_cache_keys():
     """World v2's fields are left out of the v1 configs' keys: the quickstart's base model is the same model."""
-    from trl_efficient.testbed.base import BASE_MODEL_SIZES
+    from trl_efficient.overthinking.base import BASE_MODEL_SIZES
 
     assert BASE_MODEL_SIZES["base"].key() == "0591bd1f65" and BASE_MODEL_SIZES["formats"].key() == "41860e7d31"
     assert "slip_prob" not in BASE_MODEL_SIZES["base"].to_dict()["style"]
@@ -255,7 +256,7 @@ def test_world_v2_traces_are_unchanged_by_v3():
     (the digest of 300 traces, computed with the world module of 3effcee, before v3)."""
     import hashlib
 
-    from trl_efficient.testbed.world import WORLD_V2, make_tasks, make_trace
+    from trl_efficient.overthinking.world import WORLD_V2, make_tasks, make_trace
 
     rng = random.Random(5)
     text = "\n".join(make_trace(t, rng, WORLD_V2) for t in make_tasks(300, seed=9))

@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from trl_efficient.testbed.data import load_testbed_dataset
-from trl_efficient.testbed.report import steps_only_constraint
+from trl_efficient.overthinking.data import load_testbed_dataset
+from trl_efficient_testbed.report import steps_only_constraint
 
 
 def test_steps_only_generation_opens_every_sentence_with_a_step_label(small_base):
@@ -16,7 +16,7 @@ def test_steps_only_generation_opens_every_sentence_with_a_step_label(small_base
     (so the constraint is what holds them back)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.testbed.streams import generate_paired, sample_seed
+    from trl_efficient_testbed.streams import generate_paired, sample_seed
 
     tok, model = AutoTokenizer.from_pretrained(small_base), AutoModelForCausalLM.from_pretrained(small_base)
     constraint = steps_only_constraint(tok)
@@ -44,7 +44,7 @@ def test_steps_only_generation_opens_every_sentence_with_a_step_label(small_base
 
 
 def test_world_report_end_to_end(small_base, tmp_path, capsys):
-    from trl_efficient.testbed.cli import main
+    from trl_efficient_testbed.cli import main
 
     out = tmp_path / "report.json"
     assert main(["world-report", "--model", small_base, "--num-tasks", "8", "--max-new-tokens", "12",

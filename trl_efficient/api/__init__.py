@@ -18,20 +18,39 @@ import os
 
 from ..core.errors import UserError
 
-__all__ = ["UserError", "evaluate", "merge", "push", "register_everything", "resolve_model", "train"]
+__all__ = ["UserError", "evaluate", "load_plugins", "merge", "push", "register_everything", "resolve_model", "train"]
 
 
 def register_everything() -> None:
     """Fill every registry, by explicit imports: the one place the `trl-efficient` command and this API register.
     `methods` (estimators, filters, plans, samplers: a recipe's config names them), `recipes` (every recipe and reward
-    builder; light, it imports no method), `testing` (the `tiny:` model scheme) and `testbed` (the `testbed:` scheme
-    and benchmark). Each is imported once; calling this again costs nothing."""
-    from .. import methods, recipes, testbed, testing  # noqa: F401
+    builder; light, it imports no method), `testing` (the `tiny:` model scheme) and `overthinking` (the `testbed:`
+    scheme and benchmark); then every installed plugin (`load_plugins`). Each is imported once; calling this again
+    costs nothing."""
+    from .. import methods, overthinking, recipes, testing  # noqa: F401
+
+    load_plugins()
+
+
+PLUGIN_GROUP = "trl_efficient.plugins"
+
+
+def load_plugins() -> list[str]:
+    """Import every module installed under the entry-point group `trl_efficient.plugins` and return their names. A
+    package extends the library this way without the library knowing it: the comparison instrument
+    (`trl_efficient_testbed`, `pip install -e ./testbed`) registers its pinned base models there."""
+    from importlib import metadata
+
+    names = []
+    for entry in metadata.entry_points(group=PLUGIN_GROUP):
+        entry.load()
+        names.append(entry.name)
+    return names
 
 
 def resolve_model(name: str) -> str:
     """`core.models.resolve_model_name` with every scheme registered first (`register_everything`): a `tiny:` or
-    `testbed:` name resolves from any script, not only after `trl_efficient.testing` or `trl_efficient.testbed` was
+    `testbed:` name resolves from any script, not only after `trl_efficient.testing` or `trl_efficient.overthinking` was
     imported (the package root imports neither)."""
     from ..core.models import resolve_model_name
 

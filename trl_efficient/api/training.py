@@ -320,7 +320,7 @@ def warn_cpu_threads(script_args, training_args) -> None:
     user did not choose (`OMP_NUM_THREADS` unset) and that is not on a `testbed:` model (run on one thread)."""
     import torch
 
-    from ..testbed import is_testbed_model
+    from ..overthinking import is_testbed_model
 
     if torch.cuda.is_available() and not training_args.use_cpu:
         return
@@ -503,8 +503,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     from ..eval.evaluate import evaluate_model
     from ..hub.card import SUMMARY_FILE, summary_markdown
     from ..recipes import get_recipe
-    from ..testbed import is_testbed_model
-    from ..testbed.runner import torch_threads
+    from ..overthinking import is_testbed_model
+    from ..overthinking import torch_threads
 
     resume_or_refuse(script_args, data_args, training_args)  # resume, refuse or start, before any model loads
     recipe = get_recipe(script_args.recipe)

@@ -1,5 +1,5 @@
 """Model names: a Hub id or a local path passes through; `<scheme>:<spec>` names are built locally by the scheme
-registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.testbed`; each
+registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.overthinking`; each
 registers when its module is imported: the `trl-efficient` command imports both, and `trl_efficient.api.resolve_model`
 resolves a name with every scheme registered).
 

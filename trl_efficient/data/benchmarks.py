@@ -10,7 +10,7 @@ Evaluation benchmarks of the seed papers: a registry, loaders and dataset-specif
 | `aime25`        | `yentinglin/aime_2025` (train split, 30 rows)         | after `data prepare` | integer       |
 | `theoremqa`     | `TIGER-Lab/TheoremQA` (test split, 800 rows)          | after `data prepare` | typed (below) |
 | `olympiadbench` | `Hothan/OlympiadBench`, `OE_TO_maths_en_COMP`         | after `data prepare` | LaTeX list    |
-| `testbed`       | generated (`trl_efficient.testbed` registers it)      | yes                  | digit; level  |
+| `testbed`       | generated (`trl_efficient.overthinking` registers it)      | yes                  | digit; level  |
 
 Every loader returns the library's conversational format (`prompt`, `solution`, `idx`, `level`, `source`) plus
 `answer_type` (`""` unless the data types its answers, as TheoremQA does). Sources are resolved in this order:

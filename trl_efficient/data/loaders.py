@@ -511,7 +511,7 @@ class DataArguments:
     def __post_init__(self) -> None:
         check_dataset_name("dataset_name", self.dataset_name)
         check_dataset_name("eval_dataset_name", self.eval_dataset_name)
-        # a name in DATASET_LOADERS (e.g. "testbed", the synthetic CPU world of trl_efficient.testbed) is its loader's
+        # a name in DATASET_LOADERS (e.g. "testbed", the synthetic CPU world of trl_efficient.overthinking) is its loader's
         self.dataset_name = _resolve_name_or_registered(self.dataset_name)
         if self.eval_dataset_name is not None:
             self.eval_dataset_name = _resolve_name_or_registered(self.eval_dataset_name)

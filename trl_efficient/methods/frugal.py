@@ -167,7 +167,7 @@ def apply_pass_rates(
 
 
 def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset:
-    """Recipe hook of `frugal` (`Recipe.prepare_dataset`): join the base model's pass rates and keep `p < 1`.
+    """Recipe hook of `frugal` (`Recipe.dataset_hook`): join the base model's pass rates and keep `p < 1`.
 
     Pass rates, in order of precedence:
     - `pass_rates=`: a path (JSONL / JSON written by `write_profile`) or a list of records;

@@ -249,7 +249,7 @@ SAMPLING_OPTIONS = ("k", "max_new_tokens", "temperature", "top_p", "batch_size",
 
 
 def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset:
-    """Recipe hook of `o1-pruner` (`Recipe.prepare_dataset`): the reference statistics on every training row.
+    """Recipe hook of `o1-pruner` (`Recipe.dataset_hook`): the reference statistics on every training row.
 
     Where the statistics come from, in order:
     1. resuming (`args.resume_from_checkpoint`): the checkpoint's copy (the reward's state), so a resumed run never

@@ -275,7 +275,7 @@ def _env_tiers():
 
 
 def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset:
-    """Recipe hook of `saber` (`Recipe.prepare_dataset`): `apply_saber_profile` with settings from `kwargs`, else
+    """Recipe hook of `saber` (`Recipe.dataset_hook`): `apply_saber_profile` with settings from `kwargs`, else
     environment variables, else the proposed defaults.
 
     - profile path: `profile=` or `$TRL_EFFICIENT_SABER_PROFILE` (required; a YAML can set it in its `env:` block);

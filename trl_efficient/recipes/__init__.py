@@ -3,7 +3,7 @@ module registers one method family's recipes when it is imported, and this file 
 explicitly: the one place the recipe layer registers. A new family module is added to the list below.
 
 Importing this package loads no torch, TRL or transformers (`tests/recipes/test_light_registry.py`): a recipe names
-its trainer and dataset hook by reference (`Recipe.trainer`, `"trl_efficient.methods.dler:DLERTrainer"`, imported by
+its trainer and dataset hook by reference (`Recipe.trainer_class`, `"trl_efficient.methods.dler:DLERTrainer"`, imported by
 `Recipe.trainer_cls` on first use), and the method layer's registrations (estimators, filters, plans, samplers, which
 a config naming e.g. `advantage_estimator: hbpo` needs) are made by `import trl_efficient.methods`, which a run does
 (`trl_efficient.api.register_everything`), not by this package."""

@@ -41,7 +41,7 @@ def build_adlp_length_reward(args, **kwargs) -> Callable:
     return get_adlp_reward(**kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 ADLP_REFERENCE = Reference(8192, "cap", "methods.md §18: max response 8192")

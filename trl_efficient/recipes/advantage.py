@@ -39,7 +39,7 @@ _GFPO_BASE = {
 }
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _gfpo_scale(name: str, extra: str = ""):
@@ -75,7 +75,7 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer="trl_efficient.methods.gfpo:GFPOTrainer",
+        trainer_class="trl_efficient.methods.gfpo:GFPOTrainer",
     )
 )
 register_recipe(
@@ -104,7 +104,7 @@ register_recipe(
             "GFPO reward: binary correctness (the paper's Phi-4 length-scaled reward is not reproduced)",
             "GFPO loss normaliser over all G rows (paper) via GFPOTrainer; masking, not dropping",
         ),
-        trainer="trl_efficient.methods.gfpo:GFPOTrainer",
+        trainer_class="trl_efficient.methods.gfpo:GFPOTrainer",
     )
 )
 register_recipe(
@@ -129,7 +129,7 @@ register_recipe(
             "DRPO length normaliser C = max_completion_length",
             "DRPO as an advantage-level formulation (exact when one optimizer step per generation batch)",
         ),
-        trainer="trl_efficient.methods.drpo:DRPOTrainer",
+        trainer_class="trl_efficient.methods.drpo:DRPOTrainer",
     )
 )
 register_recipe(

@@ -173,7 +173,7 @@ def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs) -> Any:
     return train_dataset
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _bingo_scale(cap: int, steps: int) -> RecipeScale:
@@ -211,7 +211,7 @@ register_recipe(
         # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
         rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
         papers=("2506.08125",),
-        prepare_dataset=prepare_bingo,
+        dataset_hook=prepare_bingo,
         proposed_defaults=(
             "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",
             "reference: K=4 responses of the frozen initial policy per prompt, generated once and cached (the paper "

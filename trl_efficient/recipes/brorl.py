@@ -79,6 +79,6 @@ register_recipe(
             "512 rows), not the paper's, which was not in the sources we read",
             "testbed: N = 128 and generation_chunk_size 32 (the paper's 512 is beyond a CPU step)",
         ),
-        trainer=get_recipe("prorl").trainer,  # DLERTrainer: dynamic sampling with refill, as in prorl
+        trainer_class=get_recipe("prorl").trainer_class,  # DLERTrainer: dynamic sampling with refill, as in prorl
     )
 )

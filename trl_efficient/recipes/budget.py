@@ -70,7 +70,7 @@ def build_saber_reward(args, length_scope: str, **kwargs) -> Callable:
     return get_saber_reward(**kwargs)  # length_unit "tokens" (checked) and the tokenizer; the scope is its own
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 # methods.md §2, headline table: the base model's mean output on MATH500
@@ -184,7 +184,7 @@ register_recipe(
             f'start the assistant turn with "{HBPO_TEMPLATE.format(budget="{b}")}"; for the paper\'s '
             f'efficiency prompting, with "{HBPO_MINIMAL_PROMPT}".'
         ),
-        trainer="trl_efficient.methods.hbpo:HBPOTrainer",
+        trainer_class="trl_efficient.methods.hbpo:HBPOTrainer",
     )
 )
 
@@ -230,7 +230,7 @@ register_recipe(
             "SABER modes: NoThink = empty think block, FastThink = 128, CoreThink = 4096, DeepThink = 16384 tokens",
         ),
         usage=_saber_usage(),
-        prepare_dataset="trl_efficient.methods.saber:prepare_dataset",
+        dataset_hook="trl_efficient.methods.saber:prepare_dataset",
     )
 )
 

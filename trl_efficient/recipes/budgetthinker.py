@@ -21,7 +21,7 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 BUDGETTHINKER_REFERENCE = Reference(10000, "cap", "methods.md §23: max response 10000")
@@ -100,7 +100,7 @@ register_recipe(
             RewardSpec("correctness", weight=0.0),
         ),
         papers=("2508.17196",),
-        trainer="trl_efficient.methods.budgetthinker:BudgetThinkerTrainer",
+        trainer_class="trl_efficient.methods.budgetthinker:BudgetThinkerTrainer",
         config_overrides={
             "rollout_plan": "budgetthinker",
             # [code] easyr1/examples/8ratio_v1.yaml: the epoch curriculum

@@ -3,7 +3,7 @@
 
 They claim nothing; they are what the method checks must tell apart from a method. A check that `constant-penalty`
 passes credits "a length penalty shortens", not the method; a check that `placebo` (or `grpo`) passes is broken
-(`trl_efficient/testbed/protocol.py`, docs/testbed.md "Controls").
+(`testbed/trl_efficient_testbed/protocol.py`, docs/testbed.md "Controls").
 """
 
 from ..rewards.controls import get_constant_length_penalty, get_placebo_reward

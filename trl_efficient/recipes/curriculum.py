@@ -32,7 +32,7 @@ def build_curriculum_reward(args, **kwargs) -> Callable:
     return get_curriculum_reward(**settings, **kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 CURRICULUM_REFERENCE = Reference(258.4, "base mean", "methods.md §22: the base model scores 83.55% at 258.4 tokens "

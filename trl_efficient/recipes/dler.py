@@ -80,7 +80,7 @@ register_recipe(
         proposed_defaults=(
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer="trl_efficient.methods.dler:DLERTrainer",
+        trainer_class="trl_efficient.methods.dler:DLERTrainer",
     )
 )
 register_recipe(
@@ -128,6 +128,6 @@ register_recipe(
             "DA-DLER schedule: groups with solve rate >= 0.75 truncated to 2000 tokens and re-scored (not published)",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer="trl_efficient.methods.dler:DLERTrainer",
+        trainer_class="trl_efficient.methods.dler:DLERTrainer",
     )
 )

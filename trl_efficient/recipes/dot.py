@@ -9,7 +9,7 @@ from __future__ import annotations
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import PaperLength, RecipeScale, Reference, scale_length
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 # methods.md §21, headline table: the base model's mean output on MATH-500
@@ -89,6 +89,6 @@ register_recipe(
             "predictive oversampling as one refill pass of floor(B*f) - B prompts after the dataloader's batch, only "
             "when that batch falls short (at most 2 generation batches); a shortfall is masked, not padded",
         ),
-        trainer="trl_efficient.methods.dot:DOTTrainer",
+        trainer_class="trl_efficient.methods.dot:DOTTrainer",
     )
 )

@@ -20,7 +20,7 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 register_recipe(
     Recipe(
@@ -40,7 +40,7 @@ register_recipe(
             "phase has mean entropy 0",
             "entropies from one extra no-grad forward pass at generation time (the policy before the update)",
         ),
-        trainer="trl_efficient.methods.pear:PEARTrainer",
+        trainer_class="trl_efficient.methods.pear:PEARTrainer",
     )
 )
 register_recipe(
@@ -74,6 +74,6 @@ register_recipe(
             "mean token entropy from one extra no-grad forward pass at generation time, rounded to 1e-4 nats; ties "
             "break stably by index",
         ),
-        trainer="trl_efficient.methods.entropy:TokenEntropyTrainer",
+        trainer_class="trl_efficient.methods.entropy:TokenEntropyTrainer",
     )
 )

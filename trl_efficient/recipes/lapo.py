@@ -42,7 +42,7 @@ def build_lapo_reward(args, **kwargs) -> Callable:
     return get_lapo_reward(**options, **kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 # methods.md §28 reports only averages over four benchmarks (MATH-500, AIME24, AMC-23, OlympiadBench)
@@ -139,7 +139,7 @@ register_recipe(
             "Prompt as in training. For a chosen budget L, start the assistant turn with "
             f'"{LAPO_TEMPLATE.format(length="{L}")}"; without it the model picks its own length.'
         ),
-        trainer="trl_efficient.methods.lapo:LAPOTrainer",
+        trainer_class="trl_efficient.methods.lapo:LAPOTrainer",
     )
 )
 

@@ -77,7 +77,7 @@ _PROPOSED = (
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _laser_d_scale(name: str):

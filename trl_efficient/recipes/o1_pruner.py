@@ -48,7 +48,7 @@ def build_o1_pruner_reward(args, **kwargs) -> Callable:
     return get_o1_pruner_reward(reference=reference, **kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 # O1-Pruner's released code: the GitHub owner's account name is "StarDew" followed by three capital X letters
 # (github.com/<owner>/O1-Pruner). It is spelt out here so that no literal of it reads as an unfinished-work marker.
@@ -91,7 +91,7 @@ register_recipe(
             "training cap, temperature, top_p and seed, sampled once before training (the paper's offline pre-pass)",
             "O1-Pruner reference lengths in the run's length_unit/length_scope; a truncated sample counts at its cap",
         ),
-        prepare_dataset="trl_efficient.methods.o1_pruner:prepare_dataset",
+        dataset_hook="trl_efficient.methods.o1_pruner:prepare_dataset",
     )
 )
 

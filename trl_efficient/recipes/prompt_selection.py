@@ -12,7 +12,7 @@ from ..core.sampler_defaults import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_
 from .registry import Recipe, RewardSpec, Section, register_recipe
 from .scale import PaperLength, RecipeScale, Reference, revisits
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _frugal_scale(cap: int, steps: int) -> RecipeScale:
@@ -105,6 +105,6 @@ register_recipe(
             "uses verl's shuffled dataloader)",
             "Frugal pass-rate estimate at the training cap and temperature, top_p 1.0, correct = answer after </think>",
         ),
-        prepare_dataset="trl_efficient.methods.frugal:prepare_dataset",
+        dataset_hook="trl_efficient.methods.frugal:prepare_dataset",
     )
 )

@@ -82,6 +82,6 @@ register_recipe(
             "plateau trigger (ref_reset_metric) patience 3, min_delta 0, off unless an evaluation metric is named",
             "dynamic sampling refill from an independent seeded pass over the data, at most 4 generation batches",
         ),
-        trainer="trl_efficient.methods.dler:DLERTrainer",
+        trainer_class="trl_efficient.methods.dler:DLERTrainer",
     )
 )

@@ -242,11 +242,11 @@ class Recipe:
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
-    # the trainer class, as a "module:attr" reference (`resolve`; `trainer_cls` imports it): a subclass for
+    # the trainer class (`trainer_class`), as a "module:attr" reference (`resolve`; `trainer_cls` imports it): a subclass for
     # trainer-level methods (methods/), so that registering a recipe imports no trainer
-    trainer: str | type = DEFAULT_TRAINER
+    trainer_class: str | type = DEFAULT_TRAINER
     # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset; a callable or a "module:attr" reference
-    prepare_dataset: Callable | str | None = None
+    dataset_hook: Callable | str | None = None
     testbed_scale: ScaleRule | None = (
         None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
     )
@@ -255,7 +255,7 @@ class Recipe:
     paper_lengths: tuple[PaperLength, ...] = ()
     family: str = "length penalties"  # one of RECIPE_FAMILIES: the testbed's plots group recipes by it
     section: Section | None = None  # its section of the method reference (docs/methods.md §N)
-    # the testbed's claim for it: the key of its method check (trl_efficient.testbed.checks.CLAIMS; "shorter":
+    # the testbed's claim for it: the key of its method check (trl_efficient_testbed.checks.CLAIMS; "shorter":
     # shorter at similar accuracy, its paper's claim), and of protocol 3's check of what it adds to a fixed length
     # penalty (checks.SPECIFIC_CLAIMS), None when it has none
     testbed_check: str = "shorter"
@@ -272,14 +272,14 @@ class Recipe:
         >>> get_recipe("grpo").trainer_cls.__name__
         'EfficientGRPOTrainer'
         """
-        return resolve(self.trainer)
+        return resolve(self.trainer_class)
 
     def apply_prepare_dataset(self, dataset, args, tokenizer, **kwargs) -> Any:
-        if self.prepare_dataset is None:
+        if self.dataset_hook is None:
             if kwargs:
                 raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")
             return dataset
-        return resolve(self.prepare_dataset)(dataset, args, tokenizer, **kwargs)
+        return resolve(self.dataset_hook)(dataset, args, tokenizer, **kwargs)
 
     def scale(self, cap: int, max_steps: int, base_mean: float | None = None) -> RecipeScale:
         """This recipe at the testbed's completion cap and run length (`testbed_scale`); a recipe that declares none
@@ -427,7 +427,7 @@ reward_builder(
 # Recipes. Each paper-derived value cites methods.md; "proposed default" marks our own choices.
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _l1_scale(mode: str):

@@ -22,7 +22,7 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 register_recipe(
     Recipe(
@@ -52,6 +52,6 @@ register_recipe(
             "SAR: an empty completion scores 0; both clips applied (the released code clips only below -1; the upper "
             "bound never binds)",
         ),
-        trainer="trl_efficient.methods.sar:SARTrainer",
+        trainer_class="trl_efficient.methods.sar:SARTrainer",
     )
 )

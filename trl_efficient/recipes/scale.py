@@ -1,7 +1,7 @@
 """
 Testbed scale: how a recipe puts its papers' constants at the CPU testbed's size. Each recipe declares its own rule
 (`Recipe.testbed_scale`, a function `(cap, max_steps) -> RecipeScale` next to the recipe); this module holds the
-vocabulary those rules share, and `trl_efficient.testbed.scaling.recipe_scale` applies them.
+vocabulary those rules share, and `trl_efficient_testbed.scaling.recipe_scale` applies them.
 
 Recipes carry their papers' constants, set for completions of thousands of tokens; the testbed caps completions at
 `max_completion_length` (192 by default) and trains for tens of steps. Run unchanged, a recipe would show its units

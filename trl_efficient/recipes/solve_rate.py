@@ -53,7 +53,7 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 def _asrr_scale(cap: int, steps: int) -> RecipeScale:

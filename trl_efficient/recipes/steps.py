@@ -32,7 +32,7 @@ reward_builder(  # GRSP's group-relative segment penalty (methods.md §27)
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by trl_efficient/testbed/scaling.py)
+# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
 
 
 # methods.md §19 and §27 state neither a cap nor their base model's mean length

@@ -57,7 +57,7 @@ def _row(name: str, summary: dict, seconds: float | None = None, num_generations
     """One table row from `evaluate_testbed`'s summary; per difficulty k also the accuracy and the tokens-to-floor
     ratio (`analysis.floor_ratio_by_difficulty`), from which the worst-ratio column and the per-difficulty plot are
     drawn."""
-    from .analysis import accuracy_by_difficulty, floor_ratio_by_difficulty
+    from trl_efficient_testbed.summary import accuracy_by_difficulty, floor_ratio_by_difficulty
 
     return {
         "recipe": name,
@@ -227,7 +227,7 @@ def worst_ratio_cell(row: dict, rows: list[dict]) -> str:
     """`"1.32 (k=7)"`: the worst ratio at kept accuracy, `worst_ratio_with_intervals` for rows with intervals, else
     `analysis.worst_ratio_at_kept_accuracy` against `row_reference` (rows written before the intervals); `—` when no
     k keeps the reference's accuracy or the row (or its reference) predates the per-difficulty fields."""
-    from .analysis import worst_ratio_at_kept_accuracy
+    from trl_efficient_testbed.summary import worst_ratio_at_kept_accuracy
 
     if row.get("ci") is not None:
         worst = worst_ratio_with_intervals(row)
@@ -326,7 +326,7 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
     protocol = protocol or {}
     level = (protocol.get("nominal_levels") or [None])[0]
     conf = "" if level is None else f" (intervals at {1 - 2 * level:.1%}: each end at the looks' nominal level)"
-    lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`trl_efficient/testbed/protocol.yaml`, "
+    lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`testbed/trl_efficient_testbed/protocol.yaml`, "
              f"sha256 {protocol.get('sha256', '-')}){conf}: does the method do what its paper says, against its "
              "matching control?", "",
              "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty "
@@ -428,7 +428,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
             lines += ["", f"Verdicts: {counts[True]} held, {counts[None]} inconclusive, {counts[False]} not held "
                       "(held: the 95% interval of the claimed paired difference excludes 0 on the claimed side; not "
                       "held: it excludes every effect of the margin's size on the claimed side; "
-                      "trl_efficient/testbed/checks.py)."]  # fmt: skip
+                      "testbed/trl_efficient_testbed/checks.py)."]  # fmt: skip
     levels = sorted({d for r in ok_rows for d in r["by_difficulty"]}, key=int)
     if levels:
         note = " (value±half its 95% interval)" if intervals else ""
@@ -468,7 +468,7 @@ def compare_markdown(rows: list[dict], settings: dict | None = None, scales: dic
                       "where thinking less would cost it nothing (plot: per_difficulty.png)."]  # fmt: skip
     if scales:
         cap = (settings or {}).get("max_completion_length", "the cap")
-        lines += ["", f"Testbed scaling rules (trl_efficient/testbed/scaling.py; cap = {cap} tokens):", ""]
+        lines += ["", f"Testbed scaling rules (testbed/trl_efficient_testbed/scaling.py; cap = {cap} tokens):", ""]
         lines += [f"- `{name}`: {scales[name]['rule']}" for name in scales]
     if settings:
         lines += ["", "Settings: " + ", ".join(f"{k}={v}" for k, v in settings.items() if k != "extra")]
@@ -490,7 +490,7 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     Runs offline (`HF_HUB_OFFLINE=1`) with `torch_threads()`. `train=False` trains nothing: it renders the
     finished run files, and a later look whose runs are missing is not taken (`compare.json`'s
     `protocol.pending_looks` names it). Returns `{"rows", "files", "failed"}`."""
-    from ..recipes import get_recipe
+    from trl_efficient.recipes import get_recipe
     from .scaling import settings_scale
 
     settings = settings or TestbedSettings()
@@ -510,7 +510,7 @@ def plan_runs(names: list[str], settings: TestbedSettings, output_dir: str, keep
     """`{name: [jobs.Job, ...]}`: the base model's one evaluation (`"base"`) and every recipe's training seeds. The
     base model is resolved (trained on first use) here, before any worker starts. `overwrite` deletes their result
     files first."""
-    from .base import base_model_id, resolve_base_model
+    from trl_efficient.overthinking.base import base_model_id, resolve_base_model
     from .jobs import BASE, plan_job
 
     base_id = base_model_id(resolve_base_model(settings.base_model))
@@ -572,7 +572,7 @@ def run_protocols(infos: dict) -> dict[str, int]:
     known = sorted(h for h in counts if h != "None")
     if len(known) > 1 and not set(known) <= compatible_runs():
         raise ValueError(f"run files written under different protocols ({', '.join(known)}) cannot form one table; "
-                         "rerun them under one protocol (trl_efficient/testbed/protocol.yaml).")  # fmt: skip
+                         "rerun them under one protocol (testbed/trl_efficient_testbed/protocol.yaml).")  # fmt: skip
     return counts
 
 
@@ -739,7 +739,7 @@ def with_controls(recipes: list[str], base_model: str | None = None) -> list[str
 
 def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress,
              train: bool = True) -> dict:  # fmt: skip
-    from ..eval.plots import pareto_plot
+    from trl_efficient.eval.plots import pareto_plot
     from .jobs import run_jobs
     from .protocol import describe
     from .scaling import settings_scale

@@ -40,7 +40,7 @@ def rl_figures(settings=None, output_dir: str = "outputs/testbed", workers: int 
     the two properties (module docstring). Returns the JSON-ready figures (`rl_figures_markdown` renders them)."""
     import numpy as np
 
-    from .base import base_model_id, resolve_base_model
+    from trl_efficient.overthinking.base import base_model_id, resolve_base_model
     from .jobs import plan_job, run_jobs
     from .report import TRADEOFF_HARD
     from .runner import TestbedSettings, _difference, load_panels, panel_row, plan_runs

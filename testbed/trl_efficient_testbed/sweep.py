@@ -106,7 +106,7 @@ def _factory_default(builder: str, kwarg: str):
     `inspect.Parameter.empty`; raises when the factory has no such parameter."""
     import inspect
 
-    from ..recipes.registry import REWARD_INFO
+    from trl_efficient.recipes.registry import REWARD_INFO
 
     info = REWARD_INFO.get(builder)
     factory = info.factory if info is not None else None
@@ -127,8 +127,8 @@ def resolve_point(recipe_name: str, point: dict, settings: TestbedSettings, scal
     recipe does not use, an argument its factory lacks, or a multiplier without a numeric value to multiply."""
     import inspect
 
-    from ..recipes import get_recipe
-    from ..trainer import EfficientGRPOConfig
+    from trl_efficient.recipes import get_recipe
+    from trl_efficient.trainer import EfficientGRPOConfig
     from .runner import build_config
     from .scaling import settings_scale
 
@@ -206,7 +206,7 @@ def changed_overrides(recipe_name: str, config_overrides: dict, settings: Testbe
     whose every key is at the recipe's own value has none, so its runs are `compare`'s runs (the same job hash)."""
     if not config_overrides:
         return {}
-    from ..recipes import get_recipe
+    from trl_efficient.recipes import get_recipe
     from .runner import build_config
 
     args = build_config(scaled_recipe(get_recipe(recipe_name), scale), settings,
@@ -223,8 +223,8 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     references, and a point equal to the recipe as `compare` trains it, reuse its files), run on `workers`
     processes. A point's row has 95% intervals and its paired differences from grpo (`runner.panel_row`); a point
     whose run raises is a failed row, the others still run. Returns the sweep (what the JSON holds) plus `"files"`."""
-    from ..recipes import get_recipe
-    from .base import base_model_id, resolve_base_model
+    from trl_efficient.recipes import get_recipe
+    from trl_efficient.overthinking.base import base_model_id, resolve_base_model
     from .jobs import plan_job, run_jobs
     from .plots import frontier_plot
     from .runner import load_panels, panel_row, panel_rows, plan_runs

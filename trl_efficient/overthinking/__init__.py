@@ -1,15 +1,17 @@
 """
-CPU testbed for efficient reasoning: a synthetic world where over-thinking is measurable to the token.
+The synthetic over-thinking world the quickstart trains on: a CPU world where over-thinking is measurable to the token.
 
 - `world`: tasks (digit chains, 1-8 operations, one reasoning step each), teacher traces with redundant sentences,
   exact sentence classification;
 - `base`: the over-thinking base model (tiny Qwen2 trained from scratch on CPU, cached; `"testbed:base"`);
 - `data`: datasets in the library's format (`dataset_name: testbed`);
-- `analysis`: necessary / redundant / frame tokens of every completion and the floor (shortest correct trace);
-- `runner`: train recipes from the base with the same budget and compare them (`trl-efficient testbed compare`);
-- `cli`: `trl-efficient testbed {base,eval,compare,quickstart}`.
+- `analysis`: necessary / redundant / frame tokens of every completion and the floor (shortest correct trace).
 
-What the testbed plugs in when it is imported (`trl_efficient.api.register_everything` does; the package root does
+It stays in the library because the quickstart (`trl-efficient train` with no arguments) trains on it: a model scheme
+beside `tiny:`. The comparison instrument that measures recipes in this world (protocol, checks, verdicts, sweeps) is
+its own package, `trl_efficient_testbed` (`pip install -e ./testbed`), which imports only the library's public names.
+
+What this module plugs in when it is imported (`trl_efficient.api.register_everything` does; the package root does
 not): the `testbed:<size>` model-name scheme of
 `trl_efficient.core.models.resolve_model_name`, the `testbed` evaluation benchmark of
 `trl_efficient.data.benchmarks` and the `testbed` training dataset of `trl_efficient.data.loaders.DATASET_LOADERS`
@@ -18,11 +20,15 @@ not): the `testbed:<size>` model-name scheme of
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
+
 from ..core.models import MODEL_SCHEMES
 from ..data.benchmarks import Benchmark, register_benchmark
 from ..data.loaders import DATASET_LOADERS
 
-__all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets"]
+__all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets", "torch_threads"]
 
 TESTBED_DATASET_NAME = "testbed"
 
@@ -49,6 +55,23 @@ def load_datasets(data_args, seed: int = 0) -> tuple:
     if data_args.eval_dataset_name != TESTBED_DATASET_NAME:
         raise ValueError("dataset_name 'testbed' can only be evaluated on eval_dataset_name 'testbed'.")
     return train, load_testbed_dataset("test", data_args.eval_limit or 128, seed)
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int | None = None) -> Iterator[None]:
+    """Run with `num_threads` torch intra-op threads (default `$TRL_EFFICIENT_TESTBED_THREADS`, else 1), then restore.
+
+    The testbed's matrices are tiny: a second thread barely helps on an idle machine, and on a busy one OpenMP
+    threads waiting for each other make a GRPO step several times slower (measured: 7 s vs 0.5 s per step).
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(num_threads or int(os.environ.get("TRL_EFFICIENT_TESTBED_THREADS", "0") or 0) or 1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 # ------------------------------------------------------------------------------------------------ registrations

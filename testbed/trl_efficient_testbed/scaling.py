@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..recipes import get_recipe
-from ..recipes.scale import (
+from trl_efficient.recipes import get_recipe
+from trl_efficient.recipes.scale import (
     BASE_MODEL_PLACEHOLDER,
     DEFAULT_PAPER_CAP,
     TESTBED_V3_BASE_MEAN,

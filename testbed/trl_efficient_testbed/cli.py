@@ -47,11 +47,11 @@ import json
 import logging
 import sys
 
-from ..core.errors import CommandParser
+from trl_efficient.core.errors import CommandParser
 
 __all__ = ["main"]
 
-logger = logging.getLogger("trl_efficient.testbed")
+logger = logging.getLogger("trl_efficient_testbed")
 
 
 def _parse_sets(items: list[str]) -> dict:
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     _check_values(args)  # before any model loads or trains
 
     if args.command == "base":
-        from .base import BASE_MODEL_SIZES, cache_root, resolve_base_model, train_base_model
+        from trl_efficient.overthinking.base import BASE_MODEL_SIZES, cache_root, resolve_base_model, train_base_model
 
         if args.size not in BASE_MODEL_SIZES:
             raise ValueError(
@@ -340,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "eval":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from ..core.models import resolve_model_name
-        from .data import load_testbed_dataset
+        from trl_efficient.core.models import resolve_model_name
+        from trl_efficient.overthinking.data import load_testbed_dataset
         from .runner import evaluate_testbed, torch_threads
 
         path = resolve_model_name(args.model)
@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         _print_summary(args.model, summary)
         return 0
     if args.command == "world-report":
-        from ..core.models import resolve_model_name
+        from trl_efficient.core.models import resolve_model_name
         from .report import world_report
 
         report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args, args.set)
         recipes = args.recipes
         if "all" in recipes:
-            from ..recipes import RECIPES
+            from trl_efficient.recipes import RECIPES
             from .protocol import load
 
             rows = [n for n in load().get("rows") or {} if n not in RECIPES]  # protocol rows of their own (lisa)
@@ -462,3 +462,10 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def console_main() -> int:
+    """`trl-efficient-testbed ...`: the same as `trl-efficient testbed ...` (its one-line errors and exit codes)."""
+    from trl_efficient.cli import main as library_main
+
+    return library_main(["testbed", *sys.argv[1:]])

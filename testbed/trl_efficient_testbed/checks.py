@@ -114,7 +114,7 @@ def __getattr__(name: str):
     """`CONDITIONED`, from the registry on first use (PEP 562): the recipes whose declared claim is conditioned."""
     if name != "CONDITIONED":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ..recipes import RECIPES
+    from trl_efficient.recipes import RECIPES
 
     claims = {recipe: RECIPES.get(recipe).testbed_check for recipe in RECIPES.names()}
     return tuple(recipe for claim in CONDITIONED_CLAIMS for recipe, own in claims.items() if own == claim)
@@ -127,7 +127,7 @@ def claim_of(recipe: str) -> tuple[str, str | None]:
     >>> claim_of("l1-max"), claim_of("hapo"), claim_of("grpo-prompted")
     (('l1', None), ('shorter', 'difficulty-aware'), ('shorter', None))
     """
-    from ..recipes import RECIPES
+    from trl_efficient.recipes import RECIPES
 
     if recipe not in RECIPES:
         return "shorter", None
@@ -145,7 +145,7 @@ def family_of(recipe: str) -> str:
     >>> family_of("hbpo"), family_of("gfpo"), family_of("no-such")
     ('budget / prompted', 'sampling', 'other')
     """
-    from ..recipes import RECIPES
+    from trl_efficient.recipes import RECIPES
 
     return RECIPES.get(recipe).family if recipe in RECIPES else "other"
 
@@ -189,7 +189,7 @@ def spearman(xs, ys) -> float | None:
 
 def check_modes(recipe: str, scale) -> list:
     """The evaluation modes (`trl_efficient.eval.evaluate.EvalMode`) a recipe's check needs, from its testbed scale."""
-    from ..eval.evaluate import EvalMode, parse_mode
+    from trl_efficient.eval.evaluate import EvalMode, parse_mode
 
     claim = claim_of(recipe)[0]
     if claim == "hbpo":
@@ -200,7 +200,7 @@ def check_modes(recipe: str, scale) -> list:
         family = "l1" if recipe == "l1-exact" else "l1-max"
         return [m for t in targets for m in parse_mode(f"{family}:{t}")]
     if claim == "saber":
-        from ..prompts import saber_system_prompt
+        from trl_efficient.prompts import saber_system_prompt
 
         tiers = scale.recipe_kwargs["tiers"]
         chosen = sorted({tiers[0], tiers[len(tiers) // 2], tiers[-1]})  # the smallest, a middle and the largest tier

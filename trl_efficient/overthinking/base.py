@@ -8,7 +8,7 @@ formatted (prompt, teacher trace) pairs (`world.make_trace`: necessary steps mix
 hesitations at random verbosity, plus occasional merged steps). Everything is seeded.
 
 `resolve_base_model("testbed:base")` returns the cached directory, training it first when missing. The cache lives
-under `$TRL_EFFICIENT_CACHE/testbed/` (default `~/.cache/trl_efficient/testbed/`), keyed by a hash of the config,
+under `$TRL_EFFICIENT_CACHE/testbed/` (default `~/.cache/trl_efficient/overthinking/`), keyed by a hash of the config,
 so changing a setting trains a new model instead of reusing a stale one. Sizes: `"testbed:base"` (the default,
 a few minutes on two CPU cores), `"testbed:formats"` (the same, plus 30% of prompts in the methods' prompt formats
 with random values that its traces follow, loosely: what `testbed compare` trains recipes from; see below) and
@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
+from ..core.registry import Registry
 from ..testing.tiny import save_pretrained_atomic
 from .world import (
     THINK_CLOSE,
@@ -67,6 +68,7 @@ __all__ = [
     "BaseModelConfig",
     "base_model_id",
     "cache_root",
+    "PINNED_WEIGHTS",
     "pinned_model_dir",
     "resolve_base_model",
     "train_base_model",
@@ -227,7 +229,7 @@ def follow_trace(task, trace: str, kind: str, value: int, rng: random.Random, st
     the teacher's do) rather than the error-free minimal trace, so a budget too tight for checks costs accuracy on
     long chains instead of switching slips off.
 
-    >>> from trl_efficient.testbed.world import Task
+    >>> from trl_efficient.overthinking.world import Task
     >>> t = Task(4, (("+", 7),) * 3)
     >>> count = lambda text, thinking_only: len(text.split())
     >>> follow_trace(t, "x " * 100, "l1-max", 5, random.Random(0), TraceStyle(), count) == minimal_trace(t)
@@ -400,21 +402,27 @@ def _is_trained(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.json"))
 
 
+# size -> directory of weights trained elsewhere and shipped with a package (a plugin registers them: the comparison
+# instrument, `trl_efficient_testbed`, ships `testbed:v2` and `testbed:v3`); used when they match the size's config
+PINNED_WEIGHTS: Registry[str] = Registry("pinned testbed weights")
+
+
 def pinned_model_dir(size: str) -> str | None:
-    """The weights of `testbed:<size>` shipped with the package (`trl_efficient/testbed/pinned/<size>/`), when there
-    are some and they were trained from the size's current config (`BaseModelConfig.to_dict`, `FORMAT_VERSION`);
-    else `None` (a changed config trains a new model).
+    """The weights of `testbed:<size>` that a package registered in `PINNED_WEIGHTS`, when there are some and they
+    were trained from the size's current config (`BaseModelConfig.to_dict`, `FORMAT_VERSION`); else `None` (a changed
+    config trains a new model).
 
     Why pinned: training the base is deterministic on one machine but not across CPUs. Torch's kernels take other
     paths (vector widths, summation order) on other instruction sets, and 3,000 steps turn a last-bit difference into
     another model. With the same code and torch 2.13.0 on an AVX-512 machine (2026-12-02), `testbed:v2` trained with
     the native kernels answered 0.520 of the world report's 512 tasks (the committed base: 0.807) and lost the world's
-    trade-off (own thinking over the minimal trace on hard tasks +0.05 instead of +0.32); trained under
-    `ATEN_CPU_CAPABILITY=avx2` it reproduced the committed world report digit for digit: that is the model shipped
-    (docs/testbed.md, "One base model on every machine"). A comparison's numbers mean something only from one base.
+    trade-off; trained under `ATEN_CPU_CAPABILITY=avx2` it reproduced the committed world report digit for digit: that
+    is the model the comparison instrument ships (docs/testbed.md, "One base model on every machine").
     """
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pinned", size)
-    if size not in BASE_MODEL_SIZES or not _is_trained(path):
+    if size not in BASE_MODEL_SIZES or size not in PINNED_WEIGHTS:
+        return None
+    path = PINNED_WEIGHTS.get(size)
+    if not _is_trained(path):
         return None
     with open(os.path.join(path, MARKER)) as f:
         info = json.load(f)
@@ -442,8 +450,8 @@ def base_model_id(path: str) -> str:
 
 def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None) -> str:
     """Directory of the testbed base model `"testbed:<size>"` (`base`, `formats`, `v2`, `v3` or `small`), trained on
-    first use, or copied from the package's pinned weights where it ships them (`pinned_model_dir`: `testbed:v2` and
-    `testbed:v3`).
+    first use, or copied from pinned weights where a package registered them (`pinned_model_dir`; the comparison
+    instrument pins `testbed:v2` and `testbed:v3`).
 
     >>> resolve_base_model("testbed:huge")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -460,7 +468,7 @@ def resolve_base_model(name: str = "testbed:base", cache_dir: str | None = None)
     if not _is_trained(path):
         pinned = pinned_model_dir(size)
         if pinned is not None:
-            logger.info("Using the pinned weights of %r shipped with trl-efficient (%s)", name, path)
+            logger.info("Using the pinned weights of %r registered for it (%s)", name, path)
             _copy_atomic(pinned, path)
         else:
             logger.info("Training the testbed base model %r into %s (once; cached afterwards)", name, path)

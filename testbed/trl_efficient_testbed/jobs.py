@@ -135,7 +135,7 @@ def evaluates_conditioned(name: str) -> bool:
 
 
 def job_modes(name: str, settings) -> list:
-    from ..recipes import RECIPES
+    from trl_efficient.recipes import RECIPES
     from .checks import CONDITIONED, check_modes
     from .scaling import settings_scale
 
@@ -160,7 +160,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
     settings and config when it has them (`protocol.row_settings`, `control_overrides`). `overrides` are
     `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
     change something, so a point equal to the recipe shares its file)."""
-    from ..recipes import get_recipe
+    from trl_efficient.recipes import get_recipe
     from .protocol import row_settings
     from .scaling import settings_scale
     from .training import scaled_recipe
@@ -274,8 +274,8 @@ def _run(job: Job, settings, trained: dict | None = None) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from .base import base_model_id, resolve_base_model
-    from .data import load_testbed_dataset
+    from trl_efficient.overthinking.base import base_model_id, resolve_base_model
+    from trl_efficient.overthinking.data import load_testbed_dataset
     from .scaling import settings_scale
     from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
 

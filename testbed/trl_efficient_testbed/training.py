@@ -15,11 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from trl_efficient.overthinking import torch_threads
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..recipes.registry import Recipe
-    from ..trainer import EfficientGRPOConfig
+    from trl_efficient.recipes.registry import Recipe
+    from trl_efficient.trainer import EfficientGRPOConfig
 
 logger = logging.getLogger(__name__)
 
@@ -86,23 +88,6 @@ class TestbedSettings:
         return [self.seed + i for i in range(self.seeds)]
 
 
-@contextlib.contextmanager
-def torch_threads(num_threads: int | None = None) -> Iterator[None]:
-    """Run with `num_threads` torch intra-op threads (default `$TRL_EFFICIENT_TESTBED_THREADS`, else 1), then restore.
-
-    The testbed's matrices are tiny: a second thread barely helps on an idle machine, and on a busy one OpenMP
-    threads waiting for each other make a GRPO step several times slower (measured: 7 s vs 0.5 s per step).
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(num_threads or int(os.environ.get("TRL_EFFICIENT_TESTBED_THREADS", "0") or 0) or 1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Evaluation with exact token accounting
 # ---------------------------------------------------------------------------------------------------------------
@@ -116,7 +101,7 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
     `EvalMode` for every row, or a list of one per row; `constraint`: a `sampling.SentenceConstraint`. A mode with a
     `control_budget` (`budgetthinker:B`) forces BudgetThinker's control tokens (`BudgetControlProcessor.apply`; the
     tokenizer must hold them), one budget for all rows."""
-    from ..eval.evaluate import build_prompt_text
+    from trl_efficient.eval.evaluate import build_prompt_text
     from .streams import generate_paired, sample_seed
 
     modes = mode if isinstance(mode, list) else [mode] * len(rows)
@@ -125,7 +110,7 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
     if budgets != {None}:
         if len(budgets) > 1:
             raise ValueError(f"paired_generations: one control budget for all rows, got {sorted(map(str, budgets))}.")
-        from ..rewards.budgetthinker import BudgetControlProcessor, control_token_ids
+        from trl_efficient.rewards.budgetthinker import BudgetControlProcessor, control_token_ids
 
         processor = BudgetControlProcessor(budgets.pop(), control_token_ids(tokenizer)).apply
     prompt_ids = [tokenizer(build_prompt_text(r["prompt"], m, tokenizer), add_special_tokens=False)["input_ids"]
@@ -153,10 +138,11 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     columns (`task`, `sample`, `difficulty`, `tokens`, `correct`, `redundant_tokens`, `floor_tokens`, `num_skips`,
     `truncated`, `tight_truncated`, `useful_checks`, `useless_checks`), from which `stats.Panel` builds the
     per-(seed, task) cells of the intervals."""
-    from ..eval.evaluate import EvalMode
-    from .analysis import analyze_completion, summarize
+    from trl_efficient.eval.evaluate import EvalMode
+    from trl_efficient.overthinking.analysis import analyze_completion
+    from trl_efficient_testbed.summary import summarize
     from .checks import TIGHT_CAP_FRACTION
-    from .data import task_from_row
+    from trl_efficient.overthinking.data import task_from_row
 
     rows = list(dataset)
     generations = paired_generations(model, tokenizer, rows, EvalMode(), num_samples, max_new_tokens, temperature,
@@ -196,7 +182,7 @@ def _with_control_tokens(model, tokenizer, seed: int) -> tuple:
 
     import torch
 
-    from ..rewards.budgetthinker import BUDGETTHINKER_CONTROL_TOKENS, add_budget_tokens
+    from trl_efficient.rewards.budgetthinker import BUDGETTHINKER_CONTROL_TOKENS, add_budget_tokens
 
     if all(t in tokenizer.get_vocab() for t in BUDGETTHINKER_CONTROL_TOKENS):
         return model, tokenizer
@@ -216,8 +202,8 @@ def evaluate_modes(model, tokenizer, dataset, modes, max_new_tokens: int = 192, 
     Feeds `checks.method_check`. A `budgetthinker:B` mode on a model without BudgetThinker's control tokens (the
     base model) runs on a copy with them added as `BudgetThinkerTrainer` adds them before its first step
     (`add_budget_tokens`: fresh embeddings, drawn under `torch.manual_seed(seed)`): its starting point."""
-    from ..core.lengths import LengthMeter
-    from ..rewards import is_correct
+    from trl_efficient.core.lengths import LengthMeter
+    from trl_efficient.rewards import is_correct
 
     rows = list(dataset)
     out = {}
@@ -264,8 +250,8 @@ def build_config(
     of the method) wins over the common cap, and a scale's own `beta` over the common KL coefficient. Every recipe
     trains on the same number of prompts per step (`per_device_train_batch_size / num_generations` of the settings);
     a recipe with its own G samples more."""
-    from .. import methods  # noqa: F401  (the estimators, plans and samplers a recipe's config names)
-    from ..trainer import EfficientGRPOConfig
+    from trl_efficient import methods  # noqa: F401  (the estimators, plans and samplers a recipe's config names)
+    from trl_efficient.trainer import EfficientGRPOConfig
     from .scaling import apply_scale, settings_scale
 
     scale = scale or settings_scale(recipe.name, settings)
@@ -303,7 +289,7 @@ def _saber_profile(base_path: str, tokenizer, train_dataset, settings: TestbedSe
     thinking length at the cap is told apart from a longer one)."""
     from transformers import AutoModelForCausalLM
 
-    from ..methods.saber import profile_dataset
+    from trl_efficient.methods.saber import profile_dataset
 
     model = AutoModelForCausalLM.from_pretrained(base_path)
     return profile_dataset(model, tokenizer, train_dataset, max_new_tokens=settings.max_completion_length + 1,
@@ -316,7 +302,7 @@ def _frugal_pass_rates(base_path: str, tokenizer, train_dataset, settings: Testb
     samples at the cap, at the training temperature (methods.md §30: 16 samples at 16k; 4 on tiny setups)."""
     from transformers import AutoModelForCausalLM
 
-    from ..methods.frugal import estimate_pass_rate
+    from trl_efficient.methods.frugal import estimate_pass_rate
 
     model = AutoModelForCausalLM.from_pretrained(base_path)
     return estimate_pass_rate(model, tokenizer, train_dataset, n=n, max_new_tokens=settings.max_completion_length,
@@ -333,9 +319,9 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     import torch
     from transformers import AutoTokenizer
 
-    from ..recipes import get_recipe
-    from .base import resolve_base_model
-    from .data import load_testbed_dataset
+    from trl_efficient.recipes import get_recipe
+    from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient.overthinking.data import load_testbed_dataset
     from .scaling import resolve_placeholders, settings_scale
     from .streams import rollout_model
 

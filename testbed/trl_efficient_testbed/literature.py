@@ -105,7 +105,7 @@ def load_pairs(path: str | None = None) -> list[dict]:
     import yaml
 
     if path is None:
-        text = resources.files("trl_efficient.testbed").joinpath("literature.yaml").read_text()
+        text = resources.files("trl_efficient_testbed").joinpath("literature.yaml").read_text()
     else:
         with open(path) as f:
             text = f.read()

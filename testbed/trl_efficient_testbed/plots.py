@@ -33,7 +33,7 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        from ..eval.plots import MATPLOTLIB_MISSING
+        from trl_efficient.eval.plots import MATPLOTLIB_MISSING
 
         logger.warning(MATPLOTLIB_MISSING)
         return None
