@@ -64,6 +64,42 @@ def test_wheel_carries_every_package_data_file(wheel):
     assert [f for f in data if f not in names] == []
 
 
+def test_library_wheel_holds_no_comparison_instrument(wheel):
+    """The library's wheel is the library: no module of the comparison instrument (`trl_efficient_testbed`, its own
+    distribution under testbed/), and none of its data (protocol, literature, pinned comparison base models)."""
+    names = zipfile.ZipFile(wheel).namelist()
+    instrument = [n for n in names if n.startswith("trl_efficient_testbed") or n.endswith(("protocol.yaml",
+                  "literature.yaml")) or "/pinned/" in n or n.endswith("trl_efficient_testbed.json")]  # fmt: skip
+    assert instrument == [] and "trl_efficient/overthinking/world.py" in names
+
+
+def test_testbed_command_without_the_instrument_says_how_to_install_it(monkeypatch, capsys):
+    """`trl-efficient testbed` is a plugin's command: with no package declaring it, one line says how to install it
+    and the command exits 2 (as every user error does)."""
+    from importlib import metadata
+
+    from trl_efficient import cli
+
+    monkeypatch.setattr(metadata, "entry_points", lambda **kw: [])
+    assert cli.main(["testbed", "compare"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install -e ./testbed" in err, err
+
+
+def test_instrument_plugs_in_through_entry_points():
+    """Installed, the instrument is found through its entry points only: the `testbed` command and the plugin that
+    registers its pinned base models (the library names neither)."""
+    from importlib import metadata
+
+    pytest.importorskip("trl_efficient_testbed")
+    commands = {e.name: e.value for e in metadata.entry_points(group="trl_efficient.commands")}
+    assert commands.get("testbed") == "trl_efficient_testbed.cli:main"
+    from trl_efficient.api import load_plugins
+    from trl_efficient.overthinking.base import pinned_model_dir
+
+    assert "testbed" in load_plugins() and pinned_model_dir("v3").endswith(os.path.join("pinned", "v3"))
+
+
 def test_wheel_copy_reads_its_files_from_outside_the_checkout(wheel, tmp_path):
     """Unpack the wheel and use it from a directory with no `configs/`: the card template renders and every
     registered recipe's packaged YAML loads, all from the wheel's copy (not the checkout)."""

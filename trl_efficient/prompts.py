@@ -1,6 +1,6 @@
 r"""Every prompt text a method trains or evaluates with: the one home for templates, budget sets and tiers.
 
-Training (rollout plans, recipes), evaluation modes and the testbed all read these, so the text a model is trained
+Training (rollout plans, recipes), evaluation modes and the synthetic world all read these, so the text a model is trained
 on is the text it is evaluated and prompted with.
 
 - **HBPO** (arXiv 2507.15844, methods.md §2): the budget statement is an assistant prefill

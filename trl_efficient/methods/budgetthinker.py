@@ -13,7 +13,7 @@ during generation, and the control tokens masked out of the loss.
   no state besides the epoch, which the HF Trainer checkpoints (`trainer_state.json`).
   `epoch_steps` (extension, proposed default `None` = the trainer's epochs as in the paper): one curriculum epoch
   lasts `epoch_steps` optimizer steps, `e = ⌊global_step / epoch_steps⌋` (also checkpointed), so a run shorter than
-  a data epoch (the testbed's) can still go through the curriculum.
+  a data epoch (the synthetic world's) can still go through the curriculum.
 - `BudgetThinkerTrainer`: installs `BudgetControlProcessor` (`trl_efficient.rewards.budgetthinker`) into TRL's
   transformers generation (wraps `GRPOTrainer._generate_single_turn`), and after
   `GRPOTrainer._generate_and_score_completions` takes the control tokens (all forced: the processor suppresses them

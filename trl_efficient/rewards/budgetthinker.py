@@ -210,7 +210,7 @@ def _budget_control_processor() -> type:
 
         def apply(self, scores: torch.FloatTensor, position: int) -> torch.FloatTensor:
             """`scores` (B, V) for the token at 0-based generated `position`: the control tokens suppressed, or the
-            forced one alone where one is due (what `__call__` does once it knows the position; the testbed's paired
+            forced one alone where one is due (what `__call__` does once it knows the position; the comparison's paired
             sampler calls it directly)."""
             out = scores.clone()
             control = torch.tensor(self.control_ids, device=scores.device)

@@ -1,5 +1,5 @@
 r"""
-Rewards of the testbed's negative controls: what a method check must beat before it credits a method (issue 32).
+Rewards of two negative controls: what a comparison of methods must see a method beat before it credits it.
 
 - `get_constant_length_penalty`: a fixed per-token penalty $-\alpha L$, the simplest length penalty. A method whose
   claim is more than "a length penalty shortens" must beat it (A-DLP with its controller frozen is this reward).
@@ -33,13 +33,13 @@ def get_constant_length_penalty(
     alpha: float = 1 / 4096, length_unit: str = "tokens", length_scope: str = "total", tokenizer: Any = None
 ) -> _ConstantLengthPenalty:
     r"""
-    A constant per-token length penalty (the testbed's negative control `constant-penalty`; no paper), to be **added
+    A constant per-token length penalty (the negative control `constant-penalty`; no paper), to be **added
     to a correctness reward** of weight 1:
 
     $$ R_i = c_i - \alpha L_i $$
 
     with $L_i$ the completion's length (tokens by default; every row, correct or not). `alpha` (`float`, per token,
-    defaults to `1/4096`: an answer at a 4,096-token cap loses one correct answer; the testbed scales it to `1/cap`,
+    defaults to `1/4096`: an answer at a 4,096-token cap loses one correct answer; a comparison scales it to `1/cap`,
     the value A-DLP's capped controller sits at) never changes during training: what every adaptive penalty is
     compared with. Never `None`.
 
@@ -65,11 +65,11 @@ class _ConstantLengthPenalty:
 
 def get_placebo_reward(scale: float = 0.1, seed: int = 0) -> _PlaceboReward:
     r"""
-    A placebo reward term (the testbed's negative control `placebo`; no paper): $u_i \in [-s, s]$, uniform, drawn from
+    A placebo reward term (the negative control `placebo`; no paper): $u_i \in [-s, s]$, uniform, drawn from
     SHA-256 of `seed` and the completion's token ids, so that it has mean 0 and is independent of the completion's
     length and correctness (two completions with the same ids get the same value; any other pair, independent
-    draws). `scale` (`float`, defaults to `0.1`: about the within-group spread of `constant-penalty`'s term on the
-    testbed, 40 tokens x 1/384) sets $s$. Added to a correctness reward, it only adds noise to the advantages. Never
+    draws). `scale` (`float`, defaults to `0.1`: about the within-group spread of `constant-penalty`'s term in the
+    synthetic world, 40 tokens x 1/384) sets $s$. Added to a correctness reward, it only adds noise to the advantages. Never
     `None`.
 
     >>> reward = get_placebo_reward(scale=1.0, seed=3)

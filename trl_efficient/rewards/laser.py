@@ -141,8 +141,8 @@ def get_laser_d_reward(
     LASER-DE logs the term's activity on every call through TRL's `log_metric`, as fractions of the gathered batch's
     scorable rows: `trl_efficient/laser_de/exploration_candidates` (formatted, wrong and longer than $L_k$: the
     paper's condition before the repetition flag) and `trl_efficient/laser_de/exploration_bonus` (those not flagged,
-    which get $+\alpha$). In testbed world v2 the second reads 0: the detector flags every trace long enough to be a
-    candidate (docs/adaptive-methods.md, "LASER-DE's exploration term on the testbed").
+    which get $+\alpha$). In the synthetic world v2 the second reads 0: the detector flags every trace long enough to be a
+    candidate (docs/adaptive-methods.md, "LASER-DE's exploration term").
 
     `monitor`: the `LaserMonitor` this reward owns (the recipes' builders pass one); the reward then forwards the
     component contract to it (checkpointed state, its columns, `attach`). Without one it is a plain reward.

@@ -10,7 +10,7 @@ Step-level rewards: the reasoning is cut into **steps** (segments) and the rewar
   - `"keywords"`: paragraphs, further split before every line that starts with one of `GRSP_KEYWORDS` ("Wait",
     "Alternatively", "But", "Hmm", "Let me", "Actually"; methods.md §27, proposed default);
   - `"lines"`: non-empty lines;
-  - `"sentences"`: split after `.`, `!` or `?` followed by white space (the testbed's traces are one line of sentences
+  - `"sentences"`: split after `.`, `!` or `?` followed by white space (the synthetic world's traces are one line of sentences
     `"a: 4 + 7 = 1. b: 1 + 7 = 8."`, so blank lines never occur there).
 
   Empty segments are dropped. A completion whose thinking part is empty or has no delimiter is **one step** (the
