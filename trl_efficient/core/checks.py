@@ -142,3 +142,29 @@ def renamed_argument(new_name: str, new_value: Any, old_name: str, old_value: An
     if new_value is None:
         raise ValueError(f"{new_name} is required.")
     return new_value
+
+
+def check_writable(flag: str, path: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output `path` that cannot be written: a `ValueError` naming `flag`, the path and
+    what to change ("cannot write"). `folder=True`: `path` is a folder to create or fill (its nearest existing
+    ancestor must be a writable folder); else a file whose folder must exist and be writable.
+
+    >>> check_writable("--output", "/no/such/folder/profile.jsonl")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: --output /no/such/folder/profile.jsonl: the folder /no/such/folder does not exist; create it or ...
+    """
+    import os
+
+    target = os.path.abspath(os.path.expanduser(path))
+    if folder:
+        while not os.path.exists(target) and os.path.dirname(target) != target:
+            target = os.path.dirname(target)
+        if not os.path.isdir(target):
+            raise ValueError(f"{flag} {path}: {target} is a file, not a folder; pass another path")
+    else:
+        target = os.path.dirname(target)
+        if not os.path.isdir(target):
+            raise ValueError(f"{flag} {path}: the folder {target} does not exist; create it or pass another path")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: cannot write in {target} (permission denied); pass a folder you can write")

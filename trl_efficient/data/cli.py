@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 
+from ..core.checks import check_writable
 from ..core.errors import CommandParser
 
 __all__ = ["main", "prepare"]
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         sources[name.strip().lower()] = value
     from .benchmarks import get_benchmark
 
+    check_writable("--output-dir", args.output_dir or prepared_dir(), folder=True)
     sources = {get_benchmark(k).name: v for k, v in sources.items()}
     written, failed = prepare(args.benchmarks, args.output_dir, sources, hub=args.hub)
     for name, (path, n) in written.items():

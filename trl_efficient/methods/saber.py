@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.answers import is_correct
+from ..core.checks import check_writable
 from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..prompts import (
     BUDGET_PROMPT,
@@ -485,9 +486,7 @@ def profile_main(argv: list[str] | None = None) -> int:
         raise ValueError(f"backend must be 'transformers', 'vllm' or 'auto', got {args.backend!r}.")
     if args.max_new_tokens <= 0 or args.batch_size <= 0:
         raise ValueError("max_new_tokens and batch_size must be positive.")
-    folder = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(folder):  # the profile is written after all the generation: check where it goes first
-        raise ValueError(f"--output {args.output}: the folder {folder} does not exist; create it or pass another path")
+    check_writable("--output", args.output)  # the profile is written after all the generation: check it first
     backend = args.backend
     if backend == "auto":
         backend = "vllm" if _vllm_importable() else "transformers"

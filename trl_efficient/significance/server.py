@@ -37,6 +37,7 @@ from typing import Any
 
 from ..core.checks import check_positive_int
 from ..core.errors import CommandParser
+from ..core.models import missing_model_dir
 from .client import TOKEN_ENV
 
 logger = logging.getLogger(__name__)
@@ -320,6 +321,9 @@ def check_args(args) -> None:
     for flag in ("batch_size", "window", "cache_size", "max_request_bytes", "max_inputs", "max_input_chars"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be a whole number >= 1")
+    missing = missing_model_dir(args.model, "--model")  # a path that is no folder, named before the Hub rejects it
+    if missing is not None:
+        raise missing
     if not isinstance(logging.getLevelName(args.log_level.upper()), int):
         raise ValueError(f"--log-level {args.log_level}: choose one of DEBUG, INFO, WARNING, ERROR")
     try:
