@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from trl_efficient.overthinking.base import PINNED_WEIGHTS
+from trl_efficient.overthinking import PINNED_WEIGHTS
 
 __version__ = "0.1.0"
 

@@ -86,7 +86,7 @@ def test_a_parser_that_is_not_ours_still_exits_as_argparse_does(monkeypatch, cap
         parser.add_argument("--n", type=int)
         parser.parse_args(argv)
 
-    monkeypatch.setattr(cli, "_resolve", lambda target: command)
+    monkeypatch.setattr(cli, "_resolve", lambda target, name=None: command)
     with pytest.raises(SystemExit) as exit_info:
         main(["push", "--n", "x"])
     assert exit_info.value.code == 2

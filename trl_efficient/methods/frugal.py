@@ -27,12 +27,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import TrlParser
 
+from ..core.models import resolve_model_name
 from ..core.sampler_defaults import FRUGAL_ALPHA
+from ..data.loaders import DataArguments, load_datasets
 from ..trainer.prompt_samplers import PROMPT_SAMPLERS, PromptSampler, dataset_column
 from .saber import profile_dataset, question_key, write_profile
 
@@ -184,10 +189,6 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
     model_path = kwargs.pop("model", None)
     output = kwargs.pop("output", None)
     if records is None and estimate:
-        from transformers import AutoModelForCausalLM
-
-        from ..core.models import resolve_model_name
-
         model_path = resolve_model_name(model_path) if model_path else getattr(tokenizer, "name_or_path", None)
         if not model_path:
             raise ValueError("Frugal-Thinking estimate=True needs model=<base model> (or a tokenizer with a path).")
@@ -246,15 +247,6 @@ class PassRateArguments(SamplingArguments):
 
 def main(argv: list[str] | None = None) -> int:
     """Estimate and write the pass rates of a training set (transformers generation)."""
-    import sys
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import TrlParser
-
-    from ..core.models import resolve_model_name
-    from ..data.loaders import DataArguments, load_datasets
-
     parser = TrlParser((PassRateArguments, DataArguments), prog="python -m trl_efficient.methods.frugal")
     args, data_args = parser.parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
     dataset, _ = load_datasets(data_args, seed=args.seed)

@@ -31,14 +31,22 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.trainer_utils import get_last_checkpoint
+from trl import TrlParser
+
 from ..core.lengths import LengthMeter
+from ..core.models import resolve_model_name
+from ..data.loaders import DataArguments, load_datasets
 from ..rewards.o1_pruner import O1_K, REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
 from ..trainer.state import STATE_FILE
 from .frugal import SamplingArguments, fold_records, sample_rollouts
-from .saber import question_key
+from .saber import profile_dataset_vllm, question_key
 
 if TYPE_CHECKING:
     import datasets
@@ -200,8 +208,6 @@ def checkpoint_reference(args) -> dict | None:
     if not resume:
         return None
     if resume is True or str(resume).lower() == "true":
-        from transformers.trainer_utils import get_last_checkpoint
-
         resume = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
         if resume is None:
             return None
@@ -272,8 +278,6 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
         raise ValueError(f"recipe_kwargs k (reference samples per problem) must be positive, got {k}.")
     model_path = kwargs.get("model") or getattr(tokenizer, "name_or_path", None)
     if kwargs.get("model"):
-        from ..core.models import resolve_model_name
-
         model_path = resolve_model_name(model_path)  # the key names the path, as the command's does
     if not model_path:
         raise ValueError("O1-Pruner needs recipe_kwargs model=<the initial model> (or a tokenizer with a path).")
@@ -294,9 +298,6 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
                 f"O1-Pruner: no reference statistics at {path}; sample them once before a multi-process run: python "
                 f"-m trl_efficient.methods.o1_pruner --model_name_or_path <base> --dataset_name <name> --output {path}"
             )
-        import torch
-        from transformers import AutoModelForCausalLM
-
         logger.info("O1-Pruner: sampling %d reference completions per problem for %d problems.", k, len(dataset))
         model = AutoModelForCausalLM.from_pretrained(model_path, **(args.model_init_kwargs or {}))
         if torch.cuda.is_available() and not getattr(args, "use_cpu", False):
@@ -343,15 +344,6 @@ class ReferenceArguments(SamplingArguments):
 
 def main(argv: list[str] | None = None) -> int:
     """Sample and write the reference statistics of a training set, before a (multi-process) training run."""
-    import sys
-
-    from transformers import AutoTokenizer
-    from trl import TrlParser
-
-    from ..core.models import resolve_model_name
-    from ..data.loaders import DataArguments, load_datasets
-    from .saber import profile_dataset_vllm
-
     parser = TrlParser((ReferenceArguments, DataArguments), prog="python -m trl_efficient.methods.o1_pruner")
     args, data_args = parser.parse_args_and_config(list(sys.argv[1:] if argv is None else argv))
     if args.backend not in ("transformers", "vllm"):
@@ -372,9 +364,6 @@ def main(argv: list[str] | None = None) -> int:
                 path, tokenizer, dataset, n=args.k, length_meter=meter, llm_kwargs=llm_kwargs, **gen
             )
             return reference_stats_from_records(records, args.k)
-        import torch
-        from transformers import AutoModelForCausalLM
-
         model = AutoModelForCausalLM.from_pretrained(path)
         if torch.cuda.is_available():
             model = model.to("cuda")

@@ -26,15 +26,25 @@ CoreThink (4096), DeepThink (16384).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import TrlParser
+
 from ..core.answers import is_correct
 from ..core.checks import check_writable
+from ..core.errors import CommandParser, UserError
 from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
+from ..core.models import resolve_model_name
+from ..data.loaders import DataArguments, load_datasets
+from ..eval.evaluate import TransformersBackend  # the one batched, seeded transformers generation loop
 from ..prompts import (
     BUDGET_PROMPT,
     NO_THINK_PROMPT,
@@ -43,6 +53,7 @@ from ..prompts import (
     saber_system_prompt,
     validate_tiers,
 )
+from ..testing.tiny import eos_bias_generation_kwargs
 from ..trainer.rollout import RolloutAssignment, apply_assignment
 
 if TYPE_CHECKING:
@@ -369,8 +380,6 @@ def profile_dataset(
     and `length` (`length_meter(text, ids)`, the text decoded without special tokens as TRL passes it to rewards)
     when a `length_meter` is given. `temperature=0` is greedy.
     """
-    from ..eval.evaluate import TransformersBackend  # the one batched, seeded transformers generation loop
-
     meter = LengthMeter("tokens", "thinking", tokenizer)
     rows = list(dataset)
     backend = TransformersBackend(model, tokenizer, batch_size=batch_size, generation_kwargs=generation_kwargs,
@@ -447,31 +456,20 @@ class ProfileArguments:
     )
     dtype: str = field(default="auto", metadata={"help": "Model dtype for transformers ('auto', 'bfloat16', ...)."})
     eos_logit_bias: float | None = field(
-        default=None, metadata={"help": "Bias added to the EOS logit (transformers; tiny random models only)."}
+        default=None,
+        metadata={"help": "Bias added to the EOS logit (transformers): for a model that rarely ends (SmolLM2, tiny)."},
     )
     vllm_max_model_len: int | None = field(default=None, metadata={"help": "vLLM max_model_len (vLLM backend)."})
     vllm_enforce_eager: bool = field(default=False, metadata={"help": "vLLM enforce_eager (vLLM backend; CPU tests)."})
 
 
 def _vllm_importable() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("vllm") is not None
 
 
 def profile_main(argv: list[str] | None = None) -> int:
     """`trl-efficient profile [--config x.yaml] --model_name_or_path M --dataset_name D --output P [...]`."""
-    import sys
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import TrlParser
-
-    from ..core.models import resolve_model_name
-    from ..data.loaders import DataArguments, load_datasets
-    from ..testing.tiny import eos_bias_generation_kwargs
-
     argv = list(sys.argv[2:] if argv is None else argv)
-    from ..core.errors import CommandParser, UserError
 
     class ProfileParser(TrlParser):  # argparse errors raise UserError, for this parser only
         error = CommandParser.error
@@ -510,8 +508,6 @@ def profile_main(argv: list[str] | None = None) -> int:
             llm_kwargs=llm_kwargs,
         )
     else:
-        import torch
-
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=args.dtype)
         if torch.cuda.is_available():
             model = model.to("cuda")

@@ -25,12 +25,18 @@ import os
 from collections.abc import Iterator
 
 from ..core.models import MODEL_SCHEMES
+from ..core.registry import Registry
 from ..data.benchmarks import Benchmark, register_benchmark
 from ..data.loaders import DATASET_LOADERS
 
-__all__ = ["TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets", "torch_threads"]
+__all__ = ["PINNED_WEIGHTS", "TESTBED_DATASET_NAME", "is_testbed_model", "load_datasets", "torch_threads"]
 
 TESTBED_DATASET_NAME = "testbed"
+
+# size -> directory of weights trained elsewhere and shipped with a package (a plugin registers them: the comparison
+# instrument, `trl_efficient_testbed`, ships `testbed:v2` and `testbed:v3`); `base.pinned_model_dir` uses them when
+# they match the size's config
+PINNED_WEIGHTS: Registry[str] = Registry("pinned testbed weights")
 
 
 def is_testbed_model(name: str) -> bool:

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from ..core.registry import Registry
 from ..testing.tiny import save_pretrained_atomic
+from . import PINNED_WEIGHTS
 from .world import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -400,11 +400,6 @@ def train_base_model(output_dir: str, config: BaseModelConfig | None = None, log
 
 def _is_trained(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MARKER)) and os.path.isfile(os.path.join(path, "config.json"))
-
-
-# size -> directory of weights trained elsewhere and shipped with a package (a plugin registers them: the comparison
-# instrument, `trl_efficient_testbed`, ships `testbed:v2` and `testbed:v3`); used when they match the size's config
-PINNED_WEIGHTS: Registry[str] = Registry("pinned testbed weights")
 
 
 def pinned_model_dir(size: str) -> str | None:
