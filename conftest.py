@@ -1,5 +1,6 @@
 # Root conftest: applies to the doctests under trl_efficient/ as well as tests/.
 import os
+import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -11,3 +12,6 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed prints its accelerat
 # it: `import trl_efficient` alone loads nothing, and a method module the collector imported first (importlib mode)
 # would run twice and register its names twice (tests/test_doctests_alone.py).
 import trl_efficient.methods  # noqa: E402,F401
+
+# The speed scripts' shared work counters live beside them (perf/work.py, imported as `work`, as the scripts run)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "perf"))

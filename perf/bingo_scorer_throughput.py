@@ -114,11 +114,11 @@ def http_section(scorer, texts: list[str]):
 def training_section(model_dir: str, device: str, steps: int, completion_length: int):
     from datasets import Dataset
     from transformers import AutoTokenizer
+    from work import StepTimer
 
     from trl_efficient.cli import resolve_model
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
-    from trl_efficient.testing.work import StepTimer
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     print(f"\n== 3. share of a training step (tiny Qwen2 policy, CPU, {steps} steps of 2 prompts x G 8 rollouts, "

@@ -17,7 +17,7 @@ Columns, per arm:
   size of the arm's own process (`ru_maxrss`, which includes Python, torch and the libraries: several hundred MiB);
 - `over start MiB`: on CPU, the peak minus the resident set size just before training (what the step itself added);
   on a GPU, the peak minus the memory allocated before training;
-- `s/step`: median seconds of the optimizer steps after the first (`trl_efficient.testing.work.StepTimer`).
+- `s/step`: median seconds of the optimizer steps after the first (`perf/work.py`: `StepTimer`).
 Not a test: the numbers depend on the machine.
 """
 
@@ -44,9 +44,9 @@ def measure(n: int, chunk: int | None, model: str, steps: int, max_len: int, mic
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
+    from work import StepTimer
 
     from trl_efficient.rewards import correctness_reward
-    from trl_efficient.testing.work import StepTimer
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     cuda = torch.cuda.is_available()
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # "N,chunk": one arm, JSON out
     opts = parser.parse_args(argv)
-    from trl_efficient.testing.work import bench_tiny_model, run_arm_in_fresh_process
+    from work import bench_tiny_model, run_arm_in_fresh_process
 
     if opts.smoke:
         opts.hidden, opts.layers, opts.steps, opts.max_completion_length = 16, 2, 1, 6

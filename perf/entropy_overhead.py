@@ -21,6 +21,7 @@ import tempfile
 
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
+from work import StepTimer
 
 from trl_efficient.cli import resolve_model
 from trl_efficient.methods.entropy import TokenEntropyTrainer
@@ -28,7 +29,6 @@ from trl_efficient.methods.pear import PEARTrainer
 from trl_efficient.methods.sar import SARTrainer
 from trl_efficient.rewards import correctness_reward, get_pear_reward
 from trl_efficient.rewards.sar import get_sar_reward
-from trl_efficient.testing.work import StepTimer
 from trl_efficient.trainer import EfficientGRPOConfig
 
 

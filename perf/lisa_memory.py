@@ -14,7 +14,7 @@ Columns, per arm:
 - `grads+Adam MiB`: the exact bytes of the gradients and the optimizer state at the optimizer step (max over steps),
   counted from the tensors (machine-independent: this is what LISA and LoRA save);
 - `trained params`: parameters with a gradient at the last step;
-- `s/step`: median seconds of the optimizer steps after the first (`trl_efficient.testing.work.StepTimer`).
+- `s/step`: median seconds of the optimizer steps after the first (`perf/work.py`: `StepTimer`).
 
 LISA trains gamma decoder layers (`--gamma`, default 2 as LMFlow's `lisa_activated_layers`) plus embeddings, head
 and final norm; LoRA is PEFT's LoRA (`--lora-r`, on every linear layer of the decoder, TRL's `--use_peft` with
@@ -40,9 +40,9 @@ def measure(arm: str, model: str, steps: int, gamma: int, interval: int, lora_r:
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
+    from work import StepTimer
 
     from trl_efficient.rewards import correctness_reward
-    from trl_efficient.testing.work import StepTimer
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer
 
     cuda = torch.cuda.is_available()
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--json", default=None, help="also write the rows to this file")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # one arm, in this process, JSON out
     opts = parser.parse_args(argv)
-    from trl_efficient.testing.work import bench_tiny_model, run_arm_in_fresh_process
+    from work import bench_tiny_model, run_arm_in_fresh_process
 
     if opts.smoke:
         opts.hidden, opts.layers, opts.steps, opts.max_completion_length = 16, 4, 1, 8

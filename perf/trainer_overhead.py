@@ -16,7 +16,7 @@ not lengths drifting apart in training. A recipe that rewrites prompts (L1 targe
 or augments the dataset (Frugal) trains on other batches than the plain side: its per-step pairs are then of
 different batches, and its ratio includes what its prompts make the model write.
 
-**Work counters** (`trl_efficient.testing.work.WorkCounter`, in one counting run of each side, untimed; the plain
+**Work counters** (`perf/work.py`: `WorkCounter`, in one counting run of each side, untimed; the plain
 side's once per correctness setting): per optimizer
 step, the generated tokens of every `generate` call (rollouts, refills, a reward's reference samples, monitor
 passes) and the prompt tokens they prefill; the forward tokens of every pass outside generation by role and grad
@@ -105,16 +105,51 @@ def config_kwargs(recipe_overrides: dict, fixed: dict, defaults: dict | None = N
     return merged, replaced
 
 
-def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, list[str]]:
-    """The recipe's `config_overrides` with its length constants fitted to the benchmark's `max_len` by the recipe's
-    testbed scaling rule (`trl_efficient_testbed.scaling`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of
-    4000 -> 32 of 64), and the names of the fields the rule set. The rule's reward constants (L1's alpha, LASER's
-    target length) are merged into the recipe's reward specs by `run_once`."""
-    from trl_efficient.recipes import get_recipe
-    from trl_efficient_testbed.scaling import apply_scale, recipe_scale
+NO_INSTRUMENT = (
+    "trl_efficient_testbed is not installed (`pip install -e ./testbed`): every recipe runs at the library's own "
+    "settings, its length constants not fitted to --max-completion-length"
+)
 
-    scale = recipe_scale(recipe_name, max_len, steps)
-    return apply_scale(get_recipe(recipe_name).config_overrides, scale), sorted(scale.config)
+
+def benchmark_scale(recipe_name: str, max_len: int, steps: int):
+    """The recipe's scale at the benchmark's cap and steps, from the comparison instrument
+    (`trl_efficient_testbed.specs.recipe_scale`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of 4000 -> 32
+    of 64), or None when the instrument is not installed: this script is outside the library, and the library's
+    recipes declare no testbed scale."""
+    try:
+        from trl_efficient_testbed.specs import recipe_scale
+    except ImportError:
+        return None
+    return recipe_scale(recipe_name, max_len, steps)
+
+
+def merge_scale(overrides: dict, scale_config: dict) -> dict:
+    """`overrides` with the scale's config on top; dict-valued fields (`advantage_kwargs`) merge key by key, so the
+    recipe's other method settings stay.
+
+    >>> recipe = {"advantage_kwargs": {"truncate_to": 2000, "correct_boost": 0.1}}
+    >>> merge_scale(recipe, {"advantage_kwargs": {"truncate_to": 32}})
+    {'advantage_kwargs': {'truncate_to': 32, 'correct_boost': 0.1}}
+    """
+    out = dict(overrides)
+    for key, value in scale_config.items():
+        base = out.get(key)
+        out[key] = {**base, **value} if isinstance(base, dict) and isinstance(value, dict) else value
+    return out
+
+
+def scaled_overrides(recipe_name: str, max_len: int, steps: int) -> tuple[dict, list[str]]:
+    """The recipe's `config_overrides` with its length constants fitted to the benchmark's `max_len`
+    (`benchmark_scale`), and the names of the fields the rule set; without the instrument, the recipe's own. The
+    rule's reward constants (L1's alpha, LASER's target length) are merged into the recipe's reward specs by
+    `run_once`."""
+    from trl_efficient.recipes import get_recipe
+
+    overrides = get_recipe(recipe_name).config_overrides
+    scale = benchmark_scale(recipe_name, max_len, steps)
+    if scale is None:
+        return dict(overrides), []
+    return merge_scale(overrides, scale.config), sorted(scale.config)
 
 
 def recipe_kwargs_for(recipe_name: str, model_path: str, dataset, tokenizer, max_len: int, eos_bias: float,
@@ -186,11 +221,11 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
+    from work import StepTimer, WorkCounter
 
     from trl_efficient.core.answers import clear_answer_cache
     from trl_efficient.data.loaders import load_math_dataset
     from trl_efficient.recipes import REWARD_BUILDERS, get_recipe
-    from trl_efficient.testing.work import StepTimer, WorkCounter
     from trl_efficient.trainer import EfficientGRPOConfig
 
     recipe = get_recipe(recipe_name)
@@ -212,7 +247,8 @@ def run_once(kind: str, recipe_name: str, model_path: str, opts, output_root: st
     else:
         overrides, scaled = scaled_overrides(recipe_name, opts.max_completion_length, opts.steps)
         kwargs, replaced = config_kwargs(overrides, fixed)
-        reward_scale = recipe.scale(opts.max_completion_length, opts.steps).reward_kwargs  # L1's alpha, LASER's L_T
+        scale = benchmark_scale(recipe_name, opts.max_completion_length, opts.steps)
+        reward_scale = {} if scale is None else scale.reward_kwargs  # L1's alpha, LASER's L_T
         recipe = recipe.with_reward_kwargs(reward_scale, f"the benchmark scale of {recipe_name!r}")
         replaced = replaced + scaled + sorted(f"{b}.{k}" for b, kw in reward_scale.items() for k in kw)
         args = EfficientGRPOConfig(**kwargs)
@@ -258,7 +294,7 @@ def own_seconds(profiler: cProfile.Profile) -> float:
 
 
 def _lockstep_timer_class():
-    from trl_efficient.testing.work import StepTimer
+    from work import StepTimer
 
     class _LockstepTimer(StepTimer):
         """A `StepTimer` whose steps take turns with the other side's: before a step it tells the parent it is ready
@@ -689,6 +725,8 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown recipe(s) {unknown}; registered: {sorted(RECIPES)}")
     model_path = resolve_model(opts.model)  # tiny: / testbed: registered first
+    if names and benchmark_scale(names[0], opts.max_completion_length, opts.steps) is None:
+        print(NO_INSTRUMENT, file=sys.stderr)
     cost = CostModel()
     rows = []
     command = "python perf/trainer_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:])

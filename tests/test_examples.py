@@ -13,7 +13,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+CLI_DOCS = open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8").read()  # the launch commands
+TESTING_DOCS = open(os.path.join(ROOT, "docs", "testing.md"), encoding="utf-8").read()  # the tiers' commands
 LAUNCH = open(os.path.join(ROOT, "examples", "launch.sh"), encoding="utf-8").read()
 
 
@@ -80,8 +81,8 @@ def test_launch_deepspeed_on_cpu(section, tmp_path):
 
 
 def test_documented_launch_commands_are_the_tested_ones():
-    # every `accelerate launch --config_file examples/accelerate/...` command of the README is a launch.sh section
-    readme = re.findall(r"accelerate launch --config_file examples/accelerate/(\S+\.yaml)(.*)", README)
+    # every `accelerate launch --config_file examples/accelerate/...` command of docs/cli.md is a launch.sh section
+    readme = re.findall(r"accelerate launch --config_file examples/accelerate/(\S+\.yaml)(.*)", CLI_DOCS)
     assert {name for name, _ in readme} >= {"cpu_2proc.yaml", "zero2.yaml"}
     for name, rest in readme:
         assert f'--config_file "$HERE/accelerate/{name}"' in LAUNCH, name
@@ -97,8 +98,8 @@ def test_launch_without_a_section_lists_them():
 
 
 def test_readme_vllm_tier_command_runs_every_vllm_test():
-    # the README's vLLM tier names folders; every test file with a vllm mark must sit in one of them
-    (command,) = re.findall(r"venv-vllm/bin/python -m pytest -m vllm ([^`]*)`", README)
+    # docs/testing.md's vLLM tier command names folders; every test file with a vllm mark must sit in one of them
+    (command,) = re.findall(r"venv-vllm/bin/python -m pytest -m vllm ([^`]*)`", TESTING_DOCS)
     folders = command.split()
     marked = []
     for folder, _, files in os.walk(os.path.join(ROOT, "tests")):

@@ -28,7 +28,10 @@ def _loaded(statement):
     [
         ("import trl_efficient", ("trl_efficient.rewards", "trl_efficient.testing", "trl", "torch", *UPPER)),
         ("import trl_efficient.rewards", ("trl_efficient.testing", *UPPER)),
-        ("import trl_efficient.trainer", ("trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.overthinking")),
+        (
+            "import trl_efficient.trainer",
+            ("trl_efficient.methods", "trl_efficient.recipes", "trl_efficient.overthinking"),
+        ),  # noqa: E501
         # the registry names trainers by reference (Recipe.trainer_class): it loads no method, trainer or torch
         (
             "import trl_efficient.recipes",

@@ -49,3 +49,23 @@ def test_check_writable_names_the_flag(tmp_path, flag):
     check_writable(flag, str(tmp_path / "ok.jsonl"))
     with pytest.raises(ValueError, match=f"^{flag} .*does not exist"):
         check_writable(flag, str(tmp_path / "no" / "x.jsonl"))
+
+
+def test_a_permission_error_on_a_path_being_created_says_cannot_write(tmp_path):
+    """The one line of a PermissionError names a write as a write: the path was not there (being created)."""
+    from trl_efficient.cli import _file_error_line
+
+    err = PermissionError(1, "Operation not permitted", str(tmp_path / "ro" / "out"))
+    assert _file_error_line(err).startswith(f"cannot write {tmp_path / 'ro' / 'out'}")
+
+
+def test_eval_and_train_refuse_an_output_folder_they_cannot_write_before_loading(tmp_path, capsys, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(locked) else real_access(p, mode))
+    assert main(["eval", "--model", "tiny:qwen2", "--benchmarks", "gsm8k", "--output-dir", str(locked / "e")]) == 2
+    assert "--output-dir" in (line := _one_line(capsys)) and "cannot write" in line
+    assert main(["train", "--max_steps", "1", "--bf16", "false", "--output_dir", str(locked / "t")]) == 2
+    assert "--output_dir" in (line := _one_line(capsys)) and "cannot write" in line
+    assert not (locked / "e").exists() and not (locked / "t").exists()

@@ -8,25 +8,32 @@ my_script.py`), `evaluate(model, **options)`, `merge(method, **options)` and `pu
 other commands.
 
 Importing a sub-package loads that layer and the layers below it, nothing above (`import trl_efficient.rewards` loads
-no trainer). Each layer fills its registries by explicit imports in its own `__init__` (docs/architecture.md,
-"Registration"): `trl_efficient.methods` registers the method families' estimators, filters, plans and samplers;
-`trl_efficient.recipes` every recipe (light: it imports no method); `trl_efficient.testing` the `tiny:` model scheme;
-`trl_efficient.overthinking` the `testbed:` scheme and benchmark. The `trl-efficient` command imports them all.
+no trainer). A registry never depends on what was imported before it (docs/architecture.md, "Registration"): it names
+the packages that fill it and imports them on the first lookup that misses, and each such package imports all of its
+own modules by discovery: `trl_efficient.methods` (estimators, filters, plans, samplers), `trl_efficient.recipes`
+(every recipe; light: it imports no method), `trl_efficient.testing` (the `tiny:` model scheme) and
+`trl_efficient.overthinking` (the `testbed:` scheme and benchmark).
 """
 
 # The one version source: pyproject.toml reads it statically (`[tool.setuptools.dynamic]`); keep it a literal.
 __version__ = "0.1.0"
 
-__all__ = ["EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__", "evaluate", "merge", "push", "train"]
+__all__ = [
+    "EfficientGRPOConfig", "EfficientGRPOTrainer", "__version__", "evaluate", "get_recipe", "merge", "push", "train",
+]  # fmt: skip
 
 
 def __getattr__(name: str):  # PEP 562: `trl_efficient.EfficientGRPOConfig` without importing the trainer eagerly
     if name in ("EfficientGRPOConfig", "EfficientGRPOTrainer"):
-        from . import methods, trainer  # noqa: F401  (methods: every method's estimators, plans and filters register)
+        from . import trainer  # its registries import the method layer when a name is looked up
 
         return getattr(trainer, name)
     if name in ("train", "evaluate", "merge", "push"):  # the library API (trl_efficient.api), light until called
         from . import api
 
         return getattr(api, name)
+    if name == "get_recipe":  # a recipe as a Python object (`Recipe.config`, `.prepare_dataset`, `.trainer`)
+        from .recipes import get_recipe
+
+        return get_recipe
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """`trl-efficient` command line: a thin parser over the library API (`trl_efficient.api`: `train`, `evaluate`,
 `merge`, `push`). `train` (default recipe run, `api.training`), `recipes` (list them; `--markdown` prints the README's
-recipe and reward tables generated from the registry, `--scale-table` docs/scale.md's), and the commands of the lower
+recipe and reward tables generated from the registry), and the commands of the lower
 layers (`eval`, `data`, `testbed`, `serve-scorer`, `profile`, `push`, `merge`), each imported only when it runs:
 `trl-efficient --help` and `trl-efficient recipes` load only what they need, and a command's `--help` loads no torch,
 TRL or transformers (`tests/cli/test_lazy_imports.py`). `train`'s and `profile`'s options are TRL's and
@@ -24,6 +24,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from .core.errors import CommandParser, UserError, one_line
 
@@ -41,7 +42,7 @@ COMMANDS = {
     "train": ("train a recipe (default: the offline quickstart)", "trl_efficient.api.training:train_main", True),
     "recipes": (
         "list the registered recipes (`recipes show NAME`: print one's YAML; `recipes presets`: the run presets; "
-        "--markdown: the README tables; --scale-table: docs/scale.md's)",
+        "--markdown: the README tables)",
         "trl_efficient.cli:recipes_main",
         False,  # imports trl_efficient.recipes, and only that
     ),
@@ -189,8 +190,8 @@ def show_presets(argv: list[str]) -> int:
 
 
 def recipes_main(argv: list[str]) -> int:
-    """`trl-efficient recipes [--markdown | --scale-table | --update-readme PATH | --check-readme PATH]` (PATH:
-    README.md, or docs/scale.md for the scale table);
+    """`trl-efficient recipes [--markdown | --update-readme PATH | --check-readme PATH]` (PATH: README.md;
+    docs/scale.md's table is the instrument's, `trl-efficient testbed scale-table`);
     `trl-efficient recipes show NAME` prints a shipped recipe YAML (`show_recipe`)."""
     if argv[:1] == ["show"]:
         return show_recipe(argv[1:])
@@ -203,27 +204,18 @@ def recipes_main(argv: list[str]) -> int:
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--markdown", action="store_true", help="print the README's recipe and reward tables")
-    group.add_argument(
-        "--scale-table",
-        action="store_true",
-        help="print docs/scale.md's table: each recipe's paper length constants, the one scale rule's testbed value "
-        "and the testbed's today",
-    )
     group.add_argument("--update-readme", metavar="PATH", help="rewrite the generated tables between their markers")
     group.add_argument(
         "--check-readme", metavar="PATH", help="exit 1 when the README's tables differ from the registry"
     )
     args = parser.parse_args(argv)
-    if not (args.markdown or args.scale_table or args.update_readme or args.check_readme):
+    if not (args.markdown or args.update_readme or args.check_readme):
         list_recipes()
         return 0
     from .recipes import tables
 
     if args.markdown:
         print(tables.markdown(), end="")
-        return 0
-    if args.scale_table:
-        print(tables.scale_table())
         return 0
     path = args.update_readme or args.check_readme
     with open(path, encoding="utf-8") as f:
@@ -250,7 +242,7 @@ PLUGIN_HINTS = {"testbed": "pip install -e ./testbed (from a checkout of trl-eff
                 "package trl-efficient-testbed)"}  # fmt: skip
 
 
-def plugin_command(name: str):
+def plugin_command(name: str) -> Callable:
     """The function of command `name` that an installed package declares under the entry-point group
     `trl_efficient.commands`; a `UserError` saying how to install it when none does."""
     from importlib import metadata
@@ -290,7 +282,8 @@ def _user_error_line(err: BaseException) -> str:
 
 def _file_error_line(err: OSError) -> str:
     """A file error in one line, without guessing "read" for a write: a missing path is named as such, a permission
-    error says "cannot write" when the file is there and readable (so the write failed), else "cannot read"."""
+    error says "cannot write" when the path is not there yet (it was being created) or is there and readable (so the
+    write failed), else "cannot read"."""
     what = err.strerror or one_line(err)
     if isinstance(err, FileNotFoundError):
         return f"{err.filename}: {what} (check the path, and that its folder exists)"
@@ -300,8 +293,10 @@ def _file_error_line(err: OSError) -> str:
         return f"{err.filename} exists and is not a folder: pass a new folder"
     if isinstance(err, NotADirectoryError):
         return f"{err.filename}: part of this path is a file, not a folder; pass another path"
-    readable = os.path.exists(err.filename) and os.access(err.filename, os.R_OK)
-    return f"cannot {'write' if readable else 'read'} {err.filename}: {what}"
+    # a path that is not there yet was being created (a write); one that is there and readable was being written
+    exists = os.path.exists(err.filename)
+    writing = not exists or os.access(err.filename, os.R_OK)
+    return f"cannot {'write' if writing else 'read'} {err.filename}: {what}"
 
 
 def _offline_refusal(err: BaseException) -> str | None:

@@ -1,7 +1,7 @@
 r"""Every prompt text a method trains or evaluates with: the one home for templates, budget sets and tiers.
 
-Training (rollout plans, recipes), evaluation modes and the synthetic world all read these, so the text a model is trained
-on is the text it is evaluated and prompted with.
+Training (rollout plans, recipes), evaluation modes and the synthetic world all read these, so the text a model is
+trained on is the text it is evaluated and prompted with.
 
 - **HBPO** (arXiv 2507.15844, methods.md §2): the budget statement is an assistant prefill
   `"<think> I will answer the question with {budget} tokens"`, budgets 512/1024/2048/2560 [code]; the paper's
@@ -43,7 +43,6 @@ __all__ = [
     "validate_tiers",
 ]
 
-# ------------------------------------------------------------------------------------------------- math prompt
 # The question-then-instruction prompt of the math datasets (`trl_efficient.data`), model cards and evaluation.
 DEFAULT_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 
@@ -89,17 +88,14 @@ def format_prompt(
     return messages
 
 
-# --------------------------------------------------------------------------------------------------------- ASRR
 # ASRR's no-think prefix (arXiv 2505.15400, methods.md §24): the assistant turn starts with a closed think block, as
 # in the paper's figure (the text says "Okay, I have finished thinking."); used as training prefill and eval mode.
 ASRR_NO_THINK_PREFIX = "<think> Okay, I think I have finished thinking. </think>"
 
-# --------------------------------------------------------------------------------------------------------- HBPO
 HBPO_TEMPLATE = "<think> I will answer the question with {budget} tokens"
 HBPO_MINIMAL_PROMPT = "<think> I will answer the question with minimal tokens"  # HBPO's "efficiency prompting"
 HBPO_BUDGETS = (512, 1024, 2048, 2560)  # methods.md §2 [code]
 
-# ----------------------------------------------------------------------------------------------------------- L1
 L1_MODES = ("exact", "max")
 L1_TARGETS = (512, 1024, 2048, 3600)  # L1's evaluation targets, methods.md §6
 
@@ -112,17 +108,14 @@ def l1_instruction(target: int, mode: str = "exact") -> str:
     return f" Think for {target} tokens." if mode == "exact" else f" Think for maximum {target} tokens."
 
 
-# --------------------------------------------------------------------------------------------------------- LAPO
 # LAPO stage-2 prefill (arXiv 2507.15758, methods.md §28; ZJU-REAL/LAPO README prompt "Assistant: <think> I will
 # answer the question with {length} tokens."): the recorded per-prompt length opens the assistant's thinking.
 LAPO_TEMPLATE = "<think> I will answer the question with {length} tokens."
 
-# --------------------------------------------------------------------------------------------------- Curriculum
 # "Train Long, Think Short" (arXiv 2508.08940, methods.md §22): the current budget B(t) stated in the prompt.
 CURRICULUM_BUDGET_INSTRUCTION = " IMPORTANT: You should use exactly {budget} tokens in your response."
 
 
-# -------------------------------------------------------------------------------------------------------- SABER
 # Proposed defaults (methods.md §3); the paper publishes none of these.
 SABER_TIERS = (128, 4096, 16384)  # [secondary] budgets; the boundaries as a function of t_base are ours
 BUDGET_PROMPT = (
@@ -197,7 +190,6 @@ BUDGET_FORCING_END_THINK = "</think>"
 BUDGET_FORCING_ANSWER_PREFIX = "\n\nThe final answer is \\boxed{"
 BUDGET_FORCING_WAIT = "Wait"
 
-# ------------------------------------------------------------------------------------------------ BudgetThinker
 # BudgetThinker (arXiv 2508.17196, methods.md §23): the 7 control tokens (added to the vocabulary) that split the
 # thinking into 8 parts, in the order they are forced ("7/8 of the budget remains" first), and the prompt suffix
 # stating the budget B, explaining the tokens and the target format `</think>\n**Final Answer**\boxed{...}`.

@@ -138,8 +138,8 @@ def _budgetthinker_start_points(settings, budgets, num_eval, seed) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_efficient.rewards.budgetthinker import add_budget_tokens
     from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient.rewards.budgetthinker import add_budget_tokens
 
     path = resolve_base_model(settings.base_model)
     tok = AutoTokenizer.from_pretrained(path)

@@ -7,7 +7,7 @@ Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 9 -
 followed by `trl-efficient testbed confirm` (the protocol's looks and its confirmation, one resumable command):
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/overthinking), then every registered recipe with 3 training seeds at its testbed scale
-(testbed/trl_efficient_testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
+(trl_efficient_testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
 check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's `looks.max_seeds`, 9), on 2 worker
 processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,

@@ -3,7 +3,7 @@
     python perf/testbed/frontier.py [--recipes kimi laser ...] [--max-steps 40] [--output-dir perf/testbed/results]
 
 For every entry of `FRONTIER_SWEEPS` (one key and three values per recipe; `x<m>` = m times the value the recipe has
-at its testbed scale, see testbed/trl_efficient_testbed/sweep.py), runs `trl-efficient testbed sweep` with the comparison's
+at its testbed scale, see trl_efficient_testbed/sweep.py), runs `trl-efficient testbed sweep` with the comparison's
 default settings, writing `sweep_<recipe>.{json,md,png}` and the trained points under `<output-dir>/sweep-<recipe>/`
 (cached: a rerun with unchanged settings reuses them), then `frontier.{json,md,png}`: accuracy vs mean tokens, every
 recipe's points connected in sweep order, Pareto-optimal points (over all recipes, base and grpo) ringed. The base

@@ -145,9 +145,9 @@ def sample_groups(base_model: str, num_tasks: int, group: int, max_new_tokens: i
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.eval.evaluate import EvalMode, TransformersBackend, build_prompt_text
-    from trl_efficient.rewards import is_correct
     from trl_efficient.overthinking.base import resolve_base_model
     from trl_efficient.overthinking.data import load_testbed_dataset, task_from_row
+    from trl_efficient.rewards import is_correct
 
     path = resolve_base_model(base_model)
     tok = AutoTokenizer.from_pretrained(path)

@@ -1,14 +1,16 @@
-"""Paste the testbed comparison into the top-level README, and its scorecard into docs/testbed.md, between markers.
+"""Paste the testbed comparison into docs/testbed-results.md, and its scorecard into docs/testbed.md, between markers.
 
     python perf/testbed/update_readme.py [--json perf/testbed/results/compare.json] [--check]
 
+(The name is historical: the comparison was in the top-level README until issue 46 gave it a page of its own.)
 Renders `compare.json` (written by `trl-efficient testbed compare --recipes all --output-dir
 perf/testbed/results`) with the same renderer as `compare.md`, and replaces the text between
-`<!-- testbed-table:start -->` and `<!-- testbed-table:end -->` in README.md; renders the scorecard of the same
-`compare.json` and the world report next to it (`trl-efficient testbed scorecard`) between
-`<!-- testbed-scorecard:start -->` and `<!-- testbed-scorecard:end -->` in docs/testbed.md. `--check` changes nothing
-and exits with status 1 when either differs from its rendering (tests/testbed/test_readme_table.py runs the same
-check).
+`<!-- testbed-table:start -->` and `<!-- testbed-table:end -->` in docs/testbed-results.md, and the confirmed
+verdicts between `<!-- testbed-headline:start -->` and `<!-- testbed-headline:end -->` there; renders the scorecard
+of the same `compare.json` and the world report next to it (`trl-efficient testbed scorecard`) between
+`<!-- testbed-scorecard:start -->` and `<!-- testbed-scorecard:end -->` in docs/testbed.md, with the protocol's
+verdicts and their history. `--check` changes nothing and exits with status 1 when any section differs from its
+rendering (tests/testbed/test_readme_table.py runs the same check).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-README = os.path.join(ROOT, "README.md")
+RESULTS = os.path.join(ROOT, "docs", "testbed-results.md")  # the table and the headline
 DOCS = os.path.join(ROOT, "docs", "testbed.md")
 DEFAULT_JSON = os.path.join(HERE, "results", "compare.json")
 MARKER = "testbed-table"  # <!-- testbed-table:start --> ... <!-- testbed-table:end -->
@@ -30,7 +32,7 @@ COMMAND = "trl-efficient testbed compare --recipes all --base-model {base}{seeds
 
 
 def render_section(json_path: str = DEFAULT_JSON) -> str:
-    """The README section (without the markers): the command, then `compare.md` as rendered from `json_path`."""
+    """The results page's table (without the markers): the command, then `compare.md` as rendered from `json_path`."""
     import json
 
     from trl_efficient_testbed.runner import TestbedSettings, render_compare_json
@@ -128,11 +130,11 @@ def render_history(history_path: str = HISTORY_JSON) -> str:
         return module.render(json.load(f))
 
 
-HEADLINE = "testbed-headline"  # in README.md: the verdicts the README may state (confirmed ones only)
+HEADLINE = "testbed-headline"  # in docs/testbed-results.md: the verdicts it states as results (confirmed ones only)
 
 
 def render_headline(json_path: str = DEFAULT_JSON) -> str:
-    """The README's headline of the testbed's verdicts (issue 32 item 5): only a verdict that the confirmation pass
+    """The results page's headline of the verdicts (issue 32 item 5): only a verdict that the confirmation pass
     repeated on unseen training seeds and a fresh task set (`trl-efficient testbed confirm`) is stated as a result;
     the rest are counted, and named as what they are (decided at the looks but not confirmed, inconclusive, cannot be
     judged); the negative controls' scores on the checks follow.
@@ -157,18 +159,18 @@ def readme_section(text: str, marker: str = MARKER) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", default=DEFAULT_JSON)
-    parser.add_argument("--readme", default=README)
+    parser.add_argument("--results", "--readme", dest="results", default=RESULTS, help="the table's page")
     parser.add_argument("--docs", default=DOCS, help="the testbed documentation that quotes the scorecard")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the README is out of date; write nothing")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a page is out of date; write nothing")
     args = parser.parse_args(argv)
     from trl_efficient.recipes.tables import write_readme_section
 
     status = 0
-    sections = [(args.readme, MARKER, render_section(args.json).strip()),
+    sections = [(args.results, MARKER, render_section(args.json).strip()),
                 (args.docs, SCORECARD, render_scorecard(args.json).strip())]  # fmt: skip
-    with open(args.readme) as f:
-        if f"<!-- {HEADLINE}:start -->" in f.read():  # the confirmed verdicts (README.md has it; a test checks)
-            sections.append((args.readme, HEADLINE, render_headline(args.json).strip()))
+    with open(args.results) as f:
+        if f"<!-- {HEADLINE}:start -->" in f.read():  # the confirmed verdicts (the results page has it; a test checks)
+            sections.append((args.results, HEADLINE, render_headline(args.json).strip()))
     with open(args.docs) as f:
         docs = f.read()
     if f"<!-- {PROTOCOL}:start -->" in docs:  # protocol 1's verdicts and their history

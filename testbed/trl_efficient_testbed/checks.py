@@ -57,10 +57,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .specs import BASE_RECIPE, FIXED_PENALTY, SPECS, RecipeSpec
 from .stats import (
     Bootstrap,
     Estimate,
@@ -78,15 +80,18 @@ from .stats import (
 
 __all__ = [
     "ACCURACY_TOLERANCE",
-    "CLAIMS",
-    "CONDITIONED_CLAIMS",
+    "CHECKS",
     "FRACTION_MARGIN",
     "PEARSON_MARGIN",
+    "SPECIFIC_CHECKS",
     "TIGHT_CAP_FRACTION",
     "TOKEN_MARGIN",
+    "TRADE_OFF",
     "CheckInputs",
-    "SPECIFIC_CLAIMS",
+    "Claim",
+    "check",
     "check_modes",
+    "claim_check",
     "claim_of",
     "family_of",
     "fraction_noise",
@@ -102,52 +107,99 @@ FRACTION_MARGIN = 0.02  # smallest claimed difference of accuracies or fractions
 TOKEN_MARGIN = 0.02  # the same for a difference in tokens, as a fraction of the mean floor
 PEARSON_MARGIN = 0.02  # the same for a difference of correlations
 EASY_OPS, HARD_OPS = ("1", "2"), ("7", "8")
-# The claims a recipe declares (`Recipe.testbed_check`, `Recipe.testbed_specific`) are keys of the tables below, next
-# to their checks; no list of recipe names is kept here. The conditioned claims are checked under the recipe's own
-# prompts, against the base: `CONDITIONED` is the registered recipes that declare one, in this order (by claim, then
-# by name), the order of the check prompts a control evaluates under (`jobs.job_modes`, part of a run's key).
-CONDITIONED_CLAIMS = ("hbpo", "l1", "saber", "asrr", "budgetthinker")
 TIGHT_CAP_FRACTION = 0.5  # DLER's check: truncation at this fraction of the cap (192 of 384 tokens)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A claim a recipe's spec names (`RecipeSpec.claim`, or `RecipeSpec.specific` for protocol 3's checks of what a
+    method adds to a fixed length penalty), registered with its check by `@check(name, ...)`.
+
+    `run(c)`: the check, `CheckInputs -> {"claim", "measured", "held", "differences"}`; `needs_reference`: no
+    verdict without a reference row; `conditioned`: checked under the recipe's own prompts (`modes`), against the
+    base (the recipe's matching control replaces it); `against_base`: the comparator is `CheckInputs.base` (every
+    conditioned claim, and DLER's truncations at a tight cap); `controls_evaluated`: the controls evaluated "under
+    conditioned" carry its prompts (BudgetThinker's check keeps the base with its control tokens as the only
+    comparator); `modes(spec, scale)`: the evaluation modes its check reads (`check_modes`); `following(spec)`: the
+    length-following error its check scores (`prompted.following`); `earlier`: the claim whose check protocol 2
+    judged by, printed beside a specific check (HBPO).
+    """
+
+    name: str
+    run: Callable[[CheckInputs], dict]
+    needs_reference: bool = True
+    conditioned: bool = False
+    against_base: bool = False
+    controls_evaluated: bool = True
+    modes: Callable | None = None
+    following: Callable | None = None
+    earlier: str | None = None
+
+
+# The claims, by key, each registered next to its check below; registration order is the order of `CONDITIONED`
+# (by claim, then by recipe name), the order of the check prompts a control evaluates under (`jobs.job_modes`,
+# part of a run's key). No recipe name is kept here: the specs (`specs/`) name each recipe's claims.
+CHECKS: dict[str, Claim] = {}
+SPECIFIC_CHECKS: dict[str, Claim] = {}  # protocol 3: what the method adds to a fixed length penalty
+
+
+def check(name: str, *, specific: bool = False, **attributes) -> Callable:
+    """Register the decorated `(CheckInputs) -> dict` as the check of claim `name` (`Claim`'s `attributes`), in
+    `SPECIFIC_CHECKS` with `specific`, else in `CHECKS`."""
+    table = SPECIFIC_CHECKS if specific else CHECKS
+
+    def register(run: Callable) -> Callable:
+        if name in table:
+            raise ValueError(f"claim {name!r} already has a check ({table[name].run.__name__}).")
+        table[name] = Claim(name, run, **attributes)
+        return run
+
+    return register
+
+
 def __getattr__(name: str):
-    """`CONDITIONED`, from the registry on first use (PEP 562): the recipes whose declared claim is conditioned."""
+    """`CONDITIONED`, from the specs on first use (PEP 562): the recipes whose declared claim is conditioned."""
     if name != "CONDITIONED":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from trl_efficient.recipes import RECIPES
+    return tuple(recipe for claim in CHECKS.values() if claim.conditioned for recipe in sorted(SPECS)
+                 if SPECS[recipe].claim == claim.name)  # fmt: skip
 
-    claims = {recipe: RECIPES.get(recipe).testbed_check for recipe in RECIPES.names()}
-    return tuple(recipe for claim in CONDITIONED_CLAIMS for recipe, own in claims.items() if own == claim)
+
+def _spec(recipe: str) -> RecipeSpec | None:
+    """`recipe`'s spec, checked against the registered claims; `None` for a name without one (a control run)."""
+    spec = SPECS.get(recipe)
+    if spec is None:
+        return None
+    for key, table in ((spec.claim, CHECKS), (spec.specific, SPECIFIC_CHECKS)):
+        if key is not None and key not in table:
+            raise ValueError(f"recipe {recipe!r} declares the testbed claim {key!r}; valid: {sorted(table)}.")
+    return spec
 
 
 def claim_of(recipe: str) -> tuple[str, str | None]:
-    """The claims `recipe` declares (`Recipe.testbed_check`, `Recipe.testbed_specific`); an unregistered name (a
+    """The claims `recipe`'s spec declares (`RecipeSpec.claim`, `RecipeSpec.specific`); a name without a spec (a
     control run) has the default claim, shorter at similar accuracy, and no specific one.
 
     >>> claim_of("l1-max"), claim_of("hapo"), claim_of("grpo-prompted")
-    (('l1', None), ('shorter', 'difficulty-aware'), ('shorter', None))
+    (('follows-target', None), ('shorter', 'difficulty-aware'), ('shorter', None))
     """
-    from trl_efficient.recipes import RECIPES
+    spec = _spec(recipe)
+    return ("shorter", None) if spec is None else (spec.claim, spec.specific)
 
-    if recipe not in RECIPES:
-        return "shorter", None
-    declared = RECIPES.get(recipe)
-    for key, table in ((declared.testbed_check, CLAIMS), (declared.testbed_specific, SPECIFIC_CLAIMS)):
-        if key is not None and key not in table:
-            raise ValueError(f"recipe {recipe!r} declares the testbed claim {key!r}; valid: {sorted(table)}.")
-    return declared.testbed_check, declared.testbed_specific
+
+def claim_info(recipe: str) -> Claim:
+    """The registered `Claim` of `recipe`'s method check (`claim_of`)."""
+    return CHECKS[claim_of(recipe)[0]]
 
 
 def family_of(recipe: str) -> str:
-    """The method family of `recipe` (`Recipe.family`, declared with the recipe; "other" when unregistered): one
-    panel of the per-difficulty small multiples each.
+    """The method family of `recipe` (`RecipeSpec.family`; "other" without a spec): one panel of the per-difficulty
+    small multiples each.
 
     >>> family_of("hbpo"), family_of("gfpo"), family_of("no-such")
     ('budget / prompted', 'sampling', 'other')
     """
-    from trl_efficient.recipes import RECIPES
-
-    return RECIPES.get(recipe).family if recipe in RECIPES else "other"
+    return SPECS[recipe].family if recipe in SPECS else "other"
 
 
 def pearson(xs, ys) -> float | None:
@@ -188,29 +240,53 @@ def spearman(xs, ys) -> float | None:
 
 
 def check_modes(recipe: str, scale) -> list:
-    """The evaluation modes (`trl_efficient.eval.evaluate.EvalMode`) a recipe's check needs, from its testbed scale."""
-    from trl_efficient.eval.evaluate import EvalMode, parse_mode
+    """The evaluation modes (`trl_efficient.eval.evaluate.EvalMode`) a recipe's check needs, from its testbed scale
+    (`Claim.modes`; none for a claim judged on plain evaluations)."""
+    claim = claim_info(recipe)
+    return [] if claim.modes is None else claim.modes(SPECS[recipe], scale)
 
-    claim = claim_of(recipe)[0]
-    if claim == "hbpo":
-        return [m for b in scale.config["budgets"] for m in parse_mode(f"hbpo:{b}")]
-    if claim == "l1":
-        low, high = scale.config["target_length_range"]
-        targets = sorted({int(round(low + (high - low) * q)) for q in (0.1, 0.3, 0.5, 0.7, 0.9)})
-        family = "l1" if recipe == "l1-exact" else "l1-max"
-        return [m for t in targets for m in parse_mode(f"{family}:{t}")]
-    if claim == "saber":
-        from trl_efficient.prompts import saber_system_prompt
 
-        tiers = scale.recipe_kwargs["tiers"]
-        chosen = sorted({tiers[0], tiers[len(tiers) // 2], tiers[-1]})  # the smallest, a middle and the largest tier
-        return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in chosen]
-    if claim == "asrr":
-        return parse_mode("asrr")
-    if claim == "budgetthinker":  # its final epochs' budgets, with the control tokens forced
-        budgets = scale.config["rollout_plan_kwargs"]["final_choices"]
-        return [m for b in sorted(budgets) for m in parse_mode(f"budgetthinker:{b}")]
-    return []
+def _budget_modes(spec: RecipeSpec, scale) -> list:
+    """HBPO's check prompts: one budget prefill per scaled budget."""
+    from trl_efficient.eval.evaluate import parse_mode
+
+    return [m for b in scale.config["budgets"] for m in parse_mode(f"hbpo:{b}")]
+
+
+def _target_modes(spec: RecipeSpec, scale) -> list:
+    """L1's check prompts: five targets spread over the scaled target range, in the spec's prompt family."""
+    from trl_efficient.eval.evaluate import parse_mode
+
+    low, high = scale.config["target_length_range"]
+    targets = sorted({int(round(low + (high - low) * q)) for q in (0.1, 0.3, 0.5, 0.7, 0.9)})
+    return [m for t in targets for m in parse_mode(f"{spec.claim_options['mode']}:{t}")]
+
+
+def _tier_modes(spec: RecipeSpec, scale) -> list:
+    """SABER's check prompts: the smallest, a middle and the largest scaled tier."""
+    from trl_efficient.eval.evaluate import EvalMode
+    from trl_efficient.prompts import saber_system_prompt
+
+    tiers = scale.recipe_kwargs["tiers"]
+    chosen = sorted({tiers[0], tiers[len(tiers) // 2], tiers[-1]})  # the smallest, a middle and the largest tier
+    return [EvalMode(f"saber:{t}", system=saber_system_prompt("budget", t), value=t) for t in chosen]
+
+
+NO_THINK_MODE = "asrr"  # the evaluation mode of the no-think prefix (`trl_efficient.eval.evaluate.parse_mode`)
+
+
+def _no_think_modes(spec: RecipeSpec, scale) -> list:
+    from trl_efficient.eval.evaluate import parse_mode
+
+    return parse_mode(NO_THINK_MODE)
+
+
+def _forced_budget_modes(spec: RecipeSpec, scale) -> list:
+    """BudgetThinker's check prompts: its final epochs' budgets, with the control tokens forced."""
+    from trl_efficient.eval.evaluate import parse_mode
+
+    budgets = scale.config["rollout_plan_kwargs"]["final_choices"]
+    return [m for b in sorted(budgets) for m in parse_mode(f"budgetthinker:{b}")]
 
 
 def fraction_noise(p1: float, n1: int | None, p2: float, n2: int | None) -> float:
@@ -233,7 +309,8 @@ class CheckInputs:
     recipe's prompts, `grpo-cap192`, ...; the base model before it), the mean `floor` in tokens (the token margin is
     `TOKEN_MARGIN` x it), the bootstrap's `resamples` and `seed`, and `alpha`, the one-sided nominal level of the
     look (`protocol.nominal_level`; `None`: 0.025, the plain 95% interval). Every decided part is recorded in
-    `parts` as `(estimate, threshold)`, from which `p_value` is computed."""
+    `parts` as `(estimate, threshold)`, from which `p_value` is computed. `method_check` sets `recipe` (the recipe
+    checked, whose spec a check may read) and `tight_cap` (DLER's check)."""
 
     panel: Panel
     reference: Panel | None = None
@@ -246,6 +323,9 @@ class CheckInputs:
     alpha: float | None = None
     parts: list = field(default_factory=list)
     constant: Panel | None = None  # the `constant-penalty` control (protocol 3's specific checks compare with it)
+    constant_name: str = FIXED_PENALTY
+    recipe: str = ""
+    tight_cap: int | None = None
 
     @property
     def token_margin(self) -> float:
@@ -317,6 +397,7 @@ def _similar_accuracy(c: CheckInputs, rec: Panel, ref: Panel) -> tuple[tuple, bo
     return d, c.constraint(d, ACCURACY_TOLERANCE), text
 
 
+@check("shorter")
 def _shorter_at_similar_accuracy(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d_tokens = c.paired(ref.metrics["tokens"], rec.metrics["tokens"])
@@ -328,6 +409,7 @@ def _shorter_at_similar_accuracy(c: CheckInputs) -> dict:
                    {"tokens_saved": d_tokens, "accuracy": d_acc})  # fmt: skip
 
 
+@check("not-less-accurate")  # final accuracy, not length (methods.md §20, §26 entropy)
 def _not_less_accurate(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d = c.paired(rec.metrics["correct"], ref.metrics["correct"])
@@ -337,6 +419,7 @@ def _not_less_accurate(c: CheckInputs) -> dict:
                    c.decide(d, FRACTION_MARGIN), {"accuracy": d})  # fmt: skip
 
 
+@check("redundant-share")
 def _bingo(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d = c.paired(ref.metrics["redundant_tokens"], rec.metrics["redundant_tokens"], ref.metrics["tokens"],
@@ -351,6 +434,7 @@ def _bingo(c: CheckInputs) -> dict:
     )
 
 
+@check("no-more-truncations")
 def _dapo(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d = c.paired(ref.metrics["truncated"], rec.metrics["truncated"])
@@ -368,7 +452,9 @@ def _dapo(c: CheckInputs) -> dict:
     return result
 
 
-def _dler(c: CheckInputs, cap: int | None) -> dict:
+@check("tight-cap", needs_reference=False, against_base=True)
+def _dler(c: CheckInputs) -> dict:
+    cap = c.tight_cap
     claim = f"fewer truncations than {c.base_name} at a {cap}-token cap (half the comparison's cap), not longer"
     if c.base is None:
         return _result(claim, f"no {c.base_name} row", None, {})
@@ -412,16 +498,17 @@ def _generic_line(c: CheckInputs) -> dict:
     return {k: result[k] for k in ("claim", "measured", "held", "p_value")}
 
 
-def _difficulty_aware(c: CheckInputs, recipe: str) -> dict:
+@check("difficulty-aware", specific=True)
+def _difficulty_aware(c: CheckInputs) -> dict:
     """LASER-D, HAPO (and HBPO's second part): easy tasks (1-2 ops) cut more than hard ones (7-8 ops), each cut
     relative to the reference's tokens on the same tasks and seeds, by more than constant-penalty's same gap."""
     claim = (
         f"easy tasks (1-2 ops) cut more than hard ones (7-8 ops), relative to {c.reference_name}'s tokens on "
-        "the same tasks, by more than constant-penalty's same gap (a fixed per-token penalty cuts long hard "
+        f"the same tasks, by more than {c.constant_name}'s same gap (a fixed per-token penalty cuts long hard "
         f"tasks more in tokens; the measure is the relative cut per difficulty; margin {FRACTION_MARGIN})"
     )
     if c.reference is None or c.constant is None:
-        return _result(claim, f"no {c.reference_name if c.reference is None else 'constant-penalty'} row", None, {})
+        return _result(claim, f"no {c.reference_name if c.reference is None else c.constant_name} row", None, {})
     rec, ref, cp = _aligned3(c.panel, c.reference, c.constant)
     easy = np.isin(rec.difficulty.astype(str), EASY_OPS)
     hard = np.isin(rec.difficulty.astype(str), HARD_OPS)
@@ -435,8 +522,8 @@ def _difficulty_aware(c: CheckInputs, recipe: str) -> dict:
         return 1 - float(wratio(p.metrics["tokens"], ref.metrics["tokens"], boot.point_w, boot.point_v, mask)[0])
 
     measured = (f"relative cut vs {c.reference_name} (seeds {rec.seeds}): easy {cut(rec, easy):+.3f}, hard "
-                f"{cut(rec, hard):+.3f}: easy - hard {_d(d_rec, 3)}; constant-penalty easy {cut(cp, easy):+.3f}, hard "
-                f"{cut(cp, hard):+.3f}: easy - hard {_d(d_cp, 3)}; recipe - constant-penalty {_d(d, 3)} (margin "
+                f"{cut(rec, hard):+.3f}: easy - hard {_d(d_rec, 3)}; {c.constant_name} easy {cut(cp, easy):+.3f}, hard "
+                f"{cut(cp, hard):+.3f}: easy - hard {_d(d_cp, 3)}; recipe - {c.constant_name} {_d(d, 3)} (margin "
                 f"+-{FRACTION_MARGIN})")  # fmt: skip
     held = combine(c.decide(d_rec, FRACTION_MARGIN), c.decide(d, FRACTION_MARGIN))
     return _result(claim, measured, held, {"easy_minus_hard_cut": d_rec, "constant_penalty_gap": d_cp,
@@ -451,6 +538,7 @@ def _seed_estimate(values: list[float]) -> Spread:
     return spread
 
 
+@check("adaptive-penalty", specific=True)
 def _adlp(c: CheckInputs) -> dict:
     claim = ("the penalty adapts: lambda moves off its bound (mean over the logged steps of (bound - lambda) / bound, "
              f"a seed's one number, above the margin {FRACTION_MARGIN}); a lambda held at its bound is a constant "
@@ -480,25 +568,27 @@ def _adlp(c: CheckInputs) -> dict:
     return result
 
 
+@check("redundant-vs-fixed-penalty", specific=True)
 def _bingo_specific(c: CheckInputs) -> dict:
-    claim = ("insignificant (redundant) tokens cut more than constant-penalty's at comparable length: redundant share "
-             f"constant-penalty - recipe above {FRACTION_MARGIN}, tokens no more than constant-penalty's + the token "
-             "margin")  # fmt: skip
+    claim = (f"insignificant (redundant) tokens cut more than {c.constant_name}'s at comparable length: redundant "
+             f"share {c.constant_name} - recipe above {FRACTION_MARGIN}, tokens no more than {c.constant_name}'s + the "
+             "token margin")  # fmt: skip
     if c.constant is None:
-        return _result(claim, "no constant-penalty row", None, {})
+        return _result(claim, f"no {c.constant_name} row", None, {})
     rec, cp = c.panel.aligned(c.constant)
     d = c.paired(cp.metrics["redundant_tokens"], rec.metrics["redundant_tokens"], cp.metrics["tokens"],
                  rec.metrics["tokens"])  # fmt: skip
     d_tokens = c.paired(cp.metrics["tokens"], rec.metrics["tokens"])
     share = lambda p: float(p.metrics["redundant_tokens"].sum() / p.metrics["tokens"].sum())  # noqa: E731
-    measured = (f"redundant share {share(rec):.3f} vs constant-penalty {share(cp):.3f} (seeds {rec.seeds}): "
-                f"constant-penalty - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); tokens "
-                f"{_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(cp, 'tokens'))}: constant-penalty - recipe "
+    measured = (f"redundant share {share(rec):.3f} vs {c.constant_name} {share(cp):.3f} (seeds {rec.seeds}): "
+                f"{c.constant_name} - recipe {_d(d, 3)} (margin +-{FRACTION_MARGIN}); tokens "
+                f"{_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(cp, 'tokens'))}: {c.constant_name} - recipe "
                 f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
     held = combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin))
     return _result(claim, measured, held, {"redundant_share_cut": d, "tokens_vs_constant_penalty": d_tokens})
 
 
+@check("budgets-differentiated", specific=True, earlier="budget-overshoot")
 def _hbpo_specific(c: CheckInputs) -> dict:
     """HBPO's budgets differentiated: the budget spread (length at the largest budget - the smallest, issue 17)
     above its matching control's, and without a budget easy tasks cut more than hard ones relative to grpo, beyond
@@ -506,7 +596,7 @@ def _hbpo_specific(c: CheckInputs) -> dict:
     claim = (
         f"budgets differentiated: the budget spread (length at the largest budget - the smallest) above "
         f"{c.base_name}'s (margin: the token margin), and easy tasks (1-2 ops) cut more than hard ones relative "
-        f"to {c.reference_name}'s tokens, beyond constant-penalty's same gap (margin {FRACTION_MARGIN})"
+        f"to {c.reference_name}'s tokens, beyond {c.constant_name}'s same gap (margin {FRACTION_MARGIN})"
     )
     pair = _modes_pair(c)
     if pair is None or len(c.panel.modes) < 2:
@@ -517,27 +607,23 @@ def _hbpo_specific(c: CheckInputs) -> dict:
     spread, b_spread = (p.modes[hi]["lengths"] - p.modes[lo]["lengths"] for p in (rec, base))
     d_spread = c.paired(spread, b_spread)
     held_spread = c.decide(d_spread, c.token_margin)
-    aware = _difficulty_aware(c, "hbpo")
+    aware = _difficulty_aware(c)
     measured = (f"budget spread {float(b_spread.mean()):.1f} ({c.base_name}) -> {float(spread.mean()):.1f}: recipe - "
-                f"{c.base_name} {_d(d_spread)} (margin +-{c.token_margin:.1f}); constant-penalty has no evaluation "
+                f"{c.base_name} {_d(d_spread)} (margin +-{c.token_margin:.1f}); {c.constant_name} has no evaluation "
                 f"under the budget prefills (tokens cannot be matched there); {aware['measured']}")  # fmt: skip
     return _result(claim, measured, combine(held_spread, aware["held"]),
                    {"spread_gain": d_spread, **aware["differences"]})  # fmt: skip
 
 
-def _specific(recipe: str, claim: str, c: CheckInputs) -> dict:
-    """Protocol 3's check of what `recipe` claims beyond a fixed length penalty (its `claim`, a key of
-    `SPECIFIC_CLAIMS`), with the generic line beside it."""
-    if claim == "adaptive-penalty":
-        result = _adlp(c)
-    elif claim == "difficulty-aware":
-        result = _difficulty_aware(c, recipe)
-    elif claim == "bingo":
-        result = _bingo_specific(c)
-    else:
-        result = _hbpo_specific(c)
+def _specific(name: str, c: CheckInputs) -> dict:
+    """Protocol 3's check of what the recipe claims beyond a fixed length penalty (its spec's `specific`, a key of
+    `SPECIFIC_CHECKS`), with protocol 2's check beside it where the claim names one (`Claim.earlier`) and the generic
+    line."""
+    claim = SPECIFIC_CHECKS[name]
+    result = claim.run(c)
+    if claim.earlier is not None:
         saved, c.parts = c.parts, []
-        earlier = _hbpo(c)  # protocol 2's HBPO check (overshoot past the budgets, easy tasks shorter), kept beside
+        earlier = CHECKS[claim.earlier].run(c)  # protocol 2's check (HBPO: overshoot past the budgets), kept beside
         c.parts = saved
         result["earlier_check"] = {k: earlier[k] for k in ("claim", "measured", "held")}
         tag = {True: "held", False: "not held", None: "inconclusive"}[earlier["held"]]
@@ -547,11 +633,6 @@ def _specific(recipe: str, claim: str, c: CheckInputs) -> dict:
         tag = {True: "held", False: "not held", None: "inconclusive"}[result["generic"]["held"]]
         result["measured"] += f"; generic line ({result['generic']['claim']}): {tag}"
     return result
-
-
-# Recipe.testbed_specific -> the check (protocol 3)
-SPECIFIC_CLAIMS = {"adaptive-penalty": _adlp, "difficulty-aware": _difficulty_aware, "bingo": _bingo_specific,
-                   "hbpo": _hbpo_specific}  # fmt: skip
 
 
 def _modes_pair(c: CheckInputs) -> tuple[Panel, Panel] | None:
@@ -574,6 +655,8 @@ def _overshoot(panel: Panel, names, key: str = "lengths") -> np.ndarray:
     return np.mean([np.maximum(panel.modes[m][key] - float(panel.mode_values[m]), 0.0) for m in names], axis=0)
 
 
+@check("budget-overshoot", needs_reference=False, conditioned=True, against_base=True, modes=_budget_modes,
+       following=lambda spec: ("lengths", "over"))  # fmt: skip
 def _hbpo(c: CheckInputs) -> dict:
     claim = (f"vs {c.base_name}: under the same budget prefills the overshoot past the budget (max(0, length - "
              "budget), mean over the budgets) falls, and without a budget easy tasks (1-2 ops) get shorter than "
@@ -605,8 +688,10 @@ def _hbpo(c: CheckInputs) -> dict:
                    {"overshoot_saved": d_over, "easy_tokens_saved": d_easy, "spread_gain": d_spread})  # fmt: skip
 
 
-def _l1(c: CheckInputs, recipe: str) -> dict:
-    exact = recipe == "l1-exact"
+@check("follows-target", needs_reference=False, conditioned=True, against_base=True, modes=_target_modes,
+       following=lambda spec: ("lengths", spec.claim_options["error"]))  # fmt: skip
+def _l1(c: CheckInputs) -> dict:
+    exact = SPECS[c.recipe].claim_options["error"] == "abs"  # L1-Exact: |length - target|; L1-Max: the overshoot
     name = "abs(length - target)" if exact else "overshoot max(0, length - target)"
     claim = (f"length follows the prompted target better than {c.base_name} under the same prompts: mean {name} "
              "falls and the target-length Pearson rises" if exact else
@@ -646,6 +731,8 @@ def _l1(c: CheckInputs, recipe: str) -> dict:
     return _result(claim, measured, held, {"error_reduction": d_err, "pearson_gain": d_r, "accuracy": d_acc})
 
 
+@check("tier-overshoot", needs_reference=False, conditioned=True, against_base=True, modes=_tier_modes,
+       following=lambda spec: ("thinking", "over"))  # fmt: skip
 def _saber(c: CheckInputs) -> dict:
     pair = _modes_pair(c)
     if pair is None or len(c.panel.modes) < 2:
@@ -669,6 +756,7 @@ def _saber(c: CheckInputs) -> dict:
     return _result(claim, measured, c.decide(d, c.token_margin), {"overshoot_saved": d, "gap_gain": d_gap})
 
 
+@check("better-trade-off")  # CANON's (no preset direction), and every length recipe's against constant-penalty
 def _canon(c: CheckInputs) -> dict:
     rec, ref = c.panel.aligned(c.reference)
     d_tokens = c.paired(ref.metrics["tokens"], rec.metrics["tokens"])
@@ -689,11 +777,37 @@ def _canon(c: CheckInputs) -> dict:
     return result
 
 
+@check("no-think-prefix", needs_reference=False, conditioned=True, against_base=True, modes=_no_think_modes)
+def _asrr(c: CheckInputs) -> dict:
+    claim = (f"under the no-think prefix: accuracy above {c.base_name}'s under the same prefix and fewer tokens than "
+             f"{c.reference_name}")  # fmt: skip
+    pair = _modes_pair(c)
+    if (
+        pair is None
+        or NO_THINK_MODE not in c.panel.modes
+        or c.reference is None
+        or "correct" not in c.panel.modes[NO_THINK_MODE]
+    ):
+        return _result(claim, "no asrr-mode records", None, {})
+    rec, base = pair
+    d_acc = c.paired(rec.modes[NO_THINK_MODE]["correct"], base.modes[NO_THINK_MODE]["correct"])
+    rec2, ref = c.panel.aligned(c.reference)
+    lengths = rec2.modes[NO_THINK_MODE]["lengths"]
+    d_tokens = c.paired(ref.metrics["tokens"][:, : lengths.shape[1]], lengths)
+    measured = (f"prefix accuracy {float(rec.modes[NO_THINK_MODE]['correct'].mean()):.3f} vs {c.base_name} "
+                f"{float(base.modes[NO_THINK_MODE]['correct'].mean()):.3f}: diff {_d(d_acc, 3)}; prefix tokens "
+                f"{float(lengths.mean()):.1f}: {c.reference_name} (plain) - recipe {_d(d_tokens)}")  # fmt: skip
+    held = combine(c.decide(d_acc, FRACTION_MARGIN), c.decide(d_tokens, c.token_margin))
+    return _result(claim, measured, held, {"prefix_accuracy_gain": d_acc, "tokens_saved": d_tokens})
+
+
 def _mode_accuracy(panel: Panel, names: list) -> np.ndarray:
     """(S, T) accuracy cells under the check prompts `names`, the mean over the prompts."""
     return np.mean([panel.modes[m]["correct"] for m in names], axis=0)
 
 
+@check("forced-budgets", needs_reference=False, conditioned=True, against_base=True, controls_evaluated=False,
+       modes=_forced_budget_modes, following=lambda spec: ("thinking", "over"))  # fmt: skip
 def _budgetthinker(c: CheckInputs) -> dict:
     claim = ("vs the base model with the control tokens added (fresh embeddings: where training starts) under the same "
              "budget prompts and forced control tokens: accuracy rises and the thinking overshoot past the budget "
@@ -716,24 +830,6 @@ def _budgetthinker(c: CheckInputs) -> dict:
     return _result(claim, measured, held, {"budget_accuracy_gain": d_acc, "overshoot_saved": d_over})
 
 
-def _asrr(c: CheckInputs) -> dict:
-    claim = (f"under the no-think prefix: accuracy above {c.base_name}'s under the same prefix and fewer tokens than "
-             f"{c.reference_name}")  # fmt: skip
-    pair = _modes_pair(c)
-    if pair is None or "asrr" not in c.panel.modes or c.reference is None or "correct" not in c.panel.modes["asrr"]:
-        return _result(claim, "no asrr-mode records", None, {})
-    rec, base = pair
-    d_acc = c.paired(rec.modes["asrr"]["correct"], base.modes["asrr"]["correct"])
-    rec2, ref = c.panel.aligned(c.reference)
-    lengths = rec2.modes["asrr"]["lengths"]
-    d_tokens = c.paired(ref.metrics["tokens"][:, : lengths.shape[1]], lengths)
-    measured = (f"prefix accuracy {float(rec.modes['asrr']['correct'].mean()):.3f} vs {c.base_name} "
-                f"{float(base.modes['asrr']['correct'].mean()):.3f}: diff {_d(d_acc, 3)}; prefix tokens "
-                f"{float(lengths.mean()):.1f}: {c.reference_name} (plain) - recipe {_d(d_tokens)}")  # fmt: skip
-    held = combine(c.decide(d_acc, FRACTION_MARGIN), c.decide(d_tokens, c.token_margin))
-    return _result(claim, measured, held, {"prefix_accuracy_gain": d_acc, "tokens_saved": d_tokens})
-
-
 def is_baseline(check: dict) -> bool:
     """A method check without a claim of its own (`grpo`, `dr-grpo`: its claim starts with "baseline"): it has no
     verdict and is not counted among the verdicts.
@@ -752,11 +848,23 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
     measure in this world (DAPO's truncations at a cap nothing reaches)."""
     from .protocol import row_check
 
-    inputs.parts = []
+    inputs.parts, inputs.recipe, inputs.tight_cap = [], recipe, tight_cap
     declared = row_check(recipe)  # a protocol row names its check (protocol 4); else the recipe's own
     if declared is not None and declared not in ROW_CHECKS:
         raise ValueError(f"protocol row {recipe!r}: unknown check {declared!r}; valid: {sorted(ROW_CHECKS)}.")
-    result = ROW_CHECKS[declared](inputs) if declared else _method_check(recipe, inputs, tight_cap)
+    result = ROW_CHECKS[declared](inputs) if declared else _method_check(recipe, inputs)
+    return _finish(result, inputs)
+
+
+def claim_check(claim: str, inputs: CheckInputs) -> dict:
+    """The check of claim `claim` (a key of `CHECKS`) on `inputs`, as `method_check` returns a recipe's: how the
+    verdicts score every length recipe against `constant-penalty` (`TRADE_OFF`)."""
+    inputs.parts = []
+    return _finish(_run(CHECKS[claim], inputs), inputs)
+
+
+def _finish(result: dict, inputs: CheckInputs) -> dict:
+    """A check's result with its p-value and level (`method_check`)."""
     if is_baseline(result) or result.get("claim") == "-":
         return result
     result.setdefault("p_value", inputs.p_value())
@@ -766,49 +874,41 @@ def method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None)
     return result
 
 
-def _method_check(recipe: str, inputs: CheckInputs, tight_cap: int | None = None) -> dict:
+def _method_check(recipe: str, inputs: CheckInputs) -> dict:
     from .protocol import CONTROL_JOBS, matching_controls
 
     if recipe in CONTROL_JOBS:  # GRPO run as a recipe's matching control (protocol.yaml)
         return {"claim": f"baseline (matching control of {', '.join(matching_controls()[recipe]['for'])})",
                 "measured": "-", "held": None}  # fmt: skip
     claim, specific = claim_of(recipe)
-    if claim == "baseline":
-        return {"claim": "baseline", "measured": "-", "held": None}
-    if claim == "baseline-unbiased":  # GRPO without its length and std biases (methods.md §32): not a length method
-        return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
     if specific is not None:  # protocol 3: what the method adds to a fixed length penalty
-        return _specific(recipe, specific, inputs)
-    if claim == "l1":
-        return _l1(inputs, recipe)
-    if claim == "saber":
-        return _saber(inputs)
-    if claim == "dler":
-        return _dler(inputs, tight_cap)
-    if claim == "asrr":
-        return _asrr(inputs)
-    if claim == "budgetthinker":
-        return _budgetthinker(inputs)
-    if inputs.reference is None:
-        if inputs.reference_name not in ("-", "grpo", "base"):  # a matching control without runs
+        return _specific(specific, inputs)
+    return _run(CHECKS[claim], inputs)
+
+
+def _run(claim: Claim, inputs: CheckInputs) -> dict:
+    """`claim`'s check, or why it has no verdict: a claim that needs a reference row without one."""
+    if claim.needs_reference and inputs.reference is None:
+        if inputs.reference_name not in ("-", BASE_RECIPE, "base"):  # a matching control without runs
             missing = f"no {inputs.reference_name} row: the matching control has not been trained"
             return {"claim": f"vs {inputs.reference_name} (its matching control)", "held": None, "measured": missing}
         return {"claim": "-", "measured": "no reference row", "held": None}
-    if claim == "not-less-accurate":  # final accuracy, not length (methods.md §20, §26 entropy)
-        return _not_less_accurate(inputs)
-    if claim == "canon":
-        return _canon(inputs)
-    if claim == "bingo":
-        return _bingo(inputs)
-    if claim == "dapo":
-        return _dapo(inputs)
-    return _shorter_at_similar_accuracy(inputs)  # every other recipe cuts length (its paper's claim)
+    return claim.run(inputs)
 
 
-# Recipe.testbed_check -> the check; "hbpo" is checked by its specific check (protocol 3), protocol 2's beside it
-CLAIMS = {"baseline": None, "baseline-unbiased": None, "shorter": _shorter_at_similar_accuracy, "l1": _l1,
-          "saber": _saber, "dler": _dler, "asrr": _asrr, "budgetthinker": _budgetthinker, "hbpo": _hbpo,
-          "not-less-accurate": _not_less_accurate, "canon": _canon, "bingo": _bingo, "dapo": _dapo}  # fmt: skip
+@check("baseline", needs_reference=False)
+def _baseline(c: CheckInputs) -> dict:
+    """GRPO: the reference itself, no claim of its own."""
+    return {"claim": "baseline", "measured": "-", "held": None}
+
+
+@check("baseline-unbiased", needs_reference=False)
+def _baseline_unbiased(c: CheckInputs) -> dict:
+    """GRPO without its length and std biases (methods.md §32): not a length method."""
+    return {"claim": "baseline (unbiased)", "measured": "-", "held": None}
+
+
+TRADE_OFF = "better-trade-off"  # the claim every length recipe is also scored on against constant-penalty
 
 
 # protocol 4 (issue 33 item 5): the checks a row of the protocol names (`rows: <row>: check:`), each against the row's

@@ -49,6 +49,8 @@ import sys
 
 from trl_efficient.core.errors import CommandParser
 
+from .names import BASE_RECIPE, QUICK_COMPARISON
+
 __all__ = ["main"]
 
 logger = logging.getLogger("trl_efficient_testbed")
@@ -169,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p_cmp.add_argument(
         "--recipes",
         nargs="+",
-        default=["grpo", "kimi", "shorter-better"],
+        default=list(QUICK_COMPARISON),
         help="recipe names, or 'all' for every registered recipe",
     )
     p_cmp.add_argument(
@@ -245,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     p_sweep.add_argument("--seed", type=int, default=None)
     p_sweep.add_argument("--seeds", type=int, default=None, help="training seeds per point (default 3)")
     p_sweep.add_argument("--workers", type=int, default=1, help="worker processes for the runs (default 1)")
-    p_sweep.add_argument("--references", nargs="*", default=["base", "grpo"], help="reference rows (default base grpo)")
+    p_sweep.add_argument("--references", nargs="*", default=["base", BASE_RECIPE],
+                         help=f"reference rows (default base {BASE_RECIPE})")  # fmt: skip
     p_sweep.add_argument("--output-dir", default="outputs/testbed")
     p_sweep.add_argument("--overwrite", action="store_true")
     p_sweep.add_argument("--keep-models", action="store_true")
@@ -315,6 +318,14 @@ def main(argv: list[str] | None = None) -> int:
     p_plots = sub.add_parser("plots", help="redraw per_difficulty.png and checks.png from a compare.json")
     p_plots.add_argument("compare_json")
     p_plots.add_argument("--out-dir", default=None, help="default: the JSON's directory")
+    p_table = sub.add_parser(
+        "scale-table",
+        help="print docs/scale.md's table: each recipe's paper length constants, the one scale rule's testbed value "
+        "and the values worlds v3 and v2 train with",
+    )
+    where = p_table.add_mutually_exclusive_group()
+    where.add_argument("--update", metavar="PATH", help="rewrite the table between PATH's scale-table markers")
+    where.add_argument("--check", metavar="PATH", help="exit 1 when the table in PATH differs from the specs'")
     args, rest = parser.parse_known_args(argv)
     if rest:  # every subcommand: a misspelled flag (`base --retrian`) is an error, never ignored
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -342,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from trl_efficient.core.models import resolve_model_name
         from trl_efficient.overthinking.data import load_testbed_dataset
+
         from .runner import evaluate_testbed, torch_threads
 
         path = resolve_model_name(args.model)
@@ -354,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "world-report":
         from trl_efficient.core.models import resolve_model_name
+
         from .report import world_report
 
         report = world_report(resolve_model_name(args.model), num_tasks=args.num_tasks,
@@ -393,6 +406,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(out, f, indent=1)
+        return 0
+    if args.command == "scale-table":
+        from .scale_table import check_or_update, scale_table
+
+        if args.update or args.check:
+            return check_or_update(args.update or args.check, update=bool(args.update))
+        print(scale_table())
         return 0
     if args.command == "plots":
         import os
@@ -438,10 +458,12 @@ def main(argv: list[str] | None = None) -> int:
         recipes = args.recipes
         if "all" in recipes:
             from trl_efficient.recipes import RECIPES
+
             from .protocol import load
+            from .specs import compared_recipes
 
             rows = [n for n in load().get("rows") or {} if n not in RECIPES]  # protocol rows of their own (lisa)
-            recipes = ["grpo", *sorted(n for n in RECIPES if n != "grpo"), *rows]
+            recipes = [BASE_RECIPE, *(n for n in compared_recipes() if n != BASE_RECIPE), *rows]
         out = compare(
             recipes,
             settings,

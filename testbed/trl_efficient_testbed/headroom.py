@@ -41,20 +41,22 @@ def rl_figures(settings=None, output_dir: str = "outputs/testbed", workers: int 
     import numpy as np
 
     from trl_efficient.overthinking.base import base_model_id, resolve_base_model
+
     from .jobs import plan_job, run_jobs
     from .report import TRADEOFF_HARD
     from .runner import TestbedSettings, _difference, load_panels, panel_row, plan_runs
     from .scaling import settings_scale
+    from .specs import BASE_RECIPE, FIXED_PENALTY
     from .sweep import changed_overrides, resolve_point
     from .training import hub_offline, torch_threads
 
     settings = settings or TestbedSettings()
-    penalty = "constant-penalty"
+    penalty = FIXED_PENALTY
     scale = settings_scale(penalty, settings)
     config_overrides, reward_overrides, resolved = resolve_point(penalty, {PENALTY_KEY: f"x{AGGRESSIVE}"}, settings,
                                                                  scale)  # fmt: skip
     with torch_threads(), hub_offline():
-        plan = plan_runs(["grpo", penalty], settings, output_dir)
+        plan = plan_runs([BASE_RECIPE, penalty], settings, output_dir)
         base_id = base_model_id(resolve_base_model(settings.base_model))
         changed = changed_overrides(penalty, config_overrides, settings, scale)
         plan["aggressive"] = [plan_job(penalty, s, settings, output_dir, base_id, changed, reward_overrides)
@@ -63,10 +65,10 @@ def rl_figures(settings=None, output_dir: str = "outputs/testbed", workers: int 
     panels, _, errors = load_panels(plan, outcomes)
     if errors:
         raise RuntimeError(f"RL figures: runs failed: {errors}")
-    grpo = panels["grpo"]
+    grpo = panels[BASE_RECIPE]
     hard = np.isin(grpo.difficulty, TRADEOFF_HARD)
     args = (settings.bootstrap, settings.seed)
-    row = panel_row("grpo", grpo, settings)
+    row = panel_row(BASE_RECIPE, grpo, settings)
     hard_accuracy = row["by_difficulty"]
 
     def versus(name: str) -> dict:

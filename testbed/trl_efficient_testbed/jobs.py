@@ -136,7 +136,8 @@ def evaluates_conditioned(name: str) -> bool:
 
 def job_modes(name: str, settings) -> list:
     from trl_efficient.recipes import RECIPES
-    from .checks import CONDITIONED, check_modes
+
+    from .checks import CONDITIONED, check_modes, claim_info
     from .scaling import settings_scale
 
     def modes_of(recipe):
@@ -144,8 +145,9 @@ def job_modes(name: str, settings) -> list:
 
     if not evaluates_conditioned(name):
         return modes_of(trained_recipe(name))
-    # the controls leave out BudgetThinker's prompts: its check keeps the base with the control tokens as reference
-    conditioned = CONDITIONED if name == BASE else [r for r in CONDITIONED if r != "budgetthinker"]
+    # the controls leave out the prompts of a claim whose check keeps the base as its only comparator (BudgetThinker's:
+    # the base with the control tokens added)
+    conditioned = CONDITIONED if name == BASE else [r for r in CONDITIONED if claim_info(r).controls_evaluated]
     out = {}
     for recipe in conditioned:
         if recipe in RECIPES:
@@ -161,6 +163,7 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
     `EfficientGRPOConfig` fields that differ from the recipe's testbed config (a sweep point; pass only those that
     change something, so a point equal to the recipe shares its file)."""
     from trl_efficient.recipes import get_recipe
+
     from .protocol import row_settings
     from .scaling import settings_scale
     from .training import scaled_recipe
@@ -276,6 +279,7 @@ def _run(job: Job, settings, trained: dict | None = None) -> dict:
 
     from trl_efficient.overthinking.base import base_model_id, resolve_base_model
     from trl_efficient.overthinking.data import load_testbed_dataset
+
     from .scaling import settings_scale
     from .training import evaluate_modes, evaluate_testbed, num_generations_for, train_recipe
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from .specs import BASE_RECIPE
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["checks_plot", "frontier_plot", "pareto_flags", "per_difficulty_plot"]
@@ -60,7 +62,7 @@ def _levels(rows: Sequence[dict]) -> list[str]:
 
 
 REFERENCE_STYLES = {"base": dict(color="black", linestyle="--", linewidth=2),
-                    "grpo": dict(color="gray", linestyle="-", linewidth=2)}  # fmt: skip
+                    BASE_RECIPE: dict(color="gray", linestyle="-", linewidth=2)}  # fmt: skip
 
 
 def _family_panels(rows: Sequence[dict]) -> list[tuple[str, list[dict]]]:
@@ -223,7 +225,7 @@ def frontier_plot(sweeps: Sequence[dict], path: str, title: str = "Testbed front
         for p in pts:
             ax.annotate(str(p.get("label", "")), (p["mean_tokens"], p["accuracy"]), textcoords="offset points",
                         xytext=(4, 4), fontsize=6, color=color)  # fmt: skip
-    styles = {"base": dict(marker="s", color="black"), "grpo": dict(marker="D", color="gray")}
+    styles = {"base": dict(marker="s", color="black"), BASE_RECIPE: dict(marker="D", color="gray")}
     for name, r in references.items():
         style = styles.get(name, dict(marker="^", color="brown"))
         ax.errorbar([r["mean_tokens"]], [r["accuracy"]], xerr=_err([r], "mean_tokens"), yerr=_err([r], "accuracy"),

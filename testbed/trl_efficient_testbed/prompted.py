@@ -54,16 +54,11 @@ def following(recipe: str) -> tuple[str, str] | None:
     """`(key, kind)` of the length-following error `recipe`'s method check scores (`checks._l1`, `_hbpo`, `_saber`,
     `_budgetthinker`): the mode record it reads (`lengths` or `thinking`) and `abs` ($|x - v|$) or `over`
     ($\\max(0, x - v)$); `None` for a claim without a target (ASRR)."""
-    from .checks import claim_of
+    from .checks import claim_info
+    from .specs import SPECS
 
-    claim = claim_of(recipe)[0]
-    if claim == "l1":
-        return "lengths", "abs" if recipe == "l1-exact" else "over"
-    if claim == "hbpo":
-        return "lengths", "over"
-    if claim in ("saber", "budgetthinker"):
-        return "thinking", "over"
-    return None
+    claim = claim_info(recipe)
+    return None if claim.following is None else claim.following(SPECS[recipe])
 
 
 def _error(panel, names: list[str], key: str, kind: str) -> np.ndarray:

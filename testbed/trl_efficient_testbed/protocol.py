@@ -29,6 +29,8 @@ import math
 import os
 from typing import Any
 
+from .specs import BASE_RECIPE
+
 __all__ = [
     "CONTROL_JOBS",
     "PROTOCOL_PATH",
@@ -269,7 +271,7 @@ def matching_control(recipe: str, base_model: str | None = None) -> str | None:
         if recipe in (entry.get("for") or []) and entry.get("scale", regime) == regime:
             return name
     if recipe in (load().get("reference_is_grpo") or []):
-        return "grpo"
+        return BASE_RECIPE
     return None
 
 

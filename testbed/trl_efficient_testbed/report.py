@@ -31,8 +31,9 @@ import statistics
 
 import numpy as np
 
-from .streams import SentenceConstraint
 from trl_efficient.overthinking.world import LABELS
+
+from .streams import SentenceConstraint
 
 logger = logging.getLogger(__name__)
 
@@ -103,11 +104,12 @@ def world_report(model_path: str, num_tasks: int = 512, max_new_tokens: int = 25
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.eval.evaluate import EvalMode
-    from trl_efficient.rewards import is_correct
     from trl_efficient.overthinking.analysis import analyze_completion
-    from trl_efficient_testbed.summary import summarize
     from trl_efficient.overthinking.base import MARKER, method_prompt_mode
     from trl_efficient.overthinking.data import load_testbed_dataset, task_from_row
+    from trl_efficient.rewards import is_correct
+    from trl_efficient_testbed.summary import summarize
+
     from .stats import Bootstrap, wpearson, wratio
     from .training import paired_generations, torch_threads
 

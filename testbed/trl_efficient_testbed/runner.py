@@ -25,6 +25,7 @@ import os
 import time
 
 from .checks import is_baseline
+from .specs import BASE_RECIPE, FIXED_PENALTY, PLACEBO
 from .training import (  # noqa: F401  (re-exported: the runner's public names before the split)
     RECORD_COLUMNS,
     TestbedSettings,
@@ -308,8 +309,8 @@ def verdict_cells(check: dict) -> list[str]:
     vs = check.get("vs_constant_penalty")
     vs_cell = "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
     p_cell = "-" if check.get("cannot_judge") else _p(check.get("p_value"))
-    return [verdict.replace("|", "/"), p_cell, _p(check.get("q_value")), _control_cell(ctl.get("placebo")),
-            _control_cell(ctl.get("constant-penalty")), vs_cell]  # fmt: skip
+    return [verdict.replace("|", "/"), p_cell, _p(check.get("q_value")), _control_cell(ctl.get(PLACEBO)),
+            _control_cell(ctl.get(FIXED_PENALTY)), vs_cell]  # fmt: skip
 
 
 def _confirmed(check: dict) -> str:
@@ -326,7 +327,8 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
     protocol = protocol or {}
     level = (protocol.get("nominal_levels") or [None])[0]
     conf = "" if level is None else f" (intervals at {1 - 2 * level:.1%}: each end at the looks' nominal level)"
-    lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`testbed/trl_efficient_testbed/protocol.yaml`, "
+    source = "testbed/trl_efficient_testbed/protocol.yaml"
+    lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`{source}`, "
              f"sha256 {protocol.get('sha256', '-')}){conf}: does the method do what its paper says, against its "
              "matching control?", "",
              "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty "
@@ -491,6 +493,7 @@ def compare(recipes: list[str], settings: TestbedSettings | None = None, output_
     finished run files, and a later look whose runs are missing is not taken (`compare.json`'s
     `protocol.pending_looks` names it). Returns `{"rows", "files", "failed"}`."""
     from trl_efficient.recipes import get_recipe
+
     from .scaling import settings_scale
 
     settings = settings or TestbedSettings()
@@ -511,6 +514,7 @@ def plan_runs(names: list[str], settings: TestbedSettings, output_dir: str, keep
     base model is resolved (trained on first use) here, before any worker starts. `overwrite` deletes their result
     files first."""
     from trl_efficient.overthinking.base import base_model_id, resolve_base_model
+
     from .jobs import BASE, plan_job
 
     base_id = base_model_id(resolve_base_model(settings.base_model))
@@ -585,8 +589,8 @@ def reference_of(name: str, names) -> str | None:
     """
     if name == "base":
         return None
-    if name != "grpo" and "grpo" in names:
-        return "grpo"
+    if name != BASE_RECIPE and BASE_RECIPE in names:
+        return BASE_RECIPE
     return "base" if "base" in names else None
 
 
@@ -668,9 +672,12 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
              and (seeds is None or (row_max_seeds(r["recipe"]) or seeds) >= seeds)]  # fmt: skip
     # their matching controls train the same seeds (a check reads its control on the seeds both have)
     controls = [
-        c for c in dict.fromkeys(matching_control(n, base_model) for n in open_) if c and c != "grpo" and c in names
+        c
+        for c in dict.fromkeys(matching_control(n, base_model) for n in open_)
+        if c and c != BASE_RECIPE and c in names
     ]
-    return open_ + (["grpo"] if open_ and "grpo" in names and "grpo" not in open_ else []) + controls
+    base = [BASE_RECIPE] if open_ and BASE_RECIPE in names and BASE_RECIPE not in open_ else []
+    return open_ + base + controls
 
 
 def look_sizes(seeds: int, max_seeds: int) -> list[int]:
@@ -687,7 +694,7 @@ def look_sizes(seeds: int, max_seeds: int) -> list[int]:
 
 
 def _reference(rows: list[dict]) -> tuple[dict | None, str]:
-    for name in ("grpo", "base"):
+    for name in (BASE_RECIPE, "base"):
         ref = next((r for r in rows if r["recipe"] == name and r.get("status", "ok") == "ok"), None)
         if ref is not None:
             return ref, name
@@ -740,6 +747,7 @@ def with_controls(recipes: list[str], base_model: str | None = None) -> list[str
 def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base, workers, show_progress,
              train: bool = True) -> dict:  # fmt: skip
     from trl_efficient.eval.plots import pareto_plot
+
     from .jobs import run_jobs
     from .protocol import describe
     from .scaling import settings_scale
@@ -774,11 +782,11 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
             for name in missing:
                 pending.setdefault(name, seeds)
             more = [n for n in more if n not in missing]
-            if not any(n != "grpo" and not is_control(n) for n in more):
+            if not any(n != BASE_RECIPE and not is_control(n) for n in more):
                 break
         if not more:
             break
-        logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - ("grpo" in more),
+        logger.info("testbed: %d undecided check(s) (%s): seeds up to %d", len(more) - (BASE_RECIPE in more),
                     ", ".join(more), seeds)  # fmt: skip
         look_started = time.perf_counter()
         plan.update(plan_runs(more, dataclasses.replace(settings, seeds=seeds), output_dir, keep_models))
@@ -854,7 +862,7 @@ def confirm(json_path: str, output_dir: str, seed: int = CONFIRMATION_SEED, work
     fields = {f.name for f in dataclasses.fields(TestbedSettings)}
     settings = TestbedSettings(**{k: v for k, v in data["settings"].items() if k in fields})
     settings = dataclasses.replace(settings, seed=seed, max_seeds=0)
-    names = list(dict.fromkeys(["grpo", *decided, *negative_controls()]))
+    names = list(dict.fromkeys([BASE_RECIPE, *decided, *negative_controls()]))
     out = compare(names, settings, output_dir, workers=workers, train=train, show_progress=show_progress)
     counts = confirm_rows(data["rows"], out["rows"])
     with open(out["files"]["json"]) as f:

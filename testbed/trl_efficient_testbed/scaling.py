@@ -1,10 +1,10 @@
 """
-Testbed scale of every registered recipe. Each recipe declares its rule with itself (`Recipe.testbed_scale`, in its
-module under `trl_efficient/recipes/`; the shared vocabulary, `RecipeScale`, `scale_length`, `scale_per_token`, and
-the rationale are in `trl_efficient/recipes/scale.py`); this module applies them: `recipe_scale`, `apply_scale`,
-`resolve_placeholders`.
+Testbed scale of every compared recipe. Each recipe's spec declares its rule (`specs.RecipeSpec.scale`, under
+`specs/`; the shared vocabulary, `RecipeScale`, `scale_length`, `scale_per_token`, and the rationale are in
+`trl_efficient_testbed/scale.py`); this module applies them at a comparison's settings: `recipe_scale`,
+`apply_scale`, `resolve_placeholders`.
 
-A recipe without a rule fails `recipe_scale` (and `tests/testbed/test_scaling.py`), so nothing silently runs at paper
+A recipe without a spec fails `recipe_scale` (and `tests/testbed/test_scaling.py`), so nothing silently runs at paper
 scale on the testbed.
 
 >>> s = recipe_scale("hbpo", cap=192)
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trl_efficient.recipes import get_recipe
-from trl_efficient.recipes.scale import (
+from . import specs
+from .scale import (
     BASE_MODEL_PLACEHOLDER,
     DEFAULT_PAPER_CAP,
     TESTBED_V3_BASE_MEAN,
@@ -52,8 +52,8 @@ ONE_RULE_BASE_MEANS = {"testbed:v3": TESTBED_V3_BASE_MEAN}
 
 
 def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40, base_model: str | None = None) -> RecipeScale:
-    """The testbed scale of `recipe` at completion cap `cap` and `max_steps` steps: the recipe's own
-    `testbed_scale(cap, max_steps)`, with its paper length constants at the one rule's values where `base_model`'s
+    """The testbed scale of `recipe` at completion cap `cap` and `max_steps` steps: its spec's own rule
+    (`specs.recipe_scale`), with its paper length constants at the one rule's values where `base_model`'s
     comparison uses it (`ONE_RULE_BASE_MEANS`).
 
     >>> recipe_scale("dler", 384, 40, "testbed:v2").config, recipe_scale("dler", 384, 40, "testbed:v3").config
@@ -64,7 +64,7 @@ def recipe_scale(recipe: str, cap: int = 192, max_steps: int = 40, base_model: s
     ...
     ValueError: Unknown recipe 'no-such-recipe'. Valid choices: [...].
     """
-    return get_recipe(recipe).scale(int(cap), int(max_steps), ONE_RULE_BASE_MEANS.get(base_model or ""))
+    return specs.recipe_scale(recipe, int(cap), int(max_steps), ONE_RULE_BASE_MEANS.get(base_model or ""))
 
 
 def settings_scale(recipe: str, settings: Any) -> RecipeScale:

@@ -48,6 +48,7 @@ from .headroom import (
     rl_figures_items,
 )
 from .report import MAX_EASY_GAIN, MIN_FLOOR_RATIO, MIN_FOLLOWING_PEARSON, MIN_HARD_GAIN, MIN_REDUNDANT_SHARE
+from .specs import BASE_RECIPE, SCORECARD_RECIPE
 
 __all__ = ["TARGETS", "load_inputs", "load_scorecard", "scorecard_markdown", "scorecard_rows", "world_report_path"]
 
@@ -165,7 +166,7 @@ def _looks_trained_all(looks: list[dict]) -> bool:
 def _compare_items(compare: dict) -> list[dict]:
     rows = [r for r in compare["rows"] if r.get("status", "ok") == "ok"]
     by_name = {r["recipe"]: r for r in rows}
-    grpo = by_name.get("grpo")
+    grpo = by_name.get(BASE_RECIPE)
     learns = (grpo or {}).get("vs_reference", {})
     three = {
         "item": 3,
@@ -179,7 +180,7 @@ def _compare_items(compare: dict) -> list[dict]:
 
     # a matching control is GRPO itself (its difference from grpo is 0 by construction): not a recipe's power
     paired = [
-        r for r in rows if r.get("vs_reference", {}).get("reference") == "grpo" and r["recipe"] not in CONTROL_JOBS
+        r for r in rows if r.get("vs_reference", {}).get("reference") == BASE_RECIPE and r["recipe"] not in CONTROL_JOBS
     ]
     floor = (grpo or rows[0])["mean_floor_tokens"] if rows else 0.0
     token_limit = TOKEN_MARGIN * floor
@@ -218,7 +219,7 @@ def _compare_items(compare: dict) -> list[dict]:
         f"{'' if after_bh is None else f' ({after_bh} after BH)'}, {len(open_)} inconclusive"
         f"{' (' + ', '.join(open_) + ')' if open_ else ''}, {len(refuted)} not held"
         f"{' (' + ', '.join(refuted) + ')' if refuted else ''}{'; ' + ', '.join(other) if other else ''}; HBPO "
-        f"{words.get('hbpo', '-')}",
+        f"{words.get(SCORECARD_RECIPE, '-')}",
         "met": len(open_) <= MAX_INCONCLUSIVE if words else None,
     }  # fmt: skip
     timing = compare.get("timing")

@@ -35,6 +35,7 @@ import re
 from typing import Any
 
 from .runner import TestbedSettings, _num, hub_offline, scaled_recipe, torch_threads, worst_ratio_cell
+from .specs import BASE_RECIPE
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ __all__ = [
     "write_frontier",
 ]
 
-REFERENCES = ("base", "grpo")
+REFERENCES = ("base", BASE_RECIPE)
 
 
 def _value(text: str) -> Any:
@@ -129,6 +130,7 @@ def resolve_point(recipe_name: str, point: dict, settings: TestbedSettings, scal
 
     from trl_efficient.recipes import get_recipe
     from trl_efficient.trainer import EfficientGRPOConfig
+
     from .runner import build_config
     from .scaling import settings_scale
 
@@ -207,6 +209,7 @@ def changed_overrides(recipe_name: str, config_overrides: dict, settings: Testbe
     if not config_overrides:
         return {}
     from trl_efficient.recipes import get_recipe
+
     from .runner import build_config
 
     args = build_config(scaled_recipe(get_recipe(recipe_name), scale), settings,
@@ -223,8 +226,9 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     references, and a point equal to the recipe as `compare` trains it, reuse its files), run on `workers`
     processes. A point's row has 95% intervals and its paired differences from grpo (`runner.panel_row`); a point
     whose run raises is a failed row, the others still run. Returns the sweep (what the JSON holds) plus `"files"`."""
-    from trl_efficient.recipes import get_recipe
     from trl_efficient.overthinking.base import base_model_id, resolve_base_model
+    from trl_efficient.recipes import get_recipe
+
     from .jobs import plan_job, run_jobs
     from .plots import frontier_plot
     from .runner import load_panels, panel_row, panel_rows, plan_runs
@@ -255,7 +259,7 @@ def run_sweep(recipe: str, sets: dict[str, list], settings: TestbedSettings | No
     panels, infos, errors = load_panels(ref_plan, outcomes)
     refs = panel_rows(panels, infos, errors, list(references), settings, checks=False)
     p_panels, p_infos, p_errors = load_panels(point_plan, outcomes)
-    reference = "grpo" if "grpo" in panels else ("base" if "base" in panels else None)
+    reference = BASE_RECIPE if BASE_RECIPE in panels else ("base" if "base" in panels else None)
     rows = []
     for _, _, resolved, given in points:
         label = point_label(resolved)

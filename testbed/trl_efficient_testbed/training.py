@@ -102,6 +102,7 @@ def paired_generations(model, tokenizer, rows, mode, num_samples, max_new_tokens
     `control_budget` (`budgetthinker:B`) forces BudgetThinker's control tokens (`BudgetControlProcessor.apply`; the
     tokenizer must hold them), one budget for all rows."""
     from trl_efficient.eval.evaluate import build_prompt_text
+
     from .streams import generate_paired, sample_seed
 
     modes = mode if isinstance(mode, list) else [mode] * len(rows)
@@ -140,9 +141,10 @@ def evaluate_testbed(model, tokenizer, dataset, num_samples: int = 2, max_new_to
     per-(seed, task) cells of the intervals."""
     from trl_efficient.eval.evaluate import EvalMode
     from trl_efficient.overthinking.analysis import analyze_completion
-    from trl_efficient_testbed.summary import summarize
-    from .checks import TIGHT_CAP_FRACTION
     from trl_efficient.overthinking.data import task_from_row
+    from trl_efficient_testbed.summary import summarize
+
+    from .checks import TIGHT_CAP_FRACTION
 
     rows = list(dataset)
     generations = paired_generations(model, tokenizer, rows, EvalMode(), num_samples, max_new_tokens, temperature,
@@ -252,6 +254,7 @@ def build_config(
     a recipe with its own G samples more."""
     from trl_efficient import methods  # noqa: F401  (the estimators, plans and samplers a recipe's config names)
     from trl_efficient.trainer import EfficientGRPOConfig
+
     from .scaling import apply_scale, settings_scale
 
     scale = scale or settings_scale(recipe.name, settings)
@@ -319,9 +322,10 @@ def train_recipe(recipe_name: str, settings: TestbedSettings, output_dir: str, t
     import torch
     from transformers import AutoTokenizer
 
-    from trl_efficient.recipes import get_recipe
     from trl_efficient.overthinking.base import resolve_base_model
     from trl_efficient.overthinking.data import load_testbed_dataset
+    from trl_efficient.recipes import get_recipe
+
     from .scaling import resolve_placeholders, settings_scale
     from .streams import rollout_model
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .checks import CONDITIONED, is_baseline, method_check
+from .checks import CONDITIONED, TRADE_OFF, claim_check, is_baseline, method_check
 from .protocol import (
     CONTROL_JOBS,
     benjamini_hochberg,
@@ -38,6 +38,7 @@ from .protocol import (
     repeated_p,
     row_negative_controls,
 )
+from .specs import FIXED_PENALTY, PLACEBO
 
 __all__ = [
     "annotate",
@@ -86,21 +87,21 @@ def check_inputs(name: str, panels: dict, ref: str | None, floor: float, setting
     recipe's matching control replaces the base model (conditioned, DLER and DA-DLER checks: `base`) or grpo (FRUGAL:
     `reference`); the intervals at the nominal level of the look its seeds stand at (`protocol.nominal_level`).
     `panel`: score another model (a control) on `name`'s check instead of `name` itself."""
-    from .checks import CONDITIONED, CheckInputs
+    from .checks import CheckInputs, claim_info
     from .protocol import matching_control, nominal_level
 
     control = matching_control(name, settings.base_model)
     base, base_name = panels.get("base"), "base"
     reference, reference_name = panels.get(ref), ref or "-"
     if control is not None:
-        if name in CONDITIONED or name in ("dler", "da-dler"):
+        if claim_info(name).against_base:  # the conditioned checks and DLER's: the base is the comparator
             base, base_name = panels.get(control), control
         else:
             reference, reference_name = panels.get(control), control
     own = panels[name] if panel is None else panel
     return CheckInputs(own, reference, reference_name, base, floor, settings.bootstrap, settings.seed,
                        base_name=base_name, alpha=nominal_level(len(panels[name].seeds)),
-                       constant=panels.get("constant-penalty"))  # fmt: skip
+                       constant=panels.get(FIXED_PENALTY))  # fmt: skip
 
 
 def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: float, settings, tight_cap) -> None:
@@ -117,10 +118,10 @@ def score_controls(name: str, row: dict, panels: dict, ref: str | None, floor: f
         result = method_check(name, check_inputs(name, panels, ref, floor, settings, panel=panel), tight_cap)
         controls[control] = _brief(result)
     check["controls"] = controls
-    if "constant-penalty" in panels and "constant-penalty" in scored and name not in CONDITIONED:
+    if FIXED_PENALTY in panels and FIXED_PENALTY in scored and name not in CONDITIONED:
         inputs = check_inputs(name, panels, ref, floor, settings)
-        inputs.reference, inputs.reference_name = panels["constant-penalty"], "constant-penalty"
-        check["vs_constant_penalty"] = _brief(method_check("canon", inputs))
+        inputs.reference, inputs.reference_name = panels[FIXED_PENALTY], FIXED_PENALTY
+        check["vs_constant_penalty"] = _brief(claim_check(TRADE_OFF, inputs))
 
 
 def _twin(row: dict, per_seed: dict[str, dict]) -> str | None:
@@ -198,10 +199,10 @@ def annotate(rows: list[dict]) -> dict:
             check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
                                      f"and check records, seed by seed): one row, {twin}")  # fmt: skip
             check["held"] = None
-        placebo = (check.get("controls") or {}).get("placebo") or {}
+        placebo = (check.get("controls") or {}).get(PLACEBO) or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
-        constant = (check.get("controls") or {}).get("constant-penalty") or {}
+        constant = (check.get("controls") or {}).get(FIXED_PENALTY) or {}
         if constant.get("held") is True:  # said beside the verdict: the check credits any length penalty
             check["not_specific"] = (
                 "constant-penalty passes this check too: it does not tell the method from a fixed penalty"

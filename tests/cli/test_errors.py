@@ -305,7 +305,7 @@ def test_a_hub_request_refused_offline_is_not_a_missing_model(capsys, monkeypatc
     def refuse(argv):
         raise refused
 
-    monkeypatch.setattr(cli, "_resolve", lambda target: refuse)
+    monkeypatch.setattr(cli, "_resolve", lambda *target: refuse)
     assert main(["push", "x", "--repo-id", "a/b"]) == 2
     assert _one_error_line(capsys) == (
         "this command needs the Hugging Face Hub and offline mode is on (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is "
@@ -432,7 +432,7 @@ ISSUE_37 = [
      "--output nodir/p.json: the folder {tmp}/nodir does not exist; create it or pass another path"),
     (True, [*EVAL[:-3], "--output-dir", "afile"], "afile exists and is not a folder: pass a new folder"),
     (True, ["data", "prepare", "--benchmarks", "gsm8k", "--output", "afile/x"],
-     "afile/x: part of this path is a file, not a folder; pass another path"),
+     "--output-dir afile/x: {tmp}/afile is a file, not a folder; pass another path"),
     # serve-scorer: checked before the scorer loads
     (True, ["serve-scorer", "--model", "x", "--port", "99999"], "--port 99999: must be in 0..65535 (0 picks a free"),
     (True, ["serve-scorer", "--model", "x", "--window", "0"], "--window 0: must be a whole number >= 1"),

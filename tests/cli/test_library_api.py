@@ -22,7 +22,7 @@ def _tiny_overrides(output_dir, **extra) -> dict:
     flags = tiny_cli_args(output_dir)
     typed = {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 24,
              "dataset_limit": 16, "eval_before_after": False, "use_vllm": False, "bf16": False, "use_cpu": True,
-             "gradient_checkpointing": False, "gradient_accumulation_steps": 1, "eos_logit_bias": 3.0,
+             "activation_checkpointing": False, "gradient_accumulation_steps": 1, "eos_logit_bias": 3.0,
              "logging_steps": 1}  # fmt: skip
     kwargs = {flags[i][2:]: typed.get(flags[i][2:], flags[i + 1]) for i in range(0, len(flags), 2)}
     return {**kwargs, **extra}
@@ -109,7 +109,7 @@ def test_evaluate_runs_the_eval_command_and_returns_its_results(tiny_model_dir, 
     assert not (tmp_path / "pareto.png").exists()  # no_plot=True is the switch --no-plot
     with pytest.raises(UserError, match="unknown keyword 'max_tokens'; choose from .*max_new_tokens"):
         trl_efficient.evaluate(tiny_model_dir, max_tokens=4)
-    with pytest.raises(UserError, match="trl-efficient eval: argument --backend: invalid choice: 'jax'"):
+    with pytest.raises(UserError, match="backend='jax': choose one of transformers, vllm"):
         trl_efficient.evaluate(tiny_model_dir, backend="jax")
 
 

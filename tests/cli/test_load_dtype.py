@@ -49,7 +49,7 @@ def test_the_preset_dtype_stays_while_bf16_is_on(tmp_path):
     "extra, expected, where",
     [
         (["--dtype", "float16"], "float16", "--dtype=float16"),  # a flag wins over the preset
-        (["--torch_dtype", "bfloat16"], "bfloat16", "--torch_dtype=bfloat16"),
+        (["--torch_dtype", "bfloat16"], "bfloat16", "--dtype=bfloat16"),  # TRL's old name of --dtype
         (["--model_init_kwargs", '{"dtype": "bfloat16"}'], "bfloat16", "model_init_kwargs.dtype=bfloat16"),
     ],
 )

@@ -174,3 +174,23 @@ def test_push_to_hub_with_the_hub_unreachable_fails_at_the_end_with_the_model_sa
         f"trained model and its checkpoints are saved in {run}"
     )
     assert (run / "model.safetensors").exists() and (run / "trl_efficient_summary.json").exists()
+
+
+def test_resume_true_on_a_finished_run_never_trains_past_max_steps_nor_rewrites_it(tmp_path, capsys):
+    """Issue 47: `--resume_from_checkpoint true` (or the last checkpoint's path) on a finished run is refused as a
+    plain rerun is, before the model is touched; a larger --max_steps trains further."""
+    run = tmp_path / "run"
+    assert main(_argv(run, eval_before_after=False)) == 0
+    model = run / "model.safetensors"
+    written = (model.stat().st_mtime_ns, model.read_bytes())
+    for resume in ("true", str(run / "checkpoint-2")):
+        capsys.readouterr()
+        assert main(_argv(run, eval_before_after=False, resume_from_checkpoint=resume)) == 2
+        assert _error(capsys) == (
+            f"trl-efficient: error: {run} holds a finished run (checkpoint-2, step 2 of 2; its model and summary are "
+            "there): to train it further pass --max_steps <more than 2> (it resumes from checkpoint-2), or "
+            "--output_dir <a new folder> for a new run"
+        )
+        assert (model.stat().st_mtime_ns, model.read_bytes()) == written and not (run / "checkpoint-3").exists()
+    assert main(_argv(run, eval_before_after=False, resume_from_checkpoint="true", max_steps=3)) == 0
+    assert _step(run / "checkpoint-3") == 3

@@ -79,12 +79,13 @@ def test_every_reward_builder_has_its_table_entry():
 
 
 @pytest.mark.parametrize(
-    "marker, table", [("recipes-table", tables.recipes_table), ("rewards-table", tables.rewards_table)]
+    "path, marker, table",
+    [("README.md", "recipes-table", tables.recipes_table), ("docs/recipes.md", "rewards-table", tables.rewards_table)],
 )
-def test_readme_tables_are_generated_from_the_registry(marker, table):
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+def test_readme_tables_are_generated_from_the_registry(path, marker, table):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         section = tables.readme_section(f.read(), marker)
-    assert section == table(), "README drifted from the registry: run `trl-efficient recipes --update-readme README.md`"
+    assert section == table(), f"{path} drifted from the registry: run `trl-efficient recipes --update-readme {path}`"
 
 
 def test_recipes_markdown_command(capsys, tmp_path):

@@ -56,7 +56,8 @@ def test_every_builders_further_receivers_resolve_to_callables():
 
 
 def test_a_reference_that_names_nothing_fails_when_resolved_naming_it():
-    recipe = Recipe("no-trainer", "m", "d", (RewardSpec("correctness"),), trainer_class="trl_efficient.methods.dler:NoSuch")
+    reference = "trl_efficient.methods.dler:NoSuch"
+    recipe = Recipe("no-trainer", "m", "d", (RewardSpec("correctness"),), trainer_class=reference)
     with pytest.raises(AttributeError, match="NoSuch"):
         recipe.trainer_cls  # noqa: B018
     with pytest.raises(ValueError, match="package.module:attr"):

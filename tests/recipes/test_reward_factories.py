@@ -1,6 +1,7 @@
-"""Every registered reward factory imports from `trl_efficient.rewards` (issue 34): the README's plain-TRL section and
-its reward table name factories without a module, so each one must be there, the one its builder calls; the ones whose
-modules load torch or transformers are resolved lazily (PEP 562), so `import trl_efficient.rewards` stays light."""
+"""Every registered reward factory imports from `trl_efficient.rewards` (issue 34): docs/recipes.md's plain-TRL section
+and its reward table name factories without a module, so each one must be there, the one its builder calls; the
+ones whose modules load torch or transformers are resolved lazily (PEP 562), so `import trl_efficient.rewards` stays
+light."""
 
 import importlib
 import os
@@ -28,14 +29,14 @@ def test_every_registered_factory_is_in_trl_efficient_rewards(name):
     assert factory.__module__.startswith("trl_efficient.rewards."), factory.__module__
 
 
-def test_the_readme_reward_table_factories_all_import():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+def test_the_docs_reward_table_factories_all_import():
+    with open(os.path.join(ROOT, "docs", "recipes.md"), encoding="utf-8") as f:
         readme = f.read()
     table = readme.split("<!-- rewards-table:start -->", 1)[1].split("<!-- rewards-table:end -->", 1)[0]
     factories = re.findall(r"^\| `\w+` \| `(\w+)` \|", table, re.M)
     assert len(factories) == len(REWARD_INFO)  # one row per builder
     namespace = {}
-    exec(f"from trl_efficient.rewards import {', '.join(sorted(set(factories)))}", namespace)  # as the README does
+    exec(f"from trl_efficient.rewards import {', '.join(sorted(set(factories)))}", namespace)  # as docs/recipes.md does
     assert all(callable(namespace[f]) for f in factories)
 
 

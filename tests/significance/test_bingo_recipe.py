@@ -110,7 +110,7 @@ def test_default_scorer_offline_is_one_line_before_the_policy_loads(monkeypatch,
     built = []
     cls = get_recipe("bingo").trainer_cls
     spy = type("Spy", (cls,), {"__init__": lambda t, *a, **k: (built.append(t), cls.__init__(t, *a, **k))[1]})
-    monkeypatch.setitem(RECIPES._entries, "bingo", dataclasses.replace(get_recipe("bingo"), trainer=spy))
+    monkeypatch.setitem(RECIPES._entries, "bingo", dataclasses.replace(get_recipe("bingo"), trainer_class=spy))
     assert main(["train", "--recipe", "bingo", *tiny_cli_args(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and built == []  # one line; no trainer, no policy

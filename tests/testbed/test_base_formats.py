@@ -44,8 +44,8 @@ def test_followed_traces_track_the_prompted_value_and_never_undercut_the_floor()
     import re
 
     from trl_efficient.overthinking.analysis import floor_tokens
-    from trl_efficient_testbed.checks import pearson
     from trl_efficient.overthinking.world import make_tasks
+    from trl_efficient_testbed.checks import pearson
 
     tok = build_testbed_tokenizer()
     config = BaseModelConfig(num_train_tasks=300, method_prompt_share=1.0, method_prompt_follow=1.0)

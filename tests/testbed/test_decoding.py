@@ -105,8 +105,8 @@ def test_budgetthinker_modes_force_the_control_tokens_in_paired_generation(small
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_efficient.eval.evaluate import parse_mode
-    from trl_efficient.rewards.budgetthinker import add_budget_tokens, budget_interval
     from trl_efficient.overthinking.data import load_testbed_dataset
+    from trl_efficient.rewards.budgetthinker import add_budget_tokens, budget_interval
     from trl_efficient_testbed.training import evaluate_modes, paired_generations
 
     model = AutoModelForCausalLM.from_pretrained(small_base).eval()

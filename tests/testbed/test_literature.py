@@ -1,4 +1,4 @@
-"""The published head-to-heads (testbed/trl_efficient_testbed/literature.yaml) and their reading on the testbed (issue 35,
+"""The published head-to-heads (trl_efficient_testbed/literature.yaml) and their reading on the testbed (issue 35,
 item 5): the list validates, the tau is pinned to hand-computed values, the command reads the committed comparison,
 and docs/literature.md holds the command's output. The matched readings (issue 35, item 4: testbed/matched.py) are
 pinned on hand-built panels."""

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from trl_efficient_testbed.summary import floor_ratio_by_difficulty, worst_ratio_at_kept_accuracy
 from trl_efficient_testbed.runner import MISSING, compare_markdown, render_compare_json, worst_ratio_cell
+from trl_efficient_testbed.summary import floor_ratio_by_difficulty, worst_ratio_at_kept_accuracy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,5 @@
-"""The README's testbed table is the rendering of the committed compare.json (so numbers cannot drift from data)."""
+"""The testbed table and headline of docs/testbed-results.md (the README's until issue 46) are the rendering of the
+committed compare.json, so numbers cannot drift from data."""
 
 import importlib.util
 import json
@@ -15,9 +16,9 @@ def _updater():
     return module
 
 
-def test_readme_testbed_section_equals_the_rendered_compare_json():
+def test_results_page_testbed_section_equals_the_rendered_compare_json():
     up = _updater()
-    with open(up.README) as f:
+    with open(up.RESULTS) as f:
         section = up.readme_section(f.read())
     assert section == up.render_section(up.DEFAULT_JSON).strip()
     data = json.load(open(up.DEFAULT_JSON))
@@ -41,23 +42,23 @@ def test_docs_scorecard_equals_the_committed_files():
 
 def test_update_readme_check_flags_a_stale_table(tmp_path):
     up = _updater()
-    readme, docs = tmp_path / "README.md", tmp_path / "testbed.md"
-    readme.write_text(f"intro\n{up.START}\nold table\n{up.END}\nrest\n")
+    page, docs = tmp_path / "testbed-results.md", tmp_path / "testbed.md"
+    page.write_text(f"intro\n{up.START}\nold table\n{up.END}\nrest\n")
     docs.write_text(f"doc\n<!-- {up.SCORECARD}:start -->\nold card\n<!-- {up.SCORECARD}:end -->\n")
-    paths = ["--readme", str(readme), "--docs", str(docs)]
+    paths = ["--results", str(page), "--docs", str(docs)]
     assert up.main([*paths, "--check"]) == 1
     assert up.main(paths) == 0
-    text = readme.read_text()
+    text = page.read_text()
     assert text.startswith("intro\n") and text.endswith("rest\n") and "old table" not in text
     assert "old card" not in docs.read_text() and "| 6 | every check decides" in docs.read_text()
     assert up.main([*paths, "--check"]) == 0
 
 
-def test_readme_headline_states_only_confirmed_verdicts():
-    """The README's headline is the rendering of the committed compare.json, and names as held or not held only the
-    checks whose `confirmed` flag the confirmation pass set (issue 32 item 5)."""
+def test_results_headline_states_only_confirmed_verdicts():
+    """The results page's headline is the rendering of the committed compare.json, and names as held or not held only
+    the checks whose `confirmed` flag the confirmation pass set (issue 32 item 5)."""
     up = _updater()
-    with open(up.README) as f:
+    with open(up.RESULTS) as f:
         section = up.readme_section(f.read(), up.HEADLINE)
     assert section and section == up.render_headline(up.DEFAULT_JSON).strip()
     data = json.load(open(up.DEFAULT_JSON))

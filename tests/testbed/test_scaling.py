@@ -1,4 +1,4 @@
-"""Testbed scaling rules (`testbed/trl_efficient_testbed/scaling.py`), per-recipe G, the failure row, the check prompts and the
+"""Testbed scaling rules (`trl_efficient_testbed/scaling.py`), per-recipe G, the failure row, the check prompts and the
 method families (the checks' statistics: tests/testbed/test_protocol.py): no training here except the `testbed:small`
 failure-isolation run (seconds)."""
 
@@ -14,16 +14,38 @@ from trl_efficient_testbed.checks import check_modes, pearson, rank, spearman
 from trl_efficient_testbed.runner import TestbedSettings as Settings
 from trl_efficient_testbed.runner import build_config, failed_row, scaled_recipe
 from trl_efficient_testbed.scaling import recipe_scale, resolve_placeholders
+from trl_efficient_testbed.specs import compared_recipes
 
 CAP = 192
 
 
-def test_every_registered_recipe_declares_its_scale():
-    # the rule lives with the recipe (Recipe.testbed_scale): no table to keep in step with the registry
-    assert all(get_recipe(name).testbed_scale is not None for name in RECIPES.names())
+def test_every_compared_recipe_has_a_spec(monkeypatch):
+    # `--recipes all` compares the library recipes with a spec (specs/: scale, family, claims); every recipe of the
+    # committed comparisons has one, and a library recipe without one is left out, not an error for the library
+    import json
+
+    from trl_efficient_testbed.checks import CHECKS, SPECIFIC_CHECKS
+    from trl_efficient_testbed.specs import SPECS, compared_recipes, spec_of, uncompared_recipes
+
+    assert set(SPECS) <= set(RECIPES.names())  # no spec of a recipe the library does not have
+    assert compared_recipes() == sorted(SPECS) and set(compared_recipes()).isdisjoint(uncompared_recipes())
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for world in ("results", "results_v3"):
+        with open(os.path.join(root, "perf", "testbed", world, "compare.json")) as f:
+            ran = {row["recipe"] for row in json.load(f)["rows"]} & set(RECIPES.names())
+        assert ran <= set(compared_recipes()), (world, sorted(ran - set(compared_recipes())))
+    for name in compared_recipes():
+        spec = spec_of(name)
+        assert spec.recipe == name and spec.claim in CHECKS, name
+        assert spec.specific is None or spec.specific in SPECIFIC_CHECKS, name
+        assert spec.at(CAP, 40).recipe == name  # its rule names it (the run files' keys hold the rule)
+    # a recipe the library registers without a spec: the library takes it, the instrument leaves it out of `all`
+    # and refuses it by name, in one line
     bare = Recipe(name="bare", method="m", description="d", rewards=(RewardSpec("correctness"),))
-    with pytest.raises(ValueError, match="declares no testbed_scale"):
-        bare.scale(CAP, 40)
+    monkeypatch.setitem(RECIPES._entries, "bare", bare)
+    assert "bare" not in compared_recipes() and "bare" in uncompared_recipes()
+    with pytest.raises(ValueError, match=r"recipe 'bare' has no testbed spec: .*trl_efficient_testbed/specs"):
+        recipe_scale("bare")
     with pytest.raises(ValueError, match="Unknown recipe"):
         recipe_scale("not-a-recipe")
 
@@ -67,7 +89,7 @@ def _validate(name, tmp_path, tiny_model_dir, tokenizer):
     return scale, args
 
 
-@pytest.mark.parametrize("name", RECIPES.names())
+@pytest.mark.parametrize("name", compared_recipes())
 def test_rule_output_passes_the_recipe_validation_at_the_testbed_cap(name, tmp_path, tiny_model_dir, monkeypatch):
     from transformers import AutoTokenizer
 
@@ -159,12 +181,14 @@ def test_correlations_and_ranks_by_hand():
 
 
 def test_every_registered_recipe_declares_a_known_method_family():
-    from trl_efficient.recipes.registry import RECIPE_FAMILIES, Recipe
     from trl_efficient_testbed.checks import family_of
+    from trl_efficient_testbed.scale import scale_free
+    from trl_efficient_testbed.specs import FAMILIES, SPECS, RecipeSpec
 
-    assert {family_of(name) for name in RECIPES} == set(RECIPE_FAMILIES)  # every family has members
+    assert {family_of(name) for name in SPECS} == set(FAMILIES)  # every family has members
+    assert family_of("no-such-recipe") == "other"
     with pytest.raises(ValueError, match="family must be one of"):
-        Recipe(name="x", method="x", description="x", rewards=(), family="misc")
+        RecipeSpec("x", scale_free("x", "none"), family="misc")
 
 
 def test_check_modes_follow_the_scaled_constants():
@@ -201,8 +225,8 @@ def test_a_failing_recipe_is_a_row_and_the_others_still_run(small_cache, tmp_pat
     measured, the table and the plot are written, and the CLI exits with status 1."""
     from transformers import AutoModelForCausalLM
 
-    from trl_efficient_testbed import cli, training
     from trl_efficient.overthinking.base import resolve_base_model
+    from trl_efficient_testbed import cli, training
 
     base = resolve_base_model("testbed:small")
 

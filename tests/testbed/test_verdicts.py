@@ -1,4 +1,4 @@
-"""Protocol 1 (testbed/trl_efficient_testbed/protocol.yaml, issue 32): the looks' error spending, one-sided p-values, the
+"""Protocol 1 (trl_efficient_testbed/protocol.yaml, issue 32): the looks' error spending, one-sided p-values, the
 Benjamini-Hochberg correction, checks that cannot be judged, identical runs, the controls, the committed comparison
 recomputed from its run files, the verdict history, and a smoke of placebo and GRPO through the protocol."""
 

@@ -5,7 +5,6 @@ import random
 import pytest
 
 from trl_efficient.overthinking.analysis import analyze_completion, floor_tokens, token_char_spans
-from trl_efficient_testbed.summary import summarize
 from trl_efficient.overthinking.base import build_testbed_tokenizer
 from trl_efficient.overthinking.data import load_testbed_dataset, task_from_row
 from trl_efficient.overthinking.world import (
@@ -19,6 +18,7 @@ from trl_efficient.overthinking.world import (
     minimal_trace,
     parse_expression,
 )
+from trl_efficient_testbed.summary import summarize
 
 TASK = Task(start=4, ops=(("+", 7),) * 3)  # 4+7=11->1, 1+7=8, 8+7=15->5
 

@@ -138,7 +138,7 @@ def test_reward_column_must_be_declared(tiny_model_dir, tmp_path):
         stateful_components=[ConstantColumn()],
     )
     accepted = trainer.accepted_reward_columns()
-    # TRL's kwargs + dataset columns + the trainer's `group_size` + what components declare; nothing else
+    # TRL's kwargs + dataset columns + the trainer's `group_size`, `finished` + what components declare; nothing else
     assert accepted == {
         "prompts",
         "completions",
@@ -150,6 +150,7 @@ def test_reward_column_must_be_declared(tiny_model_dir, tmp_path):
         "solution",
         "idx",
         "group_size",
+        "finished",
         "row_weight",
     }
 
@@ -264,3 +265,33 @@ def test_saved_training_arguments_never_hold_the_hub_token(tmp_path):
     assert b"hf_SECRETsecret123" not in path.read_bytes()
     restored = pickle.loads(pickle.dumps(args))
     assert restored.hub_token is None and restored.output_dir == str(tmp_path)
+
+
+class _FinishedTrainer(ScriptedGenerationMixin, EfficientGRPOTrainer):
+    """Scripted rollouts (an EOS id after `</think>`, none otherwise) that keep each gathered `GroupBatch`."""
+
+    def group_stage(self, batch, output):
+        self.batches = getattr(self, "batches", []) + [batch]
+        super().group_stage(batch, output)
+
+
+def test_every_reward_receives_finished_and_the_group_batch_agrees(tiny_model_dir, tmp_path):
+    """`finished` (docs/adding-a-method.md, "Component contracts"): the completion's last id is one the trainer stops
+    on; `GroupBatch.truncated` is its negation, row by row (the one rule, `core.lengths.completion_finished`)."""
+    seen = []
+
+    def finished_reward(completions, completion_ids, finished, **kwargs):
+        seen.append([(bool(f), ids[-1] if ids else None) for f, ids in zip(finished, completion_ids, strict=True)])
+        return [float(f) for f in finished]
+
+    args = tiny_config(tmp_path, max_steps=4, per_device_train_batch_size=8)
+    trainer = _FinishedTrainer(
+        model=tiny_model_dir, reward_funcs=[finished_reward], args=args, train_dataset=make_dataset(8)
+    )
+    assert "finished" in trainer.accepted_reward_columns()
+    trainer.train()
+    eos = set(trainer.eos_token_ids)
+    rows = [row for call in seen for row in call]
+    assert [f for f, _ in rows] == [last in eos for _, last in rows]
+    assert {f for f, _ in rows} == {True, False}  # the script ends some completions with EOS and not others
+    assert [t for b in trainer.batches for t in b.truncated.tolist()] == [not f for f, _ in rows]

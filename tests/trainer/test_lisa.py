@@ -334,3 +334,14 @@ def test_a_recipe_trains_with_lisa_from_the_command_line(tmp_path):
     # tiny:qwen2-16 has 2 decoder layers; step 1 (the last) is interval 1
     assert state["num_layers"] == 2 and state["interval"] == 1
     assert state["active_layers"] == sample_layers(config.seed, 1, 2, 1)
+
+
+def test_the_active_layers_are_logged_as_metrics(four_layer_dir, tmp_path):
+    # K = 1, seed 0: steps 0, 1, 2 train layers [3], [2], [3] (sample_layers); one log line per step
+    trainer = _trainer(four_layer_dir, tmp_path, lisa_activated_layers=1, lisa_interval_steps=1, max_steps=3)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert [entry["trl_efficient/lisa/interval"] for entry in logs] == [0.0, 1.0, 2.0]
+    layers = [sorted(k for k in entry if k.startswith("trl_efficient/lisa/layer_")) for entry in logs]
+    assert layers == [["trl_efficient/lisa/layer_3"], ["trl_efficient/lisa/layer_2"], ["trl_efficient/lisa/layer_3"]]
+    assert all(entry[key] == 1.0 for entry, keys in zip(logs, layers) for key in keys)

@@ -104,7 +104,7 @@ def test_card_cites_prorl_whenever_resets_are_on(tiny_model_dir, tmp_path):
 def test_peft_is_refused_in_one_line(tiny_model_dir, tmp_path):
     from peft import LoraConfig
 
-    with pytest.raises(NotImplementedError, match="separate reference model"):
+    with pytest.raises(ValueError, match="cannot run with PEFT"):  # before the model loads
         RecordingTrainer(
             model=tiny_model_dir,
             reward_funcs=[correctness_reward],

@@ -274,7 +274,7 @@ class TestRewardsInPlainTRL:
             report_to="none",
             use_cpu=True,
             bf16=False,
-            gradient_checkpointing=False,
+            activation_checkpointing=False,
             save_strategy="no",
             seed=0,
             generation_kwargs={"sequence_bias": [[[tiny_tokenizer.eos_token_id], 4.0]]},

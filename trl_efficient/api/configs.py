@@ -64,18 +64,6 @@ CONFIG_HINT = (
 )
 
 
-def flag_value(argv: list[str], flag: str) -> str | None:
-    """The value of `--flag value` or `--flag=value` in `argv` (None when absent)."""
-    for i, arg in enumerate(argv):
-        if arg == flag:
-            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
-                raise UserError(f"{flag} needs a value")
-            return argv[i + 1]
-        if arg.startswith(f"{flag}="):
-            return arg.split("=", 1)[1]
-    return None
-
-
 def read_config_file(path: str) -> dict:
     """The YAML mapping in `path`; a missing, unreadable or malformed file raises `UserError` naming it."""
     import yaml

@@ -19,14 +19,17 @@ class ExtraFailedError(RuntimeError):
 class InterruptedRunError(Exception):
     """Ctrl-C during `trl-efficient train`: `main` prints one line naming the checkpoint to resume from."""
 
-    def __init__(self, output_dir: str, argv: list[str]) -> None:
+    def __init__(self, output_dir: str, argv: list[str] | None) -> None:
         import shlex
 
         from ..trainer.runs import checkpoint_step, last_complete_checkpoint
 
         last = last_complete_checkpoint(output_dir)
-        kept = [a for i, a in enumerate(argv) if not _is_resume_flag(argv, i)]
-        command = f"trl-efficient train {shlex.join(kept)}".rstrip()
+        if argv is None:  # `trl_efficient.train(...)`
+            command = "the same trl_efficient.train(...) call"
+        else:
+            kept = [a for i, a in enumerate(argv) if not _is_resume_flag(argv, i)]
+            command = f"trl-efficient train {shlex.join(kept)}".rstrip()
         if last is None:
             message = (
                 f"interrupted before the first checkpoint of {output_dir}: nothing to resume from; `{command}` "

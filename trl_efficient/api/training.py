@@ -1,19 +1,19 @@
 """The training pipeline of `trl-efficient train` and `trl_efficient.train`: parse (run preset < recipe < YAML <
 command line) into three dataclasses, check them at config time, build the trainer, train, save, evaluate.
 
-`parse_train_args(argv)` parses three dataclasses with TRL's `TrlParser` (YAML keys and `--flags` are their field
-names): `TrainArguments` (below; TRL's `ModelConfig` plus the script options, so `--use_peft --lora_r ... --dtype
---attn_implementation --load_in_4bit` work as in `trl grpo`), `DataArguments` and `EfficientGRPOConfig`. The recipe's
-own config overrides are applied first, then the YAML, then the command line. `--config` takes a YAML path or the
-name of a recipe YAML shipped in the package (`api.configs.resolve_config`); `--recipe kimi` alone is `--config kimi`.
-With no arguments, `train_main` runs the bundled `configs/quickstart.yaml`: an offline smoke run of the whole pipeline
-on CPU, on the testbed's over-thinking base model. `run_training` builds everything from the parsed arguments and
-trains. User errors raise `UserError` naming what to change.
+Settings are resolved once (`train_args`, through `Recipe.settings`); the user's are the command line's flags
+(`command_line` parses argv INTO them, typed by TRL's `TrlParser`) or `trl_efficient.train`'s keywords. Each value's
+source is recorded in the config (`sources`), and the config-time checks judge the value in effect and quote where it
+was set. The dataclasses: `TrainArguments` (TRL's `ModelConfig` plus the script options), `DataArguments` and
+`EfficientGRPOConfig`. With no arguments, `train_main` runs the bundled `configs/quickstart.yaml`, an offline smoke
+run of the whole pipeline on CPU. User errors raise `UserError` naming what to change.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -26,7 +26,7 @@ from trl import ModelConfig, TrlParser
 
 from ..core.errors import CommandParser, UserError, one_line
 from . import register_everything
-from .configs import flag_value, packaged_config, read_config_file, resolve_config, shipped_config_name
+from .configs import packaged_config, read_config_file, resolve_config, shipped_config_name
 from .errors import ExtraFailedError, InterruptedRunError
 
 logger = logging.getLogger("trl_efficient")
@@ -83,7 +83,10 @@ class TrainArguments(ModelConfig):
     )
     eos_logit_bias: float | None = field(
         default=None,
-        metadata={"help": "Add this bias to the EOS logit in transformers generation (tiny random models only)."},
+        metadata={
+            "help": "Add this bias to the EOS logit in transformers generation: for a model that rarely ends "
+            "on its own (a tiny random model; SmolLM2 on CPU, as docs/quickstart.md's real-model run does)."
+        },
     )
     eval_before_after: bool = field(
         default=True,
@@ -107,74 +110,14 @@ class TrainArguments(ModelConfig):
             raise ValueError(f"recipe_kwargs must be a mapping, got {self.recipe_kwargs!r}.")
 
 
-def _resolve_config_argv(argv: list[str]) -> list[str]:
-    """`argv` with its `--config` value resolved (`resolve_config`); with `--recipe NAME` and no `--config`, the
-    shipped `NAME.yaml` becomes the config, so `--recipe kimi` runs the same as `--config kimi`. With both, `--recipe`
-    switches the YAML's method (the recipe's settings < the YAML < the command line)."""
-    config = flag_value(argv, "--config")
-    if config is None:
-        recipe = flag_value(argv, "--recipe")
-        if recipe is not None and shipped_config_name(recipe) == recipe:
-            return ["--config", resolve_config(recipe), *argv]
-        return argv
-    resolved = resolve_config(config)
-    out = list(argv)
-    for i, arg in enumerate(argv):
-        if arg.startswith("--config="):
-            out[i] = f"--config={resolved}"
-        elif i > 0 and argv[i - 1] == "--config":
-            out[i] = resolved
-    return out
+class _Given(argparse.Namespace):
+    """The namespace the command line is parsed into: every field reads as present, so argparse fills in no default
+    and what it holds afterwards is exactly what the command line set (a repeated flag: the last, as argparse keeps)."""
 
-
-def _prescan(argv: list[str], key: str) -> str | None:
-    """The value of `key` before parsing: the flag `--key` if given, else the `--config` YAML's `key`, else None."""
-    value = flag_value(argv, f"--{key}")
-    if value is not None:
-        return value
-    config = flag_value(argv, "--config")
-    if config is not None:
-        return read_config_file(config).get(key)
-    return None
-
-
-def _config_error(err: ValueError, argv: list[str]) -> UserError:
-    """A parse-time `ValueError` of TRL/transformers, reworded to say what to change where we know it. transformers'
-    `TrainingArguments` refuses bf16 without a bf16-capable GPU with a plain `ValueError` (no type or attribute of its
-    own), so that one is recognised by its text naming bf16, and only on a machine without CUDA."""
-    import torch
-
-    message = one_line(err)
-    if "bf16" in message and not torch.cuda.is_available():
-        return UserError(
-            f"{_bf16_source(argv, flag_value(argv, '--config'))}, which needs a GPU, and this machine has no CUDA: to "
-            "run on CPU pass --bf16 false (the model then loads and trains in float32 unless you set a dtype), or "
-            "--use_cpu true to keep bf16 autocast on CPU"
-        )
-    return UserError(message)
-
-
-def _unknown_error(config: str | None, config_unknown: list[str], argv_unknown: list[str]) -> UserError | None:
-    """The one line for the flags and YAML keys that no field takes (what `TrlParser.parse_args_and_config` returns
-    unconsumed, as `--key value` pairs for the YAML's): the command line's first, as `trl-efficient train` always
-    named them; None when every key was taken.
-
-    >>> print(str(_unknown_error("my.yaml", ["--lr", "0.1"], []))[:63])
-    unknown field(s) in my.yaml: lr; remove them or fix their names
-    >>> print(_unknown_error(None, [], ["--nope", "1"]))
-    unknown argument(s): --nope 1; fix their names (see `trl-efficient train --help`)
-    """
-    if argv_unknown:
-        return UserError(
-            f"unknown argument(s): {' '.join(argv_unknown)}; fix their names (see `trl-efficient train --help`)"
-        )
-    if config_unknown:
-        keys = [item[2:] for item in config_unknown[::2]]
-        return UserError(
-            f"unknown field(s) in {config}: {', '.join(keys)}; remove them or fix their names "
-            "(the fields are listed by `trl-efficient train --help`)"
-        )
-    return None
+    def __getattr__(self, name: str) -> None:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return None
 
 
 class TrainParser(TrlParser):
@@ -183,46 +126,131 @@ class TrainParser(TrlParser):
 
     error = CommandParser.error
 
+    def _check_value(self, action, value) -> None:  # a file as --dataset_name: say --dataset_source, not argparse's
+        if action.dest == "dataset_name":  # "invalid choice"
+            from ..data.loaders import check_dataset_name
 
-def _bf16_source(argv: list[str], config: str | None) -> str:
-    """Who turned bf16 on, for the CPU error: the command line, the YAML, its run preset, else TRL's default (TRL's
-    `GRPOConfig` defaults `bf16` to True)."""
-    from ..recipes.presets import run_preset
+            check_dataset_name("--dataset_name", value)
+        super()._check_value(action, value)
 
-    if flag_value(argv, "--bf16") is not None:
-        return "--bf16 asks for bf16"
-    if config is not None and read_config_file(config).get("bf16") is not None:
-        return f"{config} asks for bf16: true"
-    preset = _prescan(argv, "run_defaults")
-    if preset is not None and run_preset(preset).get("bf16"):
-        return f"the run preset {preset} (run_defaults) sets bf16: true"
-    return "bf16 is on (TRL's default)"
+    def format_help(self) -> str:
+        """The help grouped by whose option it is: this project's first (the run, the data, `EfficientGRPOConfig`'s
+        own fields), then TRL's `GRPOConfig` options, then transformers' `TrainingArguments`, under one heading each."""
+        from transformers import TrainingArguments
+        from trl import GRPOConfig
+
+        hf = {f.name for f in dataclasses.fields(TrainingArguments)}
+        trl = {f.name for f in (*dataclasses.fields(GRPOConfig), *dataclasses.fields(ModelConfig))} - hf
+        trl -= {"model_name_or_path", "dtype"}  # TRL's ModelConfig fields, but with this project's defaults and help
+        titles = ("trl-efficient options (the run, its data, the recipe's methods)", "TRL options (trl.GRPOConfig)",
+                  "transformers options (transformers.TrainingArguments)")  # fmt: skip
+        groups = {title: [] for title in titles}
+        sections = list(groups.values())
+        for action in self._actions:
+            dest = action.dest.removeprefix("no_")
+            sections[2 if dest in hf else 1 if dest in trl else 0].append(action)
+        formatter = self._get_formatter()
+        formatter.add_usage(self.usage, [], [])
+        formatter.add_text(self.description)
+        for title, actions in groups.items():
+            formatter.start_section(title)
+            formatter.add_arguments(actions)
+            formatter.end_section()
+        return formatter.format_help()
+
+
+def train_parser() -> TrainParser:
+    from ..data.loaders import DataArguments
+    from ..trainer import EfficientGRPOConfig
+
+    parser = TrainParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
+    parser.add_argument("--config", help="A YAML of these fields: a path, or a shipped recipe's name (`trl-efficient "
+                        "recipes` lists them); the command line wins over it.")  # fmt: skip
+    return parser
+
+
+def command_line(argv: list[str]) -> tuple[str | None, dict]:
+    """`trl-efficient train ARGV` parsed INTO `(config, user)`: the `--config` value and the fields the command line
+    sets, typed by the parser, nothing else (no defaults); argparse's errors and unknown flags raise `UserError`."""
+    namespace, unknown = train_parser().parse_known_args(argv, namespace=_Given())
+    if unknown:
+        raise UserError(f"unknown argument(s): {' '.join(unknown)}; fix their names (see `trl-efficient train --help`)")
+    user = vars(namespace)
+    return user.pop("config", None), user
+
+
+def _text(value) -> str:
+    """A value as the user would write it: `true`, `-1` (not `-1.0`), `1e-06`, `nan`."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+@dataclass
+class Sources:
+    """Where each setting of a run came from (`Recipe.settings`: field -> "preset", "recipe", "yaml" or "user"), to
+    quote the value in effect in an error: the YAML's name (`label`), the run preset's and the recipe's, and whether
+    the user's are keywords of `trl_efficient.train` (`keywords`) or flags.
+
+    >>> where = Sources({"beta": "user", "top_p": "yaml", "epsilon_high": "recipe"}, "my.yaml", recipe="dapo-overlong")
+    >>> where.quote("beta", -1.0), where.quote("top_p", 2), where.quote("epsilon_high", 0.28), where.quote("seed", 0)
+    ('--beta -1', 'my.yaml sets top_p: 2', "epsilon_high 0.28 (recipe dapo-overlong's)", None)
+    """
+
+    sources: dict
+    label: str | None = None
+    preset: str | None = None
+    recipe: str = "grpo"
+    keywords: bool = False
+
+    def quote(self, key: str, value) -> str | None:
+        """How `key` was set to `value`, or None when no one set it (its default)."""
+        source = self.sources.get(key)
+        if source == "user":
+            return f"{key}={value!r}" if self.keywords else f"--{key} {_text(value)}"
+        if source == "yaml":
+            return f"{self.label} sets {key}: {_text(value)}"
+        owner = {"recipe": f"recipe {self.recipe}", "preset": f"run preset {self.preset}"}.get(source)
+        return None if owner is None else f"{key} {_text(value)} ({owner}'s)"
+
+    def asks(self, key: str, what: str) -> str:
+        """Who turned the switch `key` on, for an error about it: `--key asks for <what>`, `<yaml> sets key: true`,
+        `the run preset P (run_defaults) sets key: true`, else `key is on`."""
+        source = self.sources.get(key)
+        if source == "user":
+            return f"{key}=True asks for {what}" if self.keywords else f"--{key} asks for {what}"
+        if source == "yaml":
+            return f"{self.label} sets {key}: true"
+        if source == "preset":
+            return f"the run preset {self.preset} (run_defaults) sets {key}: true"
+        return f"recipe {self.recipe} sets {key}: true" if source == "recipe" else f"{key} is on"
+
+
+def _config_error(err: ValueError, where: Sources) -> UserError:
+    """A `ValueError` of the dataclasses' own checks, reworded to say what to change where we know it. transformers'
+    `TrainingArguments` refuses bf16 without a bf16-capable GPU with a plain `ValueError` (no type or attribute of its
+    own), so that one is recognised by its text naming bf16, and only on a machine without CUDA."""
+    import torch
+
+    message = one_line(err)
+    if "bf16" in message and not torch.cuda.is_available():
+        source = where.sources.get("bf16")
+        said = where.asks("bf16", "bf16") if source else "bf16 is on (TRL's default)"
+        said = f"{where.label} asks for bf16: true" if source == "yaml" else said
+        return UserError(
+            f"{said}, which needs a GPU, and this machine has no CUDA: to run on CPU pass --bf16 false (the model "
+            "then loads and trains in float32 unless you set a dtype), or --use_cpu true to keep bf16 autocast on CPU"
+        )
+    return UserError(message)
 
 
 DTYPE_KEYS = ("dtype", "torch_dtype")  # TRL's ModelConfig field and its old name (a flag alias, a YAML key)
 HALF_DTYPES = ("bfloat16", "float16")
 
 
-def _user_dtype(argv: list[str], config: str | None, model_kwargs: dict | None) -> tuple[str, str] | None:
-    """The load dtype the user set and where, or None: the config's `model_init_kwargs` (the YAML's or the command
-    line's; a run preset's was taken out before parsing), else `--dtype`/`--torch_dtype`, else the YAML's `dtype`."""
-    for key in DTYPE_KEYS:
-        if (model_kwargs or {}).get(key) is not None:
-            return str(model_kwargs[key]), f"model_init_kwargs.{key}"
-    for key in DTYPE_KEYS:
-        for flag in (f"--{key}", f"--{key.replace('_', '-')}"):
-            value = flag_value(argv, flag)
-            if value is not None:
-                return value, flag
-    if config is not None:
-        data = read_config_file(config)
-        for key in DTYPE_KEYS:
-            if data.get(key) is not None:
-                return str(data[key]), f"{config}'s {key}"
-    return None
-
-
-def resolve_load_dtype(script_args, training_args, argv: list[str], preset_dtype: str | None) -> str:
+def resolve_load_dtype(script_args, training_args, where: Sources) -> str:
     """Decide, at config time, the one dtype the policy loads in, and write it to `script_args.dtype` and
     `training_args.model_init_kwargs["dtype"]` (so everything that loads a copy of the policy, such as Bingo's frozen
     reference, loads the same). Returns it.
@@ -232,21 +260,26 @@ def resolve_load_dtype(script_args, training_args, argv: list[str], preset_dtype
     float32. Why: a preset lies beneath everything the user sets, and a run that trains in float32 (`--bf16 false`,
     no fp16, the CPU route) must not silently load and save bfloat16 weights. A half-precision dtype the user set
     while bf16 and fp16 are off is kept (training bf16 weights directly is a choice) and named in one warning."""
-    source = _user_dtype(argv, flag_value(argv, "--config"), training_args.model_init_kwargs)
+    model_kwargs = dict(training_args.model_init_kwargs or {})
+    preset_dtype = model_kwargs.pop("dtype", None) if where.sources.get("model_init_kwargs.dtype") == "preset" else None
+    source = next(((str(model_kwargs[k]), f"model_init_kwargs.{k}") for k in DTYPE_KEYS if model_kwargs.get(k)), None)
+    if source is None and where.sources.get("dtype") in ("yaml", "user"):
+        flag = "dtype" if where.keywords else "--dtype"
+        source = str(script_args.dtype), flag if where.sources["dtype"] == "user" else f"{where.label}'s dtype"
     mixed = bool(training_args.bf16 or training_args.fp16)
     if source is not None:
-        dtype, where = source
+        dtype, said = source
         if dtype in HALF_DTYPES and not mixed:
             logger.warning(
                 "%s=%s loads the weights in %s while bf16 and fp16 are off: the run trains and saves %s weights "
                 "without mixed precision; drop it (or pass float32) to train in float32, or turn on --bf16 true",
-                where, dtype, dtype, dtype,
+                said, dtype, dtype, dtype,
             )  # fmt: skip
     elif preset_dtype is not None and training_args.bf16:
         dtype = preset_dtype
     else:
         dtype = "float32"
-    model_kwargs = {k: v for k, v in (training_args.model_init_kwargs or {}).items() if k not in DTYPE_KEYS}
+    model_kwargs = {k: v for k, v in model_kwargs.items() if k not in DTYPE_KEYS}
     training_args.model_init_kwargs = {**model_kwargs, "dtype": dtype}
     script_args.dtype = dtype
     return dtype
@@ -276,21 +309,16 @@ def _check_zero3_eval(script_args, data_args, training_args) -> None:
         )
 
 
-def _check_vllm(training_args, config: str | None, argv: list[str] | None = None) -> None:
+def _check_vllm(training_args, where: Sources) -> None:
     """`use_vllm` on a machine without vLLM: one line naming both ways out (TRL raises a long `ImportError` when the
-    trainer is built) and who turned it on (the command line over the YAML). Server mode needs the vllm package here
-    too (TRL's client imports it)."""
+    trainer is built) and who turned it on. Server mode needs the vllm package here too (TRL's client imports it)."""
     from trl.import_utils import is_vllm_available
 
-    if not training_args.use_vllm or is_vllm_available():
-        return
-    flag = next((f for f in ("--use_vllm", "--use-vllm") if f in (argv or []) or flag_value(argv or [], f)), None)
-    asked = config is not None and read_config_file(config).get("use_vllm") is not None
-    source = f"{flag} asks for vLLM" if flag else f"{config} sets use_vllm: true" if asked else "use_vllm is on"
-    raise UserError(
-        f"{source} and vLLM is not installed: pass --use_vllm false to generate with transformers, or install it "
-        "with `pip install 'trl-efficient[vllm]'`"
-    )
+    if training_args.use_vllm and not is_vllm_available():
+        raise UserError(
+            f"{where.asks('use_vllm', 'vLLM')} and vLLM is not installed: pass --use_vllm false to generate with "
+            "transformers, or install it with `pip install 'trl-efficient[vllm]'`"
+        )
 
 
 def cpu_threads_hint(threads: int, cpus: int, load: float) -> str | None:
@@ -311,7 +339,7 @@ def cpu_threads_hint(threads: int, cpus: int, load: float) -> str | None:
     return (
         f"torch will use {threads} threads on CPU while about {free} of the {cpus} cores are free (load average "
         f"{load:.1f}): threads waiting for busy cores can make each step many times slower (10x measured on 2 shared "
-        f"cores); set OMP_NUM_THREADS={free} before the command (README, 'CPU threads')"
+        f"cores); set OMP_NUM_THREADS={free} before the command (docs/cli.md, 'CPU threads')"
     )
 
 
@@ -362,131 +390,113 @@ VALUE_RULES = {
 }
 
 
-def _sets(argv: list[str], config: str | None, key: str) -> bool:
-    """The command line (`--key`, either spelling) or the YAML sets `key`."""
-    flags = (f"--{key}", f"--{key.replace('_', '-')}")
-    on_line = any(arg in flags or arg.startswith(tuple(f + "=" for f in flags)) for arg in argv)
-    return on_line or (config is not None and key in read_config_file(config))
-
-
-def _check_values(argv: list[str], config: str | None, parsed: tuple | None) -> None:
-    """`VALUE_RULES` and `--report_to`'s packages: raise one line naming where the value was set (the flag, the YAML
-    or the recipe/preset), what it must be and what to pass. Before parsing (`parsed` None) only the command line's
-    and the YAML's values are read; after, every parsed value (`save_steps` only with `save_strategy: steps`)."""
-    yaml_values = read_config_file(config) if config is not None else {}
+def _check_values(values: dict, where: Sources) -> None:
+    """`VALUE_RULES` on the values in effect (`values`, before the dataclasses are built: some crash TRL's own checks,
+    num_generations 0 a modulo by zero): one line quoting where the value was set (`Sources.quote`), what it must be
+    and what to pass. `save_steps` only with `save_strategy: steps`."""
     for key, (valid, rule, example) in VALUE_RULES.items():
-        given = flag_value(argv, f"--{key}") or flag_value(argv, f"--{key.replace('_', '-')}")
-        where = f"--{key} {given}" if given is not None else None
-        if given is None and key in yaml_values:
-            given, where = yaml_values[key], f"{config} sets {key}: {yaml_values[key]}"
-        if parsed is None and key == "save_steps":
-            continue  # read with save_strategy, after parsing
-        if parsed is not None:
-            holder = next((obj for obj in parsed if hasattr(obj, key)), None)
-            if holder is None:
-                continue
-            if (
-                key == "save_steps"
-                and str(getattr(parsed[1].save_strategy, "value", parsed[1].save_strategy)) != "steps"
-            ):
-                continue
-            given = getattr(holder, key)
-            where = where or f"{key} {given} (the recipe's or run preset's)"
-        if given is None:
+        if values.get(key) is None or (key == "save_steps" and str(values.get("save_strategy", "steps")) != "steps"):
             continue
         try:
-            value = float(given) if not isinstance(given, (int, float)) else given
+            number = float(values[key])
         except (TypeError, ValueError):
             continue  # not a number: the parser says so
-        if not valid(value):
-            raise UserError(f"{where}: {key} must be {rule}; pass e.g. --{key} {example}")
-    if parsed is not None:
-        from transformers.integrations import get_available_reporting_integrations
-
-        from ..core.models import missing_model_dir
-
-        missing = missing_model_dir(parsed[0].model_name_or_path)  # no such folder, or one without a model
-        if missing is not None:
-            raise UserError(str(missing))
-        training_args = parsed[1]
-        available = get_available_reporting_integrations()
-        missing = [name for name in (training_args.report_to or []) if name not in (*available, "none", "all")]
-        if missing:
-            raise UserError(
-                f"--report_to {' '.join(missing)} needs {' and '.join(missing)}, which is not installed: pass "
-                f"--report_to none (or one of the installed: {', '.join(available) or 'none'}), or `pip install "
-                f"{' '.join(missing)}`"
-            )
+        if not valid(number):
+            raise UserError(f"{where.quote(key, values[key])}: {key} must be {rule}; pass e.g. --{key} {example}")
 
 
-def _pop_dtype(defaults: dict) -> str | None:
-    """Take the load dtype out of a run preset's `model_init_kwargs` (dropping the mapping when nothing else is left)
-    and return it (None when it has none)."""
-    model_kwargs = dict(defaults.get("model_init_kwargs") or {})
-    dtype = None
-    for key in DTYPE_KEYS:
-        dtype = model_kwargs.pop(key, None) or dtype
-    if "model_init_kwargs" in defaults:
-        if model_kwargs:
-            defaults["model_init_kwargs"] = model_kwargs
-        else:
-            del defaults["model_init_kwargs"]
-    return dtype
+def _check_built(script_args, training_args) -> None:
+    """What only the built dataclasses tell: a model folder without a model, `--report_to` packages not installed."""
+    from transformers.integrations import get_available_reporting_integrations
+
+    from ..core.models import missing_model_dir
+
+    missing = missing_model_dir(script_args.model_name_or_path)  # no such folder, or one without a model
+    if missing is not None:
+        raise UserError(str(missing))
+    available = get_available_reporting_integrations()
+    missing = [name for name in (training_args.report_to or []) if name not in (*available, "none", "all")]
+    if missing:
+        raise UserError(
+            f"--report_to {' '.join(missing)} needs {' and '.join(missing)}, which is not installed: pass --report_to "
+            f"none (or one of the installed: {', '.join(available) or 'none'}), or `pip install {' '.join(missing)}`"
+        )
 
 
 def parse_train_args(argv: list[str]) -> tuple:
-    """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from the recipe's overrides, the YAML and the command
-    line; user errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
+    """`(TrainArguments, DataArguments, EfficientGRPOConfig)` of `trl-efficient train ARGV`: the command line parsed
+    into its settings (`command_line`), then `train_args`."""
+    return train_args(*command_line(argv))
+
+
+def train_args(config: str | os.PathLike | dict | None, user: dict, function: str | None = None) -> tuple:
+    """`(TrainArguments, DataArguments, EfficientGRPOConfig)` from settings resolved once (`Recipe.settings`): the run
+    preset < the recipe < the YAML `config` (a path, a shipped recipe's name, or a dict of a YAML's keys) < `user`
+    (the command line's fields, or the keywords of `function`, e.g. `train`); each value's source is recorded
+    (`Recipe.recorded`). User errors (bad file, unknown recipe or field, invalid value) raise `UserError`."""
     from ..core.models import check_quantization
-    from ..data.loaders import DataArguments, check_dataset_name
+    from ..data.loaders import DataArguments
     from ..recipes import get_recipe
-    from ..recipes.presets import run_preset
     from ..trainer import EfficientGRPOConfig
     from ..trainer.lisa import check_lisa_peft
 
     register_everything()  # `train_main` is also called directly (tests, scripts), not only through `main`
-    parser = TrainParser((TrainArguments, DataArguments, EfficientGRPOConfig), prog="trl-efficient train")
-    argv = _resolve_config_argv(argv)
-    recipe_name = _prescan(argv, "recipe")
-    config = flag_value(argv, "--config")
-    if config is not None:
-        read_config_file(config)  # a missing or malformed file is named before TRL opens it
-    for flag in ("--dataset_name", "--eval_dataset_name"):  # before argparse's "invalid choice" for a file
-        check_dataset_name(flag, flag_value(argv, flag) or flag_value(argv, flag.replace("_", "-")))
-    _check_values(argv, config, None)  # those that crash TRL's own config checks (num_generations 0: modulo by zero)
+    classes = (TrainArguments, DataArguments, EfficientGRPOConfig)
+    fields = {f.name: f for cls in classes for f in dataclasses.fields(cls) if f.init}
+    recipe_name = user.get("recipe")
+    if config is None and recipe_name is not None and shipped_config_name(recipe_name) == recipe_name:
+        config = recipe_name  # `--recipe kimi` alone runs as `--config kimi`; with --config, it switches the method
+    yaml_values, label = {}, None
+    if isinstance(config, dict):  # the keys of a YAML file
+        yaml_values, label = dict(config), "the config"
+    elif config is not None:
+        label = resolve_config(os.fspath(config))
+        yaml_values = dict(read_config_file(label))
+    for key, value in (yaml_values.pop("env", None) or {}).items():  # TRL's `env:` mapping
+        os.environ[key] = str(value)
+    unknown = sorted(set(yaml_values) - set(fields))
+    if unknown:
+        raise UserError(f"unknown field(s) in {label}: {', '.join(unknown)}; remove them or fix their names (the "
+                        "fields are listed by `trl-efficient train --help`)")  # fmt: skip
+    if function is not None:
+        unknown = sorted(set(user) - set(fields))
+        if unknown:
+            raise UserError(f"{function}(): unknown keyword(s) {', '.join(unknown)}; fix their names (the fields are "
+                            "listed by `trl-efficient train --help`)")  # fmt: skip
+        for key, value in user.items():
+            if value is None and fields[key].default is not None:
+                raise UserError(f"{function}(): {key}=None is no value of {key}; leave {key} out to keep its default")
+    recipe = get_recipe(recipe_name or yaml_values.get("recipe") or fields["recipe"].default)
+    preset = user.get("run_defaults", yaml_values.get("run_defaults"))
+    values, sources = recipe.settings(preset, yaml=yaml_values, user=user)
+    where = Sources(sources, label, preset, recipe.name, keywords=function is not None)
+    _check_values(values, where)
+    parser = train_parser()
+    parser.set_defaults(**{key: value for key, value in values.items() if key in fields})
     try:
-        # preset < the recipe's method settings < the YAML < the command line (recipes/presets.py)
-        defaults = run_preset(_prescan(argv, "run_defaults"))
-        # the preset's load dtype applies after parsing, beneath the user's, only with bf16 on (resolve_load_dtype)
-        preset_dtype = _pop_dtype(defaults)
-        if recipe_name is not None:
-            defaults.update(get_recipe(recipe_name).config_overrides)
-        if defaults:
-            parser.set_defaults_with_config(**defaults)
         with warnings.catch_warnings():
-            if not _sets(argv, config, "gradient_checkpointing"):
+            if sources.get("gradient_checkpointing") not in ("yaml", "user"):
                 # TRL's GRPOConfig defaults the deprecated `gradient_checkpointing` to True, so transformers warns on
                 # every run about a name the user never wrote: that warning is silenced; the user's own use still warns
                 warnings.filterwarnings("ignore", "`gradient_checkpointing` is deprecated", FutureWarning)
-            parsed = parser.parse_args_and_config(argv, return_remaining_strings=True, separate_remaining_strings=True)
-        script_args, data_args, training_args, config_unknown, argv_unknown = parsed
-        unknown = _unknown_error(config, config_unknown, argv_unknown)
-        if unknown is not None:
-            raise unknown
-        resolve_load_dtype(script_args, training_args, argv, preset_dtype)
+            namespace = parser.parse_args([])  # the values in effect, typed by the parser (a YAML's "1e-6" a float)
+            built = [cls(**{f.name: getattr(namespace, f.name) for f in dataclasses.fields(cls) if f.init})
+                     for cls in classes]  # fmt: skip
+        script_args, data_args, training_args = built
+        resolve_load_dtype(script_args, training_args, where)
         warn_cpu_threads(script_args, training_args)
         check_quantization(script_args)
         check_lisa_peft(training_args, script_args.use_peft)
         _check_zero3_eval(script_args, data_args, training_args)
-        _check_vllm(training_args, config, argv)
-        _check_values(argv, config, (script_args, training_args))
+        _check_vllm(training_args, where)
+        _check_built(script_args, training_args)
         # reward_kwargs may only name builders this recipe uses (the config checked each builder's arguments)
-        get_recipe(script_args.recipe).with_reward_kwargs(training_args.reward_kwargs)
+        recipe.with_reward_kwargs(training_args.reward_kwargs)
     except UserError:
         raise
     except ValueError as err:
-        raise _config_error(err, argv) from err
-    return script_args, data_args, training_args
+        raise _config_error(err, where) from err
+    return script_args, data_args, recipe.recorded(training_args, sources)
 
 
 def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
@@ -502,9 +512,8 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     from ..data.loaders import load_datasets  # a registered dataset ("testbed") is loaded by its own loader
     from ..eval.evaluate import evaluate_model
     from ..hub.card import SUMMARY_FILE, summary_markdown
+    from ..overthinking import is_testbed_model, torch_threads
     from ..recipes import get_recipe
-    from ..overthinking import is_testbed_model
-    from ..overthinking import torch_threads
 
     resume_or_refuse(script_args, data_args, training_args)  # resume, refuse or start, before any model loads
     recipe = get_recipe(script_args.recipe)
@@ -521,31 +530,22 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     train_dataset = recipe.apply_prepare_dataset(
         train_dataset, training_args, tokenizer, **(script_args.recipe_kwargs or {})
     )
-    reward_funcs, weights = recipe.build_reward_funcs(training_args, tokenizer)
-    if training_args.reward_weights is None:
-        training_args.reward_weights = weights
     training_args.model_init_kwargs = model_init_kwargs(
         script_args, trust_remote_code=training_args.trust_remote_code, overrides=training_args.model_init_kwargs
     )
-    trainer_cls = recipe.trainer_cls
     # The Trainer creates the Hub repo when it is built (push_to_hub): an unreachable Hub must not stop the run before
     # it trains. Built with push_to_hub off, it then tries the repo once (`_hub_repo_or_later`); failing that, the
     # push waits for the end, after the model is saved, as the README says.
     push_to_hub, training_args.push_to_hub = training_args.push_to_hub, False
-    trainer = trainer_cls(
-        model=model_path,
-        reward_funcs=reward_funcs,
-        args=training_args,
-        train_dataset=train_dataset,
-        processing_class=tokenizer,
-        peft_config=get_peft_config(script_args),
-        quantization_config=get_quantization_config(script_args),
-    )
+    trainer = recipe.trainer(  # with its reward functions, as a TRL script builds it (`Recipe.trainer`)
+        model_path, training_args, train_dataset, tokenizer,
+        peft_config=get_peft_config(script_args), quantization_config=get_quantization_config(script_args),
+    )  # fmt: skip
     if push_to_hub:
         _hub_repo_or_later(trainer)
     # model-card inputs (trl_efficient.hub.card.ModelCardInfo): the data the run used, the evaluation set only once
     # the before/after evaluation has run on it (below); a loaded eval set that is never evaluated is not on the card
-    trainer.update_card_info(recipe=recipe, datasets=[data_args.dataset_name])
+    trainer.update_card_info(datasets=[data_args.dataset_name])
     if not os.path.isdir(script_args.model_name_or_path) and model_scheme(script_args.model_name_or_path) is None:
         trainer.update_card_info(base_model_id=script_args.model_name_or_path)
 
@@ -579,7 +579,6 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
     summary = {"recipe": recipe.name, "model": script_args.model_name_or_path, "before": before, "after": after}
     if before and after:  # which set the before/after table measured (hub.card.summary_markdown says so)
         summary["eval_dataset"] = {"name": data_args.eval_dataset_name, "split": data_args.eval_split}
-    if before and after:
         datasets = [data_args.dataset_name, data_args.eval_dataset_name]
         trainer.update_card_info(summary=summary_markdown(summary), datasets=datasets)
     # Nothing lost: the weights, tokenizer and summary are on disk before any extra (card, push) runs; an extra
@@ -660,12 +659,16 @@ def _print_summary(summary: dict, output_dir: str, smoke_run: bool, card_written
 
 
 def train_main(argv: list[str] | None = None) -> dict:
-    """`trl-efficient train ARGV`: parse (`parse_train_args`), train (`run_training`), end the process group, return
-    the summary; no arguments run the quickstart. Ctrl-C raises `InterruptedRunError` naming the checkpoint kept."""
+    """`trl-efficient train ARGV`: parse (`parse_train_args`) and `run`; no arguments run the quickstart."""
     argv = list(sys.argv[2:] if argv is None else argv)
     if not argv:
         argv = ["--config", packaged_config("quickstart")]
-    script_args, data_args, training_args = parse_train_args(argv)
+    return run(*parse_train_args(argv), argv=argv)
+
+
+def run(script_args, data_args, training_args, argv: list[str] | None = None) -> dict:
+    """Train (`run_training`), end the process group, return the summary. Ctrl-C raises `InterruptedRunError` naming
+    the checkpoint kept and the command (`argv`) that resumes it."""
     interrupted = False
     try:
         result = run_training(script_args, data_args, training_args)

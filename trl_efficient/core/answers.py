@@ -120,9 +120,7 @@ _BARE_NUMBER = re.compile(rf"{_THOUSANDS_NUMBER.pattern}|-?\d+(?:[.,]\d+)?|\.\d+
 _DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Normalisation (before math-verify, on gold and answer alike)
-# ---------------------------------------------------------------------------------------------------------------
 
 _ESCAPED_DOLLAR = re.compile(r"\\\$")
 # A spacing macro between digit groups is a thousands separator: 1\,000 -> 1000 (math-verify reads "1\,000" as 1*0).
@@ -361,19 +359,14 @@ def _last_answer_box(text: str) -> int:
 
 
 def is_correct(
-    completion: Any,
-    gold: Any,
-    answer_after_think: bool = True,
-    require_think_close: bool = False,
+    completion: Any, gold: Any, answer_after_think: bool = True, require_think_close: bool = False
 ) -> bool | None:
     r"""
     Check a completion's final answer against a gold answer with math-verify.
 
     Args:
-        completion (`str` or conversational `list[dict]`):
-            The completion.
-        gold (`str`, `int`, `float` or `None`):
-            The gold answer, in any form `parse_gold` accepts.
+        completion (`str` or conversational `list[dict]`): The completion.
+        gold (`str`, `int`, `float` or `None`): The gold answer, in any form `parse_gold` accepts.
         answer_after_think (`bool`, *optional*, defaults to `True`):
             Look for the answer after the last `</think>` when there is one.
         require_think_close (`bool`, *optional*, defaults to `False`):
@@ -536,10 +529,7 @@ def extract_prediction(region: str, parsing_timeout: int | None = None) -> list:
 
 def _parse_anchored(text: str, parsing_timeout: int | None) -> list:
     return parse(
-        text,
-        extraction_config=list(_PRED_EXTRACTION),
-        extraction_mode="first_match",
-        parsing_timeout=parsing_timeout,
+        text, extraction_config=list(_PRED_EXTRACTION), extraction_mode="first_match", parsing_timeout=parsing_timeout
     )
 
 
@@ -624,8 +614,7 @@ def extract_boxed(text: str | None) -> str | None:
     `\boxed 5` is also read (up to the next space or `$`).
 
     Args:
-        text (`str` or `None`):
-            A solution or completion.
+        text (`str` or `None`): A solution or completion.
 
     Returns:
         `str` or `None`: the box content (stripped; `""` for an empty box), or `None` when there is no box or the

@@ -30,6 +30,7 @@ __all__ = [
     "LengthMeter",
     "ThinkCloseMonitor",
     "completion_eos_token_ids",
+    "completion_finished",
     "completion_text",
     "flat_ids",
     "split_thinking",
@@ -189,8 +190,7 @@ class LengthMeter:
             included) and the answer is the remaining `len(ids) - k` tokens, **including a trailing EOS** if the
             generator emitted one (it belongs to the completion as TRL measures it). The trainer passes its
             `processing_class`.
-        close_tag (`str`, *optional*, defaults to `"</think>"`):
-            The string that closes the thinking part.
+        close_tag (`str`, *optional*, defaults to `"</think>"`): The string that closes the thinking part.
 
     Calling `meter(text, ids)` returns an `int`. `ids` may be `None` only for `unit="chars"`.
 
@@ -248,7 +248,6 @@ class LengthMeter:
             return fast
         return self._thinking_tokens_by_decoding(ids)
 
-    # -------------------------------------------------------------------------------------- fast path on token ids
     # A byte-level BPE decoder (GPT-2, Qwen, Llama 3 tokenizers) decodes a sequence to the UTF-8 decoding of its
     # tokens' bytes joined; when every token's bytes are valid UTF-8 on their own, that is the join of the tokens
     # decoded one by one. The thinking part is then found on the ids with a table of those pieces (built once per
@@ -442,6 +441,19 @@ class LengthMeter:
             else:
                 lo = mid + 1
         return lo
+
+
+def completion_finished(ids, eos_ids) -> bool:
+    """Whether a completion finished within its limit: its last id is one of the ids generation stops on
+    (`eos_ids`, the trainer's `eos_token_ids`; TRL 1.16 keeps that id last). A completion cut by
+    `max_completion_length`, a rollout plan's hard cap or budget forcing's cap did not. The one rule behind the reward
+    keyword `finished` that `EfficientGRPOTrainer` passes every reward, `GroupBatch.truncated` (its negation) and DLER's
+    stop check (docs/adding-a-method.md, "Component contracts").
+
+    >>> completion_finished([5, 2], {2, 7}), completion_finished([5, 5], {2, 7}), completion_finished([], {2})
+    (True, False, False)
+    """
+    return len(ids) > 0 and ids[-1] in eos_ids
 
 
 def completion_eos_token_ids(generation_config, tokenizer) -> list[int]:

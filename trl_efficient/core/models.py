@@ -1,7 +1,7 @@
 """Model names: a Hub id or a local path passes through; `<scheme>:<spec>` names are built locally by the scheme
 registered under `<scheme>` (`tiny:` by `trl_efficient.testing.tiny`, `testbed:` by `trl_efficient.overthinking`; each
-registers when its module is imported: the `trl-efficient` command imports both, and `trl_efficient.api.resolve_model`
-resolves a name with every scheme registered).
+registers when its module is imported, and `MODEL_SCHEMES` names both packages as its providers, so a lookup imports
+them when it needs to: `core.registry`).
 
 Loading: `load_tokenizer` turns a name that does not resolve (not cached while `HF_HUB_OFFLINE=1`, no such directory,
 no such Hub id) into a one-line `ModelUnavailableError` (`model_lookup_error`); `model_init_kwargs` and
@@ -18,6 +18,7 @@ no such Hub id) into a one-line `ModelUnavailableError` (`model_lookup_error`); 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -39,7 +40,9 @@ __all__ = [
 ]
 
 # scheme -> resolver(name, cache_dir=None) -> local directory of the built (or cached) model
-MODEL_SCHEMES: Registry[Callable[..., str]] = Registry("model name scheme")
+MODEL_SCHEMES: Registry[Callable[..., str]] = Registry(
+    "model name scheme", providers=("trl_efficient.testing", "trl_efficient.overthinking")
+)
 
 
 def model_scheme(name: str) -> str | None:
@@ -131,8 +134,9 @@ def missing_model_dir(name: str, flag: str = "--model_name_or_path") -> ModelUna
     An existing directory that holds no model (no `config.json`, no `adapter_config.json`) is refused the same way.
     """
     if name.startswith(("/", ".", "~")) and not os.path.isdir(os.path.expanduser(name)):
-        return ModelUnavailableError(f"model {name!r}: no such directory; pass {flag} <an existing directory or a "
-                                     "Hub id>")  # fmt: skip
+        return ModelUnavailableError(
+            f"model {name!r}: no such directory; pass {flag} <an existing directory or a Hub id>"
+        )
     path = os.path.expanduser(name)
     if os.path.isdir(path) and not any(os.path.isfile(os.path.join(path, f)) for f in MODEL_CONFIG_FILES):
         # transformers would otherwise fail on the tokenizer, with a message about sentencepiece
@@ -158,8 +162,6 @@ def check_quantization(model_args) -> None:
     flag = "--load_in_4bit" if model_args.load_in_4bit else "--load_in_8bit" if model_args.load_in_8bit else None
     if flag is None:
         return
-    import importlib.util
-
     import torch
 
     if not torch.cuda.is_available():

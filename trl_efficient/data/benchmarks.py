@@ -41,9 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import datasets
+import numpy as np
 from datasets import Dataset
+from huggingface_hub import constants as hub_constants
+from math_verify import parse
 
 from ..core.answers import drop_empty_boxes, extract_answer_region, is_correct
+from ..core.lengths import completion_text
 from .loaders import _FEATURES as DATA_FEATURES
 from .loaders import DEFAULT_INSTRUCTION, extract_boxed, format_prompt, load_data_file, load_math_dataset, parse_level
 
@@ -153,9 +157,7 @@ for _b in (
     register_benchmark(_b)
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Gold normalisation
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def _strip_dollars(text: str) -> str:
@@ -229,9 +231,7 @@ def normalize_rows(bench: Benchmark, raw: Dataset) -> list[dict]:
     return rows
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Sources
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def prepared_dir() -> str:
@@ -249,13 +249,8 @@ def prepared_file(name: str, split: str, root: str | None = None) -> str:
 
 def hub_offline() -> bool:
     """Whether the Hub client is in offline mode (`HF_HUB_OFFLINE=1`)."""
-    try:
-        from huggingface_hub import constants
-
-        if getattr(constants, "HF_HUB_OFFLINE", False):
-            return True
-    except Exception:  # pragma: no cover - huggingface_hub is a dependency
-        pass
+    if getattr(hub_constants, "HF_HUB_OFFLINE", False):
+        return True
     return os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes", "on")
 
 
@@ -362,8 +357,6 @@ def load_benchmark(
 
     rows = normalize_rows(bench, raw)
     if limit is not None:
-        import numpy as np
-
         order = np.random.default_rng(seed).permutation(len(rows))[:limit]
         rows = [rows[j] for j in order]
     return Dataset.from_dict(
@@ -392,9 +385,7 @@ def write_prepared(name: str, rows: list[dict], root: str | None = None, split: 
     return path
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Answer checking
-# ---------------------------------------------------------------------------------------------------------------
 
 _TEXT_MACRO = re.compile(r"\\(?:text|mathrm|textrm|mbox|operatorname)\s*\{[^{}]*\}")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -404,8 +395,6 @@ _FALSE = {"false", "no", "incorrect", "wrong", "f", "n"}
 
 def _final_answer_text(completion) -> str | None:
     """The boxed answer in the answer region, else the text after an "answer is" anchor."""
-    from ..core.lengths import completion_text
-
     region = drop_empty_boxes(extract_answer_region(completion_text(completion)))  # an echoed empty box: no box
     boxed = extract_boxed(region)
     if boxed is not None:
@@ -422,8 +411,6 @@ def _to_number(text: str) -> float | None:
     except ValueError:
         pass
     try:
-        from math_verify import parse
-
         parsed = parse(f"${text}$")
         if parsed:
             value = complex(parsed[0].evalf())

@@ -51,11 +51,13 @@ __all__ = [
     "DataArguments",
     "extract_boxed",
     "extract_gsm8k_answer",
+    "format_math_dataset",
     "format_prompt",
     "load_datasets",
     "load_data_file",
     "load_math_dataset",
     "malformed_json_line",
+    "math_format",
     "parse_level",
 ]
 
@@ -73,9 +75,7 @@ _HENDRYCKS_MATH_SUBJECTS = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Gold-answer extraction
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def extract_gsm8k_answer(text: str | None) -> str | None:
@@ -119,9 +119,7 @@ def _math500_answer(value) -> str | None:
     return answer or None
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Dataset specifications
-# ---------------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -205,14 +203,10 @@ def _resolve_name(name: str) -> str:
     return key
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Prompt formatting
-# ---------------------------------------------------------------------------------------------------------------
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Raw loading
-# ---------------------------------------------------------------------------------------------------------------
 
 _FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
 
@@ -348,9 +342,7 @@ _FEATURES = datasets.Features(
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Public loader
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def load_math_dataset(
@@ -409,7 +401,40 @@ def load_math_dataset(
 
     raw = _load_raw(name, spec, split, source)
     _check_columns(raw, spec, name, source)
+    return format_math_dataset(
+        raw, name, limit, seed, instruction, system_prompt, instruction_position, drop_unparseable, split=split
+    )
 
+
+def math_format(columns) -> str | None:
+    """The math format whose question and gold columns `columns` hold (`gsm8k`: question/answer; `math500`:
+    problem/answer; `math`: problem/solution), or None.
+
+    >>> math_format(["question", "answer"]), math_format(["problem", "solution", "answer"]), math_format(["x"])
+    ('gsm8k', 'math500', None)
+    """
+    for name in ("gsm8k", "math500", "math"):
+        if {_SPECS[name].question_column, _SPECS[name].gold_column} <= set(columns):
+            return name
+    return None
+
+
+def format_math_dataset(
+    raw: Dataset,
+    name: str,
+    limit: int | None = None,
+    seed: int = 0,
+    instruction: str | None = DEFAULT_INSTRUCTION,
+    system_prompt: str | None = None,
+    instruction_position: str = "after",
+    drop_unparseable: bool = False,
+    split: str = "train",
+) -> Dataset:
+    """Rows of the raw format `name` (`gsm8k`, `math`, `math500`: the columns `math_format` names) in the library's
+    format (`prompt`, `solution`, `idx`, `level`, `source`); `load_math_dataset`'s arguments, its formatting."""
+    name = _resolve_name(name)
+    spec = _SPECS[name]
+    _check_columns(raw, spec, name, None)
     questions = raw[spec.question_column]
     golds = [spec.extract_gold(value) or "" for value in raw[spec.gold_column]]
     if spec.level_column and spec.level_column in raw.column_names:
@@ -442,9 +467,7 @@ def load_math_dataset(
     )
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # CLI / YAML arguments
-# ---------------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -476,8 +499,7 @@ class DataArguments:
         },
     )
     dataset_limit: int | None = field(
-        default=None,
-        metadata={"help": "Keep a seeded random subset of this many training rows (rows, not tokens)."},
+        default=None, metadata={"help": "Keep a seeded random subset of this many training rows (rows, not tokens)."}
     )
     eval_dataset_name: str | None = field(
         default=None,
@@ -511,7 +533,8 @@ class DataArguments:
     def __post_init__(self) -> None:
         check_dataset_name("dataset_name", self.dataset_name)
         check_dataset_name("eval_dataset_name", self.eval_dataset_name)
-        # a name in DATASET_LOADERS (e.g. "testbed", the synthetic CPU world of trl_efficient.overthinking) is its loader's
+        # a name in DATASET_LOADERS (e.g. "testbed", the synthetic CPU world of trl_efficient.overthinking) is its
+        # loader's
         self.dataset_name = _resolve_name_or_registered(self.dataset_name)
         if self.eval_dataset_name is not None:
             self.eval_dataset_name = _resolve_name_or_registered(self.eval_dataset_name)

@@ -24,12 +24,15 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
-from ..core.errors import CommandParser
+from ..core.checks import check_writable
+from ..core.errors import CommandParser, UserError
+from .defaults import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
 
 logger = logging.getLogger("trl_efficient.eval")
 
-__all__ = ["build_parser", "main", "markdown_tables", "resolve_model", "run_eval"]
+__all__ = ["EvalOptions", "build_parser", "main", "markdown_tables", "resolve_model", "run_eval"]
 
 
 def resolve_model(name: str) -> str:
@@ -47,50 +50,101 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
-def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
-    from .defaults import DEFAULT_TEMPERATURE, DEFAULT_TOP_P
+@dataclass
+class EvalOptions:
+    """The options of `trl-efficient eval`, by name: its parser fills them from the command line (`main`) and
+    `trl_efficient.evaluate` from its keywords; `run_eval` takes them. A single model or benchmark may be given
+    without a list.
 
-    p = CommandParser(prog=prog, description=__doc__.split("\n\n")[0])
+    >>> EvalOptions("tiny:qwen2", benchmarks="gsm8k", n=4).model, EvalOptions("m").max_new_tokens
+    (['tiny:qwen2'], 2048)
+    """
+
+    model: list
+    label: list | None = None
+    benchmarks: list = field(default_factory=lambda: ["math500"])
+    modes: list = field(default_factory=lambda: ["plain"])
+    n: int = 1
+    k: list | None = None
+    max_new_tokens: int = 2048
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = DEFAULT_TOP_P
+    seed: int = 0
+    limit: int | None = None
+    batch_size: int = 16
+    backend: str = "transformers"
+    vllm_kwargs: dict | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    eos_logit_bias: float | None = None
+    source: list = field(default_factory=list)
+    data_dir: str | None = None
+    instruction: str | None = None
+    system_prompt: str | None = None
+    output_dir: str = "outputs/eval"
+    overwrite: bool = False
+    no_samples: bool = False
+    no_plot: bool = False
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("model", "label", "benchmarks", "modes", "k", "source"):  # one value for a list of one
+            value = getattr(self, name)
+            if isinstance(value, (str, int, os.PathLike)):
+                value = [value]
+            if value is not None:
+                setattr(self, name, [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value])
+        self.output_dir = os.fspath(self.output_dir)
+        for name, choices in CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise UserError(f"{name}={getattr(self, name)!r}: choose one of {', '.join(choices)}")
+
+
+CHOICES = {"backend": ("transformers", "vllm"), "dtype": ("auto", "float32", "bfloat16", "float16")}
+
+
+def build_parser(prog: str = "trl-efficient eval") -> argparse.ArgumentParser:
+    """The parser of `trl-efficient eval`, which parses the command line into `EvalOptions` (`main`): it sets only
+    what the command line gives (`argument_default=SUPPRESS`), the defaults are `EvalOptions`'."""
+    p = CommandParser(prog=prog, description=__doc__.split("\n\n")[0], argument_default=argparse.SUPPRESS)
     p.add_argument("--model", nargs="+", required=True, help="Model(s): local path, Hub id, tiny:<arch>, testbed:base.")
-    p.add_argument("--label", nargs="+", default=None, help="Display name per model (default: the model name).")
-    p.add_argument("--benchmarks", nargs="+", default=["math500"],
-                   help="Benchmarks (trl-efficient data list): gsm8k math500 aime24 aime25 theoremqa olympiadbench "
-                        "math_train testbed.")  # fmt: skip
+    p.add_argument("--label", nargs="+", help="Display name per model (default: the model name).")
+    p.add_argument("--benchmarks", nargs="+",
+                   help="Benchmarks (trl-efficient data list; default math500): gsm8k math500 aime24 aime25 theoremqa "
+                        "olympiadbench math_train testbed.")  # fmt: skip
     p.add_argument(
         "--modes",
         nargs="+",
-        default=["plain"],
-        help="Inference modes: plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>], force:B, wait:N.",
+        help="Inference modes (default plain): plain, hbpo[:<budget>|:minimal], l1[:N], l1-max[:N], saber[:<mode>], "
+        "force:B, wait:N.",
     )
-    p.add_argument("--n", type=int, default=1, help="Samples per problem (pass@1 is averaged over them).")
-    p.add_argument("--k", type=int, nargs="+", default=None, help="pass@k values to report (default: 1 and n).")
-    p.add_argument("--max-new-tokens", type=int, default=2048, help="Generation limit per sample (tokens).")
-    p.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
-    p.add_argument("--top-p", type=float, default=DEFAULT_TOP_P)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=None, help="Evaluate a seeded random subset of this many problems.")
-    p.add_argument("--batch-size", type=int, default=16, help="Sequences per generate call (transformers backend).")
-    p.add_argument("--backend", choices=["transformers", "vllm"], default="transformers")
-    p.add_argument("--vllm-kwargs", type=json.loads, default=None, help="JSON object of vllm.LLM keyword arguments.")
-    p.add_argument("--device", default="auto", help="transformers backend: auto, cpu, cuda, cuda:1, ...")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--n", type=int, help="Samples per problem (pass@1 is averaged over them; default 1).")
+    p.add_argument("--k", type=int, nargs="+", help="pass@k values to report (default: 1 and n).")
+    p.add_argument("--max-new-tokens", type=int, help="Generation limit per sample (tokens; default 2048).")
+    p.add_argument("--temperature", type=float, help=f"Sampling temperature (default {DEFAULT_TEMPERATURE}).")
+    p.add_argument("--top-p", type=float, help=f"Nucleus sampling (default {DEFAULT_TOP_P}).")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--limit", type=int, help="Evaluate a seeded random subset of this many problems.")
+    p.add_argument("--batch-size", type=int, help="Sequences per generate call (transformers backend; default 16).")
+    p.add_argument("--backend", choices=CHOICES["backend"], help="default transformers")
+    p.add_argument("--vllm-kwargs", type=json.loads, help="JSON object of vllm.LLM keyword arguments.")
+    p.add_argument("--device", help="transformers backend: auto (default), cpu, cuda, cuda:1, ...")
+    p.add_argument("--dtype", choices=CHOICES["dtype"], help="default auto")
     p.add_argument(
         "--eos-logit-bias",
         type=float,
-        default=None,
         help="Add this bias to the EOS logit (tiny random models only; transformers backend).",
     )
     p.add_argument(
         "--source",
         action="append",
-        default=[],
         metavar="BENCH=SOURCE",
         help="Override a benchmark's data: a local file/dir or a Hub id 'repo[:config]'. Repeatable.",
     )
-    p.add_argument("--data-dir", default=None, help="Where `trl-efficient data prepare` wrote the benchmarks.")
-    p.add_argument("--instruction", default=None, help="Instruction appended to each question (default: boxed).")
-    p.add_argument("--system-prompt", default=None)
-    p.add_argument("--output-dir", default="outputs/eval")
+    p.add_argument("--data-dir", help="Where `trl-efficient data prepare` wrote the benchmarks.")
+    p.add_argument("--instruction", help="Instruction appended to each question (default: boxed).")
+    p.add_argument("--system-prompt")
+    p.add_argument("--output-dir", help="default outputs/eval")
     p.add_argument("--overwrite", action="store_true", help="Recompute results whose files exist.")
     p.add_argument("--no-samples", action="store_true", help="Do not write the per-sample JSONL files.")
     p.add_argument("--no-plot", action="store_true", help="Do not draw pareto.png.")
@@ -103,9 +157,7 @@ class _ModelHandle:
 
     def __init__(self, name: str, args) -> None:
         self.name, self.args = name, args
-        self.path = None
-        self.tokenizer = None
-        self.backend = None
+        self.path = self.tokenizer = self.backend = None
 
     def get(self):
         if self.backend is not None:
@@ -121,15 +173,11 @@ class _ModelHandle:
         if args.backend == "vllm":
             self.backend = VLLMBackend(self.path, self.tokenizer, seed=args.seed, **(args.vllm_kwargs or {}))
             return self.tokenizer, self.backend
-        device = args.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
         dtypes = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-        dtype = dtypes[args.dtype]
-        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(device)
-        gen_kwargs = {}
-        if args.eos_logit_bias:
-            gen_kwargs["sequence_bias"] = [[[self.tokenizer.eos_token_id], float(args.eos_logit_bias)]]
+        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtypes[args.dtype]).to(device)
+        bias = args.eos_logit_bias  # `sequence_bias` on the EOS id, for a model that rarely ends on its own
+        gen_kwargs = {"sequence_bias": [[[self.tokenizer.eos_token_id], float(bias)]]} if bias else {}
         self.backend = TransformersBackend(model, self.tokenizer, args.batch_size, gen_kwargs, not args.quiet)
         return self.tokenizer, self.backend
 
@@ -188,8 +236,9 @@ def check_values(args) -> None:
         )
 
 
-def run_eval(args) -> dict:
-    """Run (or resume) every model x mode x benchmark of `args`; write the per-result files and the summaries.
+def run_eval(args: EvalOptions) -> dict:
+    """Run (or resume) every model x mode x benchmark of `args` (`EvalOptions`); write the per-result files and the
+    summaries.
 
     Returns `{"results": [...], "failed": {benchmark: message}, "files": {...}}`.
     """
@@ -222,6 +271,8 @@ def run_eval(args) -> dict:
             raise ValueError(f"--source must look like BENCH=SOURCE, got {item!r}.")
         sources[get_benchmark(name).name] = value
     instruction = DEFAULT_INSTRUCTION if args.instruction is None else (args.instruction or None)
+    if not os.path.isdir(args.output_dir):
+        check_writable("--output-dir", args.output_dir, folder=True)
     os.makedirs(args.output_dir, exist_ok=True)
 
     datasets_cache, failed, results = {}, {}, []
@@ -309,11 +360,7 @@ def aggregate_points(results: list[dict]) -> list[dict]:
 
 
 def _fmt(value, digits=3):
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
 def markdown_tables(results: list[dict]) -> str:
@@ -373,9 +420,9 @@ def write_summaries(results: list[dict], output_dir: str, plot: bool = True) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    options = EvalOptions(**vars(build_parser().parse_args(sys.argv[1:] if argv is None else argv)))
     try:
-        out = run_eval(args)
+        out = run_eval(options)
     except ValueError as err:
         print(f"trl-efficient eval: error: {err}", file=sys.stderr)
         return 2

@@ -24,6 +24,8 @@ Sampling defaults follow the seeds' evaluations: temperature 0.6, top-p 0.95.
 
 from __future__ import annotations
 
+import copy
+import inspect
 import logging
 import math
 import statistics
@@ -34,8 +36,10 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
+from transformers import LogitsProcessorList
 
 from ..core.lengths import LengthMeter, completion_text
+from ..data.benchmarks import check_answer, get_benchmark
 from ..prompts import (
     ASRR_NO_THINK_PREFIX,
     BUDGETTHINKER_INSTRUCTION,
@@ -74,9 +78,7 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Inference-time modes
-# ---------------------------------------------------------------------------------------------------------------
 
 # SABER's inference modes (system prompt, assistant prefill): the prompts SABER trains with (`prompts.py`).
 SABER_MODES: dict[str, tuple[str, str | None]] = {k.lower(): (v, None) for k, v in saber_mode_prompts().items()}
@@ -197,9 +199,7 @@ def build_prompt_text(prompt, mode: EvalMode, tokenizer, chat_template_kwargs: d
     return rewritten if isinstance(rewritten, str) else render(rewritten)
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Generation backends
-# ---------------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -217,8 +217,9 @@ class TransformersBackend:
 
     name = "transformers"
 
-    def __init__(self, model, tokenizer, batch_size: int = 16, generation_kwargs: dict | None = None,
-                 show_progress: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self, model, tokenizer, batch_size: int = 16, generation_kwargs: dict | None = None, show_progress: bool = True
+    ) -> None:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.generation_kwargs = dict(generation_kwargs or {})
         self.show_progress = show_progress
@@ -263,8 +264,9 @@ class TransformersBackend:
             model.train(was_training)
         return [out[i * n : (i + 1) * n] for i in range(len(prompts))]
 
-    def _generate_ids(self, prompts: list, max_new_tokens: int, temperature: float, top_p: float,
-                      description: str = "generate") -> list[list[int]]:  # fmt: skip
+    def _generate_ids(
+        self, prompts: list, max_new_tokens: int, temperature: float, top_p: float, description: str = "generate"
+    ) -> list[list[int]]:
         """Completion ids (cut after the first EOS) of `prompts` (texts, or token-id lists), in batches."""
         model, tok = self.model, self.tokenizer
         device = next(model.parameters()).device
@@ -373,15 +375,15 @@ class VLLMBackend:
             return outs
 
         done = budget_force(flat, gen, forcing, tok, eos, max_new_tokens)
-        samples = [GeneratedSample(c.ids, tok.decode(c.ids, skip_special_tokens=True), c.finished, c.inserted,
-                                   c.forced) for c in done]  # fmt: skip
+        samples = [
+            GeneratedSample(c.ids, tok.decode(c.ids, skip_special_tokens=True), c.finished, c.inserted, c.forced)
+            for c in done
+        ]
         return [samples[i * n : (i + 1) * n] for i in range(len(prompts))]
 
 
 def _vllm_thinking_budget_field(sampling_params_cls) -> str | None:
     """The name of vLLM's native thinking-budget `SamplingParams` field in the installed version, if any."""
-    import inspect
-
     try:
         names = set(inspect.signature(sampling_params_cls).parameters)
     except (TypeError, ValueError):
@@ -397,22 +399,18 @@ def budget_control_backend(backend, budget: int, tokenizer) -> TransformersBacke
     """A copy of a `TransformersBackend` whose `generate` forces BudgetThinker's control tokens for budget `budget`
     (`trl_efficient.rewards.budgetthinker.BudgetControlProcessor`; the tokenizer must hold the control tokens).
     vLLM is not supported in this version."""
-    import copy
-
-    from transformers import LogitsProcessorList
-
     if not isinstance(backend, TransformersBackend):
-        raise ValueError("budgetthinker:<B> forces control tokens with a transformers LogitsProcessor: use the "
-                         "transformers backend (vLLM is not supported in this version).")  # fmt: skip
+        raise ValueError(
+            "budgetthinker:<B> forces control tokens with a transformers LogitsProcessor: use the "
+            "transformers backend (vLLM is not supported in this version)."
+        )
     processor = BudgetControlProcessor(budget, control_token_ids(tokenizer))
     out = copy.copy(backend)
     out.generation_kwargs = {**backend.generation_kwargs, "logits_processor": LogitsProcessorList([processor])}
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # Metrics
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -559,8 +557,6 @@ def score_generations(
     sample_analyzer: Callable | None = None,
 ) -> tuple[list[ScoredSample], list[dict]]:
     """Score generated samples; returns the scored samples and JSON-able per-sample records."""
-    from ..data.benchmarks import check_answer
-
     checker = checker or check_answer
     meter = LengthMeter(scope="thinking", tokenizer=tokenizer)
     prefill = (mode.prefill if mode else None) or ""
@@ -620,8 +616,6 @@ def evaluate_model(
     if sample_analyzer is None and "expression" in getattr(dataset, "column_names", []):
         sources = set(dataset["source"]) if "source" in dataset.column_names else set()
         if sources == {"testbed"}:  # testbed rows: add the exact redundant-token accounting automatically
-            from ..data.benchmarks import get_benchmark
-
             sample_analyzer = get_benchmark("testbed").sample_analyzer
     backend = backend or TransformersBackend(model, tokenizer, batch_size, generation_kwargs, show_progress)
     rows = list(dataset)
@@ -630,8 +624,9 @@ def evaluate_model(
         backend = budget_control_backend(backend, mode.control_budget, tokenizer)
     if mode.forcing:  # s1 budget forcing: only backends that implement it take the keyword
         forcing = BudgetForcing.parse(mode.forcing)
-        generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description,
-                                       forcing=forcing)  # fmt: skip
+        generations = backend.generate(
+            prompts, num_samples, max_new_tokens, temperature, top_p, seed, description, forcing=forcing
+        )
     else:
         generations = backend.generate(prompts, num_samples, max_new_tokens, temperature, top_p, seed, description)
     scored, records = score_generations(rows, generations, tokenizer, mode, checker, sample_analyzer)

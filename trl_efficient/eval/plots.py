@@ -57,11 +57,9 @@ def pareto_plot(
     group has more than one point. `reference_x` draws labelled vertical lines (e.g. `{"floor": 63.6}`). Returns
     `path`, or `None` (with a logged message) without matplotlib or points.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    try:  # a Figure on its own Agg canvas: no pyplot, no global backend switch, nothing left open
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
     except ImportError:
         logger.warning(MATPLOTLIB_MISSING)
         return None
@@ -72,10 +70,12 @@ def pareto_plot(
     groups: dict[str, list[dict]] = defaultdict(list)
     for p in points:
         groups[str(p.get(group_key, ""))].append(p)
-    fig, ax = plt.subplots(figsize=(7, 5), dpi=120)
+    fig = Figure(figsize=(7, 5), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     for name, pts in groups.items():
         pts = sorted(pts, key=lambda p: p[x])
-        ax.plot([p[x] for p in pts], [p[y] for p in pts], marker="o", label=name)
+        ax.plot([p[x] for p in pts], [p[y] for p in pts], marker="o", label=name or "(unnamed)")
         if label_key and len(pts) > 1 or len(groups) == 1:
             for p in pts:
                 label = p.get(label_key) if label_key else None
@@ -95,5 +95,4 @@ def pareto_plot(
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
     return path

@@ -1,45 +1,11 @@
 """Model cards a reader can use: what the model is, how it was trained, how to prompt it, how it scored.
 
-Two callers render the same card from the same plain data (`CardData`):
-
-- the trainer: `EfficientGRPOTrainer.create_model_card` calls `finalize_model_card(trainer, path)` after TRL has
-  written `README.md` (every checkpoint, the end of `trl-efficient train`, `push_to_hub`). TRL's text is replaced
-  by ours, so re-rendering is idempotent. `card_data_from_trainer` reads the trainer and the `Recipe` in its
-  `card_info` by attribute only (this layer imports no recipe, method or trainer module) and the result is saved
-  next to the card as `trl_efficient_card.json`;
-- `trl-efficient push` (`hub.push`): re-reads that JSON, the run's summary and the evaluation results, and renders
-  the card again for the target repository.
-
-What the card says and where each part comes from:
-
-- base model: `card_info.base_model_id` (a Hub id), else the model's `name_or_path`: a Hub id; a local Hub-cache
-  snapshot (`models--org--name/snapshots/...`, the id is in the path); a local directory with its own card (its
-  `base_model`); otherwise a local model that is not on the Hub (no `base_model` metadata, never "None");
-- license: the one the base model's own card states (`model_license`: a local directory's or Hub-cache snapshot's
-  `README.md`, offline; for a Hub id the cached card, else the Hub's when online), else none, and the card says so
-  (`choose_license`); an explicit license (`push --license`, `push_to_hub(license=...)`) wins;
-- a PEFT adapter (a LoRA run): `library_name: peft`, PEFT's tags and a sentence saying it is an adapter
-  (`mark_adapter`), the same in the local card (from the trainer's PEFT model) and the pushed one (from the
-  directory's `adapter_config.json`);
-- recipe, method and papers (`hub.papers`: one BibTeX entry per arXiv id, plus TRL's citation read from TRL);
-- rewards with the settings the run built them with: the recipe's reward kwargs (`Recipe.reward_kwargs`), updated
-  with a reward's own `card_settings` when it has them (Bingo's: the scorer the run used and its settings, however
-  they were given), never a token (`SECRET_FIELDS`); proposed defaults of the recipe and of each reward
-  (`proposed_defaults`: Bingo lists its LLMLingua-2 forward pass only when that is the scorer);
-- datasets: `card_info.datasets`, the data the run used: `trl-efficient train` names the training set, and the
-  evaluation set only once the before/after evaluation has run on it;
-- hyperparameters the recipe uses: `CORE_HYPERPARAMETERS` (every GRPO run), the recipe's `config_overrides`, the
-  config fields its rollout plan reads (recorded while the plan is rebuilt from the config) and any of our own
-  config fields set away from their default. A field the run never reads (the budgets of a recipe without budget
-  plan) is left out;
-- quick start: the math prompt (`trl_efficient.data.format_prompt` with the training instruction) and every
-  prompting mode with its exact text: each budget of a budget plan (from the plan's own assignments), the L1
-  instructions (`prompts.l1_instruction`) for targets inside the range the run drew its targets from
-  (`card_targets`), with that range stated, SABER's system prompts (`prompts.saber_mode_prompts`);
-- evaluation: the before/after table of `trl-efficient train` (`summary_markdown`: which evaluation set and how
-  many problems and samples), and the results of `trl-efficient eval` (a
-  `results.json`, found in `OUTPUT_DIR/eval/` or given to `push --eval`) as a table and as `model-index`
-  metadata (`huggingface_hub.EvalResult`).
+Two callers render the same card from the same plain data (`CardData`): the trainer
+(`EfficientGRPOTrainer.create_model_card` -> `finalize_model_card`, after TRL wrote `README.md`: TRL's text is
+replaced by ours, so re-rendering is idempotent; `card_data_from_trainer` reads the trainer and the `Recipe` in its
+`card_info` by attribute only, and the data is saved next to the card as `trl_efficient_card.json`) and
+`trl-efficient push` (`hub.push`: that JSON, the run's summary and the evaluation results, rendered again for the
+target repository). What the card says and where each part comes from: docs/publish.md, "The model card".
 
 Templates: `trl_efficient/hub_cards/model_card.md` (the page) and `method_section.md` (everything after the title),
 package data shipped in the wheel.
@@ -58,7 +24,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from huggingface_hub import EvalResult, ModelCard, ModelCardData
+from huggingface_hub import EvalResult, ModelCard, ModelCardData, constants, try_to_load_from_cache
 
 from ..core.models import model_scheme
 from ..prompts import (
@@ -309,12 +275,8 @@ def used_hyperparameters(args, recipe=None, plan=None) -> dict[str, Any]:
     names += _own_changed_fields(args)
     out: dict[str, Any] = {}
     for name in dict.fromkeys(names):
-        if name in SECRET_FIELDS or not hasattr(args, name):
-            continue
-        value = getattr(args, name)
-        if value is None:
-            continue
-        out[name] = _jsonable(value)
+        if name not in SECRET_FIELDS and getattr(args, name, None) is not None:
+            out[name] = _jsonable(getattr(args, name))
     if isinstance(out.get("max_steps"), int) and out["max_steps"] > 0:
         out.pop("num_train_epochs", None)
     else:
@@ -479,13 +441,13 @@ def resolve_base_model(base_model_id: str | None, name_or_path: str | None) -> t
         name = os.path.basename(os.path.normpath(path))
         readme = os.path.join(path, "README.md")
         if os.path.isfile(readme):
-            try:
-                base = ModelCard.load(readme).data.get("base_model")
-            except Exception:  # an unreadable local card: treat the model as local only
-                base = None
+            meta = _card_metadata(readme)  # an unreadable local card: the model is local only
+            base = meta.get("base_model")
             base = base[0] if isinstance(base, list) and base else base
             if isinstance(base, str) and _HUB_ID.match(base):
-                return hub(base, f", through the local model `{name}` (whose own card names it as its base model)")
+                origin = meta.get("trl_efficient_origin")  # what a model trl-efficient built holds
+                how = f": {origin}" if origin else " (whose own card names it as its base model)"
+                return hub(base, f", through the local model `{name}`{how}")
         return None, f"It was fine-tuned from a local model (`{name}`) that is not on the Hugging Face Hub."
     if model_scheme(path) is not None:  # `tiny:` / `testbed:`: built locally (core.models)
         return None, f"It was trained from an offline test model (`{path}`), not a model on the Hugging Face Hub."
@@ -522,8 +484,6 @@ def model_license(name_or_path: str | None) -> str | None:
     repo_id = hub_cache_id(path) or path
     if not _HUB_ID.match(repo_id):
         return None
-    from huggingface_hub import constants, try_to_load_from_cache
-
     readme = try_to_load_from_cache(repo_id, "README.md")
     if isinstance(readme, str):
         found = _card_metadata(readme).get("license")
@@ -602,12 +562,10 @@ def mark_adapter(data: CardData, adapter_config: dict) -> None:
     `base_model:adapter:<base>`) and `peft`, and a sentence saying how to load it. The trainer's card (from its
     `PeftModel`, `adapter_config_of`) and `push` (from `adapter_config.json`) both mark it here."""
     base_path = adapter_config.get("base_model_name_or_path")
-    base, _ = resolve_base_model(None, base_path)
-    base = base or data.base_model
+    base = resolve_base_model(None, base_path)[0] or data.base_model
     peft_type = str(adapter_config.get("peft_type") or "")
     label = {"LORA": "LoRA"}.get(peft_type, peft_type or "PEFT")
-    data.base_model = base
-    data.library_name = "peft"
+    data.base_model, data.library_name = base, "peft"
     extra = ["peft", "transformers", *(["lora"] if peft_type == "LORA" else [])]
     data.tags = list(dict.fromkeys([*data.tags, *extra, *([f"base_model:adapter:{base}"] if base else [])]))
     where = f"[{base}](https://huggingface.co/{base})" if base else f"`{base_path}`, which is not on the Hub"
@@ -641,6 +599,54 @@ def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) 
     return None, system, user or None
 
 
+_NAMED_VALUE = re.compile(r"\b([a-z][a-z0-9_]*)\s*[=:]?\s*(-?\d+(?:\.\d+)?(?:e-?\d+)?)(?![\w.])")
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def run_differences(text: str, args, recipe) -> dict[str, Any]:
+    """The run's own values of the settings a recipe's `text` (its description, a proposed default) states otherwise:
+    a config field named with another number (`per_device_train_batch_size 32`), and a method setting of the recipe
+    (`config_overrides`) whose value the text states (`every 200 steps` for `ref_reset_steps: 200`) where the run used
+    another. `{}` when the text agrees with the run.
+
+    >>> from types import SimpleNamespace as A
+    >>> recipe = A(config_overrides={"ref_reset_steps": 200, "beta": 1e-4})
+    >>> run_differences("reference reset every 200 steps", A(ref_reset_steps=1, beta=1e-4), recipe)
+    {'ref_reset_steps': 1}
+    >>> run_differences("batch_size 32 x 16 = 512 rows", A(batch_size=4, ref_reset_steps=200, beta=1e-4), recipe)
+    {'batch_size': 4}
+    """
+    out = {}
+    for name, stated in _NAMED_VALUE.findall(text):
+        if hasattr(args, name) and _number(getattr(args, name)) is not None and float(stated) != getattr(args, name):
+            out[name] = getattr(args, name)
+    for name, value in (getattr(recipe, "config_overrides", None) or {}).items():
+        run, paper = _number(getattr(args, name, None)), _number(value)
+        if paper is None or run is None or run == paper:
+            continue
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        if re.search(rf"(?<![\w.]){re.escape(shown)}(?![\w.])", text):
+            out[name] = getattr(args, name)
+    return out
+
+
+def label_run_differences(text: str, args, recipe, label: str) -> str:
+    """`text` as is when the run used what it states, else followed by `label` and the run's values.
+
+    >>> from types import SimpleNamespace as A
+    >>> label_run_differences("N = 512", A(num_generations=8), A(config_overrides={"num_generations": 512}), "x")
+    'N = 512 (x; this run used `num_generations` = 8)'
+    """
+    differ = run_differences(text, args, recipe)
+    if not differ:
+        return text
+    used = ", ".join(f"`{k}` = {json.dumps(_jsonable(v))}" for k, v in differ.items())
+    return f"{text} ({label}; this run used {used})"
+
+
 def cited_papers(trainer, recipe) -> list[str]:
     """The arXiv ids a card cites: the recipe's `papers`, then the `papers` each of the trainer's components declares
     (`trainer.components()`; LISA's layer sampler: 2403.17919, whatever the recipe), each once."""
@@ -668,21 +674,23 @@ def card_data_from_trainer(trainer, license: str | None = None, tags=None) -> Ca
     saber_modes = _saber_modes(trainer, recipe)
     instruction, system_prompt, example = _training_prompt_format(trainer, info, per_row_system=bool(saber_modes))
     question = format_prompt(example or QUICKSTART_QUESTION, instruction, system_prompt)
-    proposed = list(getattr(recipe, "proposed_defaults", ()) or ())
+    # the recipe's text states its own (paper or proposed) settings: where this run used others, it says so
+    proposed = [label_run_differences(p, args, recipe, "the recipe's default, not this run's")
+                for p in getattr(recipe, "proposed_defaults", ()) or ()]  # fmt: skip
     for func in getattr(trainer, "reward_funcs", None) or ():
         proposed += list(getattr(func, "proposed_defaults", ()) or ())
-    usage = getattr(recipe, "usage", None) or ""
+    paper = "the paper's setting"
     return CardData(
         model_name=os.path.basename(os.path.normpath(hub_id or output_dir or "model")),
         recipe=getattr(recipe, "name", "custom"),
-        method=getattr(recipe, "method", "custom"),
-        description=getattr(recipe, "description", "") or "",
+        method=label_run_differences(getattr(recipe, "method", "custom"), args, recipe, paper),
+        description=label_run_differences(getattr(recipe, "description", "") or "", args, recipe, paper),
         papers=cited_papers(trainer, recipe),
         rewards=_reward_rows(trainer, recipe, args),
         rollout_plan=getattr(plan, "name", None) if plan is not None else None,
         hyperparameters=used_hyperparameters(args, recipe, plan),
         proposed_defaults=list(dict.fromkeys(proposed)),
-        usage=usage,
+        usage=getattr(recipe, "usage", None) or "",
         instruction=instruction,
         system_prompt=system_prompt,
         example_question=example,
@@ -711,17 +719,10 @@ def summary_markdown(summary: dict) -> str | None:
     before, after = summary.get("before"), summary.get("after")
     if not before or not after:
         return None
-    rows = [("before", before), ("after", after)]
-    lines = [
-        "### Evaluation before and after training",
-        "",
-        f"Measured by `trl-efficient train` on {_eval_set(summary)}: {_eval_size(after)}, the same before and after "
-        "training.",
-        "",
-        "| | accuracy | mean tokens | truncated |",
-        "|---|---|---|---|",
-    ]
-    for tag, r in rows:
+    measured = f"Measured by `trl-efficient train` on {_eval_set(summary)}: {_eval_size(after)}, the same before"
+    lines = ["### Evaluation before and after training", "", f"{measured} and after training.", ""]
+    lines += ["| | accuracy | mean tokens | truncated |", "|---|---|---|---|"]
+    for tag, r in (("before", before), ("after", after)):
         lines.append(f"| {tag} | {r['accuracy']:.3f} | {r['mean_tokens']:.1f} | {r['truncated_fraction']:.2f} |")
     return "\n".join(lines) + "\n"
 

@@ -24,33 +24,20 @@ Methods (α is always the weight of the *trained* model: α = 0 gives the base, 
 - `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
   2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
 
-The card (every method): YAML metadata with `base_model` holding Hub ids only (`describe_model`: a Hub id, a
-Hub-cache snapshot, or a local directory whose own card names its Hub base; a `tiny:`/`testbed:` name or a local
-model without such a card is named in the text and left out of the metadata, which has no `base_model` when neither
-model is on the Hub), `license` when the models' cards state one (`hub.card.choose_license`; else none, and the text
-says so), tags, method and parameters; the body (`hub_cards/merge.md`) names both models, the formula, the
-parameters, the layer bands of a layer-wise merge only, the tokenizer's source and the paper. Its data is saved as
-`trl_efficient_merge.json` (`card_info`), from which `trl-efficient push` renders the same card with the repo id
-(`push --license` overrides the license).
+The card (every method; docs/publish.md, "`trl-efficient merge`"): `base_model` metadata holds Hub ids only
+(`describe_model`), `license` only when the models' cards state one (`hub.card.choose_license`), and the body
+(`hub_cards/merge.md`) names both models, the formula, the parameters and the paper; its data is saved as
+`trl_efficient_merge.json` (`card_info`), from which `trl-efficient push` renders it again with the repo id. A `lora`
+merge of a trl-efficient run's adapter copies the run's card data and `eval/` results and keeps the *training card*
+(`hub.card.render_card`) with the merge card's body appended (`merge_section`); its evaluation results were measured
+on the adapter, and the merged model computes the same function (`merge_and_unload` folds `(α/r) B A` into the
+weights), so they are shown as its own (proposed default).
 
-The card of a `lora` merge of a trl-efficient run (an adapter directory holding `trl_efficient_card.json` and/or
-`trl_efficient_summary.json`, as `trl-efficient train --use_peft` leaves it): those files and the run's
-`trl-efficient eval` results (`eval/results.json`, `results.md`, `pareto.png`) are copied into the output, and the
-card is the *training card* (`hub.card.render_card`: recipe, rewards, hyperparameters, quick start, evaluation)
-with the merge card's body appended as a "How this model was merged" section (`merge_section`), and tags `merge` and
-`lora`. Its `base_model` metadata is the training card's (the adapter's base; the adapter directory itself is
-local). `trl-efficient push` of the merged directory renders the same card for the repo. The evaluation results
-were measured on the adapter; the merged model computes the same function (`merge_and_unload` folds `(α/r) B A`
-into the weights), so they are shown as its own (proposed default).
-
-Both models load with `AutoModelForCausalLM.from_pretrained` (local directories, Hub ids, or `tiny:<arch>` names via
-`trl_efficient.core.models`) in their saved dtype; each tensor is merged in float32 and cast back to the trained
-model's dtype. Parameters are iterated once each (tied weights are one parameter); buffers are the trained model's.
-The output holds the merged model (the trained model's config), the trained model's tokenizer (the adapter's or the
-base's for `lora`), README.md and `trl_efficient_merge.json`. Memory: both models at once, plus one float32
-tensor at a time. A trained vocabulary larger than the base's (added tokens) is merged into the base resized to it,
-the new rows the trained model's (`resize_base_vocabulary`). Nothing is written unless everything is: `main` writes
-into a staging folder beside `--output` and renames it once the model, tokenizer and card are written.
+Each tensor is merged in float32 and cast back to the trained model's dtype; parameters are iterated once each
+(tied weights are one parameter); buffers, config and tokenizer are the trained model's (the adapter's or the base's
+for `lora`). Memory: both models at once, plus one float32 tensor at a time. A trained vocabulary larger than the
+base's is merged into the base resized to it (`resize_base_vocabulary`). Nothing is written unless everything is
+(`run_merge`: a staging folder beside `--output`, renamed once complete).
 """
 
 from __future__ import annotations
@@ -63,6 +50,7 @@ import re
 import shutil
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -94,6 +82,7 @@ if TYPE_CHECKING:  # torch loads when a merge runs, not for `trl-efficient merge
 __all__ = [
     "METHODS",
     "MERGE_PAPERS",
+    "MergeOptions",
     "card_info",
     "check_compatible",
     "describe_model",
@@ -145,13 +134,8 @@ def check_compatible(base: Mapping[str, torch.Tensor], trained: Mapping[str, tor
         for n in base
         if n in trained and base[n].shape != trained[n].shape
     ]
-    problems = []
-    if shapes:
-        problems.append(f"shapes differ (base vs trained): {_names(shapes)}")
-    if only_base:
-        problems.append(f"only in base: {_names(only_base)}")
-    if only_trained:
-        problems.append(f"only in trained: {_names(only_trained)}")
+    found = {"shapes differ (base vs trained)": shapes, "only in base": only_base, "only in trained": only_trained}
+    problems = [f"{what}: {_names(names)}" for what, names in found.items() if names]
     if problems:
         raise ValueError(
             "the base and trained models do not match, so they cannot be merged: " + "; ".join(problems) + "."
@@ -183,12 +167,16 @@ def resize_base_vocabulary(base_model, trained_model) -> tuple[int, int] | None:
     return old, new
 
 
+def _average(base: torch.Tensor, trained: torch.Tensor, alpha: float) -> torch.Tensor:
+    return ((1 - alpha) * base.float() + alpha * trained.float()).to(trained.dtype)
+
+
 def uniform_merge(
     base: Mapping[str, torch.Tensor], trained: Mapping[str, torch.Tensor], alpha: float
 ) -> dict[str, torch.Tensor]:
     """`(1 − α) θ_base + α θ_trained` per tensor (arXiv 2309.06256 §3), in float32, cast to the trained dtype."""
     check_compatible(base, trained)
-    return {n: ((1 - alpha) * base[n].float() + alpha * t.float()).to(t.dtype) for n, t in trained.items()}
+    return {n: _average(base[n], t, alpha) for n, t in trained.items()}
 
 
 def layer_bands(names: list[str], split_layers: tuple[int, int] | None = None) -> dict[str, int]:
@@ -213,11 +201,10 @@ def layer_bands(names: list[str], split_layers: tuple[int, int] | None = None) -
         )
     num_layers = max(index.values()) + 1
     a, b = split_layers or (0, 0)
-    if split_layers is not None:
-        if not 0 <= a < b < num_layers - 1:
-            raise ValueError(
-                f"--split-layers {a},{b}: need 0 <= a < b < {num_layers - 1} for a model with {num_layers} layers."
-            )
+    if split_layers is not None and not 0 <= a < b < num_layers - 1:
+        raise ValueError(
+            f"--split-layers {a},{b}: need 0 <= a < b < {num_layers - 1} for a model with {num_layers} layers."
+        )
     bands, seen_layer = {}, False
     for n in names:
         if n in index:
@@ -238,11 +225,7 @@ def layerwise_merge(
     the model's parameter order."""
     check_compatible(base, trained)
     bands = layer_bands(list(trained), split_layers)
-    out = {}
-    for n, t in trained.items():
-        a = ratios[bands[n]]
-        out[n] = ((1 - a) * base[n].float() + a * t.float()).to(t.dtype)
-    return out
+    return {n: _average(base[n], t, ratios[bands[n]]) for n, t in trained.items()}
 
 
 def keep_count(numel: int, keep: float) -> int:
@@ -441,10 +424,13 @@ def describe_model(name: str) -> tuple[str | None, str]:
     >>> describe_model("tiny:qwen2")
     (None, '`tiny:qwen2`, an offline test model built by trl-efficient (not on the Hub)')
     """
-    hub_id, _ = resolve_base_model(None, name)
+    path = resolve_model_name(name) if model_scheme(name) is not None else name  # built: the merge loaded it
+    hub_id, text = resolve_base_model(None, path)
     link = f"[{hub_id}](https://huggingface.co/{hub_id})" if hub_id else ""
     if hub_id and (hub_id == name or hub_cache_id(name) == hub_id):
         return hub_id, link
+    if hub_id and ": " in text:  # a model trl-efficient built from a Hub model (its card's `trl_efficient_origin`)
+        return hub_id, f"`{name}`, {text.split(': ', 1)[1].rstrip('.')}, whose base is {link}"
     if hub_id:
         return hub_id, f"`{name}`, a local model whose card names {link} as its base"
     if model_scheme(name) is not None:
@@ -458,7 +444,8 @@ def card_info(method: str, models: list[str], params: dict, tokenizer_from: str 
     `base_model`: Hub ids only), parameters, tokenizer source, and the license their cards state
     (`hub.card.choose_license`)."""
     described = [describe_model(name) for name in models]
-    license, license_text = choose_license({card_label(name): model_license(name) for name in models})
+    paths = {name: resolve_model_name(name) if model_scheme(name) is not None else name for name in models}
+    license, license_text = choose_license({card_label(name): model_license(paths[name]) for name in models})
     return {
         "method": method,
         "models": list(models),
@@ -578,26 +565,61 @@ def _unit(text: str, flag: str, low_open: bool = False) -> float:
     return value
 
 
+@dataclass
+class MergeOptions:
+    """The options of `trl-efficient merge`, by name: its parser fills them from the command line (`main`) and
+    `trl_efficient.merge` from its keywords; `run_merge` takes them. `ratios` and `split_layers` are the command's
+    comma-separated text or a tuple of numbers; `alpha` and `keep` a number or its text.
+
+    >>> MergeOptions(output="m", ratios=(0.2, 0.5, 0.8), alpha=1).ratios
+    '0.2,0.5,0.8'
+    """
+
+    output: str | None = None
+    method: str = "uniform"
+    base: str | None = None
+    trained: str | None = None
+    adapter: str | None = None
+    alpha: str = "0.5"
+    ratios: str | None = None
+    split_layers: str | None = None
+    keep: str = "0.5"
+
+    def __post_init__(self) -> None:
+        for name in ("ratios", "split_layers"):  # one comma-separated value on the command line
+            if isinstance(getattr(self, name), (list, tuple)):
+                setattr(self, name, ",".join(str(v) for v in getattr(self, name)))
+        for name in ("output", "base", "trained", "adapter"):
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+        if self.output is None:
+            raise ValueError("merge needs an output directory: pass --output <a new directory>.")
+        if self.method not in METHODS:
+            raise ValueError(f"--method {self.method}: choose one of {', '.join(METHODS)}.")
+
+
 def build_parser() -> CommandParser:
-    """The parser of `trl-efficient merge` (`trl_efficient.merge` parses its keywords with it too)."""
+    """The parser of `trl-efficient merge`, which parses the command line into `MergeOptions` (`main`): it sets only
+    what the command line gives (`argument_default=SUPPRESS`), the defaults are `MergeOptions`'."""
     parser = CommandParser(
         prog="trl-efficient merge",
         description="Merge a trained model with its base (uniform / layer-wise HMA / DLER update-selective), or a "
         "LoRA adapter into its base; writes a loadable model directory with a card.",
+        argument_default=argparse.SUPPRESS,
     )
-    parser.add_argument("--method", choices=METHODS, default="uniform")
+    parser.add_argument("--method", choices=METHODS, help="default uniform")
     parser.add_argument("--base", help="base model (directory, Hub id or tiny:<arch>); for lora: default from adapter")
     parser.add_argument("--trained", help="trained model (not for lora)")
     parser.add_argument("--adapter", help="LoRA adapter directory (lora only)")
     parser.add_argument("--output", required=True, help="output directory (must be new or empty)")
-    parser.add_argument("--alpha", default="0.5", help="uniform: weight of the trained model, in [0, 1] (0.5)")
+    parser.add_argument("--alpha", help="uniform: weight of the trained model, in [0, 1] (0.5)")
     parser.add_argument("--ratios", help="layerwise: three weights of the trained model, lower,middle,upper band")
     parser.add_argument("--split-layers", help="layerwise: a,b — layers <= a lower, <= b middle (default thirds)")
-    parser.add_argument("--keep", default="0.5", help="update-selective: fraction of entries kept per tensor (0.5)")
+    parser.add_argument("--keep", help="update-selective: fraction of entries kept per tensor (0.5)")
     return parser
 
 
-def _validate(args: argparse.Namespace) -> dict:
+def _validate(args: MergeOptions) -> dict:
     if os.path.isdir(args.output) and os.listdir(args.output):
         raise ValueError(f"--output {args.output}: not empty; choose a new directory.")
     if os.path.exists(args.output) and not os.path.isdir(args.output):
@@ -662,8 +684,8 @@ def _publish(staging: str, output: str) -> None:
     os.replace(staging, output)
 
 
-def run_merge(args: argparse.Namespace) -> dict:
-    """Run the merge `args` describes (`build_parser`) and return the card's parameters; a bad value raises
+def run_merge(args: MergeOptions) -> dict:
+    """Run the merge `args` describes (`MergeOptions`) and return the card's parameters; a bad value raises
     `ValueError` naming the flag.
 
     Nothing is written unless everything is: the output path is checked first (`_validate`), the model, tokenizer
@@ -686,7 +708,7 @@ def run_merge(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """`trl-efficient merge ...` (`run_merge`); returns 0, or 2 after one `trl-efficient merge: error: ...` line on
     stderr."""
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = MergeOptions(**vars(build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))))
     try:
         run_merge(args)
     except ValueError as err:

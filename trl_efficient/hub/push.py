@@ -1,30 +1,10 @@
 """`trl-efficient push OUTPUT_DIR --repo-id ORG/NAME`: upload a trained output directory to the Hugging Face Hub.
 
-One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) with:
-
-- the model and tokenizer files at the top of `OUTPUT_DIR` (checkpoints, logs and other folders stay local). A
-  LoRA/PEFT run (`trl-efficient train --use_peft`) saves an adapter instead (`adapter_config.json` +
-  `adapter_model.safetensors`): it is uploaded as such, and its card says so: `base_model` is the adapter's base
-  (`base_model_name_or_path` of `adapter_config.json`, resolved like the trainer's base model; else the card's),
-  `library_name: peft`, and PEFT's own tags (`transformers`, `lora` for a LoRA adapter, `base_model:adapter:<base>`);
-- a model merged by `trl-efficient merge` (any method): its merge card (`hub.merge.render_card`), rendered again
-  from `trl_efficient_merge.json` with the repo id; a `lora` merge of such an adapter copied the run's card data,
-  so its card is the training card plus the "How this model was merged" section and the `merge` / method tags;
-- the license: `--license`, else the one the card data holds (the base model's card's, `hub.card.choose_license`),
-  else, when the run could not read it (offline), the base model's card on the Hub; else none, and the card says so;
-- `README.md`: the card rendered again (`hub.card.render_card`) from what the run saved: `trl_efficient_card.json`
-  (written with the card by the trainer), `trl_efficient_summary.json` (`trl-efficient train`) and the evaluation
-  results of `trl-efficient eval` (`--eval`, default `OUTPUT_DIR/eval/results.json`), uploaded as
-  `eval/results.json` (and `results.md`). The quick start then loads the model by its repo id;
-- `training_args.bin` with `hub_token` cleared: transformers pickles the whole config, token included
-  (`Trainer.save_model` -> `torch.save(self.args)`), so the original file is never uploaded.
-
-Tokens: the token comes from `--token`, else `HF_TOKEN` / the stored login (huggingface_hub's own lookup). It is
-never printed or logged, and before anything is uploaded every file of the commit is searched for it and for the
-run's `hub_token`: a file that contains one stops the push with an error naming the file.
-
-Offline mode (`HF_HUB_OFFLINE` or `TRANSFORMERS_OFFLINE` set) blocks every Hub request: `push` checks it after the
-local checks, before any request, and stops with one line saying to unset it.
+One commit through `huggingface_hub` (`HfApi.create_repo` + `create_commit`) with the model (or PEFT adapter) files
+at the top of `OUTPUT_DIR`, `README.md` rendered again with the repo id (the training card, `hub.card.render_card`,
+or the merge card of `trl-efficient merge`, `hub.merge.render_card`), the `trl-efficient eval` results and
+`training_args.bin` with `hub_token` cleared (transformers pickles the whole config, token included). What is
+uploaded, the license, the token checks and offline mode: docs/publish.md, "`trl-efficient push`".
 """
 
 from __future__ import annotations
@@ -96,16 +76,20 @@ def _has_weights(folder: str) -> bool:
     return any(n.endswith((".safetensors", ".safetensors.index.json")) or n.startswith("pytorch_model") for n in names)
 
 
+def _read_json(path: str, what: str, fix: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise PushError(f"{path}: not {what} ({err}); {fix}.") from err
+
+
 def _adapter_config(folder: str) -> dict | None:
     """The `adapter_config.json` of a PEFT adapter saved in `folder` (config and weights), else `None`."""
     path = os.path.join(folder, ADAPTER_CONFIG)
     if not os.path.isfile(path) or not any(os.path.isfile(os.path.join(folder, w)) for w in ADAPTER_WEIGHTS):
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        raise PushError(f"{path}: not a readable adapter config ({err}); save the adapter again.") from err
+    config = _read_json(path, "a readable adapter config", "save the adapter again")
     return config if isinstance(config, dict) else None
 
 
@@ -115,11 +99,7 @@ def merge_info(output_dir: str) -> dict | None:
     path = os.path.join(output_dir, MERGE_DATA_FILE)
     if not os.path.isfile(path):
         return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            merge = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        raise PushError(f"{path}: not readable ({err}); run `trl-efficient merge` again.") from err
+    merge = _read_json(path, "readable", "run `trl-efficient merge` again")
     if not isinstance(merge, dict) or not {"method", "models", "model_lines", "parameters"} <= set(merge):
         raise PushError(f"{path}: not written by this version of `trl-efficient merge`; run the merge again.")
     return merge
@@ -234,8 +214,7 @@ def push(
         data = load_card_data(output_dir)
         data.model_id = repo_id
         data.model_name = repo_id.split("/")[-1]
-        if license or (not data.license and data.base_model):  # given; or unknown when the run saved its card
-            # (trained offline): look again, online now
+        if license or (not data.license and data.base_model):  # given; or unknown when saved (offline): look again
             data.license, data.license_text = base_model_license(None, data.base_model, license)
         card_json = data.to_json()  # the model's data, with the repo id (not this machine's path), as the run saved it
         if adapter is not None:
@@ -322,17 +301,9 @@ def network_error(err: BaseException) -> BaseException | None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    options = dict(vars(args))  # the parser's options are `push`'s keywords, but for --eval (`eval_path`)
     try:
-        url = push(
-            args.output_dir,
-            args.repo_id,
-            eval_path=args.eval,
-            license=args.license,
-            private=args.private,
-            revision=args.revision,
-            commit_message=args.commit_message,
-            token=args.token,
-        )
+        url = push(options.pop("output_dir"), options.pop("repo_id"), eval_path=options.pop("eval"), **options)
     except (PushError, CardDataError) as err:
         print(f"trl-efficient push: error: {err}", file=sys.stderr)
         return 2

@@ -1,31 +1,14 @@
 """Method families that need more than a reward (advantage estimators, filters, rollout plans, prompt samplers,
 trainer subclasses).
 
-Each module registers its parts in the registries of `trl_efficient.trainer` when it is imported; this file imports
-every one of them, explicitly: the one place the method layer registers. `import trl_efficient.methods` (done by
-`trl_efficient.api.register_everything`, the library API and the `trl-efficient` command, not by the recipe registry,
-which names its trainers by reference) is what makes a config naming e.g. `advantage_estimator:
-hbpo` validate. A new method module is added to the list below.
+Each module registers its parts in the registries of `trl_efficient.trainer` (`ADVANTAGE_ESTIMATORS`,
+`COMPLETION_FILTERS`, `ROLLOUT_PLANS`, `PROMPT_SAMPLERS`) when it is imported, and this package imports every one of
+its modules by discovery, in sorted order (`core.registry.import_submodules`): a new method module is found, not
+listed. Nobody needs to import this package for its names: those registries name it as their provider and import
+it on the first lookup that misses, so `EfficientGRPOConfig(advantage_estimator="hbpo")` validates however the config
+class was imported (docs/architecture.md, "Registration").
 """
 
-from . import (  # noqa: F401
-    asrr,
-    budgetthinker,
-    canon,
-    curriculum,
-    dler,
-    dot,
-    drpo,
-    entropy,
-    frugal,
-    gfpo,
-    hbpo,
-    lapo,
-    laser,
-    lead,
-    lspo,
-    o1_pruner,
-    pear,
-    saber,
-    sar,
-)
+from ..core.registry import import_submodules
+
+import_submodules(__name__, __path__)

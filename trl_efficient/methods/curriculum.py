@@ -16,31 +16,26 @@ Settings (`rollout_plan_kwargs`): `initial_budget` (256), `final_budget` (87), `
 from __future__ import annotations
 
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
-from ..rewards.curriculum import CurriculumSchedule
+from ..rewards.curriculum import SCHEDULE_KEYS, CurriculumSchedule
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment, RolloutPlan
 
-__all__ = ["CurriculumRolloutPlan", "curriculum_schedule"]
-
-SCHEDULE_KEYS = ("initial_budget", "final_budget", "decay_points", "schedule")
+__all__ = ["SCHEDULE_KEYS", "CurriculumRolloutPlan", "curriculum_schedule"]
 
 
-def curriculum_schedule(args) -> CurriculumSchedule:
-    """The schedule named by `args.rollout_plan_kwargs` (keys `SCHEDULE_KEYS`; unknown keys raise).
+def curriculum_schedule(
+    args, field: str = "rollout_plan_kwargs", used_by: str = "rollout_plan='curriculum'"
+) -> CurriculumSchedule:
+    """The schedule that the dict field `field` of the config `args` describes (keys `SCHEDULE_KEYS`; unknown keys
+    raise), for `used_by`, which every error names. Another rollout plan reuses it with its own name (`used_by=
+    "rollout_plan='mine'"`); a reward whose settings are its own keyword arguments calls
+    `CurriculumSchedule.from_settings(kwargs, "reward_kwargs['<builder>']", "reward `<builder>`")` instead.
 
     >>> curriculum_schedule(None).settings()
     {'initial_budget': 256, 'final_budget': 87, 'decay_points': 3, 'schedule': 'step'}
+    >>> curriculum_schedule(None).used_by
+    "rollout_plan='curriculum'"
     """
-    kwargs = dict(getattr(args, "rollout_plan_kwargs", None) or {})
-    unknown = sorted(set(kwargs) - set(SCHEDULE_KEYS))
-    if unknown:
-        raise ValueError(
-            f"rollout_plan_kwargs {unknown} unknown to rollout_plan='curriculum' (it takes {list(SCHEDULE_KEYS)})."
-        )
-    kind = kwargs.pop("schedule", "step")
-    try:
-        return CurriculumSchedule(**kwargs, kind=kind)
-    except ValueError as err:
-        raise ValueError(f"rollout_plan_kwargs: {err}") from err
+    return CurriculumSchedule.from_settings(getattr(args, field, None), field, used_by)
 
 
 @ROLLOUT_PLANS.register("curriculum")
@@ -59,15 +54,16 @@ class CurriculumRolloutPlan(RolloutPlan):
     def __init__(self, schedule: CurriculumSchedule, max_steps: int) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
             raise ValueError(
-                "rollout_plan='curriculum' spreads its decay points over max_steps: set max_steps > 0 "
+                f"rollout_plan={self.name!r} spreads its decay points over max_steps: set max_steps > 0 "
                 f"(got {max_steps!r})."
             )
         self.schedule, self.max_steps = schedule, max_steps
 
     @classmethod
     def from_config(cls, args) -> CurriculumRolloutPlan:
-        """From `rollout_plan_kwargs` (the schedule) and `max_steps`."""
-        return cls(curriculum_schedule(args), args.max_steps)
+        """From `rollout_plan_kwargs` (the schedule) and `max_steps`; a subclass registered under another name gets
+        its own name in the errors."""
+        return cls(curriculum_schedule(args, used_by=f"rollout_plan={cls.name!r}"), args.max_steps)
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return 1

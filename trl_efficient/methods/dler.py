@@ -62,7 +62,6 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------------- shared edges
 def signal_free_groups(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
     """`(num_groups,)` bool: groups that carry no learning signal: the spread (max - min) of the group's scorable
     total rewards is at most `tol`, or the group has no scorable row (a single scorable row has spread 0).
@@ -85,7 +84,6 @@ def signal_free_groups(batch: GroupBatch, tol: float = 1e-6) -> torch.Tensor:
     return spread <= tol
 
 
-# ------------------------------------------------------------------------------------------------------ estimator
 def dler_advantages(
     batch: GroupBatch,
     eps: float = 1e-8,
@@ -206,7 +204,6 @@ class DADLERAdvantage(DLERAdvantage):
         return super().__call__(batch)
 
 
-# ------------------------------------------------------------------------------------------------ dynamic sampling
 @COMPLETION_FILTERS.register("dynamic_sampling")
 class DynamicSamplingFilter:
     """Completion filter `"dynamic_sampling"` (DAPO, methods.md §31): keep the groups that carry signal
@@ -425,7 +422,6 @@ def row_layouts(output: dict, per_row: tuple[str, ...] = ()) -> dict[str, tuple[
     return layouts
 
 
-# --------------------------------------------------------------------------------------------------------- trainer
 @dataclass
 class DLERStep(StepContext):
     """`DLERTrainer`'s step context (`trainer/step.py`).
@@ -512,7 +508,6 @@ class DLERTrainer(EfficientGRPOTrainer):
             self.refill_sampler = RefillSampler(len(self._refill_dataset), seed=self.args.seed)
             self.stateful_components[state_key(self.refill_sampler)] = self.refill_sampler
 
-    # ------------------------------------------------------------------------------------------------ refill loop
     def _generate_and_score_completions(self, inputs):
         if self.dynamic_sampling is None or not self.model.training:
             return super()._generate_and_score_completions(inputs)
@@ -634,7 +629,6 @@ class DLERTrainer(EfficientGRPOTrainer):
             out[key] = padded
         return out
 
-    # --------------------------------------------------------------------------------------------- truncation
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
         rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         if not self.model.training:

@@ -37,14 +37,7 @@ from .dler import DADLERAdvantage, DLERTrainer, DynamicSamplingFilter
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "DOTFilter",
-    "DOTTrainer",
-    "PassRateWindow",
-    "dot_cut_lengths",
-    "effective_margin",
-    "max_z_score",
-]
+__all__ = ["DOTFilter", "DOTTrainer", "PassRateWindow", "dot_cut_lengths", "effective_margin", "max_z_score"]
 
 MIN_FRACTION_MARGIN = 16  # tokens: the floor of a fractional margin (length_truncation.py)
 

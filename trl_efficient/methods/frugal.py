@@ -29,8 +29,8 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+import datasets
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import TrlParser
@@ -40,9 +40,6 @@ from ..core.sampler_defaults import FRUGAL_ALPHA
 from ..data.loaders import DataArguments, load_datasets
 from ..trainer.prompt_samplers import PROMPT_SAMPLERS, PromptSampler, dataset_column
 from .saber import profile_dataset, question_key, write_profile
-
-if TYPE_CHECKING:
-    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -255,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     model = AutoModelForCausalLM.from_pretrained(path)
     if torch.cuda.is_available():
         model = model.to("cuda")
-    records = estimate_pass_rate(model, tokenizer, dataset, args.n, args.max_new_tokens, args.batch_size,
-                                 args.temperature, args.top_p, args.seed)  # fmt: skip
+    records = estimate_pass_rate(
+        model, tokenizer, dataset, args.n, args.max_new_tokens, args.batch_size, args.temperature, args.top_p, args.seed
+    )
     write_profile(records, args.output)
     kept = sum(r["pass_rate"] < 1 for r in records)
     print(f"frugal pass rates: {len(records)} problems, {kept} with p < 1; written to {args.output}")
@@ -265,9 +263,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-# ---------------------------------------------------------------- the `frugal` prompt sampler
 
 
 def frugal_weight(p: float, alpha: float = FRUGAL_ALPHA) -> float:

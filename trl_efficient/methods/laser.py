@@ -36,12 +36,15 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from accelerate.utils import gather_object
 from transformers import TrainerCallback
+from trl.models import unwrap_model_for_generation
 
 from ..core.answers import is_correct
 from ..core.checks import check_positive_int as _check_positive_int
 from ..core.lengths import LengthMeter
 from ..core.state import StatefulComponent
+from ..eval.evaluate import TransformersBackend
 from ..rewards.laser import BUCKETS, NO_TARGET, TARGET_COLUMNS, get_laser_d_reward, is_repetitive, training_bucket
 from ..trainer.trl_internals import metric_buffer
 
@@ -62,7 +65,6 @@ __all__ = [
 ]
 
 
-# ------------------------------------------------------------------------------------------------ bucket rules
 def monitor_bucket(n_correct: int, n_total: int) -> str:
     r"""Monitor bucket of a question from its accuracy $a = n_{correct}/n_{total}$: low if $a \le 1/3$, medium if
     $1/3 < a \le 2/3$, high if $a > 2/3$ (methods.md §7; released `_calculate_length_coverage_statistics`). Integer
@@ -160,7 +162,6 @@ def targets_from_records(
     return targets, stats
 
 
-# ------------------------------------------------------------------------------------------------------ monitor
 class LaserMonitor(TrainerCallback, StatefulComponent):
     r"""LASER-D's monitoring pass (methods.md §7; released `ray_trainer._monitor`): a stateful component and a
     `TrainerCallback`.
@@ -272,8 +273,10 @@ class LaserMonitor(TrainerCallback, StatefulComponent):
         dataset = self.monitor_dataset if self.monitor_dataset is not None else trainer.train_dataset
         columns = getattr(dataset, "column_names", None)
         if dataset is None or columns is None:
-            raise ValueError("LaserMonitor needs a sized dataset with `prompt` and `solution` columns: pass "
-                             "monitor_dataset=... (the training dataset is missing or iterable).")  # fmt: skip
+            raise ValueError(
+                "LaserMonitor needs a sized dataset with `prompt` and `solution` columns: pass "
+                "monitor_dataset=... (the training dataset is missing or iterable)."
+            )
         missing = [c for c in ("prompt", "solution") if c not in columns]
         if missing:
             raise ValueError(f"LaserMonitor needs the column(s) {missing} in its monitor dataset, which has {columns}.")
@@ -326,10 +329,6 @@ class LaserMonitor(TrainerCallback, StatefulComponent):
 
     def _generate_records(self, step: int) -> list:
         """This rank's records, `(chunk, correct flags, lengths)` per prompt of its chunks."""
-        from trl.models import unwrap_model_for_generation
-
-        from ..eval.evaluate import TransformersBackend
-
         trainer = self.trainer
         accelerator, args = trainer.accelerator, trainer.args
         tokenizer = trainer.processing_class
@@ -364,8 +363,6 @@ class LaserMonitor(TrainerCallback, StatefulComponent):
             local = ("error", f"{type(exc).__name__}: {exc}")
         trainer = self.trainer
         if trainer.accelerator.num_processes > 1:
-            from accelerate.utils import gather_object
-
             parts = gather_object([local])
         else:
             parts = [local]
@@ -373,8 +370,9 @@ class LaserMonitor(TrainerCallback, StatefulComponent):
         if errors:
             self.failures += 1
             self.last_error = errors[0]
-            logger.warning("LASER-D monitoring pass at step %d failed (%s); keeping targets %s.", step, errors[0],
-                           self.targets)  # fmt: skip
+            logger.warning(
+                "LASER-D monitoring pass at step %d failed (%s); keeping targets %s.", step, errors[0], self.targets
+            )
             return False
         gathered = sorted((r for _, records in parts for r in records), key=lambda r: r[0])  # stable: chunk order
         self.apply_records([(flags, lengths) for _, flags, lengths in gathered], step)

@@ -33,8 +33,8 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+import datasets
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.trainer_utils import get_last_checkpoint
@@ -47,9 +47,6 @@ from ..rewards.o1_pruner import O1_K, REF_ACCURACY_COLUMN, REF_LENGTH_COLUMN
 from ..trainer.state import STATE_FILE
 from .frugal import SamplingArguments, fold_records, sample_rollouts
 from .saber import profile_dataset_vllm, question_key
-
-if TYPE_CHECKING:
-    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +72,6 @@ O1_STATS_FILE = "o1_pruner_reference.json"  # the copy in the output dir
 O1_STATE_KEY = "o1_pruner_reference"  # the reward's key in trl_efficient_state.json (_O1PrunerReward.state_key)
 
 
-# ------------------------------------------------------------------------------------------------ statistics
 def reference_stats_from_records(records: list[dict], k: int) -> list[dict]:
     r"""Fold `k` consecutive sample records per problem (each with `length` and `correct`) into one statistics record
     `{idx?, question, k, ref_length, ref_accuracy}`: $\bar L_{\text{ref}}$ the mean length, $\bar a_{\text{ref}}$ the
@@ -119,7 +115,6 @@ def sample_reference_stats(
     return reference_stats_from_records(records, k)
 
 
-# ------------------------------------------------------------------------------------------------------ cache
 def _join_by_idx(dataset, stats: list[dict]) -> bool:
     return "idx" in dataset.column_names and bool(stats) and all("idx" in r for r in stats)
 
@@ -219,7 +214,6 @@ def checkpoint_reference(args) -> dict | None:
     return _check_payload(saved, file) if saved else None
 
 
-# ------------------------------------------------------------------------------------------------- dataset join
 def apply_reference_stats(dataset, stats: list[dict], unmatched: str = "error") -> datasets.Dataset:
     """Add the columns `o1_ref_length` and `o1_ref_accuracy` to `dataset`, joined on `idx` when both sides have it,
     else on the question text (`saber.question_key`). `unmatched`: `"error"` or `"drop"` for rows without
@@ -250,7 +244,6 @@ def apply_reference_stats(dataset, stats: list[dict], unmatched: str = "error") 
     return dataset.add_column(REF_ACCURACY_COLUMN, [float(table[key]["ref_accuracy"]) for key in keys])
 
 
-# -------------------------------------------------------------------------------------------------- recipe hook
 SAMPLING_OPTIONS = ("k", "max_new_tokens", "temperature", "top_p", "batch_size", "model")
 
 
@@ -327,7 +320,6 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
     return apply_reference_stats(dataset, payload["stats"], unmatched=kwargs.get("unmatched", "error"))
 
 
-# ---------------------------------------------------------------------------------------------------- command
 @dataclass
 class ReferenceArguments(SamplingArguments):
     """Options of `python -m trl_efficient.methods.o1_pruner` (dataset options: `trl_efficient.data.DataArguments`).
@@ -367,8 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         model = AutoModelForCausalLM.from_pretrained(path)
         if torch.cuda.is_available():
             model = model.to("cuda")
-        return sample_reference_stats(model.eval(), tokenizer, dataset, args.k, meter, batch_size=args.batch_size,
-                                      **gen)  # fmt: skip
+        return sample_reference_stats(
+            model.eval(), tokenizer, dataset, args.k, meter, batch_size=args.batch_size, **gen
+        )
 
     payload, sampled = load_or_sample_reference_stats(args.output, key, sample)
     stats = payload["stats"]

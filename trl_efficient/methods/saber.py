@@ -32,8 +32,8 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+import datasets
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import TrlParser
@@ -45,19 +45,9 @@ from ..core.lengths import THINK_CLOSE, LengthMeter, completion_text
 from ..core.models import resolve_model_name
 from ..data.loaders import DataArguments, load_datasets
 from ..eval.evaluate import TransformersBackend  # the one batched, seeded transformers generation loop
-from ..prompts import (
-    BUDGET_PROMPT,
-    NO_THINK_PROMPT,
-    SABER_TIERS,
-    UNLIMITED_PROMPT,
-    saber_system_prompt,
-    validate_tiers,
-)
+from ..prompts import BUDGET_PROMPT, NO_THINK_PROMPT, SABER_TIERS, UNLIMITED_PROMPT, saber_system_prompt, validate_tiers
 from ..testing.tiny import eos_bias_generation_kwargs
 from ..trainer.rollout import RolloutAssignment, apply_assignment
-
-if TYPE_CHECKING:
-    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +78,6 @@ JOIN_KEYS = ("question", "idx")
 UNMATCHED_POLICIES = ("error", "unlimited", "drop")
 
 
-# ------------------------------------------------------------------------------------------------ tiers & prompts
 def assign_tier(thinking_tokens: int, truncated: bool, tiers=SABER_TIERS) -> int | None:
     """The smallest tier `>= thinking_tokens` (`None`: no limit, above the largest tier).
 
@@ -158,7 +147,6 @@ def plan_saber_rows(
     return planned
 
 
-# -------------------------------------------------------------------------------------------------- profile I/O
 def question_key(prompt) -> str:
     """Join key of an example: the content of its last user message (or the prompt string), stripped.
 
@@ -199,7 +187,6 @@ def load_profile(path: str) -> list[dict]:
     return records
 
 
-# ------------------------------------------------------------------------------------------------- dataset join
 def apply_saber_profile(
     dataset,
     profile,
@@ -330,7 +317,6 @@ def prepare_dataset(dataset, args, tokenizer=None, **kwargs) -> datasets.Dataset
     return apply_saber_profile(dataset, profile, tiers=tiers, no_think_ratio=float(ratio), seed=seed, **kwargs)
 
 
-# ------------------------------------------------------------------------------------------------------ profiling
 def _profile_record(
     row: dict, ids: list[int], truncated: bool, tokenizer, meter: LengthMeter, length_meter: LengthMeter | None = None
 ) -> dict:
@@ -382,8 +368,9 @@ def profile_dataset(
     """
     meter = LengthMeter("tokens", "thinking", tokenizer)
     rows = list(dataset)
-    backend = TransformersBackend(model, tokenizer, batch_size=batch_size, generation_kwargs=generation_kwargs,
-                                  show_progress=show_progress)  # fmt: skip
+    backend = TransformersBackend(
+        model, tokenizer, batch_size=batch_size, generation_kwargs=generation_kwargs, show_progress=show_progress
+    )
     prompts = [_render(tokenizer, r["prompt"], chat_template_kwargs) for r in rows]
     samples = backend.generate(prompts, n=1, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
                                seed=seed, description="profile")  # fmt: skip

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from ..rewards.controller import get_adlp_reward
 from ..rewards.history import get_hapo_length_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, Reference, revisits, scale_per_token
 
 reward_builder(
     "hapo_length",
@@ -41,43 +40,10 @@ def build_adlp_length_reward(args, **kwargs) -> Callable:
     return get_adlp_reward(**kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-ADLP_REFERENCE = Reference(8192, "cap", "methods.md §18: max response 8192")
-
-
-def _adlp_scale(cap: int, steps: int) -> RecipeScale:
-    paper, lam, eta = 8192, 1e-3, 1e-3  # methods.md §18: max response 8192, script lambda_0 and eta
-    acc_ref = 0.45
-    return RecipeScale(
-        "a-dlp",
-        f"per-token x {paper}/cap: lambda_0 {lam:g} -> {scale_per_token(lam, cap, paper):.4f}, eta {eta:g} -> "
-        f"{scale_per_token(eta, cap, paper):.4f}; cap lambda <= 1/{cap} (option cap_lambda, kept on the testbed: "
-        f"= 1/max_completion_length, so lambda_0 starts at the cap; the recipe's default is the released, uncapped "
-        f"lambda); acc_ref 0.62 -> {acc_ref} (the testbed policy's training accuracy at temperature 1, "
-        "~0.45 in the quickstart's logs, against the paper's base near 0.62: with 0.62 lambda would fall to 0 in one "
-        "step and A-DLP would be plain GRPO)",
-        # cap_lambda: the scaled lambda_0 (0.0427 at cap 192) would take 8 points off a full-length answer uncapped;
-        # the committed testbed results were run with this cap (it was the recipe default then)
-        reward_kwargs={
-            "adlp_length": {
-                "lambda_init": scale_per_token(lam, cap, paper),
-                "eta": scale_per_token(eta, cap, paper),
-                "acc_ref": acc_ref,
-                "cap_lambda": True,
-            }
-        },
-    )
-
-
 register_recipe(
     Recipe(
         name="hapo",
-        testbed_specific="difficulty-aware",
         section=Section(12, "HAPO: history-aware policy optimization", ("HCY123902/HAPO",)),
-        family="adaptive / history",
-        testbed_scale=revisits("hapo", "the length term depends on L / h only"),
         method="HAPO (history-aware length reward)",
         description="Correctness plus a cosine length term against each prompt's shortest correct length so far, "
         "kept across steps and epochs by the trainer (§12).",
@@ -97,28 +63,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="a-dlp",
-        testbed_specific="adaptive-penalty",
         section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",)),
-        family="adaptive / history",
-        testbed_scale=_adlp_scale,
-        paper_lengths=(
-            PaperLength(
-                "lambda_0",
-                1e-3,
-                "per-token",
-                ADLP_REFERENCE,
-                "methods.md §18 (script)",
-                "reward_kwargs.adlp_length.lambda_init",
-            ),
-            PaperLength(
-                "eta (lambda's step per unit of accuracy)",
-                1e-3,
-                "per-token",
-                ADLP_REFERENCE,
-                "methods.md §18 (script)",
-                "reward_kwargs.adlp_length.eta",
-            ),
-        ),
         method="A-DLP (adaptive direct length penalty)",
         description="r = 1[correct] - lambda_t L, lambda_0 = 1e-3, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - "
         "0.62)) from the gathered batch accuracy, unbounded above as the released code (§18).",

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from ..rewards.gdpo import get_gdpo_length_reward
 from ..rewards.lead import get_lead_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale, scale_free
 
 reward_builder(
     "lead",
@@ -39,16 +38,6 @@ _GFPO_BASE = {
 }
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _gfpo_scale(name: str, extra: str = ""):
-    def build(cap: int, steps: int) -> RecipeScale:
-        return RecipeScale(name, f"G = 16 (paper: sample 16, keep k <= 8{extra}); lengths: none", num_generations=16)
-
-    return build
-
-
 GFPO_SECTION = Section(
     13, "GFPO: group filtered policy optimization", ()
 )  # methods.md §13, shared by gfpo, gfpo-adaptive
@@ -60,8 +49,6 @@ register_recipe(
     Recipe(
         name="gfpo",
         section=GFPO_SECTION,
-        family="sampling",
-        testbed_scale=_gfpo_scale("gfpo", ", Shortest 8/16"),
         method="GFPO (Shortest k/G)",
         description="Sample G, keep the k shortest per group, advantages over the kept set, the rest masked (§13).",
         rewards=(RewardSpec("correctness"),),
@@ -82,8 +69,6 @@ register_recipe(
     Recipe(
         name="gfpo-adaptive",
         section=GFPO_SECTION,
-        family="sampling",
-        testbed_scale=_gfpo_scale("gfpo-adaptive", ", k by difficulty quartile 8/8/6/4"),
         method="Adaptive-Difficulty GFPO",
         description="GFPO with k per group from the quartiles of a streaming digest of prompt mean rewards (§13).",
         rewards=(RewardSpec("correctness"),),
@@ -111,7 +96,6 @@ register_recipe(
     Recipe(
         name="drpo",
         section=Section(16, "DRPO: decoupled reward policy optimization", ("Optimization-AI/DRPO",)),
-        testbed_scale=scale_free("drpo", "length normaliser C = max_completion_length"),
         method="DRPO (advantage-level, exact at the sampling policy)",
         description="Correct responses weighted by a softmax of 1 - L/C within the correct set, wrong ones by a "
         "softmax of their scores; TRL's grpo loss then has DRPO's gradient (§16).",
@@ -136,7 +120,6 @@ register_recipe(
     Recipe(
         name="grpo-lead",
         section=Section(15, "GRPO-LEAD", ("aeroplanepaper/GRPO-LEAD",)),
-        testbed_scale=scale_free("grpo-lead", "lengths z-scored within the group; 4000-token gate off"),
         method="GRPO-LEAD",
         description="Length-shaped accuracy within the group's correct answers, -1 for wrong, difficulty-aware "
         "advantage reweighting (§15).",
@@ -157,10 +140,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon",
-        testbed_check="canon",
         section=CANON_SECTION,
-        family="structure / signal",
-        testbed_scale=scale_free("canon", "length halves of the group"),
         method="CANON (length-conditioned advantages)",
         description="Each response compared with the mean reward of the other length half of its group (§26).",
         rewards=(RewardSpec("correctness"),),
@@ -179,7 +159,6 @@ register_recipe(
     Recipe(
         name="gdpo",
         section=Section(5, "GDPO: group reward-decoupled normalization", ("NVlabs/GDPO",)),
-        testbed_scale=scale_free("gdpo", "length limit = max_completion_length / 2"),
         method="GDPO (TRL's normalize_then_sum) with a correctness-gated length reward",
         description="Correctness and 1[correct and L <= max_completion_length/2], each z-scored per group, summed, "
         "batch z-scored (§5).",

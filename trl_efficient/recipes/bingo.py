@@ -41,7 +41,6 @@ from typing import Any
 from ..rewards.bingo import get_bingo_length_reward
 from ..significance.factory import ScorerNotFoundError, check_scorer
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import BASE_MODEL_PLACEHOLDER, RecipeScale
 
 DEFAULT_SCORER = "microsoft/llmlingua-2-xlm-roberta-large-meetingbank"  # methods.md §1 [code]
 SCORER_ENV = "TRL_EFFICIENT_BINGO_SCORER"
@@ -173,35 +172,12 @@ def prepare_bingo(train_dataset, args, tokenizer, **recipe_kwargs) -> Any:
     return train_dataset
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _bingo_scale(cap: int, steps: int) -> RecipeScale:
-    start, window = max(1, steps // 4), max(2, steps // 8)
-    return RecipeScale(
-        "bingo",
-        "lengths relative to the frozen reference (scale-free); scorer = self-information under the testbed base "
-        f"model (offline, no LLMLingua-2 download); schedule 50/10 steps -> {start}/{window} (1/4 and 1/8 of the "
-        "steps)",
-        recipe_kwargs={
-            "scorer": f"self-information:{BASE_MODEL_PLACEHOLDER}",
-            "schedule_start": start,
-            "schedule_window": window,
-            "reference_batch_size": 64,
-        },
-    )
-
-
 register_recipe(
     Recipe(
         name="bingo",
-        testbed_specific="bingo",
-        testbed_check="bingo",
         section=Section(
             1, "Bingo: significance-aware and dynamic length reward", ("microsoft/Bingo", "microsoft/LLMLingua")
         ),
-        family="structure / signal",
-        testbed_scale=_bingo_scale,
         method="Bingo (significance-aware and dynamic length reward)",
         description=(
             "Correctness + Bingo shaping: correct answers lose reward for insignificant tokens (by the run's "

@@ -28,41 +28,16 @@ from __future__ import annotations
 
 from . import prorl as _prorl  # noqa: F401  (registers `prorl`, whose settings this recipe reuses)
 from .registry import Recipe, RewardSpec, Section, get_recipe, register_recipe
-from .scale import RecipeScale
 
-__all__ = ["BRORL_N", "BRORL_TESTBED_CHUNK", "BRORL_TESTBED_N"]
+__all__ = ["BRORL_N"]
 
 BRORL_N = 512  # the paper's rollouts per prompt (arXiv 2510.01180, abstract and §1)
-BRORL_TESTBED_N = 128  # proposed: the low end of "hundreds" that a CPU testbed step affords (issue 33 item 2)
-BRORL_TESTBED_CHUNK = 32  # proposed: rows per generate call on the testbed (divides every prompts-per-step x 128)
-
-
-def _brorl_scale(cap: int, steps: int) -> RecipeScale:
-    """ProRL's rule (resets keep their share of the run, the recipe's own beta kept), with N = 128 rollouts per
-    prompt (the paper's 512 is more than a CPU step affords; 128 is still 16 times the testbed's common G = 8) and
-    generation in chunks of 32 rows; the comparison's prompts per step are kept, so a step generates 16 times the
-    tokens of G = 8 (a matched-token row against G = 8 trains that one 16 times as many steps).
-
-    >>> s = _brorl_scale(192, 40)
-    >>> s.num_generations, s.config
-    (128, {'ref_reset_steps': 4, 'beta': 0.0001, 'generation_chunk_size': 32})
-    """
-    base = get_recipe("prorl").scale(cap, steps)
-    return RecipeScale(
-        "brorl",
-        f"{base.rule}; N {BRORL_N} -> {BRORL_TESTBED_N} rollouts per prompt, generated {BRORL_TESTBED_CHUNK} rows "
-        "at a time",
-        config={**base.config, "generation_chunk_size": BRORL_TESTBED_CHUNK},
-        num_generations=BRORL_TESTBED_N,
-    )
 
 
 register_recipe(
     Recipe(
         name="brorl",
         section=Section(34, "BroRL: hundreds of rollouts per prompt", ()),
-        family="baselines",
-        testbed_scale=_brorl_scale,
         method="BroRL (ProRL with hundreds of rollouts per prompt, N = 512)",
         description="ProRL's algorithm (KL with reference resets, clip 0.2/0.4, dynamic sampling, T 1.2) with N = 512 "
         "rollouts per prompt; generation_chunk_size bounds transformers generation memory (§34).",

@@ -28,7 +28,6 @@ from ..rewards.budget import (
     get_saber_reward,
 )
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, Reference, scale_length, scale_per_token
 
 
 @reward_builder(
@@ -70,89 +69,10 @@ def build_saber_reward(args, length_scope: str, **kwargs) -> Callable:
     return get_saber_reward(**kwargs)  # length_unit "tokens" (checked) and the tokenizer; the scope is its own
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-# methods.md §2, headline table: the base model's mean output on MATH500
-HBPO_REFERENCE = Reference(4696, "base mean", "methods.md §2: R1-Distill-1.5B baseline, MATH500 81.6% at 4,696 tokens")
-# methods.md §3 states no base mean nor cap: the deepest tier stands for the cap
-SABER_REFERENCE = Reference(16384, "cap", "methods.md §3: the deepest tier, 16384 (no cap or base mean stated)")
-_HBPO_CAP_RULE = "x cap/4096 (HBPO's context as the reference)"
-
-
-def _hbpo_scale(cap: int, steps: int) -> RecipeScale:
-    from ..rewards.budget import HBPO_ALPHA, HBPO_BETA, HBPO_L_MAX
-
-    paper = HBPO_L_MAX  # 4096
-    budgets = [scale_length(b, cap, paper) for b in HBPO_BUDGETS]
-    kwargs = {"beta": HBPO_BETA, "alpha": scale_per_token(HBPO_ALPHA, cap, paper), "l_max": cap, "variant": "paper"}
-    return RecipeScale(
-        "hbpo",
-        f"lengths x cap/{paper}: budgets {list(HBPO_BUDGETS)} -> {budgets}, l_max {paper} -> {cap}; alpha "
-        f"1/{paper} -> 1/{cap}; beta {HBPO_BETA:g} kept; G = 16 (4 rollouts per budget, paper)",
-        config={"budgets": budgets, "advantage_kwargs": kwargs},
-        num_generations=16,
-    )
-
-
-def _saber_scale(cap: int, steps: int) -> RecipeScale:
-    from ..prompts import SABER_TIERS
-
-    paper = SABER_TIERS[-1]  # 16384: the deepest tier
-    tiers = [scale_length(t, cap, paper, minimum=16) for t in SABER_TIERS]
-    return RecipeScale(
-        "saber",
-        f"tiers x cap/{paper} (largest tier = cap), at least 16 (the NoThink limit): {list(SABER_TIERS)} -> {tiers}; "
-        "profile = the base model on the testbed training set",
-        recipe_kwargs={"tiers": tiers},
-        needs=("saber_profile",),
-    )
-
-
 register_recipe(
     Recipe(
         name="hbpo",
-        testbed_specific="hbpo",
-        testbed_check="hbpo",
         section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",)),
-        family="budget / prompted",
-        testbed_scale=_hbpo_scale,
-        paper_lengths=(
-            PaperLength(
-                "budgets",
-                HBPO_BUDGETS,
-                "length",
-                HBPO_REFERENCE,
-                "methods.md §2",
-                "config.budgets",
-                exception=f"{_HBPO_CAP_RULE}: the paper's budgets are fractions of its context; by the "
-                "base's mean the smallest two (18, 35) sit below most tasks' floor (mean 62)",
-                keep="by the base's mean the smallest two budgets (17, 35 tokens on world v3) sit below the floor "
-                "of most tasks (the shortest correct trace, 62 tokens on average), so that a quarter and a half of "
-                "every group could never be correct within budget; the budgets stay fractions of the paper's context "
-                "(4096), as they are in the paper",
-            ),
-            PaperLength(
-                "l_max (the cosine's horizon)",
-                HBPO_L_MAX,
-                "length",
-                HBPO_REFERENCE,
-                "methods.md §2",
-                "config.advantage_kwargs.l_max",
-                exception=f"{_HBPO_CAP_RULE}: l_max is the context, kept at the cap",
-                keep="the cosine's horizon is the budgets' context: it goes with them (kept at the cap)",
-            ),
-            PaperLength(
-                "alpha",
-                HBPO_ALPHA,
-                "per-token",
-                HBPO_REFERENCE,
-                "methods.md §2",
-                "config.advantage_kwargs.alpha",
-                exception=f"{_HBPO_CAP_RULE}: 1/l_max, as in the paper",
-                keep="1/l_max, as in the paper: it goes with l_max",
-            ),
-        ),
         method="HBPO (hierarchical budget policy optimization)",
         description=(
             "Budget subgroups 512/1024/2048/2560 per prompt via an assistant prefill, budget-aware cosine reward, "
@@ -197,21 +117,7 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
-        testbed_check="saber",
         section=Section(3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",)),
-        family="budget / prompted",
-        testbed_scale=_saber_scale,
-        paper_lengths=(
-            PaperLength(
-                "budget tiers",
-                (128, 4096, 16384),
-                "length",
-                SABER_REFERENCE,
-                "methods.md §3",
-                "recipe_kwargs.tiers",
-                minimum=16,
-            ),
-        ),
         method="SABER (switchable and balanced budget tiers)",
         description=(
             "Base-model profile -> per-example budget tier (128/4096/16384/unlimited) in the system prompt, 10% "

@@ -9,7 +9,6 @@ from __future__ import annotations
 from ..prompts import BUDGETTHINKER_INSTRUCTION
 from ..rewards.budgetthinker import get_budgetthinker_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, Reference, scale_length
 
 reward_builder(
     "budgetthinker",
@@ -21,65 +20,10 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-BUDGETTHINKER_REFERENCE = Reference(10000, "cap", "methods.md §23: max response 10000")
-
-
-def _budgetthinker_scale(cap: int, steps: int) -> RecipeScale:
-    # methods.md §23: max response 10000 (budgets up to 6000), 8 epochs (6 curriculum budgets, then 2 of random
-    # choices). A testbed run is a fraction of one data epoch (4 prompts a step over 1024 tasks), so the curriculum's
-    # epochs are counted in steps instead (`epoch_steps`): the run goes through all 8 of them, as the paper's does.
-    paper, epochs = 10000, 8
-    by_epoch = [scale_length(b, cap, paper) for b in (6000, 4000, 3500, 3000, 2500, 2000)]
-    choices = [scale_length(b, cap, paper) for b in (2000, 4000, 6000)]
-    epoch_steps = max(1, steps // epochs)
-    return RecipeScale(
-        "budgetthinker",
-        f"budgets x cap/{paper}: {by_epoch}, then one of {choices}; the paper's {epochs} epochs compressed into the "
-        f"run (one curriculum epoch = steps/{epochs} = {epoch_steps} steps); the 1500-token threshold -> "
-        f"{scale_length(1500, cap, paper)}",
-        config={
-            "rollout_plan_kwargs": {"budgets_by_epoch": by_epoch, "final_choices": choices, "epoch_steps": epoch_steps}
-        },
-        reward_kwargs={"budgetthinker": {"long_budget": scale_length(1500, cap, paper)}},
-    )
-
-
 register_recipe(
     Recipe(
         name="budgetthinker",
-        testbed_check="budgetthinker",
         section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",)),
-        family="budget / prompted",
-        testbed_scale=_budgetthinker_scale,
-        paper_lengths=(
-            PaperLength(
-                "budgets by epoch",
-                (6000, 4000, 3500, 3000, 2500, 2000),
-                "length",
-                BUDGETTHINKER_REFERENCE,
-                "methods.md §23",
-                "config.rollout_plan_kwargs.budgets_by_epoch",
-            ),
-            PaperLength(
-                "final budget choices",
-                (2000, 4000, 6000),
-                "length",
-                BUDGETTHINKER_REFERENCE,
-                "methods.md §23",
-                "config.rollout_plan_kwargs.final_choices",
-            ),
-            PaperLength(
-                "long-budget threshold",
-                1500,
-                "length",
-                BUDGETTHINKER_REFERENCE,
-                "methods.md §23",
-                "reward_kwargs.budgetthinker.long_budget",
-            ),
-        ),
         method="BudgetThinker (forced budget control tokens)",
         description=(
             "The prompt states a budget B (6000, 4000, 3500, 3000, 2500, 2000 tokens in epochs 1-6, then one of "

@@ -8,7 +8,6 @@ passes credits "a length penalty shortens", not the method; a check that `placeb
 
 from ..rewards.controls import get_constant_length_penalty, get_placebo_reward
 from .registry import Recipe, RewardSpec, register_recipe, reward_builder
-from .scale import DEFAULT_PAPER_CAP, PaperLength, RecipeScale, Reference, scale_free, scale_per_token
 
 reward_builder(
     "constant_length",
@@ -25,32 +24,9 @@ reward_builder(
 )
 
 
-def _constant_scale(cap: int, steps: int) -> RecipeScale:
-    paper, alpha = DEFAULT_PAPER_CAP, 1 / DEFAULT_PAPER_CAP
-    scaled = scale_per_token(alpha, cap, paper)
-    return RecipeScale(
-        "constant-penalty",
-        f"per-token x {paper}/cap: alpha 1/{paper} -> 1/{cap} = {scaled:.5f} (an answer at the cap loses one correct "
-        "answer; the value A-DLP's capped controller sits at on the testbed)",
-        reward_kwargs={"constant_length": {"alpha": scaled}},
-    )
-
-
 register_recipe(
     Recipe(
         name="constant-penalty",
-        family="baselines",
-        testbed_scale=_constant_scale,
-        paper_lengths=(
-            PaperLength(
-                "alpha",
-                1 / DEFAULT_PAPER_CAP,
-                "per-token",
-                Reference(DEFAULT_PAPER_CAP, "cap", "a control, no paper: DEFAULT_PAPER_CAP"),
-                "proposed (an answer at the cap loses one correct answer)",
-                "reward_kwargs.constant_length.alpha",
-            ),
-        ),
         method="Constant length penalty (negative control)",
         description="r = 1[correct] - alpha L with a fixed alpha (1/cap at testbed scale): the simplest length "
         "penalty, which a method check must beat to credit more than 'a length penalty shortens'.",
@@ -61,8 +37,6 @@ register_recipe(
 register_recipe(
     Recipe(
         name="placebo",
-        family="baselines",
-        testbed_scale=scale_free("placebo", "zero-mean noise of a fixed spread"),
         method="Placebo reward (negative control)",
         description="r = 1[correct] + u, u uniform in [-0.1, 0.1] keyed by the completion's token ids: zero mean, "
         "no information about length or correctness. A check it passes is a broken check.",

@@ -7,44 +7,6 @@ refill) and DA-DLER (difficulty-aware truncation of easy prompts' correct sample
 from __future__ import annotations
 
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import PaperLength, RecipeScale, Reference, scale_length
-
-# methods.md §4, Table 1: the base model's mean output on MATH (the benchmark nearest the testbed's arithmetic)
-DLER_REFERENCE = Reference(5500, "base mean", "methods.md §4, Table 1: DeepSeek-R1-1.5B, MATH 84.31% at 5500 tokens")
-DLER_TRUNCATION = 4000  # methods.md §4 [code]: max_response_length = 4000
-
-
-def _truncation(exception: str) -> PaperLength:
-    """DLER's 4000-token truncation (shared by dler and da-dler), with the recipe's own reason for its testbed value."""
-    return PaperLength("truncation (max_response_length)", DLER_TRUNCATION, "length", DLER_REFERENCE,
-                       "methods.md §4 [code]", "config.max_completion_length", exception=exception)  # fmt: skip
-
-
-def _dler_scale(cap: int, steps: int) -> RecipeScale:
-    # DLER's length penalty IS the truncation (methods.md §4), and the paper's 4000 tokens bind: they are 0.73x its
-    # base model's mean output on MATH (R1-Distill-Qwen-1.5B, 5,500 tokens) and 0.38x over its five benchmarks. At the
-    # testbed's cap (384, 2.4x testbed:v2's mean of 161 tokens) the base is never truncated and DLER would be GRPO
-    # with batch whitening. Training truncates at cap/2 instead (192: 35% of the base's answers, the hard tasks' most;
-    # DA-DLER's cut and the check's tight cap); looser than the paper's ratio (0.73 x 161 = 117 tokens would leave the
-    # 8-op tasks, floor 100, no room to check). Evaluation keeps the comparison's cap, as for FrugalRL.
-    train_cap = cap // 2
-    return RecipeScale(
-        "dler",
-        f"truncation at the training cap {train_cap} (cap/2; the paper's 4000 is 0.73x its base model's mean output "
-        f"on MATH; at the cap testbed:v2 is never truncated, at {train_cap} 35% of its answers are)",
-        config={"max_completion_length": train_cap},
-    )
-
-
-def _da_dler_scale(cap: int, steps: int) -> RecipeScale:
-    paper = 4000
-    cut = scale_length(2000, cap, paper)
-    return RecipeScale(
-        "da-dler",
-        f"lengths x cap/{paper}: max_completion_length {paper} -> {cap}, truncate_to 2000 -> {cut}",
-        config={"max_completion_length": cap, "advantage_kwargs": {"truncate_to": cut}},
-    )
-
 
 DLER_SECTION = Section(
     4, "DLER: doing length penalty right (and DA-DLER)", ("NVlabs/DLER",)
@@ -53,15 +15,7 @@ DLER_SECTION = Section(
 register_recipe(
     Recipe(
         name="dler",
-        testbed_check="dler",
         section=DLER_SECTION,
-        testbed_scale=_dler_scale,
-        paper_lengths=(
-            _truncation(
-                "cap/2: the rule's 117 (the paper's 0.73x its base's mean) leaves the 8-op tasks (floor 100 tokens) "
-                "no room to check; 192 truncates 35% of the base's answers"
-            ),
-        ),
         method="DLER (truncation penalty + batch-normalised advantages)",
         description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
         "with refill (§4).",
@@ -86,25 +40,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="da-dler",
-        testbed_check="dler",
         section=DLER_SECTION,
-        family="adaptive / history",
-        testbed_scale=_da_dler_scale,
-        paper_lengths=(
-            _truncation(
-                "x cap/4000 (the paper's cap as the reference): 4000 -> the cap, where the base (mean 161) is never "
-                "truncated, so only the easy groups' cut binds; DLER trains at 192"
-            ),
-            PaperLength(
-                "easy groups' cut (truncate_to)",
-                2000,
-                "length",
-                DLER_REFERENCE,
-                "methods.md §4, proposed default (DA-DLER is not published)",
-                "config.advantage_kwargs.truncate_to",
-                exception="x cap/4000 (the paper's cap as the reference), = DLER's training cap 192",
-            ),
-        ),
         method="DA-DLER (difficulty-aware truncation, proposed)",
         description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
         rewards=(RewardSpec("dler_truncation"),),

@@ -10,7 +10,6 @@ from __future__ import annotations
 from ..rewards.pear import get_pear_reward
 from .advantage import CANON_SECTION
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import scale_free
 
 reward_builder(
     "pear",
@@ -20,14 +19,10 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
 register_recipe(
     Recipe(
         name="pear",
         section=Section(29, "PEAR: phase entropy aware reward", ()),
-        family="structure / signal",
-        testbed_scale=scale_free("pear", "mean per-token entropies (nats) of the two phases; no length constant"),
         method="PEAR (phase entropy aware reward)",
         description="Correctness minus 0.5 * max(0, H_think - H_answer), the policy's mean token entropies of the "
         "thinking and answer phases at generation time (§29).",
@@ -46,10 +41,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="canon-entropy",
-        testbed_check="not-less-accurate",
         section=CANON_SECTION,
-        family="structure / signal",
-        testbed_scale=scale_free("canon-entropy", "mean-token-entropy halves of the group"),
         method="CANON (entropy-conditioned advantages)",
         description="Each response compared with the mean reward of the other mean-token-entropy half of its group "
         "(§26).",

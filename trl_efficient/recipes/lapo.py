@@ -11,7 +11,6 @@ from collections.abc import Callable
 from ..prompts import LAPO_TEMPLATE
 from ..rewards.lapo import get_lapo_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, Reference, revisit_tasks, scale_length
 
 
 @reward_builder(
@@ -42,69 +41,10 @@ def build_lapo_reward(args, **kwargs) -> Callable:
     return get_lapo_reward(**options, **kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-# methods.md §28 reports only averages over four benchmarks (MATH-500, AIME24, AMC-23, OlympiadBench)
-LAPO_REFERENCE = Reference(6229, "base mean", "methods.md §28: DeepScaleR-1.5B-Preview, 62.5% at 6,229 tokens "
-                           "(average of four benchmarks)")  # fmt: skip
-_LAPO_CAP_RULE = "x cap/4096 (LAPO's max generation as the reference)"
-
-
-def _lapo_scale(cap: int, steps: int) -> RecipeScale:
-    paper = 4096  # methods.md §28: max generation 4096
-    kwargs = {
-        "unknown_length": cap,
-        "band_margin": scale_length(100, cap, paper),
-        "sigma": scale_length(120, cap, paper),
-    }
-    return RecipeScale(
-        "lapo",
-        f"lengths x cap/{paper}: unknown target {paper} -> {cap}, band fall-off 100 -> {kwargs['band_margin']}, "
-        f"sigma 120 -> {kwargs['sigma']} tokens; trains on {revisit_tasks(steps)} tasks so that each prompt's "
-        "stage-1 record is used in stage 2 (about 2 visits per stage)",
-        config={"rollout_plan_kwargs": kwargs},
-        num_train=revisit_tasks(steps),
-    )
-
-
 register_recipe(
     Recipe(
         name="lapo",
         section=Section(28, "LAPO: length-adaptive policy optimization", ("ZJU-REAL/LAPO",)),
-        family="adaptive / history",
-        testbed_scale=_lapo_scale,
-        paper_lengths=(
-            PaperLength(
-                "target of a prompt without a record",
-                4096,
-                "length",
-                LAPO_REFERENCE,
-                "methods.md §28 [code]",
-                "config.rollout_plan_kwargs.unknown_length",
-                exception=f"{_LAPO_CAP_RULE}: the max generation length, kept at the cap",
-                keep="it is the paper's max generation length (a prompt without a record has no length target): "
-                "it maps to the testbed's cap, as every cap does",
-            ),
-            PaperLength(
-                "band fall-off",
-                100,
-                "length",
-                LAPO_REFERENCE,
-                "methods.md §28 [code]",
-                "config.rollout_plan_kwargs.band_margin",
-                exception=_LAPO_CAP_RULE,
-            ),
-            PaperLength(
-                "sigma",
-                120,
-                "length",
-                LAPO_REFERENCE,
-                "methods.md §28 [code]",
-                "config.rollout_plan_kwargs.sigma",
-                exception=_LAPO_CAP_RULE,
-            ),
-        ),
         method="LAPO (length-adaptive policy optimization, two stages)",
         description=(
             "Stage 1 (first half of max_steps): R = acc + 0.7 len_reward in the group's [P30, P70] correct-length "

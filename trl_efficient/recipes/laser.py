@@ -15,8 +15,7 @@ from collections.abc import Callable
 
 from ..core.lengths import LengthMeter
 from ..rewards.laser import get_laser_d_reward
-from .registry import LASER_REFERENCE, LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, scale_length
+from .registry import LASER_SECTION, Recipe, RewardSpec, register_recipe, reward_builder
 
 _MONITOR_KEYS = (
     "monitor_interval",
@@ -77,47 +76,10 @@ _PROPOSED = (
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _laser_d_scale(name: str):
-    def build(cap: int, steps: int) -> RecipeScale:
-        paper, lower, step = 16384, 2048, 1024  # methods.md §7: context 16384, grid lb 2048, step 1024
-        interval = max(1, steps // 8)
-        kwargs = {
-            "grid_lower": scale_length(lower, cap, paper),
-            "grid_step": scale_length(step, cap, paper),
-            "monitor_interval": interval,
-            "monitor_prompts": 32,
-        }
-        return RecipeScale(
-            name,
-            f"lengths x cap/{paper} (context): grid {lower}, {lower + step}, ... -> {kwargs['grid_lower']}, "
-            f"{kwargs['grid_lower'] + kwargs['grid_step']}, ... up to the cap; monitor every 20 steps -> every "
-            f"{interval} (1/8 of the run), 500 prompts x 8 -> 32 x 8",
-            reward_kwargs={name.replace("-", "_"): kwargs},
-        )  # fmt: skip
-
-    return build
-
-
-def _laser_d_lengths(name: str) -> tuple[PaperLength, ...]:
-    """LASER-D's paper length constants (methods.md §7: the grid's lower bound and step, in a 16384 context)."""
-    field = f"reward_kwargs.{name.replace('-', '_')}"
-    return (
-        PaperLength("target grid lower bound", 2048, "length", LASER_REFERENCE, "methods.md §7", f"{field}.grid_lower"),
-        PaperLength("target grid step", 1024, "length", LASER_REFERENCE, "methods.md §7", f"{field}.grid_step"),
-    )
-
-
 register_recipe(
     Recipe(
         name="laser-d",
-        testbed_specific="difficulty-aware",
         section=LASER_SECTION,
-        family="adaptive / history",
-        testbed_scale=_laser_d_scale("laser-d"),
-        paper_lengths=_laser_d_lengths("laser-d"),
         method="LASER-D (difficulty-aware length step reward)",
         description="LASER step reward with a target L_k per difficulty bucket, chosen every 20 steps from the length "
         "coverage of a monitoring pass (§7).",
@@ -130,9 +92,6 @@ register_recipe(
     Recipe(
         name="laser-de",
         section=LASER_SECTION,
-        family="adaptive / history",
-        testbed_scale=_laser_d_scale("laser-de"),
-        paper_lengths=_laser_d_lengths("laser-de"),
         method="LASER-DE (LASER-D + exploration bonus)",
         description="LASER-D, plus +alpha for wrong answers longer than L_k that are not repetitive (§7).",
         rewards=(RewardSpec("laser_de", kwargs=dict(LASER_D_MONITOR)),),

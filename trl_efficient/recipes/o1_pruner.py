@@ -22,7 +22,6 @@ from ..rewards.o1_pruner import (
     get_o1_pruner_reward,
 )
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import RecipeScale
 
 
 @reward_builder(
@@ -48,29 +47,15 @@ def build_o1_pruner_reward(args, **kwargs) -> Callable:
     return get_o1_pruner_reward(reference=reference, **kwargs)
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
 # O1-Pruner's released code: the GitHub owner's account name is "StarDew" followed by three capital X letters
 # (github.com/<owner>/O1-Pruner). It is spelt out here so that no literal of it reads as an unfinished-work marker.
 O1_PRUNER_REPO = "StarDew" + "X" * 3 + "/O1-Pruner"
-
-
-def _o1_pruner_scale(cap: int, steps: int) -> RecipeScale:
-    tasks = 256  # as Frugal: the reference pre-pass samples every training task before step 1
-    return RecipeScale(
-        "o1-pruner",
-        f"reference length and accuracy from the base model on {tasks} training tasks, "
-        "K = 4 samples at the cap (paper: 12); alpha 5, clip [-2, 4] (length ratio, scale-free)",
-        recipe_kwargs={"k": 4},
-        num_train=tasks,
-    )
 
 
 register_recipe(
     Recipe(
         name="o1-pruner",
         section=Section(10, "O1-Pruner: length-harmonizing fine-tuning", (O1_PRUNER_REPO,)),
-        testbed_scale=_o1_pruner_scale,
         method="O1-Pruner (length-harmonizing reward vs the initial model)",
         description=(
             f"Before training the frozen initial model samples K = {O1_K} completions per problem (mean length L_ref, "

@@ -10,37 +10,11 @@ from __future__ import annotations
 
 from ..core.sampler_defaults import FRUGAL_ALPHA, LSPO_HIGH, LSPO_LOW, LSPO_MAX_RATIO
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import PaperLength, RecipeScale, Reference, revisits
-
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _frugal_scale(cap: int, steps: int) -> RecipeScale:
-    tasks = 256  # the run draws 4 prompts x 40 steps; 256 tasks keep the base model's profiling pass short
-    # The paper's brevity comes from the data *and* a tight context (methods.md §30: "the tight context cap is part of
-    # the pressure"): 16k tokens against the base model's mean output of 11,491 (Qwen3-4B-Thinking), 1.43x. The
-    # testbed's 384-token cap is 2.4x testbed:v2's mean (161 tokens), no pressure at all, so training runs at
-    # 0.6 x cap = 230 tokens (1.43 x 161); evaluation keeps the comparison's cap.
-    train_cap = round(cap * 0.6)
-    return RecipeScale(
-        "frugal",
-        f"pass rates from the base model on {tasks} training tasks, n = 4 samples at the cap "
-        "(paper: 16 at 16k; methods.md proposes 4 on tiny setups); keep p < 1, sampled uniformly "
-        f"(the paper); training cap {train_cap} (0.6 x cap: the paper's 16k is 1.43x its base model's mean "
-        "output, as 230 is testbed:v2's)",
-        config={"max_completion_length": train_cap},
-        needs=("frugal_pass_rates",),
-        num_train=tasks,
-    )
-
 
 register_recipe(
     Recipe(
         name="lspo",
-        testbed_check="not-less-accurate",
         section=Section(20, "LSPO: length-aware sampling for policy optimization", ()),
-        family="sampling",
-        testbed_scale=revisits("lspo", "length quantiles of the batch; L_max = 0.95 x the cap"),
         method="LSPO (length-aware sampling for policy optimization)",
         description=(
             "DAPO-style training whose prompt sampler skips prompts with mid-range mean response length (between the "
@@ -71,19 +45,6 @@ register_recipe(
     Recipe(
         name="frugal",
         section=Section(30, "Frugal-Thinking: curation by pass rate", ("MBZUAI-Paris/Frugal-Thinking",)),
-        family="sampling",
-        testbed_scale=_frugal_scale,
-        paper_lengths=(
-            PaperLength(
-                "training context",
-                16384,
-                "length",
-                Reference(11491, "base mean", "methods.md §30: Qwen3-4B-Thinking-2507, average output 11,491 tokens"),
-                "methods.md §30",
-                "config.max_completion_length",
-                exception="0.6 x cap = 230: the paper's ratio (1.43) times the base's mean rounded to 161",
-            ),
-        ),
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(
             "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample them "

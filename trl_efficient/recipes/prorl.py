@@ -27,7 +27,6 @@ Settings and where they come from:
 from __future__ import annotations
 
 from .registry import Recipe, RewardSpec, Section, register_recipe
-from .scale import RecipeScale
 
 __all__ = ["PRORL_BETA", "PRORL_PAPER_STEPS", "PRORL_RESET_STEPS"]
 
@@ -36,29 +35,10 @@ PRORL_RESET_STEPS = 200  # proposed: the low end of ProRL v2's 200-500 steps bet
 PRORL_PAPER_STEPS = 2000  # the paper's horizon ("more than 2,000 training steps")
 
 
-def _prorl_scale(cap: int, steps: int) -> RecipeScale:
-    """Resets keep their share of the run: every `steps * 200 / 2000` steps (10 resets over the paper's horizon at
-    the proposed 200), at least 1; the KL coefficient is the recipe's own (the testbed's common `beta` is 0, and
-    without a KL term there is nothing to reset); the rest is scale-free (clip ratios, a per-token KL).
-
-    >>> _prorl_scale(192, 40).config
-    {'ref_reset_steps': 4, 'beta': 0.0001}
-    """
-    every = max(1, round(steps * PRORL_RESET_STEPS / PRORL_PAPER_STEPS))
-    return RecipeScale(
-        "prorl",
-        f"reset period x steps/{PRORL_PAPER_STEPS}: ref_reset_steps {PRORL_RESET_STEPS} -> {every}; beta "
-        f"{PRORL_BETA:g} kept (the testbed's common beta is 0); rest scale-free",
-        config={"ref_reset_steps": every, "beta": PRORL_BETA},
-    )
-
-
 register_recipe(
     Recipe(
         name="prorl",
         section=Section(33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("NVIDIA-NeMo/RL",)),
-        family="baselines",
-        testbed_scale=_prorl_scale,
         method="ProRL (KL to a reference hard-reset with the optimizer, clip-higher, dynamic sampling)",
         description="GRPO with a KL term whose reference is hard-reset to the policy (optimizer state too) every 200 "
         "steps or on a plateau; clip 0.2/0.4, dynamic sampling, T 1.2 (§33).",

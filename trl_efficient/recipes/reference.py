@@ -41,7 +41,6 @@ def _summary(obj: Callable) -> str:
 
 def _parts(recipe: Recipe) -> list[tuple[str, Callable]]:
     """The callables that implement `recipe`: reward factories, then the estimator, filter, sampler, plan."""
-    from .. import methods  # noqa: F401  (the method layer's estimators, filters, samplers and plans registered)
     from ..trainer.advantages import ADVANTAGE_ESTIMATORS
     from ..trainer.filters import COMPLETION_FILTERS
     from ..trainer.prompt_samplers import PROMPT_SAMPLERS
@@ -115,7 +114,7 @@ def sections() -> list[tuple[Section, list[Recipe]]]:
     (4, ['dler', 'da-dler'])
     """
     by_number: dict[int, tuple[Section, list[Recipe]]] = {}
-    for recipe in RECIPES._entries.values():  # registration order (Registry.names() sorts)
+    for _, recipe in RECIPES.items():  # registration order (Registry.names() sorts)
         if recipe.section is None:
             continue
         section, recipes = by_number.setdefault(recipe.section.number, (recipe.section, []))

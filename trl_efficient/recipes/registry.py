@@ -3,7 +3,8 @@
 A `Recipe` names its reward functions (by `REWARD_BUILDERS` name) with weights and keyword arguments, the config
 overrides it needs (rollout plan, advantage estimator, filter, loss settings), the papers, which of its values are
 proposed defaults, how to prompt the trained model, and what it declares for the rest of the package: its section of
-the method reference (`section`), its testbed scale (`testbed_scale`) and its testbed claim (`testbed_check`). No
+the method reference (`section`). What the comparison instrument declares per recipe (testbed scale, paper length
+constants, method family, claims) lives in the instrument (`trl_efficient_testbed.specs`), not here. No
 list of recipe names is kept anywhere else (`tests/recipes/test_no_hand_kept_lists.py`). `configs/<recipe>.yaml`
 holds a runnable configuration for each recipe; precedence is recipe overrides < YAML < command line.
 
@@ -23,20 +24,10 @@ from typing import Any
 
 from .. import rewards as R
 from ..core.registry import Registry
-from .scale import (
-    DEFAULT_PAPER_CAP,
-    PaperLength,
-    RecipeScale,
-    Reference,
-    ScaleRule,
-    apply_one_rule,
-    scale_free,
-    scale_length,
-    scale_per_token,
-)
 
-RECIPES: Registry = Registry("recipe")
-REWARD_BUILDERS: Registry = Registry("reward builder")
+# Both filled by the modules of `trl_efficient.recipes` (imported by discovery, `core.registry.import_submodules`).
+RECIPES: Registry = Registry("recipe", providers=("trl_efficient.recipes",))
+REWARD_BUILDERS: Registry = Registry("reward builder", providers=("trl_efficient.recipes",))
 
 
 @dataclass(frozen=True)
@@ -210,17 +201,6 @@ class RewardSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-# The method families of the testbed's per-family plots and tables (`Recipe.family`).
-RECIPE_FAMILIES = (
-    "baselines",
-    "length penalties",
-    "budget / prompted",
-    "adaptive / history",
-    "structure / signal",
-    "sampling",
-)
-
-
 @dataclass(frozen=True)
 class Section:
     """A numbered section of the method reference (`docs/methods.md §N`, the number the code cites): its title and
@@ -242,28 +222,12 @@ class Recipe:
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
-    # the trainer class (`trainer_class`), as a "module:attr" reference (`resolve`; `trainer_cls` imports it): a subclass for
+    # the trainer class, as a "module:attr" reference (`resolve`; `trainer_cls` imports it): a subclass for
     # trainer-level methods (methods/), so that registering a recipe imports no trainer
     trainer_class: str | type = DEFAULT_TRAINER
     # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset; a callable or a "module:attr" reference
     dataset_hook: Callable | str | None = None
-    testbed_scale: ScaleRule | None = (
-        None  # (cap, max_steps) -> RecipeScale: the recipe at the testbed's size (scale.py)
-    )
-    # its papers' length constants and the reference each scales by (scale.py, `paper_to_testbed`: the one rule;
-    # `trl-efficient recipes --scale-table`, docs/scale.md)
-    paper_lengths: tuple[PaperLength, ...] = ()
-    family: str = "length penalties"  # one of RECIPE_FAMILIES: the testbed's plots group recipes by it
     section: Section | None = None  # its section of the method reference (docs/methods.md §N)
-    # the testbed's claim for it: the key of its method check (trl_efficient_testbed.checks.CLAIMS; "shorter":
-    # shorter at similar accuracy, its paper's claim), and of protocol 3's check of what it adds to a fixed length
-    # penalty (checks.SPECIFIC_CLAIMS), None when it has none
-    testbed_check: str = "shorter"
-    testbed_specific: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.family not in RECIPE_FAMILIES:
-            raise ValueError(f"recipe {self.name!r}: family must be one of {RECIPE_FAMILIES}, got {self.family!r}.")
 
     @property
     def trainer_cls(self) -> type:
@@ -280,21 +244,6 @@ class Recipe:
                 raise ValueError(f"recipe_kwargs {sorted(kwargs)} given, but recipe {self.name!r} takes none.")
             return dataset
         return resolve(self.dataset_hook)(dataset, args, tokenizer, **kwargs)
-
-    def scale(self, cap: int, max_steps: int, base_mean: float | None = None) -> RecipeScale:
-        """This recipe at the testbed's completion cap and run length (`testbed_scale`); a recipe that declares none
-        raises, naming the field, so nothing silently runs at paper scale on the testbed. With `base_mean` (the
-        testbed base model's mean response length), its paper length constants go through the one rule
-        (`scale.apply_one_rule`: world v3's comparison); without, they stay at the recipe's own rule (world v2's).
-
-        >>> get_recipe("shorter-better").scale(192, 40).reward_kwargs
-        {'shorter_better': {'beta': 0.021333333333333333}}
-        """
-        if self.testbed_scale is None:
-            raise ValueError(f"recipe {self.name!r} declares no testbed_scale: give its Recipe(...) a testbed_scale "
-                             "rule (trl_efficient/recipes/scale.py)")  # fmt: skip
-        own = self.testbed_scale(int(cap), int(max_steps))
-        return own if base_mean is None else apply_one_rule(own, self.paper_lengths, int(cap), float(base_mean))
 
     def with_reward_kwargs(self, overrides: dict | None, source: str = "reward_kwargs") -> Recipe:
         """This recipe with `{builder: {kwarg: value}}` merged over its `RewardSpec` kwargs, the one place reward
@@ -345,6 +294,125 @@ class Recipe:
                 raise ValueError(f"reward_kwargs {{{spec.builder!r}: {spec.kwargs}}} does not fit reward builder "
                                  f"{spec.builder!r}: {err}") from err  # fmt: skip
         return funcs, [spec.weight for spec in recipe.rewards]
+
+    # The recipe as the Python object a TRL script uses (issue 46): `config`, `reward_funcs`, `prepare_dataset`,
+    # `trainer`; `trl-efficient train` runs through the same methods (`api.training`).
+
+    def settings(self, run_defaults: str | None = None, **layers: dict) -> tuple[dict, dict]:
+        """`(values, sources)`: the settings this recipe runs with and where each came from, the run preset
+        `run_defaults` (`presets.py`) < the recipe's `config_overrides` < each of `layers` in order (`yaml=...`,
+        `user=...`: the keyword is the source recorded). A preset's load dtype lies beneath everything: it is merged
+        into a `model_init_kwargs` without one and recorded as `sources["model_init_kwargs.dtype"] == "preset"` (it
+        applies only with bf16 on: `config`, `api.training.resolve_load_dtype`).
+
+        >>> values, sources = get_recipe("dr-grpo").settings("math-1.5b", user={"max_steps": 2})
+        >>> values["loss_type"], sources["loss_type"], sources["learning_rate"], sources["max_steps"]
+        ('dr_grpo', 'recipe', 'preset', 'user')
+        >>> values["model_init_kwargs"], sources["model_init_kwargs.dtype"]
+        ({'dtype': 'bfloat16'}, 'preset')
+        """
+        import json
+
+        from .presets import run_preset, scaled_overrides
+
+        preset = run_preset(run_defaults)
+        preset_kwargs = dict(preset.pop("model_init_kwargs", None) or {})
+        preset_dtype = preset_kwargs.pop("dtype", None)
+        if preset_kwargs:
+            preset["model_init_kwargs"] = preset_kwargs
+        values, sources = {}, {}
+        recipe = scaled_overrides(run_defaults, self.config_overrides)  # its constants at a short preset's run length
+        for source, layer in (("preset", preset), ("recipe", recipe), *layers.items()):
+            for key, value in (layer or {}).items():
+                values[key], sources[key] = value, source
+        kwargs = values.get("model_init_kwargs") or {}
+        if isinstance(kwargs, str):  # the command line's JSON
+            try:
+                kwargs = json.loads(kwargs)
+            except ValueError:
+                kwargs = None  # the config names the error
+        if preset_dtype is not None and isinstance(kwargs, dict) and not kwargs.get("dtype"):
+            values["model_init_kwargs"] = {**kwargs, "dtype": preset_dtype}
+            sources.setdefault("model_init_kwargs", "preset")
+            sources["model_init_kwargs.dtype"] = "preset"
+        return values, sources
+
+    def recorded(self, args: Any, sources: dict) -> Any:
+        """`args` (a config) with this recipe's name (`args.recipe`) and where each setting came from
+        (`args.sources`: field -> "preset", "recipe", "yaml" or "user"; a field in none is its default)."""
+        args.recipe, args.sources = self.name, dict(sources)
+        return args
+
+    def config(self, output_dir: str, run_defaults: str | None = None, **yours) -> Any:
+        """An `EfficientGRPOConfig` for this recipe, as a TRL script builds its `GRPOConfig`: the run preset
+        `run_defaults` < the recipe's `config_overrides` < `yours` (`EfficientGRPOConfig` fields). A preset's settings
+        that are no config field (its model, datasets) are the script's to use; its load dtype applies only with bf16
+        on (else float32, as `trl-efficient train` loads). The config knows its recipe and the source of each value
+        (`recorded`).
+
+        >>> args = get_recipe("dapo-overlong").config("out", max_steps=3, bf16=False)
+        >>> args.recipe, args.epsilon_high, args.sources["epsilon_high"], args.max_steps, args.sources["max_steps"]
+        ('dapo-overlong', 0.28, 'recipe', 3, 'user')
+        """
+        import dataclasses
+
+        from .. import methods  # noqa: F401  (the estimators, plans and filters a recipe's config names)
+        from ..trainer import EfficientGRPOConfig
+
+        names = {f.name for f in dataclasses.fields(EfficientGRPOConfig) if f.init}
+        unknown = sorted(set(yours) - names)
+        if unknown:
+            raise ValueError(f"config(): {', '.join(unknown)} is no EfficientGRPOConfig field; fix the name (the "
+                             "fields are listed by `trl-efficient train --help`)")  # fmt: skip
+        values, sources = self.settings(run_defaults, user={"output_dir": output_dir, **yours})
+        args = EfficientGRPOConfig(**{key: value for key, value in values.items() if key in names})
+        if sources.get("model_init_kwargs.dtype") == "preset" and not args.bf16:
+            args.model_init_kwargs = {**args.model_init_kwargs, "dtype": "float32"}
+        return self.recorded(args, sources)
+
+    def reward_funcs(self, args, tokenizer) -> list:
+        """The reward callables of this recipe for `args` (`build_reward_funcs`); their weights go into
+        `args.reward_weights` unless it sets its own, as `trl-efficient train` does."""
+        funcs, weights = self.build_reward_funcs(args, tokenizer)
+        if args.reward_weights is None:
+            args.reward_weights = weights
+        return funcs
+
+    def prepare_dataset(self, dataset: Any, args: Any, tokenizer: Any, **recipe_kwargs) -> Any:
+        """`dataset` as this recipe trains on it: raw math rows (GSM8K's question/answer, MATH's problem/solution,
+        MATH-500's problem/answer) in the library's prompt/solution format with the default instruction
+        (`data.loaders.format_math_dataset`; rows already in that format are kept, an `idx` column added when
+        missing), then the recipe's `dataset_hook` with `recipe_kwargs`."""
+        from ..data.loaders import format_math_dataset, math_format
+
+        columns = dataset.column_names
+        if not {"prompt", "solution"} <= set(columns):
+            name = math_format(columns)
+            if name is None:
+                raise ValueError(f"recipe {self.name!r}: a dataset with columns {columns} is in no known format: pass "
+                                 "prompt/solution rows, or GSM8K's question/answer, MATH's problem/solution or "
+                                 "MATH-500's problem/answer")  # fmt: skip
+            dataset = format_math_dataset(dataset, name, seed=args.seed)
+        elif "idx" not in columns:
+            dataset = dataset.add_column("idx", list(range(len(dataset))))
+        return self.apply_prepare_dataset(dataset, args, tokenizer, **recipe_kwargs)
+
+    def trainer(self, model: Any, args: Any, train_dataset: Any, processing_class: Any = None, **kwargs) -> Any:
+        """This recipe's trainer (`trainer_cls`) built with its reward functions (`reward_funcs`), as `trl-efficient
+        train` builds it: `model` a Hub id, a local path (a `tiny:` or `testbed:` name once its scheme is
+        registered) or a model; `kwargs` go to the trainer (`peft_config`, `eval_dataset`, ...). The model card
+        names the recipe."""
+        from ..core.models import load_tokenizer, resolve_model_name
+
+        if isinstance(model, str):
+            if processing_class is None:
+                processing_class = load_tokenizer(model)
+            model = resolve_model_name(model)
+        funcs = self.reward_funcs(args, processing_class)
+        trainer = self.trainer_cls(model=model, reward_funcs=funcs, args=args, train_dataset=train_dataset,
+                                   processing_class=processing_class, **kwargs)  # fmt: skip
+        trainer.update_card_info(recipe=self)
+        return trainer
 
 
 def register_recipe(recipe: Recipe) -> Recipe:
@@ -427,61 +495,6 @@ reward_builder(
 # Recipes. Each paper-derived value cites methods.md; "proposed default" marks our own choices.
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _l1_scale(mode: str):
-    def build(cap: int, steps: int) -> RecipeScale:
-        from ..rewards.length import _L1_DEFAULT_ALPHA
-
-        paper = 4096
-        low, high = 100, 4000  # EfficientGRPOConfig.target_length_range default = the paper's U(100, 4000)
-        target = [scale_length(low, cap, paper), scale_length(high, cap, paper)]
-        alpha = _L1_DEFAULT_ALPHA[mode]
-        name = "l1-exact" if mode == "exact" else "l1-max"
-        return RecipeScale(
-            name,
-            f"lengths x cap/{paper}: targets U({low}, {high}) -> U({target[0]}, {target[1]}); alpha {alpha:g}/token "
-            f"x {paper}/cap -> {scale_per_token(alpha, cap, paper):.4f}",
-            config={"target_length_range": target},
-            reward_kwargs={"l1": {"alpha": scale_per_token(alpha, cap, paper)}},
-        )
-
-    return build
-
-
-def _laser_scale(cap: int, steps: int) -> RecipeScale:
-    import inspect
-
-    from ..rewards.length import get_laser_reward
-
-    paper, target = 16384, inspect.signature(get_laser_reward).parameters["target_length"].default
-    scaled = scale_length(target, cap, paper)
-    return RecipeScale(
-        "laser",
-        f"lengths x cap/{paper} (context): L_T {target} -> {scaled}",
-        reward_kwargs={"laser": {"target_length": scaled}},
-    )
-
-
-def _shorter_better_scale(cap: int, steps: int) -> RecipeScale:
-    paper, beta = DEFAULT_PAPER_CAP, 0.001
-    return RecipeScale(
-        "shorter-better",
-        f"per-token x {paper}/cap (no cap in methods.md; default {paper}): beta {beta:g} -> "
-        f"{scale_per_token(beta, cap, paper):.4f} (a deviation of {scale_length(2000, cap, paper)} tokens cancels a "
-        "correct answer, as 2000 do at paper scale)",
-        reward_kwargs={"shorter_better": {"beta": scale_per_token(beta, cap, paper)}},
-    )
-
-
-# The papers' reference lengths (scale.py, `paper_to_testbed`)
-L1_REFERENCE = Reference(4096, "cap", "methods.md §6: max response 4K in training")
-L1_TARGETS = PaperLength(  # shared by l1-exact and l1-max
-    "target length N ~ U(low, high)", (100, 4000), "length", L1_REFERENCE, "methods.md §6", "config.target_length_range"
-)
-LASER_REFERENCE = Reference(16384, "cap", "methods.md §7: context 16384")
-
 L1_EXACT_SECTION = Section(
     6, "L1 / LCPO: length-controlled policy optimization", ("cmu-l3/l1",)
 )  # methods.md §6, shared by l1-exact, l1-max
@@ -492,10 +505,7 @@ LASER_SECTION = Section(
 register_recipe(
     Recipe(
         name="grpo",
-        testbed_check="baseline",
         section=Section(0, "GRPO (baseline)", ("huggingface/trl",)),
-        family="baselines",
-        testbed_scale=scale_free("grpo", "no length constant"),
         method="GRPO (baseline)",
         description="Plain GRPO with the correctness reward: the baseline every length method is compared against.",
         rewards=(RewardSpec("correctness"),),
@@ -505,10 +515,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dr-grpo",
-        testbed_check="baseline-unbiased",
         section=Section(32, "Dr. GRPO", ("huggingface/trl",)),
-        family="baselines",
-        testbed_scale=scale_free("dr-grpo", "TRL's dr_grpo loss divides by max_completion_length (= the cap); no std"),
         method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
         description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
         "divided by a constant (§32).",
@@ -523,7 +530,6 @@ register_recipe(
     Recipe(
         name="kimi",
         section=Section(8, "Kimi k1.5 length penalty", ("MoonshotAI/Kimi-k1.5",)),
-        testbed_scale=scale_free("kimi", "group min/max lengths"),
         method="Kimi k1.5 length penalty",
         description="Correctness plus Kimi k1.5's group-relative linear length reward (methods.md §8).",
         rewards=(RewardSpec("correctness"), RewardSpec("kimi_length", weight=0.4)),
@@ -535,7 +541,6 @@ register_recipe(
     Recipe(
         name="cosine",
         section=Section(9, "Cosine length reward (Yeo et al.)", ("eddycmu/demystify-long-cot",)),
-        testbed_scale=scale_free("cosine", "cosine over max_completion_length (= the cap)"),
         method="Cosine length reward (Yeo et al.)",
         description="Cosine-shaped correctness reward in length with the paper's bounds and over-length penalty (§9).",
         rewards=(RewardSpec("cosine_length"),),
@@ -545,21 +550,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-exact",
-        testbed_check="l1",
         section=L1_EXACT_SECTION,
-        family="budget / prompted",
-        testbed_scale=_l1_scale("exact"),
-        paper_lengths=(
-            L1_TARGETS,
-            PaperLength(
-                "alpha (LCPO-Exact)",
-                0.0003,
-                "per-token",
-                L1_REFERENCE,
-                "methods.md §6 [paper]",
-                "reward_kwargs.l1.alpha",
-            ),
-        ),
         method="L1 / LCPO-Exact",
         description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
         "r = 1[correct] - 0.0003 |N - n| (§6).",
@@ -572,21 +563,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="l1-max",
-        testbed_check="l1",
         section=L1_EXACT_SECTION,
-        family="budget / prompted",
-        testbed_scale=_l1_scale("max"),
-        paper_lengths=(
-            L1_TARGETS,
-            PaperLength(
-                "alpha (LCPO-Max)",
-                0.001,
-                "per-token",
-                L1_REFERENCE,
-                "methods.md §6 (the original code)",
-                "reward_kwargs.l1.alpha",
-            ),
-        ),
         method="L1 / LCPO-Max",
         description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "max"}),),
@@ -600,17 +577,6 @@ register_recipe(
     Recipe(
         name="laser",
         section=LASER_SECTION,
-        testbed_scale=_laser_scale,
-        paper_lengths=(
-            PaperLength(
-                "target length L_T",
-                2048,
-                "length",
-                LASER_REFERENCE,
-                "methods.md §7: L_T in {2048, 4096, 8192}; the reward's default 2048",
-                "reward_kwargs.laser.target_length",
-            ),
-        ),
         method="LASER (length-based step reward)",
         description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
         rewards=(RewardSpec("laser"),),
@@ -621,24 +587,6 @@ register_recipe(
     Recipe(
         name="shorter-better",
         section=Section(11, "ShorterBetter", ("JingyangYi/ShorterBetter",)),
-        testbed_scale=_shorter_better_scale,
-        paper_lengths=(
-            PaperLength(
-                "beta",
-                0.001,
-                "per-token",
-                Reference(
-                    5226,
-                    "base mean",
-                    "methods.md §11, repository evaluation: R1-Distill-1.5B, MATH500 67.4% at 5226 tokens",
-                ),
-                "methods.md §11 (code)",
-                "reward_kwargs.shorter_better.beta",
-                exception="scaled by DEFAULT_PAPER_CAP (4096) as if it were the paper's cap (the paper's max "
-                "response is 6000): 2000 tokens' deviation, 0.52x the cap, cancels a correct answer, against "
-                "0.38x the base's mean in the paper",
-            ),
-        ),
         method="ShorterBetter",
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
         rewards=(RewardSpec("shorter_better"),),
@@ -648,9 +596,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="dapo-overlong",
-        testbed_check="dapo",
         section=Section(31, "DAPO soft overlong punishment", ("huggingface/trl",)),
-        testbed_scale=scale_free("dapo-overlong", "punishment over the last cap/4 tokens"),
         method="DAPO soft overlong punishment",
         description="Correctness plus TRL's soft overlong punishment over the last quarter of the cap (§31).",
         rewards=(RewardSpec("correctness"), RewardSpec("soft_overlong")),

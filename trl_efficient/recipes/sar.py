@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from ..rewards.sar import get_sar_reward
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import scale_free
 
 reward_builder(
     "sar",
@@ -22,8 +21,6 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
 register_recipe(
     Recipe(
         name="sar",
@@ -32,7 +29,6 @@ register_recipe(
             "SAR: self-aligned reward",
             ("amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners",),
         ),
-        testbed_scale=scale_free("sar", "perplexity ratio with and without the question; no length constant"),
         method="SAR (self-aligned reward)",
         description="Correctness plus 0.2 * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1): answers whose perplexity drops "
         "when the question is given; no std scaling, Dr. GRPO loss (§25).",

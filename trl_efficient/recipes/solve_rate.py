@@ -22,7 +22,6 @@ from ..rewards.solve_rate import (
     get_grpo_lambda_reward,
 )
 from .registry import Recipe, RewardSpec, Section, register_recipe, reward_builder
-from .scale import PaperLength, RecipeScale, Reference, scale_free, scale_length
 
 
 @reward_builder(
@@ -53,25 +52,10 @@ reward_builder(
 )
 
 
-# ---------------------------------------------------------- testbed scale (applied by testbed/trl_efficient_testbed/scaling.py)
-
-
-def _asrr_scale(cap: int, steps: int) -> RecipeScale:
-    paper, window = 24576, 2048  # methods.md §24: App. A.2 max length 24k, L_window 2048
-    return RecipeScale(
-        "asrr",
-        f"lengths x cap/{paper}: L_window {window} -> {scale_length(window, cap, paper)}; "
-        "beta, tau kept; the no-think prefix as in the paper",
-        reward_kwargs={"asrr": {"window": scale_length(window, cap, paper)}},
-    )
-
-
 register_recipe(
     Recipe(
         name="alp",
         section=Section(14, "ALP: adaptive length penalty", ()),
-        family="adaptive / history",
-        testbed_scale=scale_free("alp", "per-token price beta / N with N = max_completion_length (= the cap)"),
         method="ALP (adaptive length penalty)",
         description="r = 1[correct] - (beta/N) max(p_solved, 1/K) |y|, p_solved the group's solve rate, "
         "beta 0.5, N = max_completion_length, no std scaling (§14).",
@@ -90,7 +74,6 @@ register_recipe(
     Recipe(
         name="grpo-lambda",
         section=Section(17, "GRPO-λ: length-penalised RL with a batch switch", ()),
-        testbed_scale=scale_free("grpo-lambda", "lengths z-scored among the group's correct answers"),
         method="GRPO-λ (batch-level switch to a length penalty)",
         description="Top 20% of the batch's groups by correctness ratio: correct 1 - 0.6 sigmoid(z-scored length "
         "among correct), wrong 0; other groups 0/1 (§17).",
@@ -102,20 +85,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="asrr",
-        testbed_check="asrr",
         section=Section(24, "ASRR: adaptive self-recovery reasoning", ()),
-        family="budget / prompted",
-        testbed_scale=_asrr_scale,
-        paper_lengths=(
-            PaperLength(
-                "L_window",
-                2048,
-                "length",
-                Reference(24576, "cap", "methods.md §24: App. A.2 max length 24k"),
-                "methods.md §24 (App. A.2)",
-                "reward_kwargs.asrr.window",
-            ),
-        ),
         method="ASRR (no-think prefix + accuracy-gated overlong penalty)",
         description="Every rollout prefilled with a closed think block; R = 1[correct] - alpha clip((L - L_shortest "
         "correct)/2048, 0, 1), alpha = 0.5 only in all-correct groups (tau = 100%) (§24).",

@@ -1,20 +1,19 @@
-"""The README's recipe and reward tables, generated from the registries (`trl-efficient recipes --markdown`), and
-docs/scale.md's table of every recipe's paper length constants at the testbed (`trl-efficient recipes --scale-table`).
+"""The README's recipe table and docs/recipes.md's reward table, generated from the registries (`trl-efficient recipes
+--markdown`).
+(docs/scale.md's table of the recipes' paper length constants at the testbed is the instrument's:
+`trl-efficient testbed scale-table`.)
 
-The README keeps each table between markers (`<!-- recipes-table:start -->` ... `<!-- recipes-table:end -->`, the
-same for `rewards-table`); `update_readme` rewrites what is between them and a test fails when the README drifts
-from the registry. A new recipe or reward builder therefore needs no hand edit of the README: regenerate with
-`trl-efficient recipes --update-readme README.md` (and `--update-readme docs/scale.md` for the scale table).
+Each file keeps its table between markers (`<!-- recipes-table:start -->` ... `<!-- recipes-table:end -->` in
+README.md, the same for `rewards-table` in docs/recipes.md); `update_readme` rewrites whatever generated tables a file
+holds, and a test fails when either file drifts from the registry. A new recipe or reward builder therefore needs no
+hand edit: regenerate with `trl-efficient recipes --update-readme README.md` and `--update-readme docs/recipes.md`.
 """
 
 from __future__ import annotations
 
 from .registry import RECIPES, REWARD_BUILDERS, REWARD_INFO
-from .scale import TESTBED_BASE_CAP, TESTBED_V3_BASE_MEAN, PaperLength
 
-TABLES = ("recipes-table", "rewards-table", "scale-table")
-# The comparison's settings (docs/testbed.md): the cap of world v2 and 40 training steps
-SCALE_TABLE_CAP, SCALE_TABLE_STEPS = TESTBED_BASE_CAP, 40
+TABLES = ("recipes-table", "rewards-table")
 
 
 def _cell(text: str) -> str:
@@ -48,54 +47,6 @@ def rewards_table() -> str:
     return "\n".join(lines)
 
 
-def _value(value, unit: str) -> str:
-    """A paper or testbed value for the scale table: tokens as integers, per-token coefficients to 3 digits.
-
-    >>> _value((48, 96), "length"), _value(1 / 384, "per-token"), _value(4000, "length")
-    ('48, 96', '0.0026', '4000')
-    """
-    if isinstance(value, (tuple, list)):
-        return ", ".join(_value(v, unit) for v in value)
-    return f"{value:.3g}" if unit == "per-token" else f"{value:g}"
-
-
-def _reference(length: PaperLength, cap: int, base_mean: float) -> str:
-    ref = length.reference
-    testbed = "the cap" if ref.kind == "cap" else "the testbed base's mean"
-    return f"{ref.kind} {ref.tokens:g} ({ref.source}) -> {testbed}, {ref.testbed_tokens(cap, base_mean):g}"
-
-
-def scale_table(cap: int = SCALE_TABLE_CAP, max_steps: int = SCALE_TABLE_STEPS) -> str:
-    """One row per paper length constant of every registered recipe (`Recipe.paper_lengths`), sorted by recipe: the
-    paper's value, the reference it scales by (at world v3's base mean, `TESTBED_V3_BASE_MEAN`), the one rule's
-    testbed value (`paper_to_testbed`), the value world v3's comparison trains with (`Recipe.scale(cap, max_steps,
-    base_mean)`: the rule's unless the constant states why it is kept), and the value world v2's comparison trained
-    with (the recipe's own rule, `Recipe.scale(cap, max_steps)`) with its reason where it differed from the rule at
-    world v2's base mean (`TESTBED_BASE_MEAN`).
-
-    >>> scale_table().splitlines()[0]  # doctest: +NORMALIZE_WHITESPACE
-    '| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed v3) | One rule | World v3 | Kept: why |
-    World v2 | World v2 differed: why |'
-    """
-    mean = TESTBED_V3_BASE_MEAN
-    lines = ["| Recipe | Constant (unit; source) | Paper | Reference (paper -> testbed v3) | One rule | World v3 | "
-             "Kept: why | World v2 | World v2 differed: why |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for name in RECIPES.names():
-        recipe = RECIPES.get(name)
-        if not recipe.paper_lengths:
-            continue
-        v3, v2 = recipe.scale(cap, max_steps, mean), recipe.scale(cap, max_steps)
-        for length in recipe.paper_lengths:
-            kept = "" if length.agrees(v3, cap, mean) else length.keep or "**none stated**"
-            v2_why = "" if length.agrees(v2, cap) else length.exception or "**none stated**"
-            cells = [f"`{name}`", f"{_cell(length.name)} ({length.unit}; {_cell(length.source)})",
-                     _value(length.paper, length.unit), _cell(_reference(length, cap, mean)),
-                     _value(length.rule(cap, mean), length.unit), _value(length.today(v3, cap), length.unit),
-                     _cell(kept), _value(length.today(v2, cap), length.unit), _cell(v2_why)]  # fmt: skip
-            lines.append(f"| {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
 def markdown() -> str:
     """Both tables, as `trl-efficient recipes --markdown` prints them."""
     return f"{recipes_table()}\n\n{rewards_table()}\n"
@@ -103,7 +54,7 @@ def markdown() -> str:
 
 def _builders() -> dict:
     """Each generated table's marker (`TABLES`) -> the function that builds it."""
-    return {"recipes-table": recipes_table, "rewards-table": rewards_table, "scale-table": scale_table}
+    return {"recipes-table": recipes_table, "rewards-table": rewards_table}
 
 
 def generated_sections() -> dict[str, str]:
@@ -150,7 +101,7 @@ def write_readme_section(path: str, marker: str, body: str) -> None:
 
 def update_readme(text: str) -> str:
     """`text` with every generated table it holds (between its markers) replaced by the registry's current one: the
-    README holds the recipe and reward tables, docs/scale.md the scale table.
+    README holds the recipe table, docs/recipes.md the reward table.
 
     >>> update_readme("no markers")  # doctest: +ELLIPSIS
     Traceback (most recent call last):

@@ -15,6 +15,7 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 - `solve_rate` (group solve rate / batch ranking gates the length term): `get_alp_reward`,
   `get_grpo_lambda_reward`, `get_asrr_reward`.
 - `lapo` (group: LAPO's two stages) / `curriculum` (budget schedule B(t), triangular length reward).
+- `thinkprune` (ThinkPrune: correct, finished and within a hard limit B(t) that shrinks over the run).
 - `pear` / `sar` (read per-row columns that their trainers add: phase entropies, perplexity ratio) and
   `o1_pruner` (length and accuracy against the base model's reference statistics).
 - `bingo` (significance-aware and dynamic length reward, checkpointed schedule): `get_bingo_length_reward`.
@@ -29,6 +30,8 @@ the gold answer from the `solution` column, accepts (and ignores) extra keyword 
 
 Every reward factory the recipes register imports from here (`tests/recipes/test_reward_factories.py`).
 """
+
+import importlib
 
 from ..core.answers import answers_match_as_strings, extract_answer_region, is_correct, normalize_answer, parse_gold
 from .bingo import BingoSchedule, get_bingo_length_reward
@@ -50,6 +53,7 @@ from .o1_pruner import get_o1_pruner_reward
 from .pear import get_pear_reward
 from .sar import get_sar_reward
 from .solve_rate import get_alp_reward, get_asrr_reward, get_grpo_lambda_reward
+from .thinkprune import get_thinkprune_reward
 
 # name -> the module of this package that defines it, imported on first access (`__getattr__`)
 _LAZY = {
@@ -73,6 +77,7 @@ __all__ = [
     "get_alp_reward",
     "get_asrr_reward",
     "get_grpo_lambda_reward",
+    "get_thinkprune_reward",
     "BingoSchedule",
     "get_bingo_length_reward",
     "LEAD_OUTCOMES",
@@ -108,8 +113,6 @@ def __getattr__(name: str):
     """The factories of `_LAZY`, imported from their module on first access (PEP 562) and cached here."""
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     globals()[name] = value
     return value

@@ -69,6 +69,9 @@ from ..core.checks import check_number as _check_number
 from ..core.checks import check_positive_int
 from ..core.lengths import completion_text, split_thinking
 from ..core.state import StatefulComponent
+from ..significance.client import ScorerUnavailableError
+from ..significance.factory import build_scorer
+from ..significance.scorers import NORMALIZATIONS, count_significance_batch, default_device
 from .group import gather_rows, resolve_group_size
 
 logger = logging.getLogger(__name__)
@@ -90,7 +93,6 @@ REFERENCE_KEYS = ("prompt", "idx")
 HALF_PI = math.pi / 2
 
 
-# ------------------------------------------------------------------------------------------------ the formulas
 def significance_ratios(n_low: float, n_high: float, ref_low: float, ref_high: float) -> tuple[float, float]:
     """
     `(r_low, r_high)` of one response against its reference; `(0, 0)` when the response is empty or either
@@ -139,7 +141,6 @@ def _ols_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
 
 
-# ------------------------------------------------------------------------------------------------ the schedule
 class BingoSchedule:
     r"""
     Bingo's dynamic coefficient $w_t$ of $r_{high}$ for wrong answers (the slope block of `RayPPOTrainer.fit`).
@@ -261,7 +262,6 @@ class BingoSchedule:
         self.last_scaled_slope = state.get("last_scaled_slope")
 
 
-# ------------------------------------------------------------------------------------------------ references
 class FrozenReferenceGenerator:
     """
     Samples `num_samples` reference responses per prompt from a frozen copy of the initial policy (loaded lazily,
@@ -321,8 +321,6 @@ class FrozenReferenceGenerator:
     def _load(self):
         if self._model is None:
             import torch
-
-            from ..significance.scorers import default_device
 
             device = torch.device(self.device) if self.device is not None else default_device()
             if isinstance(self.model_ref, str):
@@ -402,7 +400,6 @@ def _strip_pad(ids: list[int], pad: int, eos: int | None) -> list[int]:
     return ids
 
 
-# ------------------------------------------------------------------------------------------------ the reward
 def get_bingo_length_reward(
     scorer: Any,
     reference: str = "model",
@@ -494,14 +491,13 @@ def get_bingo_length_reward(
         raise ValueError(f"group_statistic must be one of {list(GROUP_STATISTICS)}, got {group_statistic!r}.")
     if reference_key not in REFERENCE_KEYS:
         raise ValueError(f"reference_key must be one of {list(REFERENCE_KEYS)}, got {reference_key!r}.")
-    if num_generations is not None and (isinstance(num_generations, bool) or not isinstance(num_generations, int)
-                                        or num_generations < 1):  # fmt: skip
+    if num_generations is not None and (
+        isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1
+    ):
         raise ValueError(f"num_generations must be a positive int or None, got {num_generations!r}.")
     for name, value in (("lambda_c", lambda_c), ("lambda_wn", lambda_wn), ("lambda_we", lambda_we)):
         _check_number(name, value, 0.0)
     _check_number("threshold", threshold, 0.0, 1.0)
-    from ..significance.scorers import NORMALIZATIONS
-
     if normalize not in NORMALIZATIONS:
         raise ValueError(f"normalize must be one of {list(NORMALIZATIONS)}, got {normalize!r}.")
     if scope not in SCOPES:
@@ -622,22 +618,15 @@ class _BingoLengthReward(StatefulComponent):
     @property
     def scorer(self):
         if self._scorer is None:
-            from ..significance.factory import build_scorer
-
             self._scorer = build_scorer(self.scorer_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._scorer
 
     def _fallback_scorer(self):
         if self._fallback is None:
-            from ..significance.factory import build_scorer
-
             self._fallback = build_scorer(self.fallback_spec, **{"keep_units": False, **self.scorer_kwargs})
         return self._fallback
 
     def _score(self, texts: list[str]) -> list[tuple[int, int]]:
-        from ..significance.client import ScorerUnavailableError
-        from ..significance.scorers import count_significance_batch
-
         if not texts:
             return []
         results = None
@@ -647,8 +636,9 @@ class _BingoLengthReward(StatefulComponent):
             except ScorerUnavailableError as err:
                 if self.on_scorer_error == "raise":
                     raise
-                logger.error("%s; falling back to the in-process scorer %r for the rest of the run.", err,
-                             self.fallback_spec)  # fmt: skip
+                logger.error(
+                    "%s; falling back to the in-process scorer %r for the rest of the run.", err, self.fallback_spec
+                )
                 self.using_fallback = True
         if results is None:
             results = self._fallback_scorer().score(texts)

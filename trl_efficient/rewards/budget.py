@@ -19,18 +19,10 @@ import math
 from typing import Any
 
 from ..core.answers import extract_answer_region, has_boxed, is_correct
-from ..core.checks import (
-    check_number as _check_number,
-)
-from ..core.checks import (
-    check_positive_int as _check_positive_int,
-)
-from ..core.checks import (
-    column as _column,
-)
-from ..core.checks import (
-    ids_or_none as _ids_or_none,
-)
+from ..core.checks import check_number as _check_number
+from ..core.checks import check_positive_int as _check_positive_int
+from ..core.checks import column as _column
+from ..core.checks import ids_or_none as _ids_or_none
 from ..core.lengths import THINK_CLOSE, LengthMeter, ThinkCloseMonitor, completion_text
 
 __all__ = [
@@ -65,13 +57,11 @@ SABER_REWARD_PROPOSED_DEFAULTS = (
 )
 
 
-# --------------------------------------------------------------------------------------------------- validation
 def _formatted(text: str) -> bool:
     """A closed thinking part followed by a `\\boxed{}` answer (HBPO's "extractable answer")."""
     return THINK_CLOSE in text and has_boxed(extract_answer_region(text))
 
 
-# ---------------------------------------------------------------------------------------------------------- HBPO
 def hbpo_budget_ceiling(budget: float, beta: float = HBPO_BETA, l_max: float = HBPO_L_MAX) -> float:
     r"""
     HBPO's reward of a correct answer within budget `b` (arXiv 2507.15844, §3.2, $f_2$):
@@ -129,20 +119,17 @@ def get_hbpo_reward(
     Args:
         beta (`float`, *optional*, defaults to `4.0`):
             $\beta$, the cosine's amplitude (the reward of a correct, zero-length answer).
-        alpha (`float`, *optional*, defaults to `1/4096`):
-            $\alpha$, penalty per token of overshoot beyond the budget.
+        alpha (`float`, *optional*, defaults to `1/4096`): $\alpha$, penalty per token of overshoot beyond the budget.
         l_max (`int`, *optional*, defaults to `4096`):
             $L_{\max}$ in tokens: the cosine reaches 0 there, and a longer correct answer scores `wrong_reward`.
         variant (`str`, *optional*, defaults to `"paper"`):
             `"paper"` (piecewise $f_1/f_2$) or `"released_code"` ($\min(f_1, f_2)$).
-        count_prefill (`bool`, *optional*, defaults to `True`):
-            Add the length of the row's `budget_statement` to $L$.
+        count_prefill (`bool`, *optional*, defaults to `True`): Add the length of the row's `budget_statement` to $L$.
         format_reward (`float`, *optional*, defaults to `-1.0`):
             Reward of a response without `</think>` or without a boxed answer after it (truncated ones included).
-        wrong_reward (`float`, *optional*, defaults to `0.0`):
-            Reward of a wrong answer.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`. `tokenizer` is required to count the prefill in tokens.
+        wrong_reward (`float`, *optional*, defaults to `0.0`): Reward of a wrong answer.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`. `tokenizer` is required
+            to count the prefill in tokens.
 
     A model that never writes `</think>` gets `format_reward` on every completion, hence no learning signal: each
     call logs the fraction of completions without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's
@@ -241,7 +228,6 @@ class _HBPOReward:
         return rewards
 
 
-# --------------------------------------------------------------------------------------------------------- SABER
 def get_saber_reward(
     penalty: float = 0.5,
     guard_ratio: float = 0.1,
@@ -288,8 +274,7 @@ def get_saber_reward(
             $f$, the multiplier of a NoThink row that thinks longer. Proposed default.
         length_unit (`str`, *optional*, defaults to `"tokens"`):
             `"tokens"` (needs `tokenizer` to find the `</think>` token boundary) or `"chars"`.
-        tokenizer (*optional*):
-            The policy tokenizer.
+        tokenizer (*optional*): The policy tokenizer.
 
     Returns a picklable callable named `saber_reward`; `None` for rows whose gold cannot be parsed. The fraction of
     completions without `</think>` (reward 0) is logged as `trl_efficient/no_think_close_fraction`, with one warning

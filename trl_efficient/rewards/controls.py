@@ -69,8 +69,8 @@ def get_placebo_reward(scale: float = 0.1, seed: int = 0) -> _PlaceboReward:
     SHA-256 of `seed` and the completion's token ids, so that it has mean 0 and is independent of the completion's
     length and correctness (two completions with the same ids get the same value; any other pair, independent
     draws). `scale` (`float`, defaults to `0.1`: about the within-group spread of `constant-penalty`'s term in the
-    synthetic world, 40 tokens x 1/384) sets $s$. Added to a correctness reward, it only adds noise to the advantages. Never
-    `None`.
+    synthetic world, 40 tokens x 1/384) sets $s$. Added to a correctness reward, it only adds noise to the advantages.
+    Never `None`.
 
     >>> reward = get_placebo_reward(scale=1.0, seed=3)
     >>> first = reward(completions=["x", "y"], completion_ids=[[5], [5]])
@@ -95,5 +95,7 @@ class _PlaceboReward:
 
     def __call__(self, completions, completion_ids=None, **kwargs) -> list[float]:
         ids = _ids_or_none(completion_ids, len(completions))
-        return [self.draw(i if i is not None else completion_text(c).encode()) for c, i in zip(completions, ids,
-                                                                                              strict=True)]  # fmt: skip
+        return [
+            self.draw(i if i is not None else completion_text(c).encode())
+            for c, i in zip(completions, ids, strict=True)
+        ]

@@ -31,10 +31,8 @@ def correctness_reward(completions: list, solution: list, **kwargs) -> list[floa
     (no signal; TRL skips the row for this reward). Use `get_correctness_reward` for other values or options.
 
     Args:
-        completions (`list[str]` or `list[list[dict]]`):
-            Plain or conversational completions.
-        solution (`list`):
-            Gold answers (GSM8K `#### n`, MATH solutions with `\boxed{}`, bare numbers or LaTeX).
+        completions (`list[str]` or `list[list[dict]]`): Plain or conversational completions.
+        solution (`list`): Gold answers (GSM8K `#### n`, MATH solutions with `\boxed{}`, bare numbers or LaTeX).
 
     >>> correctness_reward(["<think>hm</think> \\boxed{42}", "The answer is 41.", "\\boxed{1}"], ["42", "42", ""])
     [1.0, 0.0, None]
@@ -62,10 +60,8 @@ def get_correctness_reward(
             Read the answer after the last `</think>` when there is one.
         require_think_close (`bool`, *optional*, defaults to `False`):
             A completion without `</think>` (e.g. truncated while thinking) is wrong.
-        correct_value (`float`, *optional*, defaults to `1.0`):
-            Reward of a correct completion.
-        wrong_value (`float`, *optional*, defaults to `0.0`):
-            Reward of a wrong, empty or unformatted completion.
+        correct_value (`float`, *optional*, defaults to `1.0`): Reward of a correct completion.
+        wrong_value (`float`, *optional*, defaults to `0.0`): Reward of a wrong, empty or unformatted completion.
 
     Returns a picklable callable named `correctness_reward`. It gives `None` where the gold cannot be parsed.
 

@@ -45,6 +45,7 @@ from ..core.lengths import LengthMeter, completion_text, split_thinking
 
 __all__ = [
     "CURRICULUM_SCHEDULES",
+    "SCHEDULE_KEYS",
     "CurriculumSchedule",
     "curriculum_format_indicators",
     "get_curriculum_reward",
@@ -52,20 +53,36 @@ __all__ = [
 ]
 
 CURRICULUM_SCHEDULES = ("step", "linear")
+# The schedule's settings as a dict field of the config holds them (`CurriculumSchedule.from_settings`).
+SCHEDULE_KEYS = ("initial_budget", "final_budget", "decay_points", "schedule")
 
 
 class CurriculumSchedule:
     """The budget `B(t)` of a run of `total_steps` steps (module docstring). Pure: no state besides its settings.
+
+    Reusable by any method whose limit shrinks over the run (a rollout plan's budget, a reward's hard length limit):
+    `used_by` names the field or component that uses it, and every error says so (the curriculum's plan passes
+    `"rollout_plan='curriculum'"`); `from_settings` reads it from a dict field of the config, `budget_at` from TRL's
+    `trainer_state` (the step counter every reward receives).
 
     >>> s = CurriculumSchedule(256, 87, decay_points=3, kind="step")
     >>> [s.budget(t, 600) for t in (0, 149, 150, 300, 450, 599)]
     [256, 256, 179, 125, 87, 87]
     >>> [CurriculumSchedule(256, 87, 3, "linear").budget(t, 600) for t in (0, 150, 300, 450)]
     [256, 200, 143, 87]
+    >>> CurriculumSchedule(4000, 2000, 2, used_by="reward `thinkprune`").budget(0, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: reward `thinkprune` spreads its decay points over the run's max_steps: set max_steps > 0 (got 0).
     """
 
     def __init__(
-        self, initial_budget: int = 256, final_budget: int = 87, decay_points: int = 3, kind: str = "step"
+        self,
+        initial_budget: int = 256,
+        final_budget: int = 87,
+        decay_points: int = 3,
+        kind: str = "step",
+        used_by: str = "the curriculum schedule",
     ) -> None:
         check_number("initial_budget", initial_budget, 1, integer=True)
         check_number("final_budget", final_budget, 1, integer=True)
@@ -73,6 +90,31 @@ class CurriculumSchedule:
         if kind not in CURRICULUM_SCHEDULES:
             raise ValueError(f"schedule must be one of {list(CURRICULUM_SCHEDULES)}, got {kind!r}.")
         self.initial, self.final, self.n, self.kind = int(initial_budget), int(final_budget), int(decay_points), kind
+        self.used_by = used_by
+
+    @classmethod
+    def from_settings(cls, settings: dict | None, field: str, used_by: str) -> CurriculumSchedule:
+        """The schedule that the dict `settings` (keys `SCHEDULE_KEYS`, the config field `field`) describes for
+        `used_by`; an unknown key or a bad value raises a `ValueError` naming both.
+
+        >>> CurriculumSchedule.from_settings({"final_budget": 2000, "initial_budget": 4000, "decay_points": 2},
+        ...                                  "reward_kwargs['thinkprune']", "reward `thinkprune`").settings()
+        {'initial_budget': 4000, 'final_budget': 2000, 'decay_points': 2, 'schedule': 'step'}
+        >>> CurriculumSchedule.from_settings({"limit": 9}, "reward_kwargs['thinkprune']", "reward `thinkprune`")
+        Traceback (most recent call last):
+        ...
+        ValueError: reward_kwargs['thinkprune'] ['limit'] unknown to reward `thinkprune` (it takes ['initial_budget', \
+'final_budget', 'decay_points', 'schedule']).
+        """
+        kwargs = dict(settings or {})
+        unknown = sorted(set(kwargs) - set(SCHEDULE_KEYS))
+        if unknown:
+            raise ValueError(f"{field} {unknown} unknown to {used_by} (it takes {list(SCHEDULE_KEYS)}).")
+        kind = kwargs.pop("schedule", "step")
+        try:
+            return cls(**kwargs, kind=kind, used_by=used_by)
+        except ValueError as err:
+            raise ValueError(f"{field}: {err} ({used_by})") from err
 
     @property
     def decay(self) -> float:
@@ -81,8 +123,11 @@ class CurriculumSchedule:
 
     def drops(self, step: int, total_steps: int) -> int:
         """Number of decay points passed at `step`: `floor(step / T)`, `T = total_steps / (n + 1)`, at most `n`."""
-        if total_steps <= 0:
-            raise ValueError(f"the curriculum schedule needs the run's max_steps > 0, got {total_steps}.")
+        if not isinstance(total_steps, (int, float)) or total_steps <= 0:
+            raise ValueError(
+                f"{self.used_by} spreads its decay points over the run's max_steps: set max_steps > 0 "
+                f"(got {total_steps!r})."
+            )
         return min(self.n, max(0, math.floor(step * (self.n + 1) / total_steps)))
 
     def budget(self, step: int, total_steps: int) -> int:
@@ -92,6 +137,18 @@ class CurriculumSchedule:
         else:
             value = self.initial - (self.initial - self.final) * k / self.n
         return max(1, round(value))
+
+    def budget_at(self, trainer_state) -> int:
+        """`B(t)` at TRL's `trainer_state` (the reward keyword: `global_step` over `max_steps`), for a reward that
+        follows the schedule without a rollout plan's column.
+
+        >>> from types import SimpleNamespace as NS
+        >>> CurriculumSchedule(4000, 2000, 2).budget_at(NS(global_step=40, max_steps=90))  # 40 // 30 = 1 drop
+        2828
+        """
+        if trainer_state is None:
+            raise ValueError(f"{self.used_by} needs TRL's trainer_state (the step counter) to compute B(t).")
+        return self.budget(trainer_state.global_step, trainer_state.max_steps)
 
     def settings(self) -> dict:
         return {

@@ -31,8 +31,7 @@ def get_gdpo_length_reward(
         length_limit (`int`):
             $L_{\text{limit}}$ in `length_unit` (tokens by default). methods.md proposes 4000 for R1-Distill-1.5B
             scale runs, else `max_completion_length / 2` (what the `gdpo_length` recipe builder passes).
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
         require_think_close (`bool`, *optional*, defaults to `False`):
             A completion without `</think>` counts as not correct.
 

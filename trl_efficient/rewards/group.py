@@ -178,7 +178,6 @@ class GroupLengthReward:
         return self._post_process(rewards[offset : offset + n], kwargs)
 
 
-# ---------------------------------------------------------------------------------------------------------- Kimi
 def get_kimi_length_reward(
     num_generations: int | None = None,
     warmup_ratio: float = 0.1,
@@ -208,8 +207,7 @@ def get_kimi_length_reward(
             otherwise.
         warmup_ratio (`float`, *optional*, defaults to `0.1`):
             Fraction of `max_steps` without the term (proposed default), in [0, 1].
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `kimi_length_reward`.
 
@@ -252,7 +250,6 @@ class _KimiLengthReward(GroupLengthReward):
         return rewards
 
 
-# -------------------------------------------------------------------------------------------------- ShorterBetter
 def get_shorter_better_reward(
     num_generations: int | None = None,
     alpha: float = 2.0,
@@ -277,12 +274,9 @@ def get_shorter_better_reward(
         num_generations (`int`, *optional*):
             Group size `G`. Leave `None` under `EfficientGRPOTrainer` (it passes a `group_size` column); required
             otherwise.
-        alpha (`float`, *optional*, defaults to `2.0`):
-            Correctness reward.
-        beta (`float`, *optional*, defaults to `0.001`):
-            Penalty per unit of length (token) of distance to SOL, >= 0.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        alpha (`float`, *optional*, defaults to `2.0`): Correctness reward.
+        beta (`float`, *optional*, defaults to `0.001`): Penalty per unit of length (token) of distance to SOL, >= 0.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `shorter_better_reward`.
 

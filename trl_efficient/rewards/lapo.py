@@ -185,8 +185,7 @@ def get_lapo_reward(
             Treat a degenerate band `P30 == P70` as a point band instead of the released code's `len_reward = 0`.
         num_generations (`int`, *optional*):
             Group size `G`; leave `None` under `EfficientGRPOTrainer` (it passes a `group_size` column).
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `lapo_reward`.
 

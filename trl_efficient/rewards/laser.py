@@ -37,7 +37,6 @@ TARGET_COLUMNS = tuple(f"laser_target_{b}" for b in BUCKETS)
 NO_TARGET = -1  # column value of a bucket without a monitor target (the reward falls back to the batch maximum)
 
 
-# ------------------------------------------------------------------------------------------------ bucket rule
 def training_bucket(n_correct: int, n_total: int) -> str:
     r"""Training bucket of a prompt from its group accuracy $a$: high if $a \ge 2/3$, medium if $1/3 \le a < 2/3$,
     low if $a < 1/3$ (released `compute_length_reward_larse_d`; note the boundaries differ from `monitor_bucket`).
@@ -50,7 +49,6 @@ def training_bucket(n_correct: int, n_total: int) -> str:
     return "medium" if 3 * n_correct >= n_total else "low"
 
 
-# -------------------------------------------------------------------------------------------- repetition flag
 def is_repetitive(tokens: Sequence[Any], n: int = 4) -> bool:
     r"""LASER-DE's repetition flag on a token-id sequence (released `detect_token_ngram_repetition_optimized_reversed`
     in `compute_unique_tokens.py`; flagged iff it returns a position before the end).
@@ -107,7 +105,6 @@ def is_repetitive(tokens: Sequence[Any], n: int = 4) -> bool:
     return False
 
 
-# ------------------------------------------------------------------------------------------------------- reward
 def get_laser_d_reward(
     exploration: bool = False,
     alpha: float = 0.5,
@@ -141,8 +138,8 @@ def get_laser_d_reward(
     LASER-DE logs the term's activity on every call through TRL's `log_metric`, as fractions of the gathered batch's
     scorable rows: `trl_efficient/laser_de/exploration_candidates` (formatted, wrong and longer than $L_k$: the
     paper's condition before the repetition flag) and `trl_efficient/laser_de/exploration_bonus` (those not flagged,
-    which get $+\alpha$). In the synthetic world v2 the second reads 0: the detector flags every trace long enough to be a
-    candidate (docs/adaptive-methods.md, "LASER-DE's exploration term").
+    which get $+\alpha$). In the synthetic world v2 the second reads 0: the detector flags every trace long enough to be
+    a candidate (docs/adaptive-methods.md, "LASER-DE's exploration term").
 
     `monitor`: the `LaserMonitor` this reward owns (the recipes' builders pass one); the reward then forwards the
     component contract to it (checkpointed state, its columns, `attach`). Without one it is a plain reward.
@@ -205,8 +202,9 @@ class _LaserDReward(GroupLengthReward):
             for values in (kwargs.get(column) for column in TARGET_COLUMNS)
         ]
         extras = []
-        for completion, ids, (correct, length), row_targets in zip(completions, completion_ids, rows, zip(*columns),
-                                                                    strict=True):  # fmt: skip
+        for completion, ids, (correct, length), row_targets in zip(
+            completions, completion_ids, rows, zip(*columns), strict=True
+        ):
             text = completion_text(completion)  # already a text under GroupLengthReward.__call__
             formatted = laser_formatted(text)
             known = [t for t in row_targets if t is not None]

@@ -91,8 +91,7 @@ def get_lead_reward(
             Group size `G`. Leave `None` under `EfficientGRPOTrainer` (it passes a `group_size` column).
         alpha (`float`, *optional*, defaults to `0.05`):
             Length-shaping strength (repository value; TRL PR #6222 proposes 0.5).
-        wrong_reward (`float`, *optional*, defaults to `-1.0`):
-            Reward of a well-formatted wrong answer.
+        wrong_reward (`float`, *optional*, defaults to `-1.0`): Reward of a well-formatted wrong answer.
         format_failure_reward (`float`, *optional*, defaults to `-1.0`):
             Reward of a format failure (no `</think>` or no boxed answer, e.g. truncated while thinking). **Proposed
             default** -1 so that not answering never beats a wrong answer; the repository maps it to 0.

@@ -14,23 +14,20 @@ from typing import Any
 from trl.rewards import get_cosine_scaled_reward, get_soft_overlong_punishment
 
 from ..core.answers import extract_answer_region, has_boxed, is_correct
-from ..core.checks import (
-    check_bool as _check_bool,
-)
-from ..core.checks import (
-    check_number as _check_number,
-)
-from ..core.checks import (
-    check_positive_int as _check_positive_int,
-)
-from ..core.checks import (
-    column as _column,
-)
-from ..core.checks import (
-    ids_or_none as _ids_or_none,
-)
+from ..core.checks import check_bool as _check_bool
+from ..core.checks import check_number as _check_number
+from ..core.checks import check_positive_int as _check_positive_int
+from ..core.checks import column as _column
+from ..core.checks import ids_or_none as _ids_or_none
 from ..core.checks import renamed_argument
-from ..core.lengths import THINK_CLOSE, LengthMeter, ThinkCloseMonitor, completion_eos_token_ids, completion_text
+from ..core.lengths import (
+    THINK_CLOSE,
+    LengthMeter,
+    ThinkCloseMonitor,
+    completion_eos_token_ids,
+    completion_finished,
+    completion_text,
+)
 
 __all__ = [
     "L1_MODES",
@@ -49,8 +46,6 @@ _COSINE_EXCEED_MARGIN = 16
 _CANONICAL = {True: r"\boxed{1}", False: r"\boxed{0}"}
 
 
-# --------------------------------------------------------------------------------------------------- validation
-# ------------------------------------------------------------------------------------------------------- cosine
 def get_cosine_length_reward(
     max_completion_length: int | None = None,
     min_value_wrong: float = -10.0,
@@ -88,8 +83,7 @@ def get_cosine_length_reward(
             Reward of a correct answer at `max_completion_length` and at length 0.
         exceed_penalty (`float` or `None`, *optional*, defaults to `-10.0`):
             Reward when $L + 16 \ge L_{\max}$, whatever the correctness. `None` disables the branch.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `cosine_length_reward`; `None` for rows whose gold cannot be parsed.
 
@@ -118,8 +112,9 @@ class _CosineLengthReward:
     # A class rather than a closure so it pickles for TRL's async rollout worker.
     __name__ = "cosine_length_reward"
 
-    def __init__(self, max_len, min_value_wrong, max_value_wrong, min_value_correct, max_value_correct,
-                 exceed_penalty, meter) -> None:  # fmt: skip
+    def __init__(
+        self, max_len, min_value_wrong, max_value_wrong, min_value_correct, max_value_correct, exceed_penalty, meter
+    ) -> None:
         self.max_len = max_len
         self.exceed_penalty = exceed_penalty
         self.meter = meter
@@ -165,7 +160,6 @@ class _CosineLengthReward:
         return rewards
 
 
-# ------------------------------------------------------------------------------------------------- soft overlong
 def get_soft_overlong_reward(
     max_completion_length: int | None = None,
     soft_punish_cache: int | None = None,
@@ -189,8 +183,7 @@ def get_soft_overlong_reward(
             (`max_completion_len`, TRL's name, is a deprecated alias, removed in 0.3.0.)
         soft_punish_cache (`int`):
             $L_{\text{cache}}$, the width of the linear ramp, in the same unit (DAPO: 4096 of 20480).
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `soft_overlong_reward`. It needs no gold answer and never returns `None`.
 
@@ -231,7 +224,6 @@ class _SoftOverlongReward:
         return [float(r) for r in self._punishment(completion_ids=[[0] * length for length in lengths])]
 
 
-# ------------------------------------------------------------------------------------------------------------ L1
 def get_l1_reward(
     mode: str = "exact",
     alpha: float | None = None,
@@ -257,14 +249,11 @@ def get_l1_reward(
     mode's paper default for alpha.
 
     Args:
-        mode (`str`, *optional*, defaults to `"exact"`):
-            `"exact"` or `"max"`; also picks the metric name.
-        alpha (`float`, *optional*):
-            Penalty slope per token of distance; defaults to 0.0003 (exact) or 0.001 (max).
+        mode (`str`, *optional*, defaults to `"exact"`): `"exact"` or `"max"`; also picks the metric name.
+        alpha (`float`, *optional*): Penalty slope per token of distance; defaults to 0.0003 (exact) or 0.001 (max).
         delta (`float`, *optional*, defaults to `0.5`):
             Max-mode offset: the reward of a correct answer exactly at the target.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `l1_exact_reward` or `l1_max_reward`; `None` for rows whose gold cannot be
     parsed. Calling it without a `target_length` column raises `ValueError`.
@@ -345,7 +334,6 @@ class _L1MaxReward(_L1Reward):
     __name__ = "l1_max_reward"
 
 
-# --------------------------------------------------------------------------------------------------------- LASER
 def get_laser_reward(
     target_length: int = 2048,
     alpha: float = 0.5,
@@ -373,12 +361,9 @@ def get_laser_reward(
     Args:
         target_length (`int`, *optional*, defaults to `2048`):
             $L_T$ in `length_unit` (tokens by default; the paper uses 2048, 4096 or 8192 with a 16384 context).
-        alpha (`float`, *optional*, defaults to `0.5`):
-            Bonus for a correct answer within $L_T$.
-        correct_reward, wrong_reward, format_reward (`float`, *optional*, defaults `1.0`, `-0.5`, `-1.0`):
-            Base rewards.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        alpha (`float`, *optional*, defaults to `0.5`): Bonus for a correct answer within $L_T$.
+        correct_reward, wrong_reward, format_reward (`float`, *optional*, defaults `1.0`, `-0.5`, `-1.0`): Base rewards.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `laser_reward`; `None` for rows whose gold cannot be parsed. The fraction of
     completions without `</think>` (all `format_reward`) is logged as `trl_efficient/no_think_close_fraction`, with
@@ -461,7 +446,6 @@ class _LaserReward:
         return rewards
 
 
-# ---------------------------------------------------------------------------------------------------------- DLER
 def get_dler_truncation_reward(
     max_completion_length: int,
     eos_token_id: int | list[int] | None = None,
@@ -484,7 +468,9 @@ def get_dler_truncation_reward(
     stops on (DLER's `finish_reason == "stop"`). TRL 1.16 stops on the tokenizer's EOS **and** every id of the
     model's `generation_config.eos_token_id` (chat models often have two: end-of-turn and end-of-text), keeps that
     id as the last of `completion_ids`, and counts a completion as truncated when its last id is none of them; a
-    completion that ended on the "other" EOS must not be scored x0.1. So the EOS set is, in order of precedence:
+    completion that ended on the "other" EOS must not be scored x0.1. Under `EfficientGRPOTrainer` the reward reads
+    the row keyword `finished` (the trainer's EOS set, `core.lengths.completion_finished`: the one rule); called
+    without it (a plain `GRPOTrainer`), the EOS set is, in order of precedence:
     the trainer's own (`EfficientGRPOTrainer` calls `set_eos_token_ids(trainer.eos_token_ids)` at construction);
     `eos_token_id` (an int or a list); with `tokenizer`, TRL's rule
     (`trl_efficient.core.lengths.completion_eos_token_ids`) applied to the tokenizer and the generation config
@@ -496,23 +482,19 @@ def get_dler_truncation_reward(
     Keep `mask_truncated_completions=False`: DLER keeps truncated rows with (near-)zero reward.
 
     Args:
-        max_completion_length (`int`):
-            The generation cap in tokens (used only when `eos_token_id` is `None`).
-        eos_token_id (`int` or `list[int]`, *optional*):
-            Stop token id(s); pass all the ids generation stops on.
+        max_completion_length (`int`): The generation cap in tokens (used only when `eos_token_id` is `None`).
+        eos_token_id (`int` or `list[int]`, *optional*): Stop token id(s); pass all the ids generation stops on.
         tokenizer (*optional*):
             When `eos_token_id` is None: derive the stop ids as TRL does from this tokenizer and the generation
             config saved with it (recipe builder `dler_truncation`).
-        stop_factor (`float`, *optional*, defaults to `0.1`):
-            Multiplier for responses that did not stop, in [0, 1].
+        stop_factor (`float`, *optional*, defaults to `0.1`): Multiplier for responses that did not stop, in [0, 1].
         require_think_close (`bool`, *optional*, defaults to `True`):
             A response without `</think>` is wrong. Then a model that never writes `</think>` scores 0 on every
             completion, right answers included: no learning signal. Each call logs the fraction of completions
             without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's `log_metric`), and the first call
             where none has one warns once (`core.lengths.ThinkCloseMonitor`). Set it to `False` for a model
             that does not think in `<think>` tags.
-        require_boxed (`bool`, *optional*, defaults to `True`):
-            The answer after `</think>` must be in `\boxed{}`.
+        require_boxed (`bool`, *optional*, defaults to `True`): The answer after `</think>` must be in `\boxed{}`.
 
     Returns a picklable callable named `dler_truncation_reward`; `None` for rows whose gold cannot be parsed.
 
@@ -578,14 +560,18 @@ class _DlerTruncationReward:
 
     def _stopped(self, ids: list[int]) -> bool:
         if self.eos_ids is not None:
-            return len(ids) > 0 and ids[-1] in self.eos_ids
+            return completion_finished(ids, self.eos_ids)
         return len(ids) < self.max_completion_length
 
-    def __call__(self, completions: list, solution: list, completion_ids: list, **kwargs) -> list[float | None]:
+    def __call__(
+        self, completions: list, solution: list, completion_ids: list, finished: list | None = None, **kwargs
+    ) -> list[float | None]:
         if self.require_think_close:  # no </think>: 0 even when right, the same for all (warned once)
             self.think_close([completion_text(c) for c in completions], kwargs.get("log_metric"))
+        # `finished`: the trainer's column (EfficientGRPOTrainer, the same rule); a plain GRPOTrainer passes none
+        stopped = [self._stopped(ids) for ids in completion_ids] if finished is None else [bool(f) for f in finished]
         rewards: list[float | None] = []
-        for completion, gold, ids in zip(completions, solution, completion_ids, strict=True):
+        for completion, gold, done in zip(completions, solution, stopped, strict=True):
             correct = is_correct(completion, gold, require_think_close=self.require_think_close)
             if correct is None:
                 rewards.append(None)
@@ -593,5 +579,5 @@ class _DlerTruncationReward:
             if correct and self.require_boxed:
                 correct = has_boxed(extract_answer_region(completion_text(completion)))
             reward = 1.0 if correct else 0.0
-            rewards.append(reward if self._stopped(ids) else reward * self.stop_factor)
+            rewards.append(reward if done else reward * self.stop_factor)
         return rewards

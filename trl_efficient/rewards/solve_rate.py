@@ -56,7 +56,6 @@ ASRR_PROPOSED_DEFAULTS = (
 )
 
 
-# ----------------------------------------------------------------------------------------------------------- ALP
 def get_alp_reward(
     max_length: int,
     num_generations: int | None = None,
@@ -81,14 +80,11 @@ def get_alp_reward(
     therefore sets `scale_rewards="none"` so β acts as a real scale (methods.md §14, cross-cutting note 2).
 
     Args:
-        max_length (`int`):
-            $N$, the length normaliser (the recipe's builder passes `max_completion_length`), > 0.
+        max_length (`int`): $N$, the length normaliser (the recipe's builder passes `max_completion_length`), > 0.
         num_generations (`int`, *optional*):
             Group size `G`. Leave `None` under `EfficientGRPOTrainer` (it passes a `group_size` column).
-        beta (`float`, *optional*, defaults to `0.5`):
-            β, the penalty strength (proposed default), >= 0.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        beta (`float`, *optional*, defaults to `0.5`): β, the penalty strength (proposed default), >= 0.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `alp_reward`.
 
@@ -120,7 +116,6 @@ class _ALPReward(GroupLengthReward):
         return [None if correct is None else float(correct) - price * length for correct, length in rows]
 
 
-# ------------------------------------------------------------------------------------------------------ GRPO-λ
 GRPO_LAMBDA_ROUNDINGS = ("ceil", "round", "floor")
 
 
@@ -193,13 +188,11 @@ def get_grpo_lambda_reward(
         alpha (`float`, *optional*, defaults to `0.6`):
             α, the weight of the sigmoid length penalty (proposed default), in [0, 1] so a correct answer never
             scores below a wrong one.
-        eps (`float`, *optional*, defaults to `1e-6`):
-            ε added to $\sigma_c$ (proposed default), > 0.
+        eps (`float`, *optional*, defaults to `1e-6`): ε added to $\sigma_c$ (proposed default), > 0.
         rounding (`str`, *optional*, defaults to `"ceil"`):
             How $\lambda M$ becomes a number of groups: `"ceil"` (proposed default: at least one efficiency group
             whenever λ > 0, which matters for small batches), `"round"` (halves up) or `"floor"`.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `grpo_lambda_reward`.
 
@@ -263,7 +256,6 @@ class _GRPOLambdaReward(GroupLengthReward):
         return rewards
 
 
-# ---------------------------------------------------------------------------------------------------------- ASRR
 def asrr_alpha(accuracy: float, beta: float = 0.5, tau: float = 1.0, eps: float = 1e-6) -> float:
     r"""
     ASRR's accuracy-gated penalty strength (arXiv 2505.15400, §3; methods.md §24):
@@ -310,16 +302,11 @@ def get_asrr_reward(
     Args:
         num_generations (`int`, *optional*):
             Group size `G`. Leave `None` under `EfficientGRPOTrainer` (it passes a `group_size` column).
-        beta (`float`, *optional*, defaults to `0.5`):
-            β, the penalty strength at full accuracy, >= 0.
-        window (`int`, *optional*, defaults to `2048`):
-            $L_\text{window}$ in `length_unit`, > 0.
-        tau (`float`, *optional*, defaults to `1.0`):
-            τ, the accuracy threshold, in [0, 1].
-        eps (`float`, *optional*, defaults to `1e-6`):
-            ε of the gate (proposed default), > 0.
-        length_unit, length_scope, tokenizer:
-            See `trl_efficient.core.lengths.LengthMeter`.
+        beta (`float`, *optional*, defaults to `0.5`): β, the penalty strength at full accuracy, >= 0.
+        window (`int`, *optional*, defaults to `2048`): $L_\text{window}$ in `length_unit`, > 0.
+        tau (`float`, *optional*, defaults to `1.0`): τ, the accuracy threshold, in [0, 1].
+        eps (`float`, *optional*, defaults to `1e-6`): ε of the gate (proposed default), > 0.
+        length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`.
 
     Returns a picklable callable named `asrr_reward`.
 

@@ -10,8 +10,8 @@ Step-level rewards: the reasoning is cut into **steps** (segments) and the rewar
   - `"keywords"`: paragraphs, further split before every line that starts with one of `GRSP_KEYWORDS` ("Wait",
     "Alternatively", "But", "Hmm", "Let me", "Actually"; methods.md §27, proposed default);
   - `"lines"`: non-empty lines;
-  - `"sentences"`: split after `.`, `!` or `?` followed by white space (the synthetic world's traces are one line of sentences
-    `"a: 4 + 7 = 1. b: 1 + 7 = 8."`, so blank lines never occur there).
+  - `"sentences"`: split after `.`, `!` or `?` followed by white space (the synthetic world's traces are one line of
+    sentences `"a: 4 + 7 = 1. b: 1 + 7 = 8."`, so blank lines never occur there).
 
   Empty segments are dropped. A completion whose thinking part is empty or has no delimiter is **one step** (the
   answer itself is the step), so step counts are always >= 1 and no ratio divides by zero.
@@ -256,7 +256,6 @@ class _SegmentedReward(GroupLengthReward):
         return reward - float(correct) if self.as_penalty else reward
 
 
-# ------------------------------------------------------------------------------------------------- Step Pruner
 def get_step_pruner_reward(
     num_generations: int | None = None,
     kappa: float = 0.5,
@@ -438,7 +437,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-# ------------------------------------------------------------------------------------------------------- GRSP
 def get_grsp_reward(
     num_generations: int | None = None,
     bucket_bounds: tuple[int, int] | list[int] = (32, 128),

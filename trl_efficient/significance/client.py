@@ -90,7 +90,6 @@ class ScorerClient(BaseScorer):
         self.max_inputs_per_request = max_inputs_per_request
         self._info: dict | None = None
 
-    # --------------------------------------------------------------------------------------------------------
     def health(self) -> dict:
         """`GET /health`: the server's model, unit and window. Raises `ScorerUnavailableError` when unreachable."""
         self._info = self._request("GET", "/health")

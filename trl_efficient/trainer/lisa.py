@@ -77,6 +77,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl
 
 from ..core.state import StatefulComponent
+from .trl_internals import metric_buffer
 
 logger = logging.getLogger(__name__)
 
@@ -102,13 +103,10 @@ def sample_layers(seed: int, interval: int, num_layers: int, activated_layers: i
 def decoder_layers(model: torch.nn.Module) -> tuple[str, torch.nn.ModuleList]:
     """`(qualified name, the ModuleList)` of the model's decoder layers: `model.get_decoder().layers`, else the
     `ModuleList` whose blocks are all of a class named in `model._no_split_modules`; `ValueError` when neither."""
-    get_decoder = getattr(model, "get_decoder", None)
-    decoder = None
-    if callable(get_decoder):
-        try:
-            decoder = get_decoder()
-        except (AttributeError, NotImplementedError, TypeError):
-            decoder = None
+    try:
+        decoder = model.get_decoder() if callable(getattr(model, "get_decoder", None)) else None
+    except (AttributeError, NotImplementedError, TypeError):
+        decoder = None
     layers = getattr(decoder, "layers", None)
     if isinstance(layers, torch.nn.ModuleList) and len(layers) > 0:
         for name, module in model.named_modules():
@@ -194,8 +192,12 @@ def _peft_error(gamma: int) -> ValueError:
 
 
 def check_lisa_peft(args, use_peft: bool) -> None:
-    """Config-time check of `trl-efficient train`: `--use_peft` (TRL's `ModelConfig`) with `lisa_activated_layers` is
-    one line; a `peft_config` given to the trainer in Python is refused when the trainer is built (`LISA.attach`)."""
+    """Config-time PEFT checks of `trl-efficient train`: `--use_peft` (TRL's `ModelConfig`) with `lisa_activated_layers`
+    is one line, and with reference resets (`reference.check_reference_reset_peft`); a `peft_config` given to the
+    trainer in Python is refused when the trainer is built (`LISA.attach`; resets before the model loads)."""
+    from .reference import check_reference_reset_peft
+
+    check_reference_reset_peft(args, use_peft)
     gamma = getattr(args, "lisa_activated_layers", None)
     if gamma is not None and use_peft:
         raise _peft_error(gamma)
@@ -241,6 +243,7 @@ class LISA(TrainerCallback, StatefulComponent):
         self.active_layers: list[int] = []
         self._applied = False  # whether `active_layers` is applied to the model in this process
         self._trainable: dict[int, bool] = {}  # id(param) -> requires_grad as the model came (restored at the end)
+        self.trainer = None  # set by `attach`: whose metric buffer the active layers go to
 
     # --- component contract --------------------------------------------------------------------------------------
     def attach(self, trainer) -> None:
@@ -255,6 +258,7 @@ class LISA(TrainerCallback, StatefulComponent):
                 f"{type(model).__name__} ({self.layers_name}): use 1 to {len(self.layers)}."
             )
         self._trainable = {id(p): p.requires_grad for layer in self.layers for p in layer.parameters()}
+        self.trainer = trainer
         if self not in trainer.callback_handler.callbacks:
             trainer.add_callback(self)
 
@@ -316,7 +320,19 @@ class LISA(TrainerCallback, StatefulComponent):
         interval = state.global_step // self.interval_steps
         if not self._applied or interval != self.interval:
             self.activate(interval, optimizer)
+        self.log_layers()
         return control
+
+    def log_layers(self) -> None:
+        """This step's layers as metrics, averaged over the logging window by TRL: `trl_efficient/lisa/interval` and
+        `trl_efficient/lisa/layer_<i>` = 1 for each active decoder layer i (over a window, the fraction of its
+        steps that trained layer i; a layer absent from a log did not train in that window)."""
+        if self.trainer is None:
+            return
+        buffer = metric_buffer(self.trainer, "train")
+        buffer["trl_efficient/lisa/interval"].append(float(self.interval))
+        for index in self.active_layers:
+            buffer[f"trl_efficient/lisa/layer_{index}"].append(1.0)
 
     def on_train_end(self, args, state, control, **kwargs) -> TrainerControl:
         for layer in self.layers or ():

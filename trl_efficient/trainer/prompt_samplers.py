@@ -34,7 +34,7 @@ from ..core.registry import Registry
 from ..core.state import StatefulComponent
 from .group import GroupBatch
 
-PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler")
+PROMPT_SAMPLERS: Registry[type] = Registry("prompt sampler", providers=("trl_efficient.methods",))
 
 
 def dataset_column(data_source, column: str, sampler: str) -> list:
@@ -103,7 +103,6 @@ class PromptSampler(Sampler[int], StatefulComponent):
         if kwargs:
             raise ValueError(f"sampler_kwargs {sorted(kwargs)} given, but prompt sampler {cls.__name__} takes none.")
 
-    # ---------------------------------------------------------------------------------------------- the stream
     @property
     def chunks_per_epoch(self) -> int:
         return self.num_samples // self.batch_size
@@ -161,7 +160,6 @@ class PromptSampler(Sampler[int], StatefulComponent):
             self.epoch_chunks.append(chunk)
             yield from self._expand(chunk)
 
-    # ---------------------------------------------------------------------------------------------- state
     def update(self, batch: GroupBatch) -> None:
         """Called in training with every gathered batch; the base class keeps no statistics."""
 

@@ -55,7 +55,14 @@ from .trl_internals import metric_buffer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["REF_MODEL_FILE", "PlateauMonitor", "ReferenceReset", "check_reference_reset", "generation_period"]
+__all__ = [
+    "REF_MODEL_FILE",
+    "PlateauMonitor",
+    "ReferenceReset",
+    "check_reference_reset",
+    "check_reference_reset_peft",
+    "generation_period",
+]
 
 REF_MODEL_FILE = "ref_model.safetensors"  # the reference weights in a checkpoint, once a reset has happened
 MODES = ("max", "min")
@@ -134,6 +141,12 @@ def resets_enabled(args) -> bool:
     return getattr(args, "ref_reset_steps", None) is not None or getattr(args, "ref_reset_metric", None) is not None
 
 
+def _reset_option(args) -> str:
+    """The reset option that is set, as an error quotes it (`ref_reset_steps` first)."""
+    steps, metric = getattr(args, "ref_reset_steps", None), getattr(args, "ref_reset_metric", None)
+    return f"ref_reset_steps={steps!r}" if steps is not None else f"ref_reset_metric={metric!r}"
+
+
 def check_reference_reset(args) -> None:
     """Config-time checks of the reset options (`EfficientGRPOConfig.__post_init__`, after `GRPOConfig` derived
     `steps_per_generation`); each failure is one line naming the field."""
@@ -143,7 +156,7 @@ def check_reference_reset(args) -> None:
         raise ValueError(f"ref_reset_steps must be a positive number of optimizer steps or None, got {steps!r}.")
     if not resets_enabled(args):
         return
-    what = f"ref_reset_steps={steps!r}" if steps is not None else f"ref_reset_metric={metric!r}"
+    what = _reset_option(args)
     if not args.beta > 0:
         raise ValueError(
             f"{what} resets the reference model of the KL term, but beta={args.beta}: TRL builds no reference model "
@@ -165,15 +178,37 @@ def check_reference_reset(args) -> None:
             "after it is scored against the new reference; use a ref_reset_steps that is a multiple of "
             f"{period or 'a whole number of optimizer steps (make them divide evenly)'}."
         )
-    if (
-        metric is not None
-        and str(metric).startswith("eval_")
-        and getattr(args.eval_strategy, "value", args.eval_strategy) == "no"
-    ):
+    if str(metric).startswith("eval_") and getattr(args.eval_strategy, "value", args.eval_strategy) == "no":
         raise ValueError(
             f"ref_reset_metric={metric!r} is an evaluation metric but eval_strategy='no': set eval_strategy "
             "(and an eval dataset) or monitor a training metric such as 'reward'."
         )
+
+
+def check_reference_reset_peft(args, use_peft: bool) -> None:
+    """Refuse reference resets with PEFT in one line, at config time (`trl-efficient train`: the parsed config and
+    `--use_peft`) and in `EfficientGRPOTrainer.__init__` before the model loads (a `peft_config`).
+
+    With PEFT, TRL's reference is the base model with the adapter disabled. A reset could fold the adapter into the
+    base and start a new one (policy unchanged, reference = policy), but the saved adapter would then apply to a base
+    no one has, so resets are refused rather than supported.
+
+    >>> from types import SimpleNamespace as A
+    >>> check_reference_reset_peft(A(ref_reset_steps=None, ref_reset_metric=None), True)
+    >>> check_reference_reset_peft(A(ref_reset_steps=200, ref_reset_metric=None), True)
+    Traceback (most recent call last):
+    ...
+    ValueError: ref_reset_steps=200 (reference resets, the prorl/brorl recipes) cannot run with PEFT ...
+    """
+    if not use_peft or args is None or not resets_enabled(args):
+        return
+    what = _reset_option(args)
+    raise ValueError(
+        f"{what} (reference resets, the prorl/brorl recipes) cannot run with PEFT (--use_peft / peft_config): TRL's "
+        "reference is then the adapter-disabled base, which a reset cannot move without changing the base the saved "
+        "adapter applies to; train without --use_peft (full fine-tuning, or --lisa_activated_layers for less memory) "
+        f"or set --{what.split('=')[0]} None."
+    )
 
 
 class ReferenceReset(TrainerCallback, StatefulComponent):

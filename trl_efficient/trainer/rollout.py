@@ -22,7 +22,7 @@ from typing import Any
 from ..core.registry import Registry
 from ..prompts import HBPO_TEMPLATE, l1_instruction
 
-ROLLOUT_PLANS: Registry = Registry("rollout plan")
+ROLLOUT_PLANS: Registry = Registry("rollout plan", providers=("trl_efficient.methods",))
 BUDGET_PLACEMENTS = ("prefill", "system", "user")
 
 
@@ -108,11 +108,7 @@ class BudgetRolloutPlan(RolloutPlan):
     metadata_keys = ("budget", "budget_statement")
 
     def __init__(
-        self,
-        budgets,
-        placement: str = "prefill",
-        template: str = HBPO_TEMPLATE,
-        hard_cap: bool = False,
+        self, budgets, placement: str = "prefill", template: str = HBPO_TEMPLATE, hard_cap: bool = False
     ) -> None:
         budgets = [int(b) for b in budgets]
         if not budgets:

@@ -1,18 +1,13 @@
 """Run directories: a rerun of `trl-efficient train` into an `output_dir` that already holds a run resumes it or is
-refused, never silently restarted over it.
+refused, never silently restarted over it (docs/cli.md, "Resume").
 
 `decide_resume` runs at config time (before any model loads) and returns the checkpoint to pass to the Trainer's own
-`train(resume_from_checkpoint=...)`, or None for a new run:
-
-- `--resume_from_checkpoint true` (also `yes`/`1`, or `true` in a YAML) is "the last complete checkpoint of
-  output_dir", `false` is "none", anything else a checkpoint folder, checked to exist and be complete;
-- with no flag, an `output_dir` holding a complete checkpoint is resumed from the last one (found with transformers'
-  `get_last_checkpoint`, or the newest complete one by transformers' `sort_checkpoints` when the last was cut off
-  while saving) when the settings recorded in `trl_efficient_run.json` match this command's, except the settings a
-  resume may change (`RESUMABLE_CHANGES`: steps, saving, logging, Hub, evaluation extras); one INFO line says so;
-- it refuses, in one line naming the command to use, a directory whose run had other settings, a finished run (its
-  checkpoint reached `max_steps` and its summary is written), and a directory that holds a trained model but no
-  checkpoint (`save_strategy: no`): training would write over it.
+`train(resume_from_checkpoint=...)`, or None for a new run: `--resume_from_checkpoint true` (`yes`/`1`) is the last
+complete checkpoint, `false` none, anything else a checkpoint folder; with no flag, the last complete checkpoint
+(transformers' `get_last_checkpoint`, else the newest complete one by `sort_checkpoints`) when the settings recorded
+in `trl_efficient_run.json` match this command's but for `RESUMABLE_CHANGES`. Refused, in one line naming the command
+to use: other settings, a finished run (unless a larger `--max_steps` trains it further), a trained model without a
+checkpoint (`save_strategy: no`).
 
 A checkpoint is complete when the Trainer wrote `trainer_state.json` in it (transformers writes it after the weights,
 optimizer and RNG states) and, for this package's trainer, `trl_efficient_state.json` (written after it).
@@ -27,6 +22,7 @@ import os
 
 from transformers.trainer_utils import get_last_checkpoint, sort_checkpoints
 
+from ..core.checks import check_writable
 from .state import STATE_FILE
 
 logger = logging.getLogger("trl_efficient")
@@ -91,9 +87,7 @@ def write_run_settings(output_dir: str, settings: dict) -> str:
 
 def _complete(checkpoint: str) -> bool:
     """The Trainer finished writing `checkpoint` (see the module docstring)."""
-    return os.path.isfile(os.path.join(checkpoint, TRAINER_STATE)) and os.path.isfile(
-        os.path.join(checkpoint, STATE_FILE)
-    )
+    return all(os.path.isfile(os.path.join(checkpoint, name)) for name in (TRAINER_STATE, STATE_FILE))
 
 
 def checkpoint_step(checkpoint: str) -> tuple[int, int]:
@@ -119,9 +113,7 @@ def _differences(recorded: dict, settings: dict) -> list[str]:
     """`key: <recorded> there, <now> now` for every setting outside `RESUMABLE_CHANGES` that differs."""
     keys = sorted((set(recorded) | set(settings)) - RESUMABLE_CHANGES)
     return [
-        f"{key}: {recorded.get(key)!r} there, {settings.get(key)!r} now"
-        for key in keys
-        if recorded.get(key) != settings.get(key)
+        f"{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now" for k in keys if recorded.get(k) != settings.get(k)
     ]
 
 
@@ -130,11 +122,36 @@ def _flag(value) -> str | bool | None:
     if value is None or isinstance(value, bool):
         return value or None
     text = str(value).strip()
-    if text.lower() in TRUE:
-        return True
-    if text.lower() in FALSE:
+    return True if text.lower() in TRUE else None if text.lower() in FALSE else text
+
+
+def _recorded(output_dir: str) -> dict | None:
+    """The settings recorded in `output_dir/trl_efficient_run.json`, or None."""
+    path = os.path.join(output_dir, RUN_FILE)
+    if not os.path.isfile(path):
         return None
-    return text
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _refuse_finished(output_dir: str, checkpoint: str, settings: dict) -> None:
+    """Refuse to resume a finished run from `checkpoint` unless this command trains it further: a finished run is the
+    last step's checkpoint (the Trainer always saves it) and the summary written after training; resuming it with no
+    step left would train nothing and write over its model (issue 47), whether asked by a plain rerun or by
+    `--resume_from_checkpoint`."""
+    step, max_steps = checkpoint_step(checkpoint)
+    recorded = _recorded(output_dir)
+    finished = os.path.isfile(os.path.join(output_dir, SUMMARY_FILE)) and step >= max_steps > 0
+    longer = int(settings.get("max_steps") or -1) > step or (
+        recorded is not None and settings.get("num_train_epochs") != recorded.get("num_train_epochs")
+    )
+    if finished and not longer:
+        name = os.path.basename(os.path.normpath(checkpoint))
+        raise ValueError(
+            f"{output_dir} holds a finished run ({name}, step {step} of {max_steps}; its model and summary are "
+            f"there): to train it further pass --max_steps <more than {step}> (it resumes from {name}), or "
+            "--output_dir <a new folder> for a new run"
+        )
 
 
 def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> str | None:
@@ -142,6 +159,7 @@ def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> st
     to refuse. See the module docstring for the rules. `settings`: this command's `run_settings`."""
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise ValueError(f"--output_dir {output_dir} is a file, not a folder: pass --output_dir <a new folder>")
+    check_writable("--output_dir", output_dir, folder=True)  # before any model loads, not at the first save
     asked = _flag(resume_from_checkpoint)
     if isinstance(asked, str):
         if not (os.path.isdir(asked) and _complete(asked)):
@@ -150,6 +168,7 @@ def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> st
                 f"--resume_from_checkpoint {asked} {what}: pass a checkpoint-N folder the Trainer saved, or "
                 f"--resume_from_checkpoint true to resume from the last one in {output_dir}"
             )
+        _refuse_finished(output_dir, asked, settings)
         logger.info("trl-efficient: resuming from %s (step %d), as --resume_from_checkpoint asks", asked,
                     checkpoint_step(asked)[0])  # fmt: skip
         return asked
@@ -160,6 +179,7 @@ def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> st
                 f"--resume_from_checkpoint true: {output_dir} holds no complete checkpoint to resume from; drop the "
                 "flag to start a new run there"
             )
+        _refuse_finished(output_dir, last, settings)
         logger.info("trl-efficient: resuming from %s (step %d), the last checkpoint of %s", last,
                     checkpoint_step(last)[0], output_dir)  # fmt: skip
         return last
@@ -171,11 +191,7 @@ def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> st
             )
         return None
     step, max_steps = checkpoint_step(last)
-    recorded_path = os.path.join(output_dir, RUN_FILE)
-    recorded = None
-    if os.path.isfile(recorded_path):
-        with open(recorded_path, encoding="utf-8") as f:
-            recorded = json.load(f)
+    recorded = _recorded(output_dir)
     if recorded is not None:
         differences = _differences(recorded, settings)
         if differences:
@@ -185,17 +201,7 @@ def decide_resume(output_dir: str, resume_from_checkpoint, settings: dict) -> st
                 f"--resume_from_checkpoint true to resume it with this command's settings, or --output_dir <a new "
                 "folder> for a new run"
             )
-    # finished: the last step's checkpoint (the Trainer always saves it) and the summary written after training
-    finished = os.path.isfile(os.path.join(output_dir, SUMMARY_FILE)) and step >= max_steps > 0
-    longer = int(settings.get("max_steps") or -1) > step or (
-        recorded is not None and settings.get("num_train_epochs") != recorded.get("num_train_epochs")
-    )
-    if finished and not longer:
-        raise ValueError(
-            f"{output_dir} holds a finished run ({os.path.basename(last)}, step {step} of {max_steps}; its model "
-            f"and summary are there): to train it further pass --max_steps <more than {step}> (it resumes from "
-            f"{os.path.basename(last)}), or --output_dir <a new folder> for a new run"
-        )
+    _refuse_finished(output_dir, last, settings)
     unchecked = "" if recorded is not None else f" (its settings were not recorded in {RUN_FILE}, so not compared)"
     logger.info("trl-efficient: resuming from %s (step %d of %d)%s; pass --output_dir <a new folder> for a new run",
                 last, step, max_steps, unchecked)  # fmt: skip

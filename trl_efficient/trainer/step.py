@@ -21,10 +21,8 @@ named as such below.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .group import GroupBatch
+from .group import GroupBatch
 
 __all__ = ["StepContext"]
 

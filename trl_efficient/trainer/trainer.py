@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -33,6 +35,7 @@ from accelerate.utils import gather, gather_object
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
+from ..core.lengths import completion_finished
 from ..hub.card import ModelCardInfo
 from .advantages import ADVANTAGE_ESTIMATORS, TRL_DEFAULT, finalize_advantages
 from .budget_forcing import FORCED_TEXT, budget_force
@@ -42,7 +45,7 @@ from .filters import COMPLETION_FILTERS
 from .group import GroupBatch
 from .lisa import build_lisa
 from .prompt_samplers import build_prompt_sampler
-from .reference import ReferenceReset
+from .reference import ReferenceReset, check_reference_reset_peft
 from .rollout import apply_assignment
 from .state import (
     PromptHistory,
@@ -64,6 +67,8 @@ from .trl_internals import (
 )
 
 logger = logging.getLogger(__name__)
+
+SIGNAL_STREAK = 3  # generation batches in a row without gradient signal that make the louder warning
 
 CORRECTNESS_NAMES = ("correctness_reward", "accuracy_reward", "reasoning_accuracy_reward")
 # The keyword arguments GRPOTrainer._calculate_rewards (TRL 1.16.0) passes to every reward function besides the
@@ -87,6 +92,45 @@ def required_reward_arguments(func) -> list[str]:
     ]
 
 
+@contextmanager
+def quiet_deprecations() -> Iterator[None]:
+    """Silence transformers' `is_gradient_checkpointing` FutureWarning, which TRL's generation context reads on every
+    run (`trl.models.utils.disable_gradient_checkpointing`, TRL 1.16.0): nothing a user can change makes it stop."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`is_gradient_checkpointing` is deprecated", FutureWarning)
+        yield
+
+
+def no_signal_causes(batch: GroupBatch, args) -> list[str]:
+    """The likely reasons a gathered batch carried no gradient signal, each with what to change (`log_group_metrics`).
+
+    >>> import torch
+    >>> b = GroupBatch(rewards=torch.zeros(4, 1), reward_names=["correctness_reward"], reward_weights=torch.ones(1),
+    ...                lengths=torch.full((4,), 8.0), truncated=torch.ones(4, dtype=torch.bool), group_size=2,
+    ...                correctness_index=0)
+    >>> [c.split(" (")[0] for c in no_signal_causes(b, None)]
+    ['every group all-wrong', 'the completion cap']
+    """
+    causes, correct = [], batch.correct
+    scored = correct[~torch.isnan(correct)]
+    if len(scored) and bool((scored == 0).all()):
+        causes.append("every group all-wrong (the tasks are too hard for the model at this cap: easier data, a larger "
+                      "cap, or more rollouts per prompt)")  # fmt: skip
+    elif len(scored) and bool((scored == 1).all()):
+        causes.append("every group all-right (nothing left to learn on these prompts: harder data)")
+    elif bool((batch.grouped(batch.total_reward()).std(dim=1).nan_to_num(0) == 0).all()):
+        causes.append("every group's rewards are equal (each group all-wrong or all-right)")
+    cap = getattr(args, "max_completion_length", None)
+    if bool(batch.truncated.all()):
+        causes.append(f"the completion cap (every completion was cut at max_completion_length={cap}: raise it, or "
+                      "make completions end sooner with eos_logit_bias)")  # fmt: skip
+    if (getattr(args, "generation_kwargs", None) or {}).get("sequence_bias"):
+        mean = batch.lengths.mean().item()
+        causes.append(f"the eos bias (generation_kwargs.sequence_bias, `eos_logit_bias`: completions average "
+                      f"{mean:.1f} tokens; too strong a bias ends them before an answer)")  # fmt: skip
+    return causes or ["every row was masked by the completion filter or had a zero advantage"]
+
+
 class EfficientGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` with rollout plans, a group-stage pipeline, pluggable advantages, completion filters, checkpointed
     state and length metrics.
@@ -107,35 +151,20 @@ class EfficientGRPOTrainer(GRPOTrainer):
     `__init__`, `trainer/prompt_samplers.py`) instead of TRL's `RepeatSampler`, with the same layout; it is a stateful
     component (checkpointed, `update(batch)` with the gathered batch), so every rank draws the same prompts.
 
-    The group-stage pipeline. `group_stage(batch, output)` runs once per gathered generation batch (train and eval),
-    inside `_generate_and_score_completions`, after TRL has scored the rows and computed its own advantages. It calls,
-    in this order, five public steps, each `step(batch, output) -> None`:
-
-    1. `run_stages`: every `group_stages` callable `stage(batch, trainer)`, in list order. Stages read the gathered
-       batch and may add per-row data to `batch.extras` for the steps after them.
-    2. `compute_advantages`: the advantage estimator (if not `"grpo"`) replaces `output["advantages"]` with this
-       process's slice of its global advantages (NaN -> 0).
-    3. `apply_filter`: the completion filter (if any) masks the rows it drops (`completion_mask`, advantages, and
-       `num_items_in_batch`).
-    4. `log_group_metrics`: `trl_efficient/*` metrics of the batch.
-    5. `update_state`: in training only, `update(batch)` of every stateful component.
-
-    `batch` is the gathered `GroupBatch` (global rows); `output` is TRL's output dict for this process's rows, which
-    steps may patch in place. A subclass extends a step by overriding it and calling `super()` (before or after its
-    own work), and overrides `group_stage` itself only to change when the pipeline runs (e.g. `DLERTrainer` defers
-    it while refilling a batch). Private methods are not extension points.
-
-    Components plug in through declared contracts only: columns (`provides_columns` / `needs_columns`, checked at
-    construction; see `trainer/state.py`), `attach(trainer)` (called once for every reward function, the rollout
-    plan, the estimator, the filter and every stateful component that has it, at the end of `__init__`), and
-    `batch.extras` for per-row data.
+    The group-stage pipeline (`group_stage`, once per gathered generation batch: `run_stages` ->
+    `compute_advantages` -> `apply_filter` -> `log_group_metrics` -> `update_state`, each `step(batch, output)`) and
+    the contracts components plug in through (columns, `attach`, `batch.extras`): docs/architecture.md, "The
+    group-stage pipeline". A subclass extends a step by overriding it and calling `super()`, and overrides
+    `group_stage` itself only to change when the pipeline runs (`DLERTrainer`); private methods are not extension
+    points.
     """
 
     _tag_names = ["trl", "grpo", "trl-efficient"]
     _name = "EfficientGRPO"
 
-    # Per-row columns this trainer adds to every row before the rewards run (`_prepare_rows`).
-    provides_columns = ("group_size",)
+    # Per-row columns this trainer adds to every row before the rewards run: `group_size` (`_prepare_rows`) and
+    # `finished` (`_calculate_rewards`: `core.lengths.completion_finished`, the completion ended with an EOS id).
+    provides_columns = ("group_size", "finished")
     # The class of `self.step` (`trainer/step.py`); a subclass with carriers of its own names a subclass of it.
     step_context: type[StepContext] = StepContext
 
@@ -143,25 +172,25 @@ class EfficientGRPOTrainer(GRPOTrainer):
         self, *args, rollout_plan=None, group_stages=None, stateful_components=None, card_info=None, **kwargs
     ) -> None:
         check_trl(type(self))  # a TRL whose private surface moved fails here, in one line naming the symbol
-        super().__init__(*args, **kwargs)
+        check_reference_reset_peft(kwargs.get("args"), kwargs.get("peft_config") is not None)  # before the model loads
+        with quiet_deprecations():
+            super().__init__(*args, **kwargs)
+        self.signal_streak, self.signal_warned = 0, False  # generation batches in a row that trained on nothing
         self.card_info = card_info if card_info is not None else ModelCardInfo()
         for func in self.reward_funcs:  # rewards that judge "stopped" use the EOS ids generation stops on
             if callable(getattr(func, "set_eos_token_ids", None)):
                 func.set_eos_token_ids(self.eos_token_ids)
         self.rollout_plan = rollout_plan if rollout_plan is not None else build_rollout_plan(self.args)
-        estimator = getattr(self.args, "advantage_estimator", TRL_DEFAULT)
+        args, estimator = self.args, getattr(self.args, "advantage_estimator", TRL_DEFAULT)
         self.advantage_estimator = None  # None: TRL's own advantages, untouched
         if estimator != TRL_DEFAULT:
             entry = ADVANTAGE_ESTIMATORS.get(estimator)
-            self.advantage_estimator = build_group_component(
-                entry, self.args, self.args.advantage_kwargs, "advantage_kwargs"
-            )
-        name = getattr(self.args, "completion_filter", None)
+            self.advantage_estimator = build_group_component(entry, args, args.advantage_kwargs, "advantage_kwargs")
+        name = getattr(args, "completion_filter", None)
         self.completion_filter = None
         if name is not None:
-            self.completion_filter = build_group_component(
-                COMPLETION_FILTERS.get(name), self.args, self.args.filter_kwargs, "filter_kwargs"
-            )
+            entry = COMPLETION_FILTERS.get(name)
+            self.completion_filter = build_group_component(entry, args, args.filter_kwargs, "filter_kwargs")
         self.group_stages = list(group_stages or [])
         if self.rollout_plan is not None:
             self.rollout_plan.validate(self.num_generations, self.args.max_completion_length)
@@ -195,21 +224,15 @@ class EfficientGRPOTrainer(GRPOTrainer):
             shuffle=self.shuffle_dataset,
             seed=self.args.seed,
         )
-        if self.prompt_sampler is not None:
-            components.append(self.prompt_sampler)
         # ProRL's reference resets (trainer/reference.py): a callback and a stateful component; None when off
         self.reference_reset = ReferenceReset.from_config(self.args)
         if self.reference_reset is not None:
-            components.append(self.reference_reset)
             self.add_callback(self.reference_reset)
         # LISA's layer sampler (trainer/lisa.py): a callback (registered by its attach) and a stateful component
         self.lisa = build_lisa(self.args)  # None unless lisa_activated_layers is set
-        if self.lisa is not None:
-            components.append(self.lisa)
-        components += [f for f in self.reward_funcs if is_stateful(f)]
-        for obj in (self.rollout_plan, self.advantage_estimator, self.completion_filter):
-            if is_stateful(obj):
-                components.append(obj)
+        components += [c for c in (self.prompt_sampler, self.reference_reset, self.lisa) if c is not None]
+        plugged = (*self.reward_funcs, self.rollout_plan, self.advantage_estimator, self.completion_filter)
+        components += [c for c in plugged if is_stateful(c)]
         self.stateful_components = {state_key(c): c for c in components}
         self._check_reward_columns()
         self.correctness_index = self._find_correctness_index()
@@ -230,23 +253,11 @@ class EfficientGRPOTrainer(GRPOTrainer):
     def components(self) -> list:
         """Every component plugged into this trainer, each once: reward functions, the rollout plan, the advantage
         estimator, the completion filter and the stateful components (in that order; `None` left out)."""
-        seen, out = set(), []
-        for comp in (
-            *self.reward_funcs,
-            self.rollout_plan,
-            self.advantage_estimator,
-            self.completion_filter,
-            *self.stateful_components.values(),
-        ):
-            if comp is not None and id(comp) not in seen:
-                seen.add(id(comp))
-                out.append(comp)
-        return out
+        comps = (*self.reward_funcs, self.rollout_plan, self.advantage_estimator, self.completion_filter)
+        return list({id(c): c for c in (*comps, *self.stateful_components.values()) if c is not None}.values())
 
     def update_card_info(self, **fields) -> ModelCardInfo:
         """Replace fields of `card_info` (`recipe`, `datasets`, `base_model_id`, `summary`) and return it."""
-        import dataclasses
-
         self.card_info = dataclasses.replace(self.card_info, **fields)
         return self.card_info
 
@@ -364,7 +375,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
         with self.step_scope() as step:
             step.begin_generation_batch()
             rows = self._prepare_rows(inputs)
-            output = super()._generate_and_score_completions(rows)
+            with quiet_deprecations():
+                output = super()._generate_and_score_completions(rows)
             if self.budget_forcing is not None:
                 self._mask_forced_tokens(output)
             if step.group_batch is not None:
@@ -401,19 +413,16 @@ class EfficientGRPOTrainer(GRPOTrainer):
             for start, end in row_spans:
                 drop[row, start : min(end, ids.size(1))] = True
         self.mask_completion_tokens(output, drop)
-        mode = "train" if self.model.training else "eval"
+        buffer = metric_buffer(self, "train" if self.model.training else "eval")
         forced = torch.tensor([float(bool(s)) for s in spans] or [0.0], device=ids.device)
-        metric_buffer(self, mode)["budget_forcing/forced_fraction"].append(gather(forced).mean().item())
-        metric_buffer(self, mode)["budget_forcing/inserted_tokens_mean"].append(
-            gather(drop.sum(dim=1).float()).mean().item()
-        )
+        buffer["budget_forcing/forced_fraction"].append(gather(forced).mean().item())
+        buffer["budget_forcing/inserted_tokens_mean"].append(gather(drop.sum(dim=1).float()).mean().item())
 
     # Wraps GRPOTrainer._generate_single_turn (TRL 1.16.0): (1) vLLM server mode de-duplicates prompts with
     # `all_prompts[::num_generations]`, so with K prompt subgroups we ask for G // K samples of each distinct prompt
     # (docs/trl-integration.md §10); (2) with `budget_forcing`, TRL's own generation runs in phases
-    # (`_budget_forced_turn`);
-    # (3) per-rollout hard caps truncate after generation (§4); (4) with `generation_chunk_size`, TRL's call runs on
-    # chunks of rows (`_trl_generate_single_turn`, trainer/chunking.py).
+    # (`_budget_forced_turn`); (3) per-rollout hard caps truncate after generation (§4); (4) with
+    # `generation_chunk_size`, TRL's call runs on chunks of rows (`_trl_generate_single_turn`, trainer/chunking.py).
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         if self.rollout_plan is not None and self.use_vllm:
             num_generations = max(num_generations // self.rollout_plan.num_prompt_subgroups(num_generations), 1)
@@ -468,26 +477,25 @@ class EfficientGRPOTrainer(GRPOTrainer):
             inserted = len(self.processing_class.encode(FORCED_TEXT, add_special_tokens=False))
             room = max(1, self.max_completion_length - forcing.value - inserted)
             forcing = dataclasses.replace(forcing, answer_cap=min(forcing.answer_cap, room))
+        prefixes = [list(p) for p in prompt_ids]
         done = budget_force(
-            [list(p) for p in prompt_ids],
-            generate,
-            forcing,
-            self.processing_class,
-            self.eos_token_ids,
-            self.max_completion_length,
+            prefixes, generate, forcing, self.processing_class, self.eos_token_ids, self.max_completion_length
         )
         self.step.forced_spans = [c.inserted for c in done]
         return [c.ids for c in done], None
 
-    # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0): the rewards come back gathered; we gather the matching
-    # lengths, truncation flags and row metadata so the group stage sees whole groups.
+    # Wraps GRPOTrainer._calculate_rewards (TRL 1.16.0): every reward gets the row column `finished` (a documented
+    # reward keyword); the rewards come back gathered; we gather the matching lengths, truncation flags and row
+    # metadata so the group stage sees whole groups.
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         eos_ids = set(self.eos_token_ids)
+        finished = [completion_finished(ids, eos_ids) for ids in completion_ids_list]
+        rows = [{**row, "finished": done} for row, done in zip(inputs, finished, strict=True)]
+        rewards = super()._calculate_rewards(rows, prompts, completions, completion_ids_list)
         keys = ["idx", *(self.rollout_plan.metadata_keys if self.rollout_plan is not None else ())]
         local = [
-            (len(ids), not (len(ids) > 0 and ids[-1] in eos_ids), {k: row.get(k) for k in keys if k in row})
-            for ids, row in zip(completion_ids_list, inputs, strict=True)
+            (len(ids), not done, {k: row.get(k) for k in keys if k in row})
+            for ids, done, row in zip(completion_ids_list, finished, inputs, strict=True)
         ]
         everything = gather_object(local) if self.accelerator.num_processes > 1 else local
         metadata = {k: [m.get(k) for _, _, m in everything] for k in keys if any(k in m for _, _, m in everything)}
@@ -542,8 +550,36 @@ class EfficientGRPOTrainer(GRPOTrainer):
         metric_buffer(self, batch.mode)["trl_efficient/filter_kept_fraction"].append(keep.float().mean().item())
 
     def log_group_metrics(self, batch: GroupBatch, output: dict) -> None:
-        """Step 4: `trl_efficient/*` metrics (accuracy, lengths, truncation, per-budget / per-mode subgroups)."""
+        """Step 4: `trl_efficient/*` metrics (accuracy, lengths, truncation, per-budget / per-mode subgroups) and the
+        gradient signal: `signal_rows`, the rows of the whole batch (all processes) that carry one (a non-zero
+        advantage and a token left in the loss by the completion filter and TRL's masks), and `signal_fraction`."""
         self._log_group_metrics(batch)
+        self._monitor_signal(batch, output)
+
+    def _monitor_signal(self, batch: GroupBatch, output: dict) -> None:
+        """Log the batch's signal rows; warn in one line the first time a training batch has none, louder when
+        `SIGNAL_STREAK` in a row (and every such streak after) have none, with the likely causes."""
+        adv = output["advantages"]
+        rows = ((adv != 0) if adv.dim() == 1 else (adv != 0).any(dim=1)) & (output["completion_mask"].sum(dim=1) > 0)
+        counts = gather(torch.tensor([[rows.sum().item(), rows.numel()]], device=adv.device, dtype=torch.float32))
+        signal, total = counts.sum(dim=0).tolist()
+        metric_buffer(self, batch.mode)["trl_efficient/signal_rows"].append(signal)
+        metric_buffer(self, batch.mode)["trl_efficient/signal_fraction"].append(signal / max(total, 1.0))
+        if batch.mode != "train":
+            return
+        self.signal_streak = 0 if signal > 0 else self.signal_streak + 1
+        if self.signal_streak == 0 or not self.is_world_process_zero():
+            return
+        causes = "; ".join(no_signal_causes(batch, self.args))
+        step = self.state.global_step + 1
+        if not self.signal_warned:
+            self.signal_warned = True
+            logger.warning("trl-efficient: step %d trains on nothing (0 of %d rows carry a gradient signal): %s.",
+                           step, int(total), causes)  # fmt: skip
+        elif self.signal_streak % SIGNAL_STREAK == 0:
+            logger.warning("trl-efficient: %d generation batches in a row trained on nothing (loss 0, grad_norm 0, "
+                           "through step %d): the run is not learning. Likely: %s.",
+                           self.signal_streak, step, causes)  # fmt: skip
 
     def update_state(self, batch: GroupBatch, output: dict) -> None:
         """Step 5: in training only, `update(batch)` of every stateful component that has it."""
@@ -558,10 +594,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
 
         The loss normaliser `num_items_in_batch` is recomputed over the kept tokens, unless the filter declares
         `loss_normalizer = "all"` (GFPO's paper form: masked rows still count in the DAPO denominator)."""
-        if getattr(self.completion_filter, "loss_normalizer", "kept") == "all":
-            normaliser = output["num_items_in_batch"]
-        else:
-            normaliser = None
+        keep_normaliser = getattr(self.completion_filter, "loss_normalizer", "kept") == "all"
+        normaliser = output["num_items_in_batch"] if keep_normaliser else None
         adv = output["advantages"]
         output["advantages"] = adv * (keep if adv.dim() == 1 else keep[:, None]).to(adv.dtype)
         output["completion_mask"] = output["completion_mask"] * keep.unsqueeze(1).to(output["completion_mask"].dtype)
@@ -596,6 +630,28 @@ class EfficientGRPOTrainer(GRPOTrainer):
                 f"{len(dataset)}; build the trainer with the dataset it trains on."
             )
         return self.prompt_sampler
+
+    # Wraps GRPOTrainer.log (TRL 1.16.0), which logs `None` for a metric with no value in the window (TRL's
+    # `clip_ratio/low_min` when every row is masked, as a completion filter can do): with a completion filter such a
+    # metric is left out (`signal_rows` says why it is empty); without one, TRL's logs are untouched.
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        buffer = metric_buffer(self, "train" if self.model.training else "eval")
+        empty = [k for k, v in buffer.items() if v and all(isinstance(x, float) and math.isnan(x) for x in v)]
+        for key in empty if self.completion_filter is not None else ():
+            del buffer[key]
+        super().log(logs, start_time)
+
+    # Wraps Trainer._issue_warnings_after_load (transformers): a resumed tied-embedding model "misses" its tied copy
+    # (`lm_head.weight`, saved once as the embedding), which `tie_weights` restores: only other keys are reported.
+    def _issue_warnings_after_load(self, load_result) -> None:
+        params = dict(self.model.named_parameters(remove_duplicate=False))
+        missing = set(getattr(load_result, "missing_keys", ()))
+        loaded = {id(p) for name, p in params.items() if name not in missing}
+        tied = [k for k in missing if k in params and id(params[k]) in loaded]
+        if tied and hasattr(load_result, "_replace"):
+            self.model.tie_weights()
+            load_result = load_result._replace(missing_keys=[k for k in load_result.missing_keys if k not in tied])
+        super()._issue_warnings_after_load(load_result)
 
     # ------------------------------------------------------------------------------------------------------------
     # Wraps GRPOTrainer._save_checkpoint (TRL 1.16.0): also writes every stateful component, mirroring TRL's own
@@ -632,9 +688,8 @@ class EfficientGRPOTrainer(GRPOTrainer):
             finalize_model_card(self, os.path.join(self.args.output_dir, "README.md"), **kwargs)
         except Exception as exc:  # an extra: never let it cost the trained model
             self.model_card_error = exc
-            logger.error(
-                "trl-efficient: writing the model card %s failed (%s: %s); the model and checkpoints are not affected.",
-                os.path.join(self.args.output_dir, "README.md"),
-                type(exc).__name__,
-                exc,
+            readme = os.path.join(self.args.output_dir, "README.md")
+            message = (
+                "trl-efficient: writing the model card %s failed (%s: %s); the model and checkpoints are not affected."
             )
+            logger.error(message, readme, type(exc).__name__, exc)

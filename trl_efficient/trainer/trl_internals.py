@@ -20,9 +20,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import importlib
 import inspect
 from collections.abc import Iterator
 from typing import Any
+
+import trl
+from accelerate.utils import gather
 
 __all__ = [
     "GENERATE_OUTPUT_KEYS",
@@ -81,6 +85,7 @@ PRIVATE_METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "_tokenize_prompts": ("GRPOTrainer", ("self", "prompts"), "called: methods.sar (tokenize_prompts)"),
     "_remove_unused_columns": ("Trainer", ("self", "dataset", "description"), "called: methods.dler (refill)"),
     "_get_output_dir": ("Trainer", ("self", "trial"), "called: trainer (output_dir)"),
+    "_issue_warnings_after_load": ("Trainer", ("self", "load_result"), "overridden: trainer (tied keys on resume)"),
 }
 
 # name -> (class whose __init__ sets it, what it holds)
@@ -167,8 +172,6 @@ def _owner(name: str, trainer_cls: type | None = None) -> type:
     trainer, and a harness running TRL's GRPO tests against our subclass rebinds them to ours; the check would then
     read the wrong `__init__`. A class is TRL's own when its `__module__` and `__qualname__` say so.
     """
-    import importlib
-
     module, qualname = _OWNERS[name]
     for cls in trainer_cls.__mro__ if trainer_cls is not None else ():
         if cls.__module__ == module and cls.__qualname__ == qualname:
@@ -189,8 +192,8 @@ def private_surface() -> list[str]:
     as `GRPOTrainer._generate_and_score_completions[key]`.
 
     >>> surface = private_surface()
-    >>> len(surface), surface[0], surface[14], surface[17]
-    (49, 'GRPOTrainer._generate_and_score_completions', 'GRPOTrainer._tag_names', 'GRPOTrainer.beta')
+    >>> len(surface), surface[0], surface[15], surface[18]
+    (50, 'GRPOTrainer._generate_and_score_completions', 'GRPOTrainer._tag_names', 'GRPOTrainer.beta')
     >>> surface[-1]
     'GRPOTrainer._generate_and_score_completions[num_items_in_batch]'
     """
@@ -233,8 +236,6 @@ def check_trl(trainer_cls: type | None = None) -> None:
     checked are TRL's `GRPOTrainer` and transformers' `Trainer` as `trainer_cls` subclasses them
     (`EfficientGRPOTrainer.__init__` passes its own class), never whatever `trl.GRPOTrainer` is bound to at run time
     (`_owner`)."""
-    import trl
-
     problems = _mismatches(trainer_cls)
     if problems:
         raise TrlInternalsError(
@@ -243,7 +244,6 @@ def check_trl(trainer_cls: type | None = None) -> None:
         )
 
 
-# ------------------------------------------------------------------------------------- accessors of private state
 def metric_buffer(trainer: Any, mode: str) -> dict[str, list]:
     """TRL's per-mode metric buffer (`GRPOTrainer._metrics[mode]`): append a value under a key and TRL averages
     and logs it at the next logging step, then clears it."""
@@ -321,6 +321,4 @@ def num_items_in_batch(output: dict) -> Any:
     >>> int(num_items_in_batch({"completion_mask": torch.tensor([[1, 1, 0], [1, 0, 0]])}))
     3
     """
-    from accelerate.utils import gather
-
     return gather(loss_mask(output).sum()).sum()

@@ -1,11 +1,11 @@
-"""WorkCounter (trl_efficient/testing/work.py): exact token counts, by role and grad mode, and timed rewards."""
+"""WorkCounter (perf/work.py): exact token counts, by role and grad mode, and timed rewards."""
 
 import pytest
 import torch
+from work import WorkCounter
 
 from trl_efficient.rewards import get_correctness_reward
 from trl_efficient.testing.tiny import build_tiny_model, build_tiny_tokenizer
-from trl_efficient.testing.work import WorkCounter
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +84,12 @@ def test_summary_is_per_step():
     counter.forward["policy train"] += 60
     assert counter.summary(3)["generated"] == {"policy (x)": 10.0}
     assert counter.summary(3)["forward"] == {"policy train": 20.0}
+
+
+def test_work_module_doctests():
+    """perf/work.py's doctests (perf/ is outside the package's doctest collection)."""
+    import doctest
+
+    import work
+
+    assert doctest.testmod(work, optionflags=doctest.ELLIPSIS).failed == 0

@@ -1,6 +1,7 @@
 """The one scale rule (issue 35, item 1): `paper_to_testbed` on hand-computed values; every recipe whose testbed
-scale depends on the cap declares its paper length constants (`Recipe.paper_lengths`, read from the registry); each
-testbed value is the rule's or an exception with a reason; docs/scale.md's table is the registry's."""
+scale depends on the cap declares its paper length constants (`RecipeSpec.paper_lengths`, read from the specs); each
+testbed value is the rule's or an exception with a reason; docs/scale.md's table is the specs'
+(`trl-efficient testbed scale-table`)."""
 
 import json
 import math
@@ -8,8 +9,8 @@ import os
 
 import pytest
 
-from trl_efficient.recipes import RECIPES
-from trl_efficient.recipes.scale import (
+from trl_efficient.recipes.tables import readme_section
+from trl_efficient_testbed.scale import (
     TESTBED_BASE_CAP,
     TESTBED_BASE_MEAN,
     TESTBED_V3_BASE_MEAN,
@@ -19,7 +20,10 @@ from trl_efficient.recipes.scale import (
     apply_one_rule,
     paper_to_testbed,
 )
-from trl_efficient.recipes.tables import SCALE_TABLE_CAP, SCALE_TABLE_STEPS, readme_section, scale_table
+from trl_efficient_testbed.scale_table import SCALE_TABLE_CAP, SCALE_TABLE_STEPS, scale_table
+from trl_efficient_testbed.specs import SPECS
+
+RECIPES = sorted(SPECS)  # the recipes with a spec (that every compared recipe has one: tests/testbed/test_scaling.py)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DLER = Reference(5500, "base mean", "methods.md §4")
@@ -65,13 +69,13 @@ def test_world_v3_base_mean_is_its_world_report():
     assert ONE_RULE_BASE_MEANS == {"testbed:v3": TESTBED_V3_BASE_MEAN}
 
 
-@pytest.mark.parametrize("name", [n for n in RECIPES.names() if RECIPES.get(n).paper_lengths])
+@pytest.mark.parametrize("name", [n for n in RECIPES if SPECS[n].paper_lengths])
 def test_under_the_one_rule_each_value_is_the_rules_or_kept_with_a_reason(name):
     """World v3's comparison: every paper length constant at the rule's value, but those whose `keep` says why."""
-    recipe = RECIPES.get(name)
+    recipe = SPECS[name]
     for cap in (SCALE_TABLE_CAP, 192):
-        scale = recipe.scale(cap, SCALE_TABLE_STEPS, TESTBED_V3_BASE_MEAN)
-        own = recipe.scale(cap, SCALE_TABLE_STEPS)
+        scale = recipe.at(cap, SCALE_TABLE_STEPS, TESTBED_V3_BASE_MEAN)
+        own = recipe.at(cap, SCALE_TABLE_STEPS)
         for length in recipe.paper_lengths:
             if length.keep:
                 assert length.today(scale, cap) == length.today(own, cap), (name, length.name)
@@ -83,7 +87,7 @@ def test_under_the_one_rule_each_value_is_the_rules_or_kept_with_a_reason(name):
 
 def test_one_rule_keeps_only_world_reasons():
     """The kept constants of world v3, each with its reason; a new one is a decision that belongs in docs/scale.md."""
-    kept = {(n, length.name) for n in RECIPES.names() for length in RECIPES.get(n).paper_lengths if length.keep}
+    kept = {(n, length.name) for n in RECIPES for length in SPECS[n].paper_lengths if length.keep}
     assert kept == {("hbpo", "budgets"), ("hbpo", "l_max (the cosine's horizon)"), ("hbpo", "alpha"),
                     ("curriculum", "final budget"), ("lapo", "target of a prompt without a record")}  # fmt: skip
 
@@ -92,7 +96,7 @@ def test_one_rule_hand_computed_on_the_shared_4k_budget():
     """The same ~4K training budget (issue 35 item 3) lands at one place: DLER's and DA-DLER's 4000 at
     round(4000 x 159.4 / 5500) = 116, DOT-4K's 4096 at round(4096 x 159.4 / 5483) = 119, DA-DLER's easy-group cut
     2000 at 58; ShorterBetter's beta 0.001 x 5226 / 159.4 = 0.03279."""
-    scale = lambda name: RECIPES.get(name).scale(384, 40, TESTBED_V3_BASE_MEAN)  # noqa: E731
+    scale = lambda name: SPECS[name].at(384, 40, TESTBED_V3_BASE_MEAN)  # noqa: E731
     assert scale("dler").config["max_completion_length"] == 116
     assert scale("da-dler").config["max_completion_length"] == 116
     assert scale("da-dler").config["advantage_kwargs"]["truncate_to"] == 58
@@ -128,22 +132,22 @@ def _leaves(scale: RecipeScale) -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("name", RECIPES.names())
+@pytest.mark.parametrize("name", RECIPES)
 def test_every_cap_dependent_value_is_a_declared_paper_length(name):
     """What a recipe's testbed scale changes with the cap is a length constant: it must be declared."""
-    recipe = RECIPES.get(name)
-    wide, tight = _leaves(recipe.scale(384, 40)), _leaves(recipe.scale(192, 40))
+    recipe = SPECS[name]
+    wide, tight = _leaves(recipe.at(384, 40)), _leaves(recipe.at(192, 40))
     moving = sorted(k for k in wide.keys() | tight.keys() if wide.get(k) != tight.get(k))
     fields = [length.field for length in recipe.paper_lengths]
     undeclared = [k for k in moving if not any(k == f or k.startswith(f + ".") for f in fields)]
     assert not undeclared, f"recipe {name!r}: {undeclared} change with the cap but are in no PaperLength"
 
 
-@pytest.mark.parametrize("name", [n for n in RECIPES.names() if RECIPES.get(n).paper_lengths])
+@pytest.mark.parametrize("name", [n for n in RECIPES if SPECS[n].paper_lengths])
 def test_each_testbed_value_is_the_rule_or_a_stated_exception(name):
-    recipe = RECIPES.get(name)
+    recipe = SPECS[name]
     cap, steps = SCALE_TABLE_CAP, SCALE_TABLE_STEPS
-    scale = recipe.scale(cap, steps)
+    scale = recipe.at(cap, steps)
     for length in recipe.paper_lengths:
         assert length.source and length.reference.source, length
         if length.agrees(scale, cap):
@@ -151,7 +155,7 @@ def test_each_testbed_value_is_the_rule_or_a_stated_exception(name):
         else:
             assert length.exception.strip(), f"{name}: {length.name} differs from the rule and states no reason"
         # at the tight cap too, a value is the rule's or an exception
-        assert length.agrees(recipe.scale(192, steps), 192) or length.exception
+        assert length.agrees(recipe.at(192, steps), 192) or length.exception
 
 
 def test_agrees_compares_per_token_values_to_relative_precision():
@@ -160,21 +164,28 @@ def test_agrees_compares_per_token_values_to_relative_precision():
     assert length.agrees(scale, 384) and math.isclose(length.rule(384), 0.0032)
 
 
-def test_docs_table_is_the_registrys():
+def test_docs_table_is_the_specs():
     with open(os.path.join(ROOT, "docs", "scale.md"), encoding="utf-8") as f:
         docs = f.read()
     assert readme_section(docs, "scale-table") == scale_table(), (
-        "docs/scale.md's table differs from the registry: run `trl-efficient recipes --update-readme docs/scale.md`"
+        "docs/scale.md's table differs from the specs: run `trl-efficient testbed scale-table --update docs/scale.md`"
     )
 
 
-def test_cli_prints_and_updates_the_scale_table(capsys, tmp_path):
+def test_cli_prints_checks_and_updates_the_scale_table(capsys, tmp_path):
     from trl_efficient.cli import main
 
-    assert main(["recipes", "--scale-table"]) == 0
+    assert main(["testbed", "scale-table"]) == 0  # through the library's command table (entry point `testbed`)
     assert capsys.readouterr().out.strip() == scale_table()
     stale = tmp_path / "scale.md"
     stale.write_text("intro\n<!-- scale-table:start -->\nSTALE ROW\n<!-- scale-table:end -->\nend\n")
-    assert main(["recipes", "--check-readme", str(stale)]) == 1
-    assert main(["recipes", "--update-readme", str(stale)]) == 0
+    assert main(["testbed", "scale-table", "--check", str(stale)]) == 1
+    assert "trl-efficient testbed scale-table --update" in capsys.readouterr().err
+    assert main(["testbed", "scale-table", "--update", str(stale)]) == 0
     assert readme_section(stale.read_text(), "scale-table") == scale_table()
+    assert stale.read_text().startswith("intro\n") and stale.read_text().endswith("end\n")
+    assert main(["testbed", "scale-table", "--check", str(stale)]) == 0
+    # the library's README tables no longer carry it
+    from trl_efficient.recipes import tables
+
+    assert "scale-table" not in tables.TABLES and not hasattr(tables, "scale_table")

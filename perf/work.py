@@ -50,7 +50,7 @@ def bench_tiny_model(folder: str, hidden: int, layers: int, num_kv_heads: int | 
     """The benchmarks' tiny random Qwen2 (`perf/lisa_memory.py`, `perf/brorl_memory.py`): `layers` decoder layers of
     width `hidden`, heads of 64 (4 heads below a width of 64), `num_kv_heads` (default: as many as heads), saved under
     the temporary directory's `folder` and reused; returns its path."""
-    from .tiny import save_tiny_model
+    from trl_efficient.testing.tiny import save_tiny_model
 
     heads = max(1, hidden // 64) if hidden >= 64 else 4
     path = os.path.join(tempfile.gettempdir(), folder, f"qwen2-{hidden}x{layers}")

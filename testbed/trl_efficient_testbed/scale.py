@@ -1,7 +1,7 @@
 """
-Testbed scale: how a recipe puts its papers' constants at the CPU testbed's size. Each recipe declares its own rule
-(`Recipe.testbed_scale`, a function `(cap, max_steps) -> RecipeScale` next to the recipe); this module holds the
-vocabulary those rules share, and `trl_efficient_testbed.scaling.recipe_scale` applies them.
+Testbed scale: how the instrument puts a recipe's papers' constants at the CPU testbed's size. Each recipe's spec
+declares its own rule (`specs.RecipeSpec.scale`, a function `(cap, max_steps) -> RecipeScale` next to the spec, in
+`specs/`); this module holds the vocabulary those rules share, and `specs.recipe_scale` applies them.
 
 Recipes carry their papers' constants, set for completions of thousands of tokens; the testbed caps completions at
 `max_completion_length` (192 by default) and trains for tens of steps. Run unchanged, a recipe would show its units
@@ -21,20 +21,22 @@ rather than its method (HBPO's cosine over `l_max = 4096` is flat below 192 toke
 `paper_cap` is the paper's response cap where docs/methods.md states one (HBPO 4096, L1 4096, DLER/DA-DLER 4000,
 LASER's context 16384, SABER's largest tier 16384); `DEFAULT_PAPER_CAP = 4096` otherwise (said so in the rule).
 
-**The one rule** (issue 35, item 1; `paper_to_testbed`). Every paper length constant is declared with its recipe
-(`Recipe.paper_lengths`, a tuple of `PaperLength`) together with the paper's own `Reference` length: its base model's
-mean response length where the paper states one (on MATH/MATH-500 where it reports benchmarks apart, the benchmark
-nearest the testbed's arithmetic; else the average it states), its response cap otherwise. A base mean maps to the
-testbed base model's mean response length, a cap to the testbed's cap. World v3's comparison applies it
+**The one rule** (issue 35, item 1; `paper_to_testbed`). Every paper length constant is declared with its recipe's
+spec (`RecipeSpec.paper_lengths`, a tuple of `PaperLength`) together with the paper's own `Reference` length: its base
+model's mean response length where the paper states one (on MATH/MATH-500 where it reports benchmarks apart, the
+benchmark nearest the testbed's arithmetic; else the average it states), its response cap otherwise. A base mean maps
+to the testbed base model's mean response length, a cap to the testbed's cap. World v3's comparison applies it
 (`apply_one_rule`, with testbed:v3's mean `TESTBED_V3_BASE_MEAN`): every declared constant at the rule's value but
-those whose `PaperLength.keep` states a reason of the world. The rules above (`Recipe.testbed_scale`) still set what
-the rule does not cover, and are what world v2's committed comparison ran under (at v2's mean, `TESTBED_BASE_MEAN`);
-where they differed from the rule the constant says why (`PaperLength.exception`). `trl-efficient recipes
---scale-table` (docs/scale.md) lists the paper value, the rule's, world v3's and world v2's.
+those whose `PaperLength.keep` states a reason of the world. The rules above (`RecipeSpec.scale`) still set what the
+rule does not cover, and are what world v2's committed comparison ran under (at v2's mean, `TESTBED_BASE_MEAN`); where
+they differed from the rule the constant says why (`PaperLength.exception`). `trl-efficient testbed scale-table`
+(docs/scale.md) lists the paper value, the rule's, world v3's and world v2's.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -61,10 +63,10 @@ DEFAULT_PAPER_CAP = 4096  # recipes whose paper states no response cap
 BASE_MODEL_PLACEHOLDER = "{base_model}"  # replaced by the testbed base model's directory in recipe_kwargs
 # The testbed base model's mean response length (tokens) at its cap: testbed:v2 on world v2's training tasks,
 # `perf/testbed/results/world_report_v2.json` (summary.mean_tokens 160.82 at max_new_tokens 384; docs/testbed.md);
-# tests/recipes/test_scale_rule.py checks both against the report.
+# tests/testbed/test_scale_rule.py checks both against the report.
 TESTBED_BASE_MEAN, TESTBED_BASE_CAP = 160.8, 384
 # testbed:v3's, the world whose comparison applies the one rule (`apply_one_rule`): 159.37 tokens at 384,
-# `perf/testbed/results_v3/world_report_v3.json` (tests/recipes/test_scale_rule.py checks it)
+# `perf/testbed/results_v3/world_report_v3.json` (tests/testbed/test_scale_rule.py checks it)
 TESTBED_V3_BASE_MEAN = 159.4
 
 
@@ -108,12 +110,19 @@ class RecipeScale:
     num_train: int | None = None
 
     def to_dict(self) -> dict:
-        return {"rule": self.rule, "config": self.config, "reward_kwargs": self.reward_kwargs,
-                "recipe_kwargs": self.recipe_kwargs, "num_generations": self.num_generations,
-                "needs": list(self.needs), "num_train": self.num_train}  # fmt: skip
+        """What a run's key holds of the scale (`jobs.plan_job`: `testbed_scale`, hashed; keep it byte-identical)."""
+        return {
+            "rule": self.rule,
+            "config": self.config,
+            "reward_kwargs": self.reward_kwargs,
+            "recipe_kwargs": self.recipe_kwargs,
+            "num_generations": self.num_generations,
+            "needs": list(self.needs),
+            "num_train": self.num_train,
+        }
 
 
-ScaleRule = Callable[[int, int], RecipeScale]  # (cap, max_steps) -> RecipeScale: a recipe's `testbed_scale`
+ScaleRule = Callable[[int, int], RecipeScale]  # (cap, max_steps) -> RecipeScale: a spec's `scale`
 
 
 def scale_free(name: str, why: str) -> ScaleRule:
@@ -145,8 +154,9 @@ def revisits(name: str, why: str) -> ScaleRule:
 
     def build(cap: int, steps: int) -> RecipeScale:
         tasks = revisit_tasks(steps)
-        return RecipeScale(name, f"scale-free ({why}); trains on {tasks} tasks so that each is visited about 4 times "
-                           "in the run (the paper trains for several epochs)", num_train=tasks)  # fmt: skip
+        rule = (f"scale-free ({why}); trains on {tasks} tasks so that each is visited about 4 times in the run (the "
+                "paper trains for several epochs)")  # fmt: skip
+        return RecipeScale(name, rule, num_train=tasks)
 
     return build
 
@@ -229,13 +239,13 @@ def paper_to_testbed(
 
 @dataclass(frozen=True)
 class PaperLength:
-    """A paper length constant of a recipe (`Recipe.paper_lengths`), mapped to the testbed by `paper_to_testbed`.
+    """A paper length constant of a recipe (`RecipeSpec.paper_lengths`), mapped to the testbed by `paper_to_testbed`.
 
     `name`: what it is (with the paper's symbol); `paper`: its paper value (tokens, or reward per token; a tuple for a
     set of budgets or tiers); `unit`: `"length"` or `"per-token"`; `reference`: the paper's `Reference`; `source`:
     where the paper states the constant; `field`: where the testbed's value sits in the recipe's `RecipeScale`, a
     dotted path (`"config.filter_kwargs.margin"`; `"config.max_completion_length"` absent means the comparison's
-    cap); `minimum`: its floor at the testbed; `exception`: why the recipe's own rule (`Recipe.testbed_scale`, what
+    cap); `minimum`: its floor at the testbed; `exception`: why the recipe's own rule (`RecipeSpec.scale`, what
     world v2's comparison ran under) differs from the one rule's, empty when they agree; `keep`: why the one rule
     keeps the recipe's own value instead of its own (`apply_one_rule`, world v3's comparison), empty when it does
     not: a reason of the world (a budget below every trace's floor), stated in docs/scale.md's table.
@@ -285,8 +295,6 @@ class PaperLength:
 
     def agrees(self, scale: RecipeScale, cap: int, base_mean: float = TESTBED_BASE_MEAN) -> bool:
         """Whether today's value is the one rule's (per-token coefficients to 1e-9, relative)."""
-        import math
-
         rule, today = self.rule(cap, base_mean), self.today(scale, cap)
         if self.unit == "per-token":
             pairs = zip(rule, today, strict=True) if isinstance(rule, tuple) else [(rule, today)]
@@ -297,8 +305,6 @@ class PaperLength:
 def _with_field(scale: RecipeScale, path: str, value) -> RecipeScale:
     """`scale` with the dotted `path` (`PaperLength.field`) set to `value` (tuples written as lists, as the run files
     hold them); the dicts on the way are copied, never mutated."""
-    import copy
-
     head, *keys = path.split(".")
     root = copy.deepcopy(getattr(scale, head))
     node = root
@@ -309,7 +315,7 @@ def _with_field(scale: RecipeScale, path: str, value) -> RecipeScale:
 
 
 def apply_one_rule(scale: RecipeScale, lengths: tuple[PaperLength, ...], cap: int, base_mean: float) -> RecipeScale:
-    """`scale` (a recipe's own `testbed_scale`) with every paper length constant at the one rule's value
+    """`scale` (a recipe's own rule, `RecipeSpec.scale`) with every paper length constant at the one rule's value
     (`PaperLength.rule` with the testbed base's mean `base_mean`), except those whose `keep` states why the recipe's
     own value stays; the rule line says which were set and which kept. Where the one rule gives every constant the
     value the recipe's own rule gives, `scale` is returned as it is (its rule line, and so its run files' keys, stay).
