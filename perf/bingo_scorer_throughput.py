@@ -116,7 +116,7 @@ def training_section(model_dir: str, device: str, steps: int, completion_length:
     from transformers import AutoTokenizer
     from work import StepTimer
 
-    from trl_efficient.cli import resolve_model
+    from trl_efficient.api import resolve_model
     from trl_efficient.rewards import correctness_reward
     from trl_efficient.rewards.bingo import get_bingo_length_reward
     from trl_efficient.trainer import EfficientGRPOConfig, EfficientGRPOTrainer

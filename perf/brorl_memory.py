@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if opts.model is None:
         opts.model = bench_tiny_model("trl_efficient_brorl_bench", opts.hidden, opts.layers)
     else:
-        from trl_efficient.cli import resolve_model
+        from trl_efficient.api import resolve_model
 
         opts.model = resolve_model(opts.model)
     settings = (opts.model, opts.steps, opts.max_completion_length, opts.micro_batch)

@@ -23,7 +23,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 from work import StepTimer
 
-from trl_efficient.cli import resolve_model
+from trl_efficient.api import resolve_model
 from trl_efficient.methods.entropy import TokenEntropyTrainer
 from trl_efficient.methods.pear import PEARTrainer
 from trl_efficient.methods.sar import SARTrainer

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if opts.model is None:
         opts.model = bench_tiny_model("trl_efficient_lisa_bench", opts.hidden, opts.layers, num_kv_heads=1)
     else:
-        from trl_efficient.cli import resolve_model
+        from trl_efficient.api import resolve_model
 
         opts.model = resolve_model(opts.model)
     settings = (opts.model, opts.steps, opts.gamma, opts.interval, opts.lora_r, opts.max_completion_length)

@@ -716,7 +716,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from trl_efficient.cli import resolve_model
+    from trl_efficient.api import resolve_model
     from trl_efficient.recipes import RECIPES
 
     torch.set_num_threads(opts.threads)

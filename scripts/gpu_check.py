@@ -96,7 +96,7 @@ def _learning_rate(model: str) -> float:
 
 
 def _resolve(model: str) -> str:
-    from trl_efficient.cli import resolve_model
+    from trl_efficient.api import resolve_model
 
     return resolve_model(model)  # tiny: / testbed: registered first
 
@@ -177,7 +177,8 @@ def _check_subgroups(trainer, budgets=BUDGETS, steps: int = 2) -> None:
 def worker_train(model: str, out_dir: str) -> None:
     import torch
 
-    from trl_efficient.cli import packaged_config, train_main
+    from trl_efficient.api.configs import packaged_config
+    from trl_efficient.api.training import train_main
 
     argv = [
         "--config", packaged_config("smoke"),

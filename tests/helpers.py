@@ -311,7 +311,7 @@ def train_yaml(name, tmp_path, **cli):
     import json
     import os
 
-    from trl_efficient.cli import parse_train_args, train_main
+    from trl_efficient.api.training import parse_train_args, train_main
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cli = {"max_completion_length": 12, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in cli.items()}}

@@ -110,7 +110,7 @@ def test_wheel_copy_reads_its_files_from_outside_the_checkout(wheel, tmp_path):
     script = """
 import json, os, sys, yaml
 import trl_efficient
-from trl_efficient.cli import packaged_config
+from trl_efficient.api.configs import packaged_config
 from trl_efficient.hub.card import SECTION_MARKER, _template
 from trl_efficient.recipes import RECIPES
 assert trl_efficient.__file__.startswith(sys.argv[1]), trl_efficient.__file__

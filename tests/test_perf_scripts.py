@@ -283,10 +283,10 @@ def test_report_merges_runs_and_refuses_different_settings(tmp_path, capsys):
 
 def test_scripts_resolve_tiny_and_testbed_names_in_a_fresh_interpreter():
     """The package root registers no model scheme (explicit registration), so the scripts resolve model names through
-    `trl_efficient.cli.resolve_model`: in a fresh interpreter (no conftest), `tiny:` resolves to a built directory."""
+    `trl_efficient.api.resolve_model`: in a fresh interpreter (no conftest), `tiny:` resolves to a built directory."""
     import subprocess
 
-    code = ("from trl_efficient.cli import resolve_model; import os; p = resolve_model('tiny:qwen2-16'); "
+    code = ("from trl_efficient.api import resolve_model; import os; p = resolve_model('tiny:qwen2-16'); "
             "assert os.path.isfile(os.path.join(p, 'config.json')), p; print('ok')")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

@@ -190,8 +190,7 @@ def show_presets(argv: list[str]) -> int:
 
 
 def recipes_main(argv: list[str]) -> int:
-    """`trl-efficient recipes [--markdown | --update-readme PATH | --check-readme PATH]` (PATH: README.md;
-    docs/scale.md's table is the instrument's, `trl-efficient testbed scale-table`);
+    """`trl-efficient recipes [--markdown | --update-readme PATH | --check-readme PATH]` (PATH: README.md);
     `trl-efficient recipes show NAME` prints a shipped recipe YAML (`show_recipe`)."""
     if argv[:1] == ["show"]:
         return show_recipe(argv[1:])
@@ -388,28 +387,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trl-efficient: error: {line}", file=sys.stderr)
         return 2
     return 0 if result is None or isinstance(result, dict) else int(result)
-
-
-# The pipeline moved to the library API (issue 34): `trl_efficient.api` (`train`, `resolve_model`,
-# `register_everything`), `trl_efficient.api.training` (`train_main`, `parse_train_args`, `run_training`, ...) and
-# `trl_efficient.api.configs` (`packaged_config`, `resolve_config`, ...). Scripts and tests written against
-# `trl_efficient.cli` still find those names here, resolved on first use (PEP 562), so importing this module stays
-# light.
-_MOVED = {"api": ("register_everything", "resolve_model", "train"), "api.configs": ("CONFIG_HINT", "packaged_config",
-          "read_config_file", "resolve_config", "shipped_config_name", "shipped_configs")}  # fmt: skip
-
-
-def __getattr__(name: str):
-    import importlib
-
-    module = next((m for m, names in _MOVED.items() if name in names), None)
-    if module is None and not name.startswith("__"):
-        module = "api.training"  # everything else of the former module: the training pipeline
-    if module is not None:
-        value = getattr(importlib.import_module(f"{__package__}.{module}"), name, None)
-        if value is not None:
-            return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -430,7 +430,8 @@ ISSUE_37 = [
     # write failures: said before the work, and never "cannot read"
     (True, ["profile", "--model_name_or_path", "tiny:qwen2-16", "--dataset_name", "gsm8k", "--output", "nodir/p.json"],
      "--output nodir/p.json: the folder {tmp}/nodir does not exist; create it or pass another path"),
-    (True, [*EVAL[:-3], "--output-dir", "afile"], "afile exists and is not a folder: pass a new folder"),
+    (True, [*EVAL[:-3], "--output-dir", "afile"],
+     "--output-dir afile: {tmp}/afile is a file, not a folder; pass another path"),
     (True, ["data", "prepare", "--benchmarks", "gsm8k", "--output", "afile/x"],
      "--output-dir afile/x: {tmp}/afile is a file, not a folder; pass another path"),
     # serve-scorer: checked before the scorer loads

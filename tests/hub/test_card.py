@@ -46,7 +46,7 @@ def _trainer(
     """Just what `finalize_model_card` reads from an `EfficientGRPOTrainer`, built from the recipe as the CLI does."""
     recipe = get_recipe(recipe_name)
     args = tiny_config(tmp_path, **{**recipe.config_overrides, **cfg})
-    if recipe_kwargs is not None:  # handed to the recipe's data preparation, as cli.run_training does
+    if recipe_kwargs is not None:  # handed to the recipe's data preparation, as api.training.run_training does
         dataset = recipe.apply_prepare_dataset(dataset, args, tokenizer, **recipe_kwargs)
     funcs, weights = recipe.build_reward_funcs(args, tokenizer)
     return SimpleNamespace(
@@ -381,7 +381,7 @@ def test_card_lists_only_the_datasets_the_run_used(evaluated, tmp_path):
     """Issue 36 item 4: cards listed MATH-500, loaded as the evaluation set of a run that never evaluated on it
     (`--eval_before_after false`). A one-step run on GSM8K with MATH-500 as its evaluation set: the card and its
     metadata name MATH-500 only when the before/after evaluation ran on it."""
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
 
     overrides = dict(recipe="grpo", max_steps=1, dataset_name="gsm8k", dataset_limit=8, eval_dataset_name="math500")
     overrides.update(eval_limit=2, eval_max_new_tokens=4, eval_before_after=evaluated)

@@ -104,7 +104,7 @@ def test_trainer_advantages(tiny_model_dir, tmp_path):
 
 
 def test_canon_yaml(tmp_path):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
 
     config = recipe_yaml_settings("canon")
     # methods.md §26 [code] (biuboomc/CANON scripts/setups.sh): alpha 1.0, mu (_lambda) 1.0, G 16, clip-high .28,

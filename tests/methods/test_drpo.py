@@ -212,7 +212,7 @@ class TestTrainer:
 
 
 def test_drpo_yaml(tmp_path):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
     from trl_efficient.recipes import get_recipe
 
     recipe = get_recipe("drpo")

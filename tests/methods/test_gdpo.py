@@ -91,7 +91,7 @@ def test_trainer_advantages_are_gdpo(tiny_model_dir, tmp_path):
 
 
 def test_gdpo_recipe_and_yaml(tmp_path):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
 
     recipe = get_recipe("gdpo")
     assert recipe.config_overrides == {"multi_objective_aggregation": "normalize_then_sum"}

@@ -302,7 +302,7 @@ class TestHBPORecipe:
     def test_trains_from_yaml(self, tmp_path, monkeypatch):
         from huggingface_hub import ModelCard
 
-        from trl_efficient.cli import parse_train_args, train_main
+        from trl_efficient.api.training import parse_train_args, train_main
 
         monkeypatch.chdir(ROOT)
         _, _, cfg = parse_train_args(["--config", "configs/hbpo.yaml", *tiny_cli_args(tmp_path)])

@@ -55,7 +55,7 @@ def test_each_rollout_is_scored_against_its_own_target(tiny_model_dir, tmp_path,
 def test_l1_trains_from_its_yaml(recipe, tmp_path, monkeypatch):
     from huggingface_hub import ModelCard
 
-    from trl_efficient.cli import parse_train_args, train_main
+    from trl_efficient.api.training import parse_train_args, train_main
 
     monkeypatch.chdir(ROOT)
     _, _, cfg = parse_train_args(["--config", f"configs/{recipe}.yaml", *tiny_cli_args(tmp_path)])

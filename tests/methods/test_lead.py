@@ -179,7 +179,7 @@ def test_trainer_uses_gathered_reward_and_reweighting(tiny_model_dir, tmp_path):
 
 
 def test_grpo_lead_yaml(tmp_path):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
     from trl_efficient.recipes import get_recipe
 
     o = get_recipe("grpo-lead").config_overrides

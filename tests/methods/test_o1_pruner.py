@@ -173,7 +173,7 @@ def test_reward_state_round_trip():
 
 # ------------------------------------------------------------------------------------------- training and resume
 def test_trains_from_yaml_and_resumes_without_resampling(tmp_path, monkeypatch):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
 
     calls = []
     real = o1.sample_rollouts

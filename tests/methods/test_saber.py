@@ -325,7 +325,7 @@ class TestProfile:
     def test_profile_command_then_saber_trains_from_yaml(self, tmp_path, monkeypatch):
         from huggingface_hub import ModelCard
 
-        from trl_efficient.cli import train_main
+        from trl_efficient.api.training import train_main
 
         monkeypatch.chdir(ROOT)
         path = profile_with_cli(tmp_path / "profile.jsonl")

@@ -3,13 +3,17 @@ gathered rewards, the advantages, the masks, the loss normaliser, the metrics an
 same. With dynamic-sampling refill (dler_refill, da_dler) rows of the refilled batch move between ranks: each
 rank's prompts, advantages and masks must still concatenate to the single process's."""
 
+import importlib.util
 import os
 
 import pytest
 from helpers import run_one_and_two
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "run_advantage_trainer.py")
-METHODS = ["gfpo", "gfpo_adaptive", "dler_refill", "da_dler", "drpo", "grpo_lead", "canon", "gdpo"]
+_spec = importlib.util.spec_from_file_location("run_advantage_trainer", SCRIPT)
+_runner = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runner)
+METHODS = list(_runner.METHODS)  # every method the script trains (a new one is one entry there, no list here)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import torch
 import yaml
 from huggingface_hub import ModelCard
 
-from trl_efficient.cli import train_main
+from trl_efficient.api.training import train_main
 from trl_efficient.recipes import get_recipe
 from trl_efficient.recipes.presets import run_preset, scaled_overrides
 from trl_efficient.trainer import EfficientGRPOTrainer

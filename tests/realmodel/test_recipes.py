@@ -16,7 +16,7 @@ from huggingface_hub import ModelCard
 from transformers import AutoTokenizer
 from trl import GRPOTrainer
 
-from trl_efficient.cli import train_main
+from trl_efficient.api.training import train_main
 from trl_efficient.recipes import RECIPES
 from trl_efficient.trainer import EfficientGRPOTrainer
 

@@ -13,7 +13,8 @@ from fake_hub import start_fake_hub
 from huggingface_hub import ModelCard
 from transformers import AutoModelForCausalLM
 
-from trl_efficient.cli import main, train_main
+from trl_efficient.api.training import train_main
+from trl_efficient.cli import main
 
 pytestmark = pytest.mark.realmodel
 

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from helpers import gold_scripted_generation, profile_with_cli, tiny_cli_args
 
-from trl_efficient.cli import main, parse_train_args, train_main
+from trl_efficient.api.training import parse_train_args, train_main
+from trl_efficient.cli import main
 from trl_efficient.recipes import RECIPES, REWARD_BUILDERS, REWARD_INFO, tables
 from trl_efficient.recipes.presets import run_preset
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from trl_efficient.cli import train_main
+from trl_efficient.api.training import train_main
 from trl_efficient.recipes import RECIPES
 
 pytest.importorskip("peft")

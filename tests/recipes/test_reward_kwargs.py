@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import parse_train_args
+from trl_efficient.api.training import parse_train_args
 from trl_efficient.recipes import get_recipe
 
 

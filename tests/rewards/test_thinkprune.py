@@ -69,3 +69,15 @@ def test_errors_name_the_field_and_the_reward_pickles():
     reward = pickle.loads(pickle.dumps(get_thinkprune_reward()))
     assert reward.__name__ == "thinkprune_reward"
     assert reward([RIGHT], ["12"], [[0] * 5], finished=[True], trainer_state=NS(global_step=0, max_steps=3)) == [1.0]
+
+
+def test_the_plan_reads_rollout_plan_kwargs_over_the_papers_rounds():
+    # `ThinkPruneRolloutPlan` declares `default_schedule` and inherits `from_config`: empty kwargs give the paper's
+    # rounds (not the curriculum's 256 -> 87), a partial dict changes only its keys, and errors name the plan
+    plan = ThinkPruneRolloutPlan.from_config(NS(rollout_plan_kwargs={}, max_steps=90))
+    assert plan.schedule.settings() == {"initial_budget": 4000, "final_budget": 2000, "decay_points": 2,
+                                        "schedule": "linear"}  # fmt: skip
+    plan = ThinkPruneRolloutPlan.from_config(NS(rollout_plan_kwargs={"final_budget": 1000}, max_steps=90))
+    assert [plan.budget(s) for s in (0, 30, 60)] == [4000, 2500, 1000]  # 4000 - 3000 k / 2
+    with pytest.raises(ValueError, match=r"rollout_plan_kwargs.*rollout_plan='thinkprune'"):
+        ThinkPruneRolloutPlan.from_config(NS(rollout_plan_kwargs={"limit": 9}, max_steps=90))

@@ -143,7 +143,7 @@ def test_plain_grpo_trainer_updates_the_schedule_itself(tiny_model_dir, tiny_tok
 
 
 def test_recipe_trains_two_steps_from_its_yaml(tiny_classifier_dir, tmp_path, monkeypatch):
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("TRL_EFFICIENT_BINGO_SCORER", tiny_classifier_dir)  # the environment ...

@@ -9,7 +9,8 @@ import pytest
 import yaml
 from helpers import gold_scripted_generation
 
-from trl_efficient.cli import main, parse_train_args, train_main
+from trl_efficient.api.training import parse_train_args, train_main
+from trl_efficient.cli import main
 from trl_efficient.recipes import RECIPES
 from trl_efficient.recipes.presets import RUN_PRESETS, run_preset, scaled_overrides
 

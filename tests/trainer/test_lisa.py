@@ -162,7 +162,8 @@ def test_peft_is_refused(four_layer_dir, tmp_path):
 def test_use_peft_on_the_command_line_is_refused_at_config_time(tmp_path):
     from helpers import tiny_cli_args
 
-    from trl_efficient.cli import UserError, parse_train_args
+    from trl_efficient.api.training import parse_train_args
+    from trl_efficient.core.errors import UserError
 
     argv = ["--config", "kimi", *tiny_cli_args(tmp_path), "--use_peft", "--lisa_activated_layers", "1"]
     with pytest.raises(UserError, match=r"lisa_activated_layers=1 .*cannot be combined with PEFT/LoRA") as err:

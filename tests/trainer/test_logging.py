@@ -11,7 +11,7 @@ import textwrap
 import pytest
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import train_main
+from trl_efficient.api.training import train_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # logged every step by EfficientGRPOTrainer (trainer.py, group-stage metrics), whatever the recipe
@@ -45,7 +45,7 @@ TRACKIO_RUN = textwrap.dedent(
     import json, sys
     sys.path.insert(0, {tests!r})
     from helpers import tiny_cli_args
-    from trl_efficient.cli import train_main
+    from trl_efficient.api.training import train_main
     train_main(["--config", "configs/grpo.yaml", *tiny_cli_args({out!r}, report_to="trackio"),
                 "--project", "trl-efficient-test", "--run_name", "two-steps"])
     from trackio.sqlite_storage import SQLiteStorage

@@ -6,7 +6,7 @@ import warnings
 
 from helpers import tiny_cli_args
 
-from trl_efficient.cli import train_main
+from trl_efficient.api.training import train_main
 from trl_efficient.eval.plots import pareto_plot
 
 

@@ -326,7 +326,7 @@ def cpu_threads_hint(threads: int, cpus: int, load: float) -> str | None:
     average, at least 1), else None. Why: OpenMP threads that wait on each other for a busy core made a step of a
     135M model 10x slower on a 2-core machine shared with other work (905 s with torch's default 2 threads, 91 s with
     OMP_NUM_THREADS=1; issue 36). A hint only: the thread count is the user's (it can change the last bits of float
-    sums), and the testbed and the quickstart already run on one thread (`testbed.training.torch_threads`).
+    sums), and the quickstart's synthetic world already runs on one thread (`overthinking.torch_threads`).
 
     >>> cpu_threads_hint(2, 2, 0.3) is None, cpu_threads_hint(1, 2, 5.0) is None
     (True, True)
@@ -569,7 +569,7 @@ def run_training(script_args: TrainArguments, data_args, training_args) -> dict:
         trainer.accelerator.wait_for_everyone()
         return result
 
-    # Tiny testbed matrices: one torch thread is faster than two threads waiting on each other (testbed/runner.py).
+    # The synthetic world's tiny matrices: one torch thread beats two threads waiting on each other.
     threads = torch_threads() if is_testbed_model(script_args.model_name_or_path) else contextlib.nullcontext()
     with threads:
         # a resume reads the first run's before-training evaluation back instead of repeating it (trainer/runs.py)

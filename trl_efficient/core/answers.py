@@ -11,32 +11,16 @@ answer before math-verify, and a normalised-string comparison of the boxed answe
 says no (`answers_match_as_strings`).
 
 Which answer counts (`extract_prediction`): the last box, else the last answer statement, else math-verify's weaker
-anchors. Three decisions on real completions (issue 36 item 6, SmolLM2-135M-Instruct), each against math-verify 0.9
-(`math_verify/parser.py`: `extract_target_from_pred` tries priority groups in order and, within a group, the
-rightmost match first) and the papers' graders (Qwen2.5-Math's evaluation harness, `evaluation/parser.py`
-`extract_answer`, which LASER and other efficient-reasoning papers evaluate with: the last `boxed`, else the last
-"he answer is", else the last "final answer is";
-GSM8K's `grade_school_math/dataset.py` `extract_answer`: `#### (\-?[0-9\.\,]+)`, commas removed):
+anchors (issue 36 item 6; decided against math-verify 0.9 `math_verify/parser.py` `extract_target_from_pred`,
+Qwen2.5-Math's `evaluation/parser.py` `extract_answer` and GSM8K's `grade_school_math/dataset.py` `extract_answer`;
+the reasoning for each: docs/evaluation.md, "Which answer of a completion counts"):
 
-- (a) **An empty `\boxed{}` is no answer.** A model that echoes the instruction "put your final answer within
-  \boxed{}" (2 of 12 real completions) used to lose its later answer whenever LaTeX followed: math-verify's
-  plain-box pattern `\boxed{.+}` ran from the empty box to the text's last `}`, read nothing, and in `first_match`
-  mode (TRL's `accuracy_reward`) ended the search. math-verify's own default (`any_match`) skips a box it cannot
-  read and goes on to the next candidate; we follow it by dropping empty boxes in `normalize_answer`, so the last
-  non-empty box, or else the last statement, is read. Qwen2.5-Math's grader reads an empty box that is the last
-  "boxed" as the answer "" (wrong); an empty box says nothing about the answer, so we do not follow it there.
-- (b) **The last answer statement wins, whatever its wording.** math-verify ranks "final answer ... is" (priority 50)
-  and "answer:" (100) above "answer ... X" (200), so "My final answer is 24. Wait, ... The answer is 27." read 24.
-  Qwen2.5-Math's grader ranks the other way ("he answer is" first), so the graders agree only on "the last of a
-  kind"; a completion that revises its answer states the revision last. A statement is "final answer ... is X",
-  "answer is X", "answer: X", "answer = X" or "#### X", read by math-verify on its own text (up to the next
-  "answer" or "####"). math-verify's weakest anchor, "answer" followed within 50 characters by any value ("this
-  answer took 3 steps"), is still read only when no statement holds a value. A box still beats every statement,
-  as in math-verify (`boxed_match_priority=0`) and in Qwen2.5-Math's grader.
-- (c) **"#### 27" in a completion is a statement**, read as GSM8K's grader reads it (a number, commas removed, the
-  reading our gold side gives "#### 1,234"), when the number ends its line as in every GSM8K gold (a markdown
-  heading "#### 1. Multiply" is no answer). GSM8K's grader takes the first `####` (`re.search`: its few-shot models
-  went on to write the next question); a chat completion ends at its EOS, so the last statement counts, as in (b).
+- (a) an empty `\boxed{}` is no answer (dropped in `normalize_answer`, as math-verify's `any_match` skips it);
+- (b) the last answer statement wins, whatever its wording ("final answer ... is X", "answer is X", "answer: X",
+  "answer = X", "#### X"); the weakest anchor ("answer" + any value within 50 characters) only when no statement
+  holds a value; a box beats every statement (`boxed_match_priority=0`);
+- (c) a completion's "#### 27" is a statement, read as GSM8K's grader reads it (commas removed), only when the number
+  ends its line; the last one counts (GSM8K's grader takes the first).
 
 `is_correct` returns `None` **only** when the gold answer cannot be parsed, i.e. math-verify extracts nothing from it
 (the test TRL's `accuracy_reward` applies): that row carries no signal, and every reward built on it returns `None`

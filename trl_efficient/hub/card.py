@@ -802,10 +802,9 @@ def eval_results_metadata(entries: list[dict]) -> list[EvalResult]:
             dataset_name=bench,
             dataset_args={"mode": mode},
         )
-        metrics = [("accuracy", f"accuracy ({mode})", r.get("accuracy"))]
-        metrics.append(("mean_tokens", f"mean tokens ({mode})", r.get("mean_tokens")))
-        for metric_type, metric_name, value in metrics:
-            if value is not None:
+        for metric_type, metric_name in (("accuracy", "accuracy"), ("mean_tokens", "mean tokens")):
+            if (value := r.get(metric_type)) is not None:
+                metric_name = f"{metric_name} ({mode})"
                 out.append(EvalResult(metric_type=metric_type, metric_name=metric_name, metric_value=value, **common))
     return out
 
@@ -844,9 +843,7 @@ def _bullets(items) -> str:
 def _quickstart(data: CardData) -> str:
     modes = {"plain": {}}
     for m in data.prompt_modes:
-        modes[m.name] = {k: v for k, v in (("system", m.system), ("user_suffix", m.user_suffix)) if v}
-        if m.prefill:
-            modes[m.name]["prefill"] = m.prefill
+        modes[m.name] = {k: v for k, v in dataclasses.asdict(m).items() if k != "name" and v}
     mode_lines = "\n".join(f"    {name!r}: {spec!r}," for name, spec in modes.items())
     prompt_note = "the question, then the instruction on its own line" if data.instruction else "the question alone"
     if data.example_question:
@@ -942,9 +939,7 @@ def render_card(data: CardData, eval_entries: list[dict] | None = None, model_re
         tags=tags,
         eval_results=eval_results,
     )
-    evaluation = ""
-    if entries:
-        evaluation = "Results of `trl-efficient eval`:\n\n" + eval_table(entries)
+    evaluation = "Results of `trl-efficient eval`:\n\n" + eval_table(entries) if entries else ""
     if not evaluation and not data.summary:
         evaluation = "No evaluation was run with this model (see `trl-efficient eval`)."
     section = render_method_section(dataclasses.replace(data, evaluation=evaluation))

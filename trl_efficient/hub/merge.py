@@ -1,43 +1,24 @@
 """`trl-efficient merge`: merge a base and a trained model (or a LoRA adapter into its base) into one loadable model
 directory, with a card (README.md) saying how it was merged.
 
-Methods (α is always the weight of the *trained* model: α = 0 gives the base, α = 1 the trained model):
+Methods (α is always the weight of the *trained* model: α = 0 gives the base, α = 1 the trained model); the
+narrative, the released script's conventions and the card: docs/publish.md, "`trl-efficient merge`":
 
-- `uniform` — model averaging, `θ = (1 − α) θ_base + α θ_trained` for every tensor. Lin et al., "Mitigating the
-  Alignment Tax of RLHF" (arXiv 2309.06256), §3, with the paper's convention: θ_0 the model before RL, θ the model
-  after it, and α the weight of θ. (The released script `scripts/postprocess/weight_interpolation.py` multiplies the
-  *first listed* model by its ratio; we name both models, so the order cannot flip the meaning.)
-- `layerwise` — Heterogeneous Model Averaging (HMA, same paper): the transformer is cut into three bands (input,
-  middle, output) and band `b` gets its own ratio, `θ = (1 − α_b) θ_base + α_b θ_trained`. Bands, for `L` decoder
-  layers and layer index `i`: by default band `⌊3i / L⌋` (equal thirds; the lower bands get the remainder, so 26
-  layers split 9/9/8) — a proposed default, the released script takes explicit split indices instead, which
-  `--split-layers a,b` reproduces (layer `i ≤ a` lower, `a < i ≤ b` middle, else upper; its `merge_split`). Tensors
-  outside the decoder layers join the band next to them in the model's parameter order: embeddings (before the first
-  layer) the lower band, the final norm and the LM head (after the last) the upper band. Proposed default: the
-  released script gives the head and final norm the global ratio instead of a band's. A head tied to the input
-  embedding is one tensor (named after the embedding) and so follows the lower band.
-- `update-selective` — DLER's update-selective merge (arXiv 2510.15110; the algorithm is not published, this is the
-  documented proposal of methods.md §4): `θ = θ_base + M ⊙ (θ_trained − θ_base)` where, per tensor of `n` entries,
-  `M` keeps exactly `k = ⌈keep · n⌉` entries with the largest `|Δ|` (`torch.topk`, ties broken by its order;
-  proposed default: the ceiling, so every tensor keeps at least one entry). Computed as `where(M, θ_trained,
-  θ_base)`, which equals the formula exactly (no `b + (t − b)` rounding).
-- `lora` — a LoRA adapter merged into its base with PEFT's `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv
-  2106.09685); the base is read from the adapter's `adapter_config.json` unless `--base` is given.
+- `uniform`: `θ = (1 − α) θ_base + α θ_trained` per tensor (Lin et al., arXiv 2309.06256, §3; released
+  `scripts/postprocess/weight_interpolation.py`).
+- `layerwise`: HMA (same paper), `θ = (1 − α_b) θ_base + α_b θ_trained`, band `⌊3i / L⌋` (proposed default; 26
+  layers split 9/9/8) or `--split-layers a,b` (the script's `merge_split`); embeddings (a tied head too) join the lower
+  band, final norm and LM head the upper one (proposed default: the script gives them the global ratio).
+- `update-selective`: DLER (arXiv 2510.15110; unpublished, methods.md §4's proposal), `θ = θ_base + M ⊙ (θ_trained −
+  θ_base)`, `M` the `k = ⌈keep · n⌉` largest `|Δ|` per tensor (`torch.topk`; the ceiling is a proposed default),
+  computed exactly as `where(M, θ_trained, θ_base)`.
+- `lora`: PEFT `merge_and_unload` (`W + (α/r) B A`; Hu et al., arXiv 2106.09685); base from `adapter_config.json`
+  unless `--base`.
 
-The card (every method; docs/publish.md, "`trl-efficient merge`"): `base_model` metadata holds Hub ids only
-(`describe_model`), `license` only when the models' cards state one (`hub.card.choose_license`), and the body
-(`hub_cards/merge.md`) names both models, the formula, the parameters and the paper; its data is saved as
-`trl_efficient_merge.json` (`card_info`), from which `trl-efficient push` renders it again with the repo id. A `lora`
-merge of a trl-efficient run's adapter copies the run's card data and `eval/` results and keeps the *training card*
-(`hub.card.render_card`) with the merge card's body appended (`merge_section`); its evaluation results were measured
-on the adapter, and the merged model computes the same function (`merge_and_unload` folds `(α/r) B A` into the
-weights), so they are shown as its own (proposed default).
-
-Each tensor is merged in float32 and cast back to the trained model's dtype; parameters are iterated once each
-(tied weights are one parameter); buffers, config and tokenizer are the trained model's (the adapter's or the base's
-for `lora`). Memory: both models at once, plus one float32 tensor at a time. A trained vocabulary larger than the
-base's is merged into the base resized to it (`resize_base_vocabulary`). Nothing is written unless everything is
-(`run_merge`: a staging folder beside `--output`, renamed once complete).
+One line each: the card's `base_model` holds Hub ids only, `license` only when the cards state one; a `lora` merge of a
+trl-efficient run keeps its training card and `eval/` results (proposed default); float32 per tensor, cast to the
+trained dtype, tied weights once; buffers, config and tokenizer are the trained model's; a grown vocabulary resizes
+the base (`resize_base_vocabulary`); nothing is written unless everything is (`run_merge`, a staging folder).
 """
 
 from __future__ import annotations
@@ -383,9 +364,7 @@ def merge_lora(adapter: str, output: str, base: str | None = None, final: str | 
     merged.save_pretrained(output)
     tokenizer_from = _save_tokenizer([adapter, base], output)
     params = {"adapter": adapter, "peft_type": str(config.peft_type.value if config.peft_type else "")}
-    for key in ("r", "lora_alpha"):
-        if getattr(config, key, None) is not None:
-            params[key] = getattr(config, key)
+    params.update({key: getattr(config, key) for key in ("r", "lora_alpha") if getattr(config, key, None) is not None})
     adapter_dir = os.path.expanduser(adapter)
     info = card_info("lora", [base, adapter], params, tokenizer_from)
     if os.path.isdir(adapter_dir) and _copy_run_files(adapter_dir, output):

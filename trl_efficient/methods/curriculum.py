@@ -15,6 +15,8 @@ Settings (`rollout_plan_kwargs`): `initial_budget` (256), `final_budget` (87), `
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..prompts import CURRICULUM_BUDGET_INSTRUCTION
 from ..rewards.curriculum import SCHEDULE_KEYS, CurriculumSchedule
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment, RolloutPlan
@@ -26,8 +28,9 @@ def curriculum_schedule(
     args, field: str = "rollout_plan_kwargs", used_by: str = "rollout_plan='curriculum'"
 ) -> CurriculumSchedule:
     """The schedule that the dict field `field` of the config `args` describes (keys `SCHEDULE_KEYS`; unknown keys
-    raise), for `used_by`, which every error names. Another rollout plan reuses it with its own name (`used_by=
-    "rollout_plan='mine'"`); a reward whose settings are its own keyword arguments calls
+    raise), for `used_by`, which every error names. A `CurriculumRolloutPlan` subclass reads its own with
+    `schedule_from_config` (over its `default_schedule`); another rollout plan reuses this with its own name
+    (`used_by="rollout_plan='mine'"`); a reward whose settings are its own keyword arguments calls
     `CurriculumSchedule.from_settings(kwargs, "reward_kwargs['<builder>']", "reward `<builder>`")` instead.
 
     >>> curriculum_schedule(None).settings()
@@ -50,6 +53,14 @@ class CurriculumRolloutPlan(RolloutPlan):
 
     name = "curriculum"
     metadata_keys = ("budget",)
+    # The schedule for the keys `rollout_plan_kwargs` leaves out (all of them when it is empty): a subclass sets its
+    # paper's here and needs no `from_config` of its own.
+    default_schedule: ClassVar[dict] = {
+        "initial_budget": 256,
+        "final_budget": 87,
+        "decay_points": 3,
+        "schedule": "step",
+    }
 
     def __init__(self, schedule: CurriculumSchedule, max_steps: int) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0:
@@ -60,10 +71,26 @@ class CurriculumRolloutPlan(RolloutPlan):
         self.schedule, self.max_steps = schedule, max_steps
 
     @classmethod
+    def schedule_from_config(cls, args) -> CurriculumSchedule:
+        """The schedule `rollout_plan_kwargs` describes, key by key over `default_schedule`; errors name
+        `rollout_plan=<name>` (a subclass's own name). A reward builder that must follow the plan's schedule reads it
+        here (`.settings()`).
+
+        >>> from types import SimpleNamespace as NS
+        >>> class Mine(CurriculumRolloutPlan):
+        ...     name, default_schedule = "mine", {"initial_budget": 4000, "final_budget": 2000, "decay_points": 2}
+        >>> Mine.schedule_from_config(NS(rollout_plan_kwargs=None)).settings()
+        {'initial_budget': 4000, 'final_budget': 2000, 'decay_points': 2, 'schedule': 'step'}
+        >>> Mine.schedule_from_config(NS(rollout_plan_kwargs={"final_budget": 1000})).settings()["final_budget"]
+        1000
+        """
+        settings = {**cls.default_schedule, **(getattr(args, "rollout_plan_kwargs", None) or {})}
+        return CurriculumSchedule.from_settings(settings, "rollout_plan_kwargs", f"rollout_plan={cls.name!r}")
+
+    @classmethod
     def from_config(cls, args) -> CurriculumRolloutPlan:
-        """From `rollout_plan_kwargs` (the schedule) and `max_steps`; a subclass registered under another name gets
-        its own name in the errors."""
-        return cls(curriculum_schedule(args, used_by=f"rollout_plan={cls.name!r}"), args.max_steps)
+        """From `rollout_plan_kwargs` over `default_schedule` (`schedule_from_config`) and `max_steps`."""
+        return cls(cls.schedule_from_config(args), args.max_steps)
 
     def num_prompt_subgroups(self, group_size: int) -> int:
         return 1

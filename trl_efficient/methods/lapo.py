@@ -10,30 +10,15 @@ Two stages in one training run (the paper runs them as two separate runs, its re
    record; the reward is a Gaussian around `L`; the memory lowers a prompt's record when a group's median correct
    length is below it (and sets it for a prompt without one), as the released `reward_func_stage2.py`.
 
-Data flow: `LAPOMemory.row_columns` gives every row its `lapo_target_length` before generation; the plan reads it,
-decides the stage from the global step (`trl_efficient.rewards.lapo.lapo_stage`, one home) and emits both as the
-per-row columns `lapo_stage` and `lapo_target_length`, which the reward reads, so plan and reward never disagree.
-`LAPOMemory.update` runs in training only, on the gathered batch (identical on every rank), and reads the stage from
-the same column. The stage-2 prompt varies per example but not per rollout: one prompt subgroup (K = 1).
-
-The memory is keyed by the dataset's stable `idx` column (the released code keys it by the prompt text and shares
-a JSON file between workers under a file lock; here it is trainer state, saved in every checkpoint's
-`trl_efficient_state.json` under `lapo_memory`). Its median is floored to an int, as the released stage-2 reward
-reads the target back from the prompt with `(\\d+)`. A group without a correct answer leaves the record unchanged
-(the released stage 1 logs a median of 0 for it, which would later prompt "0 tokens"; documented deviation).
-
-Running stage 2 alone (as the paper does): train with `rollout_plan_kwargs={"stage1_fraction": 0.0,
-"memory_from": "<stage-1 run>/checkpoint-N"}`; the memory is read from that checkpoint's `trl_efficient_state.json`.
-Resuming a one-run LAPO training from a checkpoint restores the memory and the global step, hence the stage.
-
-In-training evaluation (`eval_strategy`) runs through the same plan and memory: an evaluation row is prompted with
-the record of the *training* row that has the same `idx` (as `PromptHistory` feeds its history), and evaluation never
-updates the memory. Evaluate a LAPO model with `trl-efficient eval` (the prompt as in training, optionally with the
-prefill of a chosen length) rather than with `eval_strategy`.
-
-Settings (`rollout_plan_kwargs`, the one home shared by plan, memory and reward): `stage1_fraction`,
-`unknown_length`, `memory_from`, and the reward's `band_weight`, `band_margin`, `target_weight`, `sigma`,
-`point_band` (see `get_lapo_reward`).
+Data flow: `LAPOMemory.row_columns` gives every row its `lapo_target_length`; the plan decides the stage
+(`rewards.lapo.lapo_stage`) and emits the columns `lapo_stage` and `lapo_target_length`, which the reward and
+`LAPOMemory.update` (training only, gathered batch) read. One prompt subgroup (K = 1). Documented choices:
+- the memory is keyed by `idx` and checkpointed as `lapo_memory` (released: prompt text, a locked JSON file);
+- its median is floored to an int (the released stage 2 reads the target back with `(\\d+)`);
+- a group without a correct answer leaves the record unchanged (released stage 1 logs 0; documented deviation);
+- stage 2 alone: `rollout_plan_kwargs={"stage1_fraction": 0.0, "memory_from": "<stage-1 run>/checkpoint-N"}`;
+- evaluation rows use the training record of the same `idx` and never update the memory.
+Settings live in `rollout_plan_kwargs` (shared with the reward). Narrative: docs/adaptive-methods.md, "LAPO".
 """
 
 from __future__ import annotations

@@ -10,34 +10,16 @@ sampling distribution at `temperature`, as TRL's `old_per_token_logps` and the r
 $$ \log ppl(a \mid q) = -\frac{1}{|a|}\sum_t \log \pi(a_t \mid q, a_{<t}), \qquad
    \log ppl(a) = -\frac{1}{|a|}\sum_t \log \pi(a_t \mid s, a_{<t}) $$
 
-where $s$ is the **standalone prompt** (`standalone_messages`): the released `create_ans_only_batch` rebuilds the
-prompt with the chat template, its system prompt and an **empty user message**. We keep the row's own leading system
-message(s) (the released code's fixed `SYS_PROMPT` is its training system prompt) and tokenize through TRL's
-`_tokenize_prompts` (same chat template, `chat_template_kwargs` and tools as the real prompt). A plain-text
-(non-conversational) prompt gets the **empty prompt** (proposed default; the released code has no such case: its
-no-chat-template branch keeps a `System:/User:/Assistant:` scaffold we have no system text for), tokenized as TRL
-tokenizes text prompts; when that gives no token (BPE tokenizers without BOS, e.g. Qwen) we use the BOS token, else
-the EOS token (the document separator of most base models), so the first answer token is still scored. A prompt a
-rollout plan rendered to text (an assistant prefill) counts as plain text.
-
-Which model scores (`get_sar_reward(model=...)`, i.e. `reward_kwargs: {sar: {model: ...}}`): `"policy"` (default,
-the released code: $ppl(a|q)$ from the rollout's old log-probs and $ppl(a)$ from the actor, both the policy at
-generation time) or `"reference"` (TRL's `ref_model`, built only when `beta > 0` and the model is not PEFT: a
-ValueError at construction otherwise). TRL builds `ref_model` from the policy's checkpoint, so it shares the
-tokenizer; a reference whose vocabulary size differs from the policy's is refused at construction.
-
-Cost: $ppl(a)$ is always one extra no-grad forward of the local rows (standalone prompt + completion). $ppl(a|q)$
-reuses the log-probs TRL already computes before the rewards when it does (`old_per_token_logps` for `"policy"`:
-`gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`, or vLLM importance sampling;
-`ref_per_token_logps` for `"reference"`: always, since `beta > 0`), else costs a second forward. The pass is
-identified by its model, never by its order: a PEFT policy with `beta > 0` also runs TRL's reference pass on the
-policy module (adapter off), so there nothing is reused. Measured against
-plain TRL by `perf/entropy_overhead.py`. Text-only: multimodal forward arguments are not passed.
-
-Edges (documented values, never NaN): an empty completion has $\log ppl = 0$ in the columns and `sar_score` 0 (TRL
-1.16 itself never passes one: its `_generate` reads `ids[-1]`; the shortest completion is EOS alone, scored normally).
-Distributed: every rank runs the same passes in `_calculate_rewards` (ZeRO-3 safe); whether TRL's log-probs are reused
-depends only on the config, so it is the same on every rank.
+where $s$ is the **standalone prompt** (`standalone_messages`; released `create_ans_only_batch`: chat template,
+system prompt, **empty user message**). Documented choices, one line each (reasons: docs/structure-methods.md, "SAR"):
+- the row's own system message(s) are kept, tokenized through TRL's `_tokenize_prompts` (same template and tools);
+- a plain-text prompt (a plan's rendered prefill included) gets the **empty prompt** (proposed default), else BOS,
+  else EOS when that tokenizes to nothing, so the first answer token is still scored;
+- `model="policy"` (default, released) or `"reference"` (TRL's `ref_model`: needs `beta > 0`, no PEFT, the same
+  vocabulary size; a ValueError at construction otherwise);
+- $ppl(a)$ costs one extra no-grad forward; $ppl(a|q)$ reuses TRL's `old_per_token_logps` / `ref_per_token_logps`
+  when computed (identified by model, never by order), else a second forward; text-only;
+- an empty completion: $\log ppl = 0$ and `sar_score` 0 (never NaN); every rank runs the same passes (ZeRO-3 safe).
 """
 
 from __future__ import annotations

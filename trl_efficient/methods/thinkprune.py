@@ -19,14 +19,13 @@ Settings (`rollout_plan_kwargs`): `initial_budget` (4000), `final_budget` (2000)
 
 from __future__ import annotations
 
-from ..rewards.curriculum import CurriculumSchedule
 from ..rewards.thinkprune import THINKPRUNE_LIMIT_INSTRUCTION
 from ..trainer.rollout import ROLLOUT_PLANS, RolloutAssignment
 from .curriculum import CurriculumRolloutPlan
 
 __all__ = ["ThinkPruneRolloutPlan"]
 
-# The paper's rounds, 4000 -> 3000 -> 2000 tokens (a plan built with no rollout_plan_kwargs uses them).
+# The paper's rounds, 4000 -> 3000 -> 2000 tokens (for the keys rollout_plan_kwargs leaves out).
 THINKPRUNE_SCHEDULE = {"initial_budget": 4000, "final_budget": 2000, "decay_points": 2, "schedule": "linear"}
 
 
@@ -34,7 +33,8 @@ THINKPRUNE_SCHEDULE = {"initial_budget": 4000, "final_budget": 2000, "decay_poin
 class ThinkPruneRolloutPlan(CurriculumRolloutPlan):
     """State the limit `B(step)` in the system message and cap the rollout at it.
 
-    >>> plan = ThinkPruneRolloutPlan(CurriculumSchedule(4000, 2000, 2, "linear"), max_steps=90)
+    >>> from types import SimpleNamespace as NS
+    >>> plan = ThinkPruneRolloutPlan.from_config(NS(rollout_plan_kwargs=None, max_steps=90))  # THINKPRUNE_SCHEDULE
     >>> a = plan.assign({}, 0, 8, 0, step=30)  # floor(30 * 3 / 90) = 1 drop: 4000 - 2000 * 1/2 = 3000
     >>> a.system, a.max_tokens, a.metadata
     ('The output of the assistant should be within 3000 tokens.', 3000, {'budget': 3000})
@@ -43,13 +43,7 @@ class ThinkPruneRolloutPlan(CurriculumRolloutPlan):
     """
 
     name = "thinkprune"
-
-    @classmethod
-    def from_config(cls, args) -> ThinkPruneRolloutPlan:
-        """From `rollout_plan_kwargs` (the schedule; the paper's rounds when it is empty) and `max_steps`."""
-        settings = getattr(args, "rollout_plan_kwargs", None) or THINKPRUNE_SCHEDULE
-        schedule = CurriculumSchedule.from_settings(settings, "rollout_plan_kwargs", f"rollout_plan={cls.name!r}")
-        return cls(schedule, args.max_steps)
+    default_schedule = THINKPRUNE_SCHEDULE  # `from_config` (inherited) reads rollout_plan_kwargs over it
 
     def assign(self, row, group_pos, group_size, group_id, step) -> RolloutAssignment:
         limit = self.budget(step)

@@ -43,12 +43,11 @@ def build_adlp_length_reward(args, **kwargs) -> Callable:
 register_recipe(
     Recipe(
         name="hapo",
-        section=Section(12, "HAPO: history-aware policy optimization", ("HCY123902/HAPO",)),
+        section=Section(12, "HAPO: history-aware policy optimization", ("HCY123902/HAPO",), papers=("2505.11225",)),
         method="HAPO (history-aware length reward)",
         description="Correctness plus a cosine length term against each prompt's shortest correct length so far, "
         "kept across steps and epochs by the trainer (§12).",
         rewards=(RewardSpec("correctness"), RewardSpec("hapo_length", kwargs={"variant": "cosine", "w_lr": 1.0})),
-        papers=("2505.11225",),
         # the "repeat" sampler is TRL's prompt order, resumed exactly across epochs (the history is per prompt)
         config_overrides={"track_prompt_history": True, "prompt_sampler": "repeat"},
         proposed_defaults=(
@@ -63,7 +62,7 @@ register_recipe(
 register_recipe(
     Recipe(
         name="a-dlp",
-        section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",)),
+        section=Section(18, "A-DLP: adaptive direct length penalty", ("JinyanSu1/A-DLP",), papers=("2505.18298",)),
         method="A-DLP (adaptive direct length penalty)",
         description="r = 1[correct] - lambda_t L, lambda_0 = 1e-3, lambda_{t+1} = max(0, lambda_t + 1e-3 (acc_t - "
         "0.62)) from the gathered batch accuracy, unbounded above as the released code (§18).",
@@ -72,7 +71,6 @@ register_recipe(
             # [code] scripts/train.sh: lambda_init 1e-3, lr 1e-3, acc_init 0.62; no cap (cap_lambda: true is ours)
             RewardSpec("adlp_length", kwargs={"lambda_init": 1e-3, "eta": 1e-3, "acc_ref": 0.62}),
         ),
-        papers=("2505.18298",),
         proposed_defaults=(
             "A-DLP option reward_kwargs {adlp_length: {cap_lambda: true}}: lambda capped at 1 / max_completion_length "
             "(off by default, as the released code)",

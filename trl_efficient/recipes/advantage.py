@@ -39,10 +39,10 @@ _GFPO_BASE = {
 
 
 GFPO_SECTION = Section(
-    13, "GFPO: group filtered policy optimization", ()
+    13, "GFPO: group filtered policy optimization", (), papers=("2508.09726",)
 )  # methods.md §13, shared by gfpo, gfpo-adaptive
 CANON_SECTION = Section(
-    26, "CANON: conditional advantage estimation", ("biuboomc/CANON",)
+    26, "CANON: conditional advantage estimation", ("biuboomc/CANON",), papers=("2509.23962",)
 )  # methods.md §26, shared by canon, canon-entropy
 
 register_recipe(
@@ -52,7 +52,6 @@ register_recipe(
         method="GFPO (Shortest k/G)",
         description="Sample G, keep the k shortest per group, advantages over the kept set, the rest masked (§13).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2508.09726",),
         config_overrides={
             **_GFPO_BASE,
             "advantage_estimator": "gfpo",
@@ -72,7 +71,6 @@ register_recipe(
         method="Adaptive-Difficulty GFPO",
         description="GFPO with k per group from the quartiles of a streaming digest of prompt mean rewards (§13).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2508.09726",),
         config_overrides={
             **_GFPO_BASE,
             "advantage_estimator": "gfpo_adaptive",
@@ -95,12 +93,13 @@ register_recipe(
 register_recipe(
     Recipe(
         name="drpo",
-        section=Section(16, "DRPO: decoupled reward policy optimization", ("Optimization-AI/DRPO",)),
+        section=Section(
+            16, "DRPO: decoupled reward policy optimization", ("Optimization-AI/DRPO",), papers=("2510.04474",)
+        ),
         method="DRPO (advantage-level, exact at the sampling policy)",
         description="Correct responses weighted by a softmax of 1 - L/C within the correct set, wrong ones by a "
         "softmax of their scores; TRL's grpo loss then has DRPO's gradient (§16).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2510.04474",),
         config_overrides={
             "advantage_estimator": "drpo",
             "advantage_kwargs": {"lam": 0.1, "tau": 10.0},
@@ -119,12 +118,11 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grpo-lead",
-        section=Section(15, "GRPO-LEAD", ("aeroplanepaper/GRPO-LEAD",)),
+        section=Section(15, "GRPO-LEAD", ("aeroplanepaper/GRPO-LEAD",), papers=("2504.09696",)),
         method="GRPO-LEAD",
         description="Length-shaped accuracy within the group's correct answers, -1 for wrong, difficulty-aware "
         "advantage reweighting (§15).",
         rewards=(RewardSpec("lead"),),
-        papers=("2504.09696",),
         config_overrides={
             "advantage_estimator": "grpo_lead",
             "completion_filter": "zero_std",
@@ -144,7 +142,6 @@ register_recipe(
         method="CANON (length-conditioned advantages)",
         description="Each response compared with the mean reward of the other length half of its group (§26).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2509.23962",),
         config_overrides={
             "advantage_estimator": "canon",
             # §26 [code]: alpha 1, mu 1; proposed: no /max_len division with the token-mean loss
@@ -158,12 +155,11 @@ register_recipe(
 register_recipe(
     Recipe(
         name="gdpo",
-        section=Section(5, "GDPO: group reward-decoupled normalization", ("NVlabs/GDPO",)),
+        section=Section(5, "GDPO: group reward-decoupled normalization", ("NVlabs/GDPO",), papers=("2601.05242",)),
         method="GDPO (TRL's normalize_then_sum) with a correctness-gated length reward",
         description="Correctness and 1[correct and L <= max_completion_length/2], each z-scored per group, summed, "
         "batch z-scored (§5).",
         rewards=(RewardSpec("correctness"), RewardSpec("gdpo_length")),
-        papers=("2601.05242",),
         config_overrides={"multi_objective_aggregation": "normalize_then_sum"},
         proposed_defaults=("GDPO length reward 1[correct and L <= L_limit], L_limit = max_completion_length / 2",),
     )

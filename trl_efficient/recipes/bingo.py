@@ -176,7 +176,10 @@ register_recipe(
     Recipe(
         name="bingo",
         section=Section(
-            1, "Bingo: significance-aware and dynamic length reward", ("microsoft/Bingo", "microsoft/LLMLingua")
+            1,
+            "Bingo: significance-aware and dynamic length reward",
+            ("microsoft/Bingo", "microsoft/LLMLingua"),
+            papers=("2506.08125",),
         ),
         method="Bingo (significance-aware and dynamic length reward)",
         description=(
@@ -186,7 +189,6 @@ register_recipe(
         ),
         # total = 1[correct] + shaping = Bingo's R (correct in [1, 6], wrong <= 0)
         rewards=(RewardSpec("correctness"), RewardSpec("bingo_length")),
-        papers=("2506.08125",),
         dataset_hook=prepare_bingo,
         proposed_defaults=(
             "GRPO group advantages instead of PPO + GAE (the shaped reward is sequence-level)",

@@ -37,12 +37,11 @@ BRORL_N = 512  # the paper's rollouts per prompt (arXiv 2510.01180, abstract and
 register_recipe(
     Recipe(
         name="brorl",
-        section=Section(34, "BroRL: hundreds of rollouts per prompt", ()),
+        section=Section(34, "BroRL: hundreds of rollouts per prompt", (), papers=("2510.01180", "2505.24864")),
         method="BroRL (ProRL with hundreds of rollouts per prompt, N = 512)",
         description="ProRL's algorithm (KL with reference resets, clip 0.2/0.4, dynamic sampling, T 1.2) with N = 512 "
         "rollouts per prompt; generation_chunk_size bounds transformers generation memory (§34).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2510.01180", "2505.24864"),
         config_overrides={
             **get_recipe("prorl").config_overrides,  # ProRL's algorithm, which BroRL continues (§33)
             "num_generations": BRORL_N,  # the paper's N = 512
@@ -52,7 +51,6 @@ register_recipe(
             "phase changes besides N was not in the sources we read",
             "prompts per step: one per process (per_device_train_batch_size 32 x gradient_accumulation_steps 16 = "
             "512 rows), not the paper's, which was not in the sources we read",
-            "testbed: N = 128 and generation_chunk_size 32 (the paper's 512 is beyond a CPU step)",
         ),
         trainer_class=get_recipe("prorl").trainer_class,  # DLERTrainer: dynamic sampling with refill, as in prorl
     )

@@ -72,7 +72,7 @@ def build_saber_reward(args, length_scope: str, **kwargs) -> Callable:
 register_recipe(
     Recipe(
         name="hbpo",
-        section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",)),
+        section=Section(2, "HBPO: hierarchical budget policy optimization", ("ZJU-REAL/HBPO",), papers=("2507.15844",)),
         method="HBPO (hierarchical budget policy optimization)",
         description=(
             "Budget subgroups 512/1024/2048/2560 per prompt via an assistant prefill, budget-aware cosine reward, "
@@ -80,7 +80,6 @@ register_recipe(
         ),
         # the zero-weight correctness reward only feeds accuracy metrics (overall and per budget subgroup)
         rewards=(RewardSpec("hbpo"), RewardSpec("correctness", weight=0.0, kwargs={"require_think_close": True})),
-        papers=("2507.15844",),
         config_overrides={
             "rollout_plan": "budget",
             "budgets": list(HBPO_BUDGETS),
@@ -117,14 +116,15 @@ def _saber_usage() -> str:
 register_recipe(
     Recipe(
         name="saber",
-        section=Section(3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",)),
+        section=Section(
+            3, "SABER: switchable and balanced budget tiers", ("bilibili/saber_rl",), papers=("2508.10026",)
+        ),
         method="SABER (switchable and balanced budget tiers)",
         description=(
             "Base-model profile -> per-example budget tier (128/4096/16384/unlimited) in the system prompt, 10% "
             "NoThink, tier-aware thinking-length reward (§3; reward and thresholds are proposed defaults)."
         ),
         rewards=(RewardSpec("saber"), RewardSpec("correctness", weight=0.0, kwargs={"require_think_close": True})),
-        papers=("2508.10026",),
         config_overrides={"length_scope": "thinking"},  # SABER measures thinking tokens (§3)
         proposed_defaults=(
             "SABER tier = smallest of 128/4096/16384 tokens >= the base model's thinking length; above 16384 no limit",

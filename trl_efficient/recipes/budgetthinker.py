@@ -23,7 +23,7 @@ reward_builder(
 register_recipe(
     Recipe(
         name="budgetthinker",
-        section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",)),
+        section=Section(23, "BudgetThinker", ("MobileLLM/BudgetThinker",), papers=("2508.17196",)),
         method="BudgetThinker (forced budget control tokens)",
         description=(
             "The prompt states a budget B (6000, 4000, 3500, 3000, 2500, 2000 tokens in epochs 1-6, then one of "
@@ -43,7 +43,6 @@ register_recipe(
             # zero weight: accuracy metrics (overall and per budget) only
             RewardSpec("correctness", weight=0.0),
         ),
-        papers=("2508.17196",),
         trainer_class="trl_efficient.methods.budgetthinker:BudgetThinkerTrainer",
         config_overrides={
             "rollout_plan": "budgetthinker",

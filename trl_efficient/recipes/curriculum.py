@@ -34,7 +34,7 @@ def build_curriculum_reward(args, **kwargs) -> Callable:
 register_recipe(
     Recipe(
         name="curriculum",
-        section=Section(22, "Curriculum length control (Train Long, Think Short)", ()),
+        section=Section(22, "Curriculum length control (Train Long, Think Short)", (), papers=("2508.08940",)),
         method="Curriculum length control (Train Long, Think Short)",
         description=(
             "The prompt states a budget B(t) that shrinks 256 -> 179 -> 125 -> 87 tokens at 3 evenly spaced steps; "
@@ -56,7 +56,6 @@ register_recipe(
             # zero weight: accuracy metrics (overall and per budget) only
             RewardSpec("correctness", weight=0.0),
         ),
-        papers=("2508.08940",),
         config_overrides={
             "rollout_plan": "curriculum",
             # [paper] main setting: 256 -> 87 tokens, n = 3 step-wise decay points over the run

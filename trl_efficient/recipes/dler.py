@@ -9,7 +9,7 @@ from __future__ import annotations
 from .registry import Recipe, RewardSpec, Section, register_recipe
 
 DLER_SECTION = Section(
-    4, "DLER: doing length penalty right (and DA-DLER)", ("NVlabs/DLER",)
+    4, "DLER: doing length penalty right (and DA-DLER)", ("NVlabs/DLER",), papers=("2510.15110",)
 )  # methods.md §4, shared by dler, da-dler
 
 register_recipe(
@@ -20,7 +20,6 @@ register_recipe(
         description="Correctness x0.1 when truncated, group-centre + batch whitening, clip-higher, dynamic sampling "
         "with refill (§4).",
         rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
         config_overrides={
             "advantage_estimator": "dler",
             "advantage_kwargs": {"correct_boost": 0.1},  # NVlabs/DLER dler_slurm.sh (methods.md §4)
@@ -44,7 +43,6 @@ register_recipe(
         method="DA-DLER (difficulty-aware truncation, proposed)",
         description="DLER with dynamic-sampling refill; groups solved >= 75% are cut to 2000 tokens, re-scored (§4).",
         rewards=(RewardSpec("dler_truncation"),),
-        papers=("2510.15110",),
         config_overrides={
             "advantage_estimator": "da_dler",
             # correct_boost 0.1: DLER's released script (dler_slurm.sh, methods.md §4); DA-DLER builds on it

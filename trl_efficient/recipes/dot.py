@@ -11,12 +11,11 @@ from .registry import Recipe, RewardSpec, Section, register_recipe
 register_recipe(
     Recipe(
         name="dot",
-        section=Section(21, "DOT: dynamic outlier truncation", ("U-rara/DOT",)),
+        section=Section(21, "DOT: dynamic outlier truncation", ("U-rara/DOT",), papers=("2601.03969",)),
         method="DOT (outlier truncation, re-scoring, predictive dynamic sampling)",
         description="In all-correct groups, responses longer than mean + 3 std by >= 32 tokens are cut there and "
         "re-scored; zero-variance groups are refilled with a predicted oversampling factor (§21).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2601.03969",),
         config_overrides={
             "completion_filter": "dot",
             # §21 [code]: length_truncation.py defaults; run_dot.sh passes max_oversample_factor 5.0

@@ -22,12 +22,11 @@ reward_builder(
 register_recipe(
     Recipe(
         name="pear",
-        section=Section(29, "PEAR: phase entropy aware reward", ()),
+        section=Section(29, "PEAR: phase entropy aware reward", (), papers=("2510.08026",)),
         method="PEAR (phase entropy aware reward)",
         description="Correctness minus 0.5 * max(0, H_think - H_answer), the policy's mean token entropies of the "
         "thinking and answer phases at generation time (§29).",
         rewards=(RewardSpec("correctness"), RewardSpec("pear", kwargs={"lam": 0.5, "alpha": 1.0})),
-        papers=("2510.08026",),
         config_overrides={},
         proposed_defaults=(
             "PEAR reward c - lam * max(0, H_think - alpha * H_answer) with lam = 0.5, alpha = 1.0 (mean nats/token)",
@@ -46,7 +45,6 @@ register_recipe(
         description="Each response compared with the mean reward of the other mean-token-entropy half of its group "
         "(§26).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2509.23962",),
         config_overrides={
             "advantage_estimator": "canon",
             # §26 [code]: alpha 1, mu 1; the entropy metric; proposed: no /max_len division with the token-mean loss

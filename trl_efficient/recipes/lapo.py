@@ -44,7 +44,7 @@ def build_lapo_reward(args, **kwargs) -> Callable:
 register_recipe(
     Recipe(
         name="lapo",
-        section=Section(28, "LAPO: length-adaptive policy optimization", ("ZJU-REAL/LAPO",)),
+        section=Section(28, "LAPO: length-adaptive policy optimization", ("ZJU-REAL/LAPO",), papers=("2507.15758",)),
         method="LAPO (length-adaptive policy optimization, two stages)",
         description=(
             "Stage 1 (first half of max_steps): R = acc + 0.7 len_reward in the group's [P30, P70] correct-length "
@@ -53,7 +53,6 @@ register_recipe(
         ),
         # the zero-weight correctness reward feeds the memory (median *correct* length) and the accuracy metrics
         rewards=(RewardSpec("lapo"), RewardSpec("correctness", weight=0.0)),
-        papers=("2507.15758",),
         config_overrides={
             "prompt_sampler": "repeat",  # TRL's prompt order, resumed exactly across epochs (per-prompt memory)
             "rollout_plan": "lapo",

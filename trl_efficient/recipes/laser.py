@@ -84,7 +84,6 @@ register_recipe(
         description="LASER step reward with a target L_k per difficulty bucket, chosen every 20 steps from the length "
         "coverage of a monitoring pass (§7).",
         rewards=(RewardSpec("laser_d", kwargs=dict(LASER_D_MONITOR)),),
-        papers=("2505.15612",),
         proposed_defaults=_PROPOSED,
     )
 )
@@ -95,7 +94,6 @@ register_recipe(
         method="LASER-DE (LASER-D + exploration bonus)",
         description="LASER-D, plus +alpha for wrong answers longer than L_k that are not repetitive (§7).",
         rewards=(RewardSpec("laser_de", kwargs=dict(LASER_D_MONITOR)),),
-        papers=("2505.15612",),
         proposed_defaults=_PROPOSED,
     )
 )

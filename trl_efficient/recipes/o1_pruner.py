@@ -55,7 +55,7 @@ O1_PRUNER_REPO = "StarDew" + "X" * 3 + "/O1-Pruner"
 register_recipe(
     Recipe(
         name="o1-pruner",
-        section=Section(10, "O1-Pruner: length-harmonizing fine-tuning", (O1_PRUNER_REPO,)),
+        section=Section(10, "O1-Pruner: length-harmonizing fine-tuning", (O1_PRUNER_REPO,), papers=("2501.12570",)),
         method="O1-Pruner (length-harmonizing reward vs the initial model)",
         description=(
             f"Before training the frozen initial model samples K = {O1_K} completions per problem (mean length L_ref, "
@@ -69,7 +69,6 @@ register_recipe(
             RewardSpec("o1_pruner"),
             RewardSpec("correctness", weight=0.0, kwargs={"require_think_close": True}),
         ),
-        papers=("2501.12570",),
         proposed_defaults=(
             *O1_PRUNER_REWARD_PROPOSED_DEFAULTS,
             f"O1-Pruner reference statistics: K = {O1_K} samples per problem of the frozen initial model at the "

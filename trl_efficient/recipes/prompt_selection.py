@@ -14,14 +14,13 @@ from .registry import Recipe, RewardSpec, Section, register_recipe
 register_recipe(
     Recipe(
         name="lspo",
-        section=Section(20, "LSPO: length-aware sampling for policy optimization", ()),
+        section=Section(20, "LSPO: length-aware sampling for policy optimization", (), papers=("2510.01459",)),
         method="LSPO (length-aware sampling for policy optimization)",
         description=(
             "DAPO-style training whose prompt sampler skips prompts with mid-range mean response length (between the "
             "0.3 and 0.7 quantiles) or near the cap (> 0.95 cap); zero-variance groups masked (§20). Targets accuracy."
         ),
         rewards=(RewardSpec("correctness"),),
-        papers=("2510.01459",),
         config_overrides={
             "prompt_sampler": "lspo",
             "sampler_kwargs": {"low": LSPO_LOW, "high": LSPO_HIGH, "l_max_ratio": LSPO_MAX_RATIO},
@@ -44,14 +43,15 @@ register_recipe(
 register_recipe(
     Recipe(
         name="frugal",
-        section=Section(30, "Frugal-Thinking: curation by pass rate", ("MBZUAI-Paris/Frugal-Thinking",)),
+        section=Section(
+            30, "Frugal-Thinking: curation by pass rate", ("MBZUAI-Paris/Frugal-Thinking",), papers=("2511.01937",)
+        ),
         method="Frugal-Thinking (pass-rate data curation, emergent brevity)",
         description=(
             "Base-model pass rate from n = 16 rollouts per problem; keep p < 1 (p = 0 included) and sample them "
             "uniformly (seeded shuffle); binary correctness, no length term, tight cap (§30)."
         ),
         rewards=(RewardSpec("correctness"),),
-        papers=("2511.01937",),
         config_overrides={
             "prompt_sampler": "frugal",
             # [paper] uniform over the kept problems (alpha = 0); alpha > 0 weights w(p) = 1 + alpha p (an option)

@@ -38,12 +38,16 @@ PRORL_PAPER_STEPS = 2000  # the paper's horizon ("more than 2,000 training steps
 register_recipe(
     Recipe(
         name="prorl",
-        section=Section(33, "ProRL: KL with reference resets, clip-higher, dynamic sampling", ("NVIDIA-NeMo/RL",)),
+        section=Section(
+            33,
+            "ProRL: KL with reference resets, clip-higher, dynamic sampling",
+            ("NVIDIA-NeMo/RL",),
+            papers=("2505.24864",),
+        ),
         method="ProRL (KL to a reference hard-reset with the optimizer, clip-higher, dynamic sampling)",
         description="GRPO with a KL term whose reference is hard-reset to the policy (optimizer state too) every 200 "
         "steps or on a plateau; clip 0.2/0.4, dynamic sampling, T 1.2 (§33).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2505.24864",),
         config_overrides={
             "beta": PRORL_BETA,  # ProRL v2's released config (NeMo-RL prorlv2.yaml); v1's not found
             "ref_reset_steps": PRORL_RESET_STEPS,  # proposed: ProRL v2's 200-500

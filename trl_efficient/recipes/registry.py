@@ -3,8 +3,8 @@
 A `Recipe` names its reward functions (by `REWARD_BUILDERS` name) with weights and keyword arguments, the config
 overrides it needs (rollout plan, advantage estimator, filter, loss settings), the papers, which of its values are
 proposed defaults, how to prompt the trained model, and what it declares for the rest of the package: its section of
-the method reference (`section`). What the comparison instrument declares per recipe (testbed scale, paper length
-constants, method family, claims) lives in the instrument (`trl_efficient_testbed.specs`), not here. No
+the method reference (`section`, with the method's papers and released code). What a comparison of recipes declares
+per recipe (its scale, paper length constants, claims) lives with that comparison, outside the library. No
 list of recipe names is kept anywhere else (`tests/recipes/test_no_hand_kept_lists.py`). `configs/<recipe>.yaml`
 holds a runnable configuration for each recipe; precedence is recipe overrides < YAML < command line.
 
@@ -203,13 +203,15 @@ class RewardSpec:
 
 @dataclass(frozen=True)
 class Section:
-    """A numbered section of the method reference (`docs/methods.md §N`, the number the code cites): its title and
-    the released code (GitHub `owner/repo`). Each recipe names its section (`Recipe.section`); the reference lists a
-    section's recipes in the order they are registered."""
+    """A numbered section of the method reference (`docs/methods.md §N`, the number the code cites): its title, the
+    released code (GitHub `owner/repo`) and the papers (arXiv ids) of the method, which every recipe of the section
+    cites. Each recipe names its section (`Recipe.section`); the reference lists a section's recipes in the order
+    they are registered."""
 
     number: int
     title: str
     code: tuple[str, ...] = ()
+    papers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,7 +220,6 @@ class Recipe:
     method: str
     description: str
     rewards: tuple[RewardSpec, ...]
-    papers: tuple[str, ...] = ()
     config_overrides: dict[str, Any] = field(default_factory=dict)
     proposed_defaults: tuple[str, ...] = ()
     usage: str = "Prompt as in training: the question followed by the instruction to put the final answer in \\boxed{}."
@@ -228,6 +229,15 @@ class Recipe:
     # (train_dataset, args, tokenizer, **recipe_kwargs) -> train_dataset; a callable or a "module:attr" reference
     dataset_hook: Callable | str | None = None
     section: Section | None = None  # its section of the method reference (docs/methods.md §N)
+
+    @property
+    def papers(self) -> tuple[str, ...]:
+        """The arXiv ids this recipe cites: its section's (`Section.papers`); none without a section (the controls).
+
+        >>> get_recipe("l1-max").papers
+        ('2503.04697',)
+        """
+        return self.section.papers if self.section is not None else ()
 
     @property
     def trainer_cls(self) -> type:
@@ -247,7 +257,7 @@ class Recipe:
 
     def with_reward_kwargs(self, overrides: dict | None, source: str = "reward_kwargs") -> Recipe:
         """This recipe with `{builder: {kwarg: value}}` merged over its `RewardSpec` kwargs, the one place reward
-        arguments are overridden (the config's `reward_kwargs`, the testbed's scale and sweeps). The key `"weight"`
+        arguments are overridden (the config's `reward_kwargs`, a comparison's scale and sweeps). The key `"weight"`
         sets the spec's weight (Kimi's length reward has no coefficient but its weight). A builder the recipe does not
         use is an error naming `source`.
 
@@ -496,31 +506,29 @@ reward_builder(
 
 
 L1_EXACT_SECTION = Section(
-    6, "L1 / LCPO: length-controlled policy optimization", ("cmu-l3/l1",)
+    6, "L1 / LCPO: length-controlled policy optimization", ("cmu-l3/l1",), papers=("2503.04697",)
 )  # methods.md §6, shared by l1-exact, l1-max
 LASER_SECTION = Section(
-    7, "LASER / LASER-D / LASER-DE: length-based step reward", ("hkust-nlp/Laser",)
+    7, "LASER / LASER-D / LASER-DE: length-based step reward", ("hkust-nlp/Laser",), papers=("2505.15612",)
 )  # methods.md §7, shared by laser, laser-d, laser-de
 
 register_recipe(
     Recipe(
         name="grpo",
-        section=Section(0, "GRPO (baseline)", ("huggingface/trl",)),
+        section=Section(0, "GRPO (baseline)", ("huggingface/trl",), papers=("2402.03300",)),
         method="GRPO (baseline)",
         description="Plain GRPO with the correctness reward: the baseline every length method is compared against.",
         rewards=(RewardSpec("correctness"),),
-        papers=("2402.03300",),
     )
 )
 register_recipe(
     Recipe(
         name="dr-grpo",
-        section=Section(32, "Dr. GRPO", ("huggingface/trl",)),
+        section=Section(32, "Dr. GRPO", ("huggingface/trl",), papers=("2503.20783",)),
         method="Dr. GRPO (TRL's dr_grpo loss, no std scaling)",
         description="Correctness reward; advantages R - mean(R) without the std division, summed token losses "
         "divided by a constant (§32).",
         rewards=(RewardSpec("correctness"),),
-        papers=("2503.20783",),
         # methods.md §32 [code]: TRL's loss_type="dr_grpo" (sum / (batch x max_completion_length)) and the separate
         # std switch scale_rewards="none"
         config_overrides={"loss_type": "dr_grpo", "scale_rewards": "none"},
@@ -529,22 +537,22 @@ register_recipe(
 register_recipe(
     Recipe(
         name="kimi",
-        section=Section(8, "Kimi k1.5 length penalty", ("MoonshotAI/Kimi-k1.5",)),
+        section=Section(8, "Kimi k1.5 length penalty", ("MoonshotAI/Kimi-k1.5",), papers=("2501.12599",)),
         method="Kimi k1.5 length penalty",
         description="Correctness plus Kimi k1.5's group-relative linear length reward (methods.md §8).",
         rewards=(RewardSpec("correctness"), RewardSpec("kimi_length", weight=0.4)),
-        papers=("2501.12599",),
         proposed_defaults=("kimi length weight 0.4 (LASER's reimplementation)", "kimi warm-up: first 10% of max_steps"),
     )
 )
 register_recipe(
     Recipe(
         name="cosine",
-        section=Section(9, "Cosine length reward (Yeo et al.)", ("eddycmu/demystify-long-cot",)),
+        section=Section(
+            9, "Cosine length reward (Yeo et al.)", ("eddycmu/demystify-long-cot",), papers=("2502.03373",)
+        ),
         method="Cosine length reward (Yeo et al.)",
         description="Cosine-shaped correctness reward in length with the paper's bounds and over-length penalty (§9).",
         rewards=(RewardSpec("cosine_length"),),
-        papers=("2502.03373",),
     )
 )
 register_recipe(
@@ -555,7 +563,6 @@ register_recipe(
         description="One target length N ~ U{100..4000} per example in the prompt, shared by its G rollouts, and "
         "r = 1[correct] - 0.0003 |N - n| (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "exact"}),),
-        papers=("2503.04697",),
         config_overrides={"rollout_plan": "target_length", "target_length_mode": "exact"},
         usage='Append " Think for N tokens." to the question, N the desired length in tokens.',
     )
@@ -567,7 +574,6 @@ register_recipe(
         method="L1 / LCPO-Max",
         description="Exact/Max mixed targets; Max reward 1[correct] clip(0.001 (N - n) + 0.5, 0, 1) (§6).",
         rewards=(RewardSpec("l1", kwargs={"mode": "max"}),),
-        papers=("2503.04697",),
         config_overrides={"rollout_plan": "target_length", "target_length_mode": "mixed"},
         proposed_defaults=("L1-Max alpha 0.001, delta 0.5 (from the original code; the paper's alpha is unpublished)",),
         usage='Append " Think for maximum N tokens." to the question, N the token limit.',
@@ -580,27 +586,24 @@ register_recipe(
         method="LASER (length-based step reward)",
         description="Correct answers within L_T tokens earn 1 + alpha; wrong -0.5; format failure -1 (§7).",
         rewards=(RewardSpec("laser"),),
-        papers=("2505.15612",),
     )
 )
 register_recipe(
     Recipe(
         name="shorter-better",
-        section=Section(11, "ShorterBetter", ("JingyangYi/ShorterBetter",)),
+        section=Section(11, "ShorterBetter", ("JingyangYi/ShorterBetter",), papers=("2504.21370",)),
         method="ShorterBetter",
         description="r = 2 * 1[correct] - 0.001 |L - SOL|, SOL = the group's shortest correct length (§11).",
         rewards=(RewardSpec("shorter_better"),),
-        papers=("2504.21370",),
     )
 )
 register_recipe(
     Recipe(
         name="dapo-overlong",
-        section=Section(31, "DAPO soft overlong punishment", ("huggingface/trl",)),
+        section=Section(31, "DAPO soft overlong punishment", ("huggingface/trl",), papers=("2503.14476",)),
         method="DAPO soft overlong punishment",
         description="Correctness plus TRL's soft overlong punishment over the last quarter of the cap (§31).",
         rewards=(RewardSpec("correctness"), RewardSpec("soft_overlong")),
-        papers=("2503.14476",),
         config_overrides={"epsilon_high": 0.28, "loss_type": "dapo"},
         proposed_defaults=("soft_punish_cache = max_completion_length / 4",),
     )

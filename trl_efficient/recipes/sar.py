@@ -28,13 +28,13 @@ register_recipe(
             25,
             "SAR: self-aligned reward",
             ("amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners",),
+            papers=("2509.05489",),
         ),
         method="SAR (self-aligned reward)",
         description="Correctness plus 0.2 * clip((ppl(a) - ppl(a|q)) / ppl(a), -1, 1): answers whose perplexity drops "
         "when the question is given; no std scaling, Dr. GRPO loss (§25).",
         # §25 [code]: reward_types ["base", "ppl_qa"], reward_factors [1, 0.2]
         rewards=(RewardSpec("correctness"), RewardSpec("sar", kwargs={"alpha": 0.2, "model": "policy"})),
-        papers=("2509.05489",),
         config_overrides={
             "scale_rewards": "none",  # §25 [code]: norm_adv_by_std_in_grpo=False
             "loss_type": "dr_grpo",  # §25 [code]: loss_agg_mode=seq-mean-token-sum-norm

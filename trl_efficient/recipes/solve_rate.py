@@ -55,12 +55,11 @@ reward_builder(
 register_recipe(
     Recipe(
         name="alp",
-        section=Section(14, "ALP: adaptive length penalty", ()),
+        section=Section(14, "ALP: adaptive length penalty", (), papers=("2506.05256",)),
         method="ALP (adaptive length penalty)",
         description="r = 1[correct] - (beta/N) max(p_solved, 1/K) |y|, p_solved the group's solve rate, "
         "beta 0.5, N = max_completion_length, no std scaling (§14).",
         rewards=(RewardSpec("alp"),),
-        papers=("2506.05256",),
         # methods.md §14 / cross-cutting note 2: under group std normalisation an all-correct group is ranked by
         # length alone whatever beta is; without std scaling beta is the real price of a token.
         config_overrides={"scale_rewards": "none"},
@@ -73,24 +72,22 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grpo-lambda",
-        section=Section(17, "GRPO-λ: length-penalised RL with a batch switch", ()),
+        section=Section(17, "GRPO-λ: length-penalised RL with a batch switch", (), papers=("2505.18086",)),
         method="GRPO-λ (batch-level switch to a length penalty)",
         description="Top 20% of the batch's groups by correctness ratio: correct 1 - 0.6 sigmoid(z-scored length "
         "among correct), wrong 0; other groups 0/1 (§17).",
         rewards=(RewardSpec("grpo_lambda"),),
-        papers=("2505.18086",),
         proposed_defaults=GRPO_LAMBDA_PROPOSED_DEFAULTS,
     )
 )
 register_recipe(
     Recipe(
         name="asrr",
-        section=Section(24, "ASRR: adaptive self-recovery reasoning", ()),
+        section=Section(24, "ASRR: adaptive self-recovery reasoning", (), papers=("2505.15400",)),
         method="ASRR (no-think prefix + accuracy-gated overlong penalty)",
         description="Every rollout prefilled with a closed think block; R = 1[correct] - alpha clip((L - L_shortest "
         "correct)/2048, 0, 1), alpha = 0.5 only in all-correct groups (tau = 100%) (§24).",
         rewards=(RewardSpec("asrr"),),
-        papers=("2505.15400",),
         config_overrides={"rollout_plan": "asrr", "beta": 0.0},  # KL 0 [paper App. A.2]
         proposed_defaults=(
             *ASRR_PROPOSED_DEFAULTS,

@@ -34,12 +34,11 @@ reward_builder(  # GRSP's group-relative segment penalty (methods.md §27)
 register_recipe(
     Recipe(
         name="step-pruner",
-        section=Section(19, "Step Pruner", ()),
+        section=Section(19, "Step Pruner", (), papers=("2510.03805",)),
         method="Step Pruner (step-aware reward, proposed)",
         description="Correct answers earn 1 - 0.5 min(1, (S - S_min)/S_min) in steps S (blank-line paragraphs), "
         "wrong 0, a step over 512 tokens 0; training stops when the length stops falling (§19).",
         rewards=(RewardSpec("correctness"), RewardSpec("step_pruner")),
-        papers=("2510.03805",),
         proposed_defaults=(
             "Step Pruner reward c (1 - 0.5 min(1, (S - S_min)/S_min)), S_min over the group's correct answers",
             "Step Pruner steps = blank-line separated paragraphs of the thinking part (at least 1)",
@@ -52,12 +51,11 @@ register_recipe(
 register_recipe(
     Recipe(
         name="grsp",
-        section=Section(27, "GRSP: group relative segment penalization", ()),
+        section=Section(27, "GRSP: group relative segment penalization", (), papers=("2510.09535",)),
         method="GRSP (group relative segment penalty, proposed)",
         description="Correct answers lose 0.1 max(0, sum_k w_k z_k), z_k the group z-score of the segment count in "
         "length bucket k (< 32 / 32-128 / > 128 tokens, w = 0.5/0.3/0.2) (§27).",
         rewards=(RewardSpec("correctness"), RewardSpec("grsp")),
-        papers=("2510.09535",),
         proposed_defaults=(
             "GRSP segments: blank lines plus lines opening with Wait / Alternatively / But / Hmm / Let me / Actually",
             "GRSP buckets < 32 / 32-128 / > 128 tokens, weights 0.5 / 0.3 / 0.2, coefficient 0.1",

@@ -1,12 +1,11 @@
 """The README's recipe table and docs/recipes.md's reward table, generated from the registries (`trl-efficient recipes
 --markdown`).
-(docs/scale.md's table of the recipes' paper length constants at the testbed is the instrument's:
-`trl-efficient testbed scale-table`.)
 
 Each file keeps its table between markers (`<!-- recipes-table:start -->` ... `<!-- recipes-table:end -->` in
 README.md, the same for `rewards-table` in docs/recipes.md); `update_readme` rewrites whatever generated tables a file
 holds, and a test fails when either file drifts from the registry. A new recipe or reward builder therefore needs no
-hand edit: regenerate with `trl-efficient recipes --update-readme README.md` and `--update-readme docs/recipes.md`.
+hand edit: `python scripts/regenerate_docs.py` regenerates both (and docs/methods.md); `trl-efficient recipes
+--update-readme PATH` one file.
 """
 
 from __future__ import annotations

@@ -15,13 +15,14 @@ reward_builder(
     "thinkprune",
     R.get_thinkprune_reward,
     "ThinkPrune, arXiv:2504.01296 (correct, finished and within the shrinking limit)",
+    needs=("solution", "budget"),  # `budget`: the plan's column (optional: without it, the reward's own schedule)
     receives=("length",),
 )
 
 register_recipe(
     Recipe(
         name="thinkprune",
-        section=Section(35, "ThinkPrune", ("UCSB-NLP-Chang/ThinkPrune",)),
+        section=Section(35, "ThinkPrune", ("UCSB-NLP-Chang/ThinkPrune",), papers=("2504.01296",)),
         method="ThinkPrune (iterative length pruning under a hard token limit)",
         description=(
             "r = 1 if the answer is correct and the completion finished within the limit B(t), else 0; the prompt "
@@ -32,7 +33,6 @@ register_recipe(
             # zero weight: accuracy metrics only
             RewardSpec("correctness", weight=0.0),
         ),
-        papers=("2504.01296",),
         config_overrides={
             "rollout_plan": "thinkprune",
             # [paper] rounds 4000 -> 3000 -> 2000 tokens (local_scripts/multi_node_run_4k.sh, _3k_from4k.sh), here

@@ -14,32 +14,14 @@ $$ s = \begin{cases} \lambda_c \cos(\mathrm{clip}(r_{low}, 0, \pi/2)) & \text{co
 & \text{wrong} \end{cases} $$
 
 so that with a 1/0 correctness reward the total is Bingo's $R \in [1, 1 + \lambda_c]$ for a correct answer and
-$R \le 0$ for a wrong one. Before the dynamic phase $w_t = \lambda_{we}/(\pi/2)$: a wrong answer with *more*
-significant tokens than the reference is penalised less ("think more on hard questions"). `BingoSchedule` then
-lowers $w_t$ below zero once the training accuracy stops rising, so that wrong answers are also pushed to be short.
-
-Reward value and `None`: the shaping term alone by default (pair it with `correctness_reward`, weight 1, as the
-`bingo` recipe does), or the full $R$ with `include_correctness=True`. `None` where the gold answer cannot be parsed.
-Counts are in scorer units (LLMLingua-2 words by default), summed per response over its ≤512-token chunks.
-
-The reference response per prompt (`reference=`):
-
-- `"model"` (paper; default): `K` responses of the **frozen initial policy**, generated the first time a prompt is
-  seen and cached (keyed by the prompt text or the `idx` column); $N_{low}, N_{high}$ of the reference are the means
-  over the `K` responses. The cache is part of the reward's checkpointed state, so a resumed run never regenerates.
-  Cost: a second copy of the policy's weights in memory, and, once per distinct prompt, `K` sampled generations of
-  up to `max_new_tokens` with transformers `generate` (slow next to vLLM: the first epoch pays it for every prompt)
-  plus `K` scorer passes; afterwards a dictionary lookup. The paper generates one fresh reference per prompt per
-  step; generating `K` once and caching their mean is our documented deviation (`methods.md` proposed default).
-- `"group"`: a statistic (`group_statistic`: mean, median, min or max) of the $G$ rollouts of the same prompt.
-  Cost: no extra model or generation; one `all_gather` of three numbers per row. The reference then moves with the
-  policy (the shaping is relative to the group, not to a fixed baseline), and it needs whole groups, gathered
-  across processes (`gather_rows`).
-
-The dynamic schedule is updated once per training generation batch from the **gathered** accuracy (identical on
-every rank): by `EfficientGRPOTrainer` through `update(batch)`, or, inside a plain `GRPOTrainer` (no `group_size`
-column), by the reward itself from the gathered correctness of each call. The schedule and the reference cache are
-saved in every checkpoint (`state_dict`/`load_state_dict`) and restored exactly on resume.
+$R \le 0$ for a wrong one. $w_t$ starts at $\lambda_{we}/(\pi/2)$ and `BingoSchedule` lowers it below zero once the
+gathered training accuracy stops rising (updated once per generation batch, by `EfficientGRPOTrainer`'s `update(batch)`
+or, in a plain `GRPOTrainer`, by the reward itself; checkpointed). Returns the shaping term alone (pair it with
+`correctness_reward`) or the full $R$ with `include_correctness=True`; `None` where the gold cannot be parsed. Counts
+are scorer units summed per response over its ≤512-token chunks. Reference per prompt: `"model"` (paper; default: `K`
+cached responses of the frozen initial policy, their mean; our deviation from one fresh reference per step) or
+`"group"` (a statistic of the group's $G$ rollouts). Narrative, costs, schedule details: docs/bingo.md ("What the
+reward computes", "The reference response, and what each option costs").
 
 >>> from trl_efficient.significance import Significance
 >>> class FillerScorer:  # toy scorer: the word "um" is insignificant, every other word significant

@@ -100,21 +100,11 @@ def get_hbpo_reward(
     f_1(L, b) = \beta\cos\bigl(\tfrac{\pi L}{2L_{\max}}\bigr) - \alpha\,|L - b| & \text{correct}, L > b \\
     f_2(b) = \beta\cos\bigl(\tfrac{\pi b}{2L_{\max}}\bigr) & \text{correct}, L \le b
     \end{cases} $$
-    `variant="released_code"` uses the code's $\min(f_1(L, b), f_2(b))$ for every correct answer instead; it
-    differs from the paper only for short answers under small budgets (at most 0.048 lower for $b = 512$,
-    $L \le 321$). A row without a budget (`budget` column missing or `None`) gets the code's budget-free
-    $\beta\cos(\pi L / 2L_{\max})$ when correct (unrounded; the code rounds it to 2 decimals).
-
-    **Length.** The budget plan puts the statement (`"<think> I will answer the question with {b} tokens"`) in the
-    prompt as an assistant prefill, so the completion does not contain it. As in the released code, where the
-    prefix is part of the response, $L$ adds the statement's length: with `count_prefill=True` the row's
-    `budget_statement` column is tokenised with the policy `tokenizer` (no special tokens, as the code does) and
-    its token count is added (characters with `length_unit="chars"`; nothing with `length_scope="answer"`).
-    Set `count_prefill=False` when the statement is in the system or user message instead.
-
-    Pitfall (methods.md, cross-cutting note 5): a correct answer scores below a wrong one (0) once
-    $L \gtrsim 3600$ ($b = 512$) to $\gtrsim 3890$ ($b = 2560$) with the defaults; this is the paper's design
-    and is kept.
+    `variant="released_code"`: the code's $\min(f_1(L, b), f_2(b))$ for every correct answer. A row without a
+    budget gets the code's budget-free $\beta\cos(\pi L / 2L_{\max})$ when correct (unrounded). $L$ adds the row's
+    `budget_statement` prefill (policy `tokenizer`, no special tokens; chars with `length_unit="chars"`, nothing with
+    `length_scope="answer"`) unless `count_prefill=False`. Kept pitfall: a long correct answer ($L \gtrsim 3600$)
+    scores below a wrong one (methods.md, cross-cutting note 5). Details: docs/budget-methods.md, "HBPO".
 
     Args:
         beta (`float`, *optional*, defaults to `4.0`):
@@ -131,11 +121,8 @@ def get_hbpo_reward(
         length_unit, length_scope, tokenizer: See `trl_efficient.core.lengths.LengthMeter`. `tokenizer` is required
             to count the prefill in tokens.
 
-    A model that never writes `</think>` gets `format_reward` on every completion, hence no learning signal: each
-    call logs the fraction of completions without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's
-    `log_metric`), and the first call where none has one warns once (`core.lengths.ThinkCloseMonitor`).
-
-    Returns a picklable callable named `hbpo_reward`; `None` for rows whose gold cannot be parsed.
+    Returns a picklable callable named `hbpo_reward`; `None` for rows whose gold cannot be parsed. Logs
+    `trl_efficient/no_think_close_fraction` and warns once when no completion has `</think>` (`ThinkCloseMonitor`).
 
     >>> reward = get_hbpo_reward(count_prefill=False)
     >>> out = reward(completions=[r"a</think>\boxed{4}", r"a</think>\boxed{4}", r"a</think>\boxed{5}", r"a \boxed{4}"],
@@ -251,14 +238,9 @@ def get_saber_reward(
     c & \text{budgeted row, base model wrong; or unlimited row} \\
     c \text{ if } t \le T_{\text{nothink}} \text{ else } f \cdot c & \text{NoThink row}
     \end{cases} $$
-    then the length-proportion guard: if $t < g \cdot \min(t_{\text{base}}, B)$ (with $B = \infty$ for unlimited
-    rows and $t_{\text{base}}$ known), $R \leftarrow \min(R, \texttt{guard\_cap})$, which stops reward hacking
-    with very short traces. Correct answers stay in $[0.5, 1]$ with the defaults and so beat wrong ones (0).
-
-    Per-row columns (added by `trl_efficient.methods.saber.prepare_dataset`): `saber_mode` (`"budget"`,
-    `"unlimited"` or `"nothink"`), `saber_budget` ($B$ in tokens; ignored unless `"budget"`),
-    `saber_base_tokens` ($t_{\text{base}}$; negative = unknown) and `saber_penalize` (apply the overshoot
-    penalty: the base model answered this example correctly).
+    then the guard: if $t < g \cdot \min(t_{\text{base}}, B)$ ($B = \infty$ unlimited; $t_{\text{base}}$ known),
+    $R \leftarrow \min(R, \texttt{guard\_cap})$. Columns (`methods.saber.prepare_dataset`): `saber_mode`,
+    `saber_budget`, `saber_base_tokens` (negative = unknown), `saber_penalize`; docs/budget-methods.md, "SABER".
 
     Args:
         penalty (`float`, *optional*, defaults to `0.5`):
@@ -276,9 +258,8 @@ def get_saber_reward(
             `"tokens"` (needs `tokenizer` to find the `</think>` token boundary) or `"chars"`.
         tokenizer (*optional*): The policy tokenizer.
 
-    Returns a picklable callable named `saber_reward`; `None` for rows whose gold cannot be parsed. The fraction of
-    completions without `</think>` (reward 0) is logged as `trl_efficient/no_think_close_fraction`, with one warning
-    the first time no completion of a call has one (`core.lengths.ThinkCloseMonitor`).
+    Returns a picklable callable named `saber_reward`; `None` for rows whose gold cannot be parsed. Logs
+    `trl_efficient/no_think_close_fraction` and warns once when no completion has `</think>` (`ThinkCloseMonitor`).
 
     >>> reward = get_saber_reward(length_unit="chars")
     >>> think = lambda n: "x" * (n - len("</think>")) + r"</think>\boxed{4}"   # n thinking characters

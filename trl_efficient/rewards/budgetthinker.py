@@ -1,52 +1,29 @@
 r"""BudgetThinker (arXiv 2508.17196, methods.md §23): control tokens, the forcing logits processor and the reward.
 
 These pieces live below `eval` and `methods` so that training (`trl_efficient.methods.budgetthinker`) and
-`trl-efficient eval --modes budgetthinker:B` share them.
+`trl-efficient eval --modes budgetthinker:B` share them. The reasoning behind each choice below, the walk through the
+released loop and the history of the fixes: docs/structure-methods.md, "BudgetThinker".
 
-**Control tokens.** Seven special tokens `<remaining>7/8` ... `<remaining>1/8`
-(`trl_efficient.prompts.BUDGETTHINKER_CONTROL_TOKENS`) are added to the vocabulary by `add_budget_tokens(model,
-tokenizer)` (released code: `Preparation/add_special_tokens.py`; on Qwen they get ids from 151665 up, inside the
-padded embedding matrix, so no resize is needed there).
+**Control tokens.** `<remaining>7/8` ... `<remaining>1/8` (`trl_efficient.prompts.BUDGETTHINKER_CONTROL_TOKENS`),
+added by `add_budget_tokens(model, tokenizer)` (released `Preparation/add_special_tokens.py`).
 
-**Forcing.** With budget `B` the released vLLM patch (MobileLLM/BudgetThinker `f0466b9`,
-`to_replace/vllm/worker/model_runner.py`, `ModelRunner.execute_model`, mode `remaining=8ratio`) computes
+**Forcing.** Released vLLM patch (MobileLLM/BudgetThinker `f0466b9`, `to_replace/vllm/worker/model_runner.py`,
+`ModelRunner.execute_model`, mode `remaining=8ratio`), followed over the paper's text `k \lfloor B/K \rfloor`:
 
 .. math:: \Delta = \lfloor B / 8 \rfloor + 1
 
-(`delta = budget // N + 1`, `N = 8`; the paper's text says `k \lfloor B/K \rfloor`, we follow the code, methods.md
-§23 pitfalls) and, after sampling each token, overwrites it with a control token when
-
-- no control token is in the output yet and `len(output_token_ids) == delta` (the first, `<remaining>7/8`), or
-- `len(output_token_ids) - last_special_token_idx - 1 == delta` (the next one, `last_special_token - 1`),
-
-and stops after `<remaining>1/8`. `output_token_ids` are the tokens generated *before* this step, so the token being
-sampled has 0-based index `len(output_token_ids)`. Walking the loop: the first control token lands at index `Δ`
-(after `Δ` free tokens, indices `0..Δ-1`); one at index `j` is followed by the next at `j + Δ + 1` (`Δ` free tokens
-in between). So the k-th control token (`<remaining>{8-k}/8`, k = 1..7) is the generated token at 0-based position
+and the k-th control token (`<remaining>{8-k}/8`, k = 1..7) is the generated token at 0-based position
 
 .. math:: p_k = k\,(\Delta + 1) - 1 = k\,(\lfloor B/8 \rfloor + 2) - 1,
 
-with `⌊B/8⌋ + 1` free tokens before the first and between consecutive ones (B = 16: Δ = 3, positions 3, 7, ..., 27).
-We follow this reading of the code path because it is what produced the released model and the paper's numbers;
-an earlier version of this module placed the k-th token at `k·Δ - 1` (`⌊B/8⌋` free tokens, one fewer), reading "every
-Δ tokens" as a period that includes the control token, which the loop above does not do. `BudgetControlProcessor`
-does this as a transformers `LogitsProcessor`: at a forced position every logit but the control token's is `-inf`.
-
-Where we differ from the released patch (documented choices):
-- the patch reads one budget from the first prompt of the whole vLLM batch that states one and forces every sequence
-  of the batch at its interval; we force each row at its own budget (the curriculum's epochs 7-8 draw a budget per
-  example, so the rows of one batch can differ);
-- the patch counts from the last control token in the output, whoever produced it; we suppress control tokens the
-  model generates by itself (below), so every control token is a forced one and the count is the same.
-
-Edge cases (documented choices, not in the paper):
-- control tokens the model generates by itself are **suppressed** (logit `-inf`) at every non-forced position, so
-  every control token in a completion is a forced one (the loss masks them, `BudgetThinkerTrainer`); if that would
-  leave a row with no finite logit (top-k/top-p kept only control tokens) the row's logits are left untouched;
-- `B < 8`: `Δ = 1`, the control tokens are the generated tokens 1, 3, ..., 13 (0-based; the formula, unchanged);
-- a row without a budget (`None`, e.g. a prompt without one): nothing is forced, control tokens are suppressed;
-- forcing counts generated tokens only and does not stop at `</think>` (as the released patch, which counts
-  output tokens); a forced token after EOS is replaced by padding by `generate` itself.
+(B = 16: positions 3, 7, ..., 27), stopping after `<remaining>1/8`. `BudgetControlProcessor` (a transformers
+`LogitsProcessor`) sets every logit but the control token's to `-inf` at a forced position. Documented choices:
+- each row is forced at its own budget (the patch uses the batch's first stated budget for every row);
+- self-generated control tokens are suppressed (`-inf`) at non-forced positions; a row left with no finite logit
+  (top-k/top-p kept only control tokens) is left untouched;
+- `B < 8`: `Δ = 1`, control tokens at generated tokens 1, 3, ..., 13 (the formula, unchanged);
+- a row without a budget (`None`): nothing is forced, control tokens are suppressed;
+- forcing counts generated tokens only, ignores `</think>` (as the patch); a forced token after EOS becomes padding.
 
 **Reward** (released `easyr1/verl/utils/reward_score/reason_with_in_limit.py` at MobileLLM/BudgetThinker `f0466b9`,
 `reason_with_in_limit_compute_score` and `anwser_length_reward`):
@@ -57,11 +34,7 @@ Edge cases (documented choices, not in the paper):
     \mathrm{len} = \begin{cases} 1 & \text{correct and } L \le B \\ \max(0, 1 - 16\delta^2) & L \ge B \\
     \max(0, 1 - \delta^2) & L < B,\ B \ge 1500 \\ \max(0, 1 - 16\delta^2) & L < B,\ B < 1500 \end{cases}
 
-`format` = 1 when the answer is written `**Final Answer**\boxed{...}`. Every branch is clipped at 0, as
-`anwser_length_reward` writes each one `max((1 - 16 * d * d), 0)` (or `max((1 - d * d), 0)` for `B >= 1500`,
-`L < B`), so `len` lies in [0, 1] and the reward in [0, 1]. (An earlier version of this module and of the methods
-notes left the `L < B, B < 1500` branch unclipped, `1 - 16 delta^2`; a wrong but well-formatted answer of 100
-tokens at `B = 1499` then scored `0.15 + 0.15 (1 - 16 (1399/1499)^2) = -1.79` instead of the released `0.15`.)
+`format` = 1 for `**Final Answer**\boxed{...}`; every branch is clipped at 0 as released, so the reward is in [0, 1].
 """
 
 from __future__ import annotations

@@ -48,24 +48,12 @@ def get_adlp_reward(
     $$ R_i = c_i - \lambda_t L_i, \qquad
     \lambda_{t+1} = \min\bigl(\lambda_{\max}, \max(0, \lambda_t + \eta\,(\mathrm{acc}_t - \mathrm{acc}_{ref}))\bigr) $$
 
-    with $L_i$ the raw completion length (tokens by default, every row, correct or not) and $\mathrm{acc}_t$ the
-    fraction correct of the gathered training batch (`nanmean(batch.correct)`: the trainer's correctness column,
-    rows that cannot be scored left out). Correctness stays a separate reward so it stays the trainer's correctness
-    column, which the update reads.
-
-    By default there is no upper bound ($\lambda_{\max} = \infty$), as in the released code: `ray_trainer.py` updates
-    `self.lambda_len = max(0.0, self.lambda_len + lr * gap)` and `constrained_reward_fn` subtracts
-    `lambda_len * resp_len` (JinyanSu1/A-DLP `afbc411`), with `lambda_init=1e-3` in `scripts/train.sh`. So a 4096-token
-    answer scores $1 - 10^{-3} \cdot 4096 = -3.096$ when correct ($-4.096$ when wrong) at $\lambda_0$. `lambda_max`
-    is an option of ours, and so is `cap_lambda=True`, which sets $\lambda_{\max} = 1/\text{max\_completion\_length}$
-    (the `a-dlp` recipe passes the config's cap; `reward_kwargs: {adlp_length: {cap_lambda: true}}`) so a correct
-    answer never scores below 0 (with `length_unit="tokens"`, `length_scope="total"`). `lambda_init` is clipped to
-    $[0, \lambda_{\max}]$ as well (with a 8192-token cap the script's 1e-3 starts at 1.22e-4).
-
-    Update rules (`update(batch)`, called by `EfficientGRPOTrainer` in training only, after the batch is scored):
-    a batch with no scorable row (no correctness reward, or no parseable gold) leaves $\lambda$ and the step count
-    unchanged (documented choice: no evidence about the accuracy). The current $\lambda$ is logged as `adlp/lambda`
-    through TRL's `log_metric` when the trainer passes it.
+    with $L_i$ the raw completion length (every row, correct or not) and $\mathrm{acc}_t$ the fraction correct of the
+    gathered training batch (`nanmean(batch.correct)`, the trainer's correctness column: keep correctness a separate
+    reward). $\lambda_{\max} = \infty$ by default, as released (`ray_trainer.py`, JinyanSu1/A-DLP `afbc411`);
+    `lambda_max` and `cap_lambda=True` ($1/\text{max\_completion\_length}$; `lambda_init` clipped to it) are ours.
+    `update(batch)` (training only, after scoring): a batch with no scorable row leaves $\lambda$ and the step count
+    unchanged (documented choice); $\lambda$ is logged as `adlp/lambda`. Details: docs/adaptive-methods.md, "A-DLP".
 
     Args:
         lambda_init (`float`, *optional*, defaults to `1e-3`): $\lambda_0$, >= 0 (script value; the YAML has 0.1).

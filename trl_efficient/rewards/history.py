@@ -100,21 +100,13 @@ def get_hapo_length_reward(
 
     $$ R = \mathbb{1}[\text{correct}] + w_{lr}\, r_{len}(L, h) $$
 
-    (the repetition penalty $r_{rep}$ is off by default in HAPO and not reproduced). Keeping correctness a separate
-    function keeps it the trainer's correctness column, which the history update reads (a correct answer at the
-    −0.7 floor would otherwise total 0.3 and count as wrong).
-
-    $h$ is the per-row column `history_best_length` (`-1`: first visit or no correct answer yet -> $r_{len} = 0$),
-    which `EfficientGRPOTrainer` provides with `track_prompt_history=True` (the `hapo` recipe sets it). The history
-    is the trainer's `PromptHistory`, updated after scoring from the gathered batch in training only, so every rank
-    agrees ("min across processes"), and it ratchets down over steps and epochs ("min" mode, HAPO's default). Under
-    a trainer, the reward checks at construction (`attach`) that the history is on, and **in evaluation returns
-    0** for every scorable row (proposed default: evaluation prompts have no training history, and their `idx`
-    would otherwise look up unrelated training prompts; HAPO's code offsets eval indices instead).
-
-    Lengths: the history records policy-token completion lengths (`len(completion_ids)`, EOS included when
-    generated; HAPO re-tokenises the text without special tokens, one token less), so only `length_unit="tokens"`
-    with `length_scope="total"` is accepted. A row whose gold cannot be parsed gets `None`.
+    (the repetition penalty $r_{rep}$ is off by default in HAPO and not reproduced). Correctness stays a separate
+    reward: it is the correctness column the history update reads (a correct answer at the −0.7 floor would total 0.3).
+    $h$ is the column `history_best_length` from the trainer's `PromptHistory` (`track_prompt_history=True`; "min"
+    mode, gathered, training only; checked at `attach`); `h = -1` (first visit, no correct answer yet) gives 0; in
+    evaluation the term is 0 (proposed default; HAPO offsets eval indices instead). Lengths are policy tokens, EOS
+    included (HAPO re-tokenises without it): only `length_unit="tokens"`, `length_scope="total"`. An unparsable gold
+    gets `None`. Details: docs/adaptive-methods.md, "HAPO".
 
     Args:
         variant (`str`, *optional*, defaults to `"cosine"`): `"cosine"` (HAPO's default) or `"linear"`.

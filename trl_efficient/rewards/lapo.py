@@ -21,24 +21,18 @@ $$ R = \mathbb{1}[\text{correct}]\,\Big(1 + 0.8\,\exp\!\big(-\tfrac{(L - L^*)^2}
 
 with the group's median correct length as `L*` when the prompt has no record (`L*` equals the unknown default 4096).
 
-Choices where the paper is silent (documented, following the released code):
-- percentiles: `numpy.percentile`'s default (linear interpolation between closest ranks, `lapo_percentile`), as the
-  released `np.percentile(lengths, 30)`;
-- a degenerate band (`P30 == P70`: one correct rollout, or all correct rollouts of equal length): the released code
-  gives `len_reward = 0` (its `lower_q < upper_q` test), so correct rollouts get exactly 1. `point_band=True` instead
-  treats the band as the point `[P30, P70]` (that rollout gets 1 + 0.7; others `max(0, 1 - d/100)`);
-- no correct rollout: every scorable row gets 0 (wrong answers get 0 in both stages);
-- a row whose gold cannot be parsed gets `None` and its length is not a correct length;
-- the unknown target is recognised by value (`L* == unknown_length`), as the released `tokens == 4096` test;
-- lengths are the completion's policy tokens (`LengthMeter`, EOS included when generated); the released code slices
-  responses by character offsets so that the prefill (`<think>`, or the stage-2 statement) is counted too
-  (methods.md §28 pitfalls): a constant offset of a few tokens that we leave out;
-- the released stage-1 function appends two rewards per sample (a list of 2N; methods.md pitfalls): we return one.
+Choices where the paper is silent (documented, following the released code; reasons: docs/adaptive-methods.md,
+"LAPO"):
+- percentiles: `numpy.percentile`'s default linear interpolation (`lapo_percentile`), as released;
+- a degenerate band (`P30 == P70`): `len_reward = 0` as released (`lower_q < upper_q`); `point_band=True` makes it a
+  point;
+- no correct rollout: every scorable row gets 0; an unparsable gold gets `None` and is not a correct length;
+- the unknown target is recognised by value (`L* == unknown_length`, as the released `tokens == 4096`);
+- lengths are the completion's policy tokens; the released prefill offset (a few tokens) is left out (§28 pitfalls);
+- one reward per sample (the released stage 1 appends two).
 
-The stage of a row comes from the rollout plan's `lapo_stage` column (`trl_efficient.methods.lapo`, so the reward and
-the prefill never disagree); without it (called outside the LAPO plan), from
-`lapo_stage(trainer_state.global_step, trainer_state.max_steps, stage1_fraction)`; with neither, stage 1. The target
-comes from the `lapo_target_length` column (the LAPO memory's record, or `unknown_length`).
+The stage comes from the plan's `lapo_stage` column, else `lapo_stage(global_step, max_steps, stage1_fraction)`, else
+stage 1; the target from `lapo_target_length` (`trl_efficient.methods.lapo`).
 """
 
 from __future__ import annotations

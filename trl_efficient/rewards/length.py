@@ -462,24 +462,14 @@ def get_dler_truncation_reward(
     $$ r = \mathbb{1}[\text{correct}] \cdot \begin{cases} 1 & \text{stopped (ends with EOS)} \\
     \texttt{stop\_factor} & \text{truncated} \end{cases} $$
 
-    The length penalty is the truncation itself (`max_completion_length=4000` in the paper): a cut response usually
-    has no answer and scores 0. Correct means a boxed answer after `</think>` that math-verify accepts (both
-    requirements are configurable). A response counts as stopped when its last id is one of the ids generation
-    stops on (DLER's `finish_reason == "stop"`). TRL 1.16 stops on the tokenizer's EOS **and** every id of the
-    model's `generation_config.eos_token_id` (chat models often have two: end-of-turn and end-of-text), keeps that
-    id as the last of `completion_ids`, and counts a completion as truncated when its last id is none of them; a
-    completion that ended on the "other" EOS must not be scored x0.1. Under `EfficientGRPOTrainer` the reward reads
-    the row keyword `finished` (the trainer's EOS set, `core.lengths.completion_finished`: the one rule); called
-    without it (a plain `GRPOTrainer`), the EOS set is, in order of precedence:
-    the trainer's own (`EfficientGRPOTrainer` calls `set_eos_token_ids(trainer.eos_token_ids)` at construction);
-    `eos_token_id` (an int or a list); with `tokenizer`, TRL's rule
-    (`trl_efficient.core.lengths.completion_eos_token_ids`) applied to the tokenizer and the generation config
-    saved next to it (`tokenizer.name_or_path`). With none of these, a response of `max_completion_length` tokens
-    or more counts as truncated.
-
-    Pitfall (methods.md §4): the ×`stop_factor` scaling is a penalty only because this reward is non-negative.
-    Applied to ±1 rewards it would *shrink* a truncated wrong answer's -1 to -0.1; do not reuse it that way.
-    Keep `mask_truncated_completions=False`: DLER keeps truncated rows with (near-)zero reward.
+    The length penalty is the truncation itself (`max_completion_length=4000` in the paper). Correct = a boxed answer
+    after `</think>` that math-verify accepts (both configurable). Stopped = the last id is one of the ids generation
+    stops on (DLER's `finish_reason == "stop"`; TRL 1.16 stops on several EOS ids): the row keyword `finished`
+    (`core.lengths.completion_finished`) under `EfficientGRPOTrainer`, else the EOS set from
+    `set_eos_token_ids(...)`, then `eos_token_id`, then TRL's rule on `tokenizer` and its saved generation config
+    (`completion_eos_token_ids`), else length `>= max_completion_length` counts as truncated. Pitfall (methods.md
+    §4): the ×`stop_factor` is a penalty only on a non-negative reward. Keep `mask_truncated_completions=False`.
+    Details: docs/advantage-methods.md, "DLER".
 
     Args:
         max_completion_length (`int`): The generation cap in tokens (used only when `eos_token_id` is `None`).
@@ -489,11 +479,8 @@ def get_dler_truncation_reward(
             config saved with it (recipe builder `dler_truncation`).
         stop_factor (`float`, *optional*, defaults to `0.1`): Multiplier for responses that did not stop, in [0, 1].
         require_think_close (`bool`, *optional*, defaults to `True`):
-            A response without `</think>` is wrong. Then a model that never writes `</think>` scores 0 on every
-            completion, right answers included: no learning signal. Each call logs the fraction of completions
-            without `</think>` as `trl_efficient/no_think_close_fraction` (TRL's `log_metric`), and the first call
-            where none has one warns once (`core.lengths.ThinkCloseMonitor`). Set it to `False` for a model
-            that does not think in `<think>` tags.
+            A response without `</think>` is wrong (logged as `trl_efficient/no_think_close_fraction`, one warning
+            when none has it: `ThinkCloseMonitor`). Set it to `False` for a model that does not think in tags.
         require_boxed (`bool`, *optional*, defaults to `True`): The answer after `</think>` must be in `\boxed{}`.
 
     Returns a picklable callable named `dler_truncation_reward`; `None` for rows whose gold cannot be parsed.

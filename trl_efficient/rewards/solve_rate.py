@@ -165,20 +165,12 @@ def get_grpo_lambda_reward(
     \text{ correct} \\ 0 & o_i \text{ wrong} \\ 1 & g \notin \text{top-}\lambda,\ o_i \text{ correct}
     \end{cases} $$
 
-    with $\mu_c, \sigma_c$ the mean and standard deviation of the group's *correct* lengths ($\sigma_c = 1$ when
-    the group has <= 1 correct answer) and $\sigma$ the logistic function. The paper does not say whether
-    $\sigma_c$ is the population or the sample standard deviation, and no official code is known; we use the
-    **population** std ($\sqrt{\frac{1}{n}\sum (L - \mu_c)^2}$, documented choice). The two readings differ: with
-    correct lengths 10, 20, 30 the population std is $\sqrt{200/3} = 8.16$ and the shortest answer scores
-    $1 - 0.6\,\sigma(-1.2247) = 0.8637$, where the sample std ($\sqrt{200/2} = 10$) gives
-    $1 - 0.6\,\sigma(-1) = 0.8386$ (`tests/rewards/test_solve_rate.py`). Wrong answers get 0 in
-    every group, as in the paper (the third-party class that also penalises them contradicts it, methods.md §17).
-    `alpha = 0.6`, `top_fraction = 0.2`, `eps = 1e-6`, the rounding and the population std are **proposed defaults**.
-
-    All-wrong groups: they sort last among groups with a correct answer, so one enters the top only when fewer than
-    $n$ groups have any correct answer; it then gets 0 everywhere, exactly as it would outside the top, so allowing
-    it changes nothing (no other group is displaced). A row whose gold cannot be parsed gets `None` and counts as
-    wrong in $\rho_g$.
+    with $\mu_c, \sigma_c$ the mean and **population** standard deviation of the group's *correct* lengths
+    (documented choice: the paper does not say which; $\sigma_c = 1$ when <= 1 correct answer) and $\sigma$ the
+    logistic function. Wrong answers get 0 in every group, as in the paper (not the third-party class, methods.md
+    §17). All-wrong groups sort last (in the top only when fewer than $n$ groups have a correct answer; they score 0
+    either way). An unparsable gold gets `None` and counts as wrong in $\rho_g$. `alpha`, `top_fraction`, `eps`, the
+    rounding and the population std are **proposed defaults**; reasons, numbers: docs/adaptive-methods.md, "GRPO-λ".
 
     Args:
         num_generations (`int`, *optional*):

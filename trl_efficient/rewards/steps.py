@@ -1,32 +1,16 @@
 r"""
 Step-level rewards: the reasoning is cut into **steps** (segments) and the reward counts them instead of tokens.
 
-- `segment_reasoning` is the one segmenter (Step Pruner and GRSP share it): the thinking part of a completion (the
-  text before the last `</think>`, the opening `<think>` tag removed; without a `</think>` the whole completion, as in
-  `trl_efficient.core.lengths.split_thinking`) is split by one of `SEGMENTERS`:
-
-  - `"paragraphs"`: blank-line separated paragraphs (methods.md §19: Step Pruner's delimiter is [inferred] to be
-    blank lines; proposed default);
-  - `"keywords"`: paragraphs, further split before every line that starts with one of `GRSP_KEYWORDS` ("Wait",
-    "Alternatively", "But", "Hmm", "Let me", "Actually"; methods.md §27, proposed default);
-  - `"lines"`: non-empty lines;
-  - `"sentences"`: split after `.`, `!` or `?` followed by white space (the synthetic world's traces are one line of
-    sentences `"a: 4 + 7 = 1. b: 1 + 7 = 8."`, so blank lines never occur there).
-
-  Empty segments are dropped. A completion whose thinking part is empty or has no delimiter is **one step** (the
-  answer itself is the step), so step counts are always >= 1 and no ratio divides by zero.
-
-- A step's length in tokens (`segment_unit="tokens"`) is the number of the completion's own tokens it overlaps: the
-  steps are found in the text of `completion_ids` read through a table of byte-level pieces
-  (`LengthMeter.token_text` and `overlapping_tokens`, no decoding and no re-tokenising). For a tokenizer without
-  such a table each step's text is re-tokenised on its own (`count_segment_length`), which can differ by a token
-  where one straddles a boundary.
-
-- `get_step_pruner_reward` (Step Pruner, arXiv 2510.03805, methods.md §19): fewer steps among the group's correct
-  answers earn more, any step over `max_step_length` zeroes the reward, and a stop rule ends training when the
-  moving average of the completion length has stopped falling.
-- `get_grsp_reward` (GRSP, arXiv 2510.09535, methods.md §27): group-relative z-scores of the number of segments per
-  length bucket, weighted with descending weights, penalise correct answers.
+- `segment_reasoning`, the one segmenter: the thinking part (before the last `</think>`, `<think>` removed; else the
+  whole completion, as `core.lengths.split_thinking`) split by one of `SEGMENTERS`: `"paragraphs"` (blank lines;
+  methods.md §19 [inferred], proposed default), `"keywords"` (paragraphs, also split before lines opening with one of
+  `GRSP_KEYWORDS`; methods.md §27, proposed default), `"lines"` or `"sentences"` (after `.`/`!`/`?` + white space:
+  the testbed's one-line traces). Empty segments are dropped; an empty or undelimited thinking part is **one step**.
+- A step's length in tokens is the number of the completion's own tokens it overlaps (`LengthMeter.token_text`,
+  `overlapping_tokens`); a tokenizer without a byte-piece table re-tokenises each step (`count_segment_length`),
+  which can differ by a token at a boundary.
+- `get_step_pruner_reward` (Step Pruner, arXiv 2510.03805, methods.md §19) and `get_grsp_reward` (GRSP, arXiv
+  2510.09535, methods.md §27). Narrative: docs/structure-methods.md ("Common machinery", "Step Pruner", "GRSP").
 
 Both are whole-group rewards (`GroupLengthReward`: rows are gathered across processes, so a group that straddles
 ranks is scored whole). By default (`as_penalty=True`) each returns the **difference from correctness**, $R_i - c_i$,
@@ -279,20 +263,14 @@ def get_step_pruner_reward(
     S_{\min} = \min\{S_j : o_j \text{ correct},\ \max_s \ell_{j,s} \le \ell_{\max}\} $$
 
     with $S_i$ the number of steps of response $i$ (`segment_reasoning` with `segmenter`, at least 1) and $c_i$ its
-    correctness; wrong answers get 0. Guard against step merging (methods.md §19: "any paragraph over 512 tokens ->
-    R_i = 0", which replaces the paper's "halt updates" with a local penalty): a response with a step longer than
-    `max_step_length` (in `segment_unit`) gets $R_i = 0$, and (our choice, the paper has no rule) it is not a
-    reference for $S_{\min}$, so a merged giant paragraph cannot lower the group's target. A group without a correct,
-    unguarded answer has no $S_{\min}$ and every row gets $R_i = 0$. With `max_step_length=None` there is no guard.
+    correctness; wrong answers get 0. Guard (methods.md §19, replacing the paper's "halt updates"): a step longer than
+    `max_step_length` (in `segment_unit`) gives $R_i = 0$ and (our choice) excludes the response from $S_{\min}$; a
+    group with no correct, unguarded answer scores 0 everywhere; `max_step_length=None`: no guard.
 
-    **Stop rule** (methods.md §19, proposed default): "stop when the 50-step moving average of mean completion length
-    has not fallen for 3 consecutive evaluations". Concretely, `update(batch)` (training batches only, on the gathered
-    batch, so every rank holds the same state) appends the batch's mean completion length (policy tokens, TRL's
-    `lengths`); every `stop_check_every` training batches an evaluation takes the mean of the last `stop_window`
-    values; it is *non-improving* when it is not below the lowest earlier evaluation. After `stop_patience`
-    consecutive non-improving evaluations, `stop_requested` turns `True` and the callback that `attach(trainer)`
-    registers sets `control.should_training_stop` at the end of the step. The counters are this reward's checkpointed
-    `state_dict`. `stop_patience=None` disables the rule.
+    **Stop rule** (proposed default): `update(batch)` (gathered training batches) appends the mean completion length;
+    every `stop_check_every` batches the mean of the last `stop_window` is non-improving unless below every earlier
+    one; after `stop_patience` in a row, `stop_requested` and `attach(trainer)`'s callback stops training (state is
+    checkpointed; `stop_patience=None` disables it). Details: docs/structure-methods.md, "Step Pruner".
 
     Args:
         num_generations (`int`, *optional*): group size; leave `None` under `EfficientGRPOTrainer`.

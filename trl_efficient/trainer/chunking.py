@@ -2,41 +2,19 @@ r"""Generation in chunks of rows (option `generation_chunk_size`): what groups o
 (BroRL, arXiv 2510.01180) need on top of TRL.
 
 BroRL (Hu et al., NVIDIA, "BroRL: Scaling Reinforcement Learning via Broadened Exploration") trains with N = 512
-rollouts per prompt (recipe `brorl`, methods.md §34).
-
-What TRL 1.16 already gives, read from `trl/trainer/grpo_trainer.py` and `grpo_config.py`, and reused as it is:
-
-- **The loss in micro-batches.** A *generation batch* holds `generation_batch_size = per_device_train_batch_size x
-  num_processes x steps_per_generation` rows (`steps_per_generation` defaults to `gradient_accumulation_steps`); only
-  `generation_batch_size % num_generations == 0` is required, so a group may be larger than a micro-batch.
-  `_prepare_inputs` generates and scores the whole generation batch once, then shuffles its rows and splits them into
-  `steps_per_generation` micro-batches of `per_device_train_batch_size` rows (`shuffle_sequence_dict`,
-  `split_tensor_dict`); each micro-batch is one forward/backward, and the gradients accumulate over
-  `gradient_accumulation_steps` of them. The loss normaliser `num_items_in_batch` is computed on the whole generation
-  batch, so the accumulated gradient is the one-pass gradient.
-- **Group statistics over the whole group.** `_generate_and_score_completions` gathers every process's rewards
-  (`_calculate_rewards`) and computes the group means and standard deviations on the gathered tensor
-  (`rewards.view(-1, num_generations)`) *before* the split; each process then keeps its slice of the advantages. This
-  library's group stage (`GroupBatch`) runs on the same gathered rows.
-- **The no-grad forwards in chunks.** The old-policy and reference log-probabilities are computed by
-  `_get_per_token_logps_and_entropies(..., batch_size=per_device_train_batch_size)`, a loop over row chunks.
-
-What it lacks: **generation** runs in one call over every row this process generates for the generation batch
-(`_generate_single_turn`: one `model.generate` over `per_device_train_batch_size x steps_per_generation` rows), so the
-KV cache and the sampling buffers grow with N. `generation_chunk_size = C` calls TRL's own `_generate_single_turn` on
-consecutive chunks of C rows and concatenates the completions (`generate_in_chunks`); everything after it (rewards,
-gather, group statistics, split, loss) is TRL's, unchanged. Peak generation memory then scales with C, not with N:
+rollouts per prompt (recipe `brorl`, methods.md §34). TRL 1.16 (`trl/trainer/grpo_trainer.py`, `grpo_config.py`)
+already runs the loss in micro-batches a group may span, computes group statistics on the gathered batch before the
+split, and chunks its no-grad forwards (docs/advantage-methods.md, "BroRL", the table of stages). What it lacks:
+**generation** runs in one call (`_generate_single_turn`) over every row this process generates per generation batch,
+so the KV cache grows with N. `generation_chunk_size = C` calls TRL's `_generate_single_turn` on consecutive chunks
+of C rows and concatenates the completions (`generate_in_chunks`); everything after it is TRL's, unchanged:
 
 $$ \text{rows per generate call} = \min(C,\ B_{\text{proc}}), \qquad
    B_{\text{proc}} = \texttt{per\_device\_train\_batch\_size} \times \texttt{steps\_per\_generation} $$
 
-The completions are those of one pass whenever generation is row-independent (TRL's transformers path samples every
-row from its own logits; with sampling, a different chunking draws different random numbers, as a different batch
-size does; scripted generation gives identical rows, `tests/trainer/test_chunking.py`).
-
-Transformers generation only: vLLM (`use_vllm`) and transformers' continuous batching schedule their own batches and
-bound their own memory (vLLM's `vllm_gpu_memory_utilization` / `max_num_seqs`), so the option is refused with them in
-one line. Image inputs (VLMs) are refused at construction (the per-row image fields are not split here).
+Row-independent generation gives one pass's completions (sampling draws other random numbers, as another batch size
+does; `tests/trainer/test_chunking.py`). Refused in one line: `use_vllm`, transformers' continuous batching (they
+bound their own memory), image inputs (VLMs, at construction).
 """
 
 from __future__ import annotations

@@ -12,52 +12,23 @@ $$ \mathcal{A}_i \sim \mathrm{Uniform}\{S \subset \{0, \dots, N_L - 1\} : |S| = 
 (each layer is active with probability $\gamma / N_L$, the paper's $p_\ell$; $p = 1$ for embeddings and head).
 
 Followed from the released code, LMFlow `src/lmflow/pipeline/utils/lisa_trainer.py` `DynamicLayerActivationCallback`
-(OptimalScale/LMFlow, checked at f3597db; the same callback as in the 2024 `finetuner.py`, ac7e9c3, which Axolotl's
-`src/axolotl/utils/callbacks/lisa.py` `LISACallback` adapts):
+(OptimalScale/LMFlow, checked at f3597db; = 2024 `finetuner.py` ac7e9c3; Axolotl's `callbacks/lisa.py` `LISACallback`
+adapts it): a `TrainerCallback` setting `requires_grad` of the decoder layers only; the draw is at the start of each
+optimizer step with `global_step % K == 0` (`on_step_begin`, first at step 0, after the optimizer was built over every
+parameter: LMFlow issue #726); $\gamma$ layers uniformly without replacement (`np.random.choice(range(N_L), gamma,
+replace=False)`); LMFlow defaults 2 and 20 (`args.py`). Narrative, sources and measurements: docs/lisa.md ("What
+runs", "Refused, in one line"). Where this module differs:
 
-- a `transformers.TrainerCallback` that sets `requires_grad` of the decoder layers' parameters; embeddings and head
-  are never touched;
-- the set is drawn **at the start of an optimizer step** whose `global_step % K == 0` (`on_step_begin`), so the first
-  draw is at step 0, after the optimizer was built over every parameter (the optimizer must hold every layer's
-  parameters: freezing before it is built leaves the first draw's layers trained forever, LMFlow issue #726);
-- $\gamma$ layers uniformly **without replacement from all decoder layers** (`np.random.choice(range(N_L), gamma,
-  replace=False)`); LMFlow's defaults are `lisa_activated_layers=2`, `lisa_interval_steps=20` (`args.py`), and its
-  README and `scripts/run_finetune_with_lisa.sh` run 1 and 20.
-
-Where this module differs, and why:
-
-1. **The random numbers.** LMFlow draws from NumPy's *global* RNG. Here the set of interval $i$ is a pure function of
-   the run's seed and $i$ (`sample_layers`: `numpy.random.default_rng([seed, i])`), the same distribution. The global
-   RNG is shared with everything else in the process, so LMFlow's draw depends on unrelated code, can differ between
-   ranks (every rank must train the same layers, or DDP's reduction no longer matches), and a resumed run redraws
-   nothing until the next multiple of $K$ (all layers train in between). The seed and the current interval's set are
-   saved in `trl_efficient_state.json` (state key `"lisa"`); a resume re-applies the set before its first step, so it
-   continues bit for bit (`tests/trainer/test_lisa.py`). Axolotl additionally redraws at step 1; not done here.
-2. **Optimizer memory.** AdamW creates its state lazily and skips a parameter whose `.grad` is `None` (`torch.optim`),
-   so a frozen layer gets no state; but LMFlow never frees the state of a layer once active, so after enough
-   intervals AdamW holds state for every layer, as full fine-tuning does (LMFlow issues #729, #768: the paper's runs
-   restarted the optimizer for each interval; the authors planned "optimizer state dropping"). Here, at every draw
-   the state of every parameter of an inactive layer is dropped (and its `.grad` set to `None`): the optimizer holds
-   state only for the active layers and the always-trained parameters. A layer that stays active across a draw keeps
-   its state (AdamW simply continues); a re-activated layer starts from zero moments, as in the paper's
-   per-interval runs. The embeddings and head keep theirs throughout, as in LMFlow (the paper's per-interval restart
-   would reset them too).
-3. **Finding the layers.** LMFlow maps class names to attribute paths (`model.model.layers`, `model.transformer.h`)
-   or asks for `lisa_layers_attribute`. Here the list is found generically: `model.get_decoder().layers`, else the
-   `torch.nn.ModuleList` whose blocks are all of a class named in the model's `_no_split_modules` (GPT-2's
-   `transformer.h`); a model with neither fails at construction in one line.
-4. **Refused**, in one line: PEFT/LoRA together with LISA (the adapters are the only trainable weights; nothing is
-   left for LISA to sample), DeepSpeed ZeRO-3 (parameters are partitioned and gathered on the fly, `requires_grad`
-   of the module's parameters is not what the engine trains), FSDP (not verified), $\gamma$ outside
-   $[1, N_L]$, $K < 1$. DeepSpeed ZeRO-1/2 (LMFlow's archived LISA script runs ZeRO-2 on several GPUs) is accepted
-   with a one-line warning: its optimizer keeps a flat fp32 partition and Adam state over every parameter and
-   zero-fills a frozen layer's gradient (`DeepSpeedZeroOptimizer.get_all_grad_tensors`, DeepSpeed edaa722), so there
-   the optimizer memory is not reduced and a layer frozen after training drifts by its remaining momentum, as in
-   LMFlow (a real ZeRO-2 run on CPU shows it: `tests/multiprocess/test_deepspeed_lisa.py`, opt-in). With DDP,
-   `ddp_find_unused_parameters` is set to `True` (frozen layers produce no gradient; transformers would otherwise
-   turn it off under gradient checkpointing); 1 and 2 processes draw the same layers, move exactly the drawn layer
-   and end with the same weights (`tests/multiprocess/test_multiprocess_lisa.py`). At the end of training every
-   layer's parameters get their `requires_grad` back.
+1. **Random numbers**: interval $i$'s set is `numpy.random.default_rng([seed, i])` (not NumPy's global RNG), so ranks
+   agree and a resume re-applies the set saved under state key `"lisa"` bit for bit; no Axolotl step-1 redraw.
+2. **Optimizer memory**: every draw drops the AdamW state and `.grad` of inactive layers (LMFlow issues #729, #768);
+   a layer kept across a draw keeps its state, a re-activated one starts from zero moments; embeddings/head keep theirs.
+3. **Finding the layers**: `model.get_decoder().layers`, else the `ModuleList` of `_no_split_modules` blocks; neither
+   fails at construction in one line.
+4. **Refused** in one line: PEFT/LoRA, ZeRO-3, FSDP, $\gamma \notin [1, N_L]$, $K < 1$. ZeRO-1/2 is accepted with a
+   warning (no memory saving; frozen layers drift by momentum: `get_all_grad_tensors`, DeepSpeed edaa722;
+   `tests/multiprocess/test_deepspeed_lisa.py`). DDP sets `ddp_find_unused_parameters=True`
+   (`tests/multiprocess/test_multiprocess_lisa.py`). Training's end restores every layer's `requires_grad`.
 
 >>> sample_layers(seed=42, interval=0, num_layers=8, activated_layers=2)
 [0, 6]

@@ -8,38 +8,18 @@ $$ \mathcal{L}_{\text{KL-RL}}(\theta) = \mathcal{L}_{\text{GRPO}}(\theta)
    - \beta\, D_{\mathrm{KL}}\big(\pi_\theta \,\|\, \pi_{\text{ref}}\big), \qquad
    \pi_{\text{ref}} \leftarrow \pi_\theta \text{ at a reset} $$
 
-and, "to keep the KL term from dominating the loss" as the policy moves away, resets $\pi_{\text{ref}}$ to a recent
-snapshot of the online policy and reinitialises the optimizer state "when validation performance stagnates or
-degrades" (the paper's runs did so by hand, between runs). Here a reset is triggered by the config:
-
-- `ref_reset_steps = K`: at every K-th optimizer step (`global_step % K == 0`);
-- `ref_reset_metric = name`: on a plateau of a logged metric (`PlateauMonitor`: `ref_reset_patience` logged values in
-  a row without improving on the best by more than `ref_reset_min_delta`, in the direction `ref_reset_mode`); e.g.
-  `eval_reward` (TRL's evaluation, needs `eval_strategy`) or the training `reward`. The paper's trigger; the
-  patience (3) and threshold (0.0) are proposed defaults: the paper states no rule.
-
-Both may be set. A reset copies the policy's weights into TRL's reference model with TRL's own
-`SyncRefModelCallback.sync_target_model(model, ref_model, alpha=1.0)` (ZeRO-3 gathering included) and, with
-`ref_reset_optimizer` (default, as the paper does), clears the optimizer's per-parameter state (Adam's moments and
-step count start again; the learning-rate schedule goes on).
-
-What differs from TRL's `sync_ref_model` (`ref_model_mixup_alpha`, `ref_model_sync_steps`), whose callback mixes
-$\pi_{\text{ref}} \leftarrow \alpha\pi_\theta + (1-\alpha)\pi_{\text{ref}}$ every `ref_model_sync_steps` steps: a
-reset is $\alpha = 1$ (TRL's own function is called with it), it can also fire on a plateau, it resets the optimizer,
-and it resumes exactly: the reset count, last reset step, a pending plateau reset and the monitor are in
-`trl_efficient_state.json`, and the reference weights, which no longer equal the initial model's after a reset, are
-saved with every checkpoint as `ref_model.safetensors` (TRL rebuilds the reference from the initial model on resume,
-so a resumed `sync_ref_model` run would start again from the initial reference). The two are not combined: setting
-`sync_ref_model` with a reset schedule is a config error.
-
-Timing: a reset happens after the optimizer step (`on_step_end`, before logging and saving: the checkpoint of that
-step holds the reset reference and the empty optimizer state), and only where TRL generates the next batch, so the
-reference log-probs of every batch after a reset come from the new reference (TRL computes them once per generation
-batch): `ref_reset_steps * gradient_accumulation_steps` must be a multiple of `steps_per_generation *
-num_iterations` (a config error otherwise), and a plateau found in between waits for the next such step.
-
-Not supported: PEFT (TRL keeps no separate reference model: the reference is the adapter-disabled base), DeepSpeed
-and FSDP (the optimizer state is sharded there); each is one line at construction.
+and, "to keep the KL term from dominating the loss", resets $\pi_{\text{ref}}$ and the optimizer state "when
+validation performance stagnates or degrades" (by hand in the paper). Triggers: `ref_reset_steps = K` (every K-th
+optimizer step) and/or `ref_reset_metric` (a plateau, `PlateauMonitor`: `ref_reset_patience` values without beating
+the best by `ref_reset_min_delta` in direction `ref_reset_mode`; patience 3 and threshold 0 are proposed defaults).
+A reset is TRL's `SyncRefModelCallback.sync_target_model(model, ref_model, alpha=1.0)` plus, with
+`ref_reset_optimizer` (default), cleared optimizer state (the LR schedule goes on). Documented choices, one line each:
+- resumes exactly (state in `trl_efficient_state.json`, reference weights in `ref_model.safetensors`);
+- `sync_ref_model` together with a reset schedule is a config error;
+- a reset runs in `on_step_end`, only where TRL generates the next batch (`ref_reset_steps *
+  gradient_accumulation_steps` a multiple of `steps_per_generation * num_iterations`; a plateau waits for it);
+- PEFT, DeepSpeed and FSDP are refused in one line at construction.
+Narrative and sources: docs/advantage-methods.md, "ProRL".
 """
 
 from __future__ import annotations
