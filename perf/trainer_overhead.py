@@ -114,13 +114,13 @@ NO_INSTRUMENT = (
 def benchmark_scale(recipe_name: str, max_len: int, steps: int):
     """The recipe's scale at the benchmark's cap and steps, from the comparison instrument
     (`trl_efficient_testbed.specs.recipe_scale`: one rule per recipe, e.g. DA-DLER's `truncate_to` 2000 of 4000 -> 32
-    of 64), or None when the instrument is not installed: this script is outside the library, and the library's
-    recipes declare no testbed scale."""
+    of 64), or None when the instrument is not installed or declares no spec for the recipe (a new method): this script
+    is outside the library, and the library's recipes declare no testbed scale."""
     try:
-        from trl_efficient_testbed.specs import recipe_scale
+        from trl_efficient_testbed.specs import SPECS, recipe_scale
     except ImportError:
         return None
-    return recipe_scale(recipe_name, max_len, steps)
+    return recipe_scale(recipe_name, max_len, steps) if recipe_name in SPECS else None
 
 
 def merge_scale(overrides: dict, scale_config: dict) -> dict:
