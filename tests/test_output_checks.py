@@ -69,3 +69,12 @@ def test_eval_and_train_refuse_an_output_folder_they_cannot_write_before_loading
     assert main(["train", "--max_steps", "1", "--bf16", "false", "--output_dir", str(locked / "t")]) == 2
     assert "--output_dir" in (line := _one_line(capsys)) and "cannot write" in line
     assert not (locked / "e").exists() and not (locked / "t").exists()
+
+
+def test_testbed_eval_names_an_empty_model_folder(tmp_path, capsys):
+    pytest.importorskip("trl_efficient_testbed")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["testbed", "eval", "--model", str(empty), "--num-eval", "1"]) == 2
+    line = _one_line(capsys)
+    assert str(empty) in line and "without a model" in line and "tokenizer" not in line.lower()

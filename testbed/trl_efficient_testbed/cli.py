@@ -351,11 +351,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "eval":
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from trl_efficient.core.models import resolve_model_name
+        from trl_efficient.core.models import missing_model_dir, resolve_model_name
         from trl_efficient.overthinking.data import load_testbed_dataset
 
         from .runner import evaluate_testbed, torch_threads
 
+        missing = missing_model_dir(args.model, "--model")  # an empty folder: named, not the tokenizer library's error
+        if missing is not None:
+            raise missing
         path = resolve_model_name(args.model)
         tokenizer, model = AutoTokenizer.from_pretrained(path), AutoModelForCausalLM.from_pretrained(path)
         with torch_threads():
