@@ -28,7 +28,11 @@ def _yaml(name, tmp_path, **extra) -> str:
 
 @pytest.mark.parametrize("name", RECIPES.names())
 def test_every_recipe_scales_to_a_valid_cpu_config(name, tmp_path):
+    # the one flag a user passes: the recipe's own constants come scaled (Recipe.settings), no YAML needed
+    one_flag = parse_train_args(["--recipe", name, "--run_defaults", PRESET, "--output_dir", str(tmp_path / "r")])[2]
     _, data, cfg = parse_train_args(["--config", _yaml(name, tmp_path)])
+    assert (one_flag.max_steps, one_flag.num_generations, one_flag.ref_reset_steps, one_flag.budgets) == (
+        cfg.max_steps, cfg.num_generations, cfg.ref_reset_steps, cfg.budgets)  # fmt: skip
     preset = RUN_PRESETS[PRESET]
     assert (cfg.max_steps, cfg.num_generations, cfg.use_cpu, cfg.bf16) == (4, 4, True, False)
     assert cfg.max_completion_length <= preset["max_completion_length"] and data.dataset_name == "gsm8k"

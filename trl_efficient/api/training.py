@@ -445,7 +445,10 @@ def train_args(config: str | os.PathLike | dict | None, user: dict, function: st
     fields = {f.name: f for cls in classes for f in dataclasses.fields(cls) if f.init}
     recipe_name = user.get("recipe")
     if config is None and recipe_name is not None and shipped_config_name(recipe_name) == recipe_name:
-        config = recipe_name  # `--recipe kimi` alone runs as `--config kimi`; with --config, it switches the method
+        # `--recipe kimi` alone runs as `--config kimi`; with --config, it switches the method. With --run_defaults,
+        # the preset is the run (`--recipe prorl --run_defaults smollm2-cpu`: a short CPU run, the recipe's constants
+        # scaled to it), not the shipped YAML's paper-scale run on top of it.
+        config = None if "run_defaults" in user else recipe_name
     yaml_values, label = {}, None
     if isinstance(config, dict):  # the keys of a YAML file
         yaml_values, label = dict(config), "the config"
