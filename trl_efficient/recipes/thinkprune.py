@@ -15,7 +15,7 @@ reward_builder(
     "thinkprune",
     R.get_thinkprune_reward,
     "ThinkPrune, arXiv:2504.01296 (correct, finished and within the shrinking limit)",
-    needs=("solution", "budget"),  # `budget`: the plan's column (optional: without it, the reward's own schedule)
+    needs=("solution", "budget"),  # `budget`: the plan's (optional); `finished` is the trainer's: never listed
     receives=("length",),
 )
 

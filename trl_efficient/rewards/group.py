@@ -2,18 +2,12 @@ r"""
 Group-relative length rewards: rewards that need the **whole group** of `G` rollouts of a prompt (group min/max
 length, shortest correct length, ...).
 
-TRL calls reward functions on each process's *local* slice of rows. Rows are laid out in global process-major order
-(rank 0's rows, then rank 1's, ...), consecutive blocks of `G` rows form one group, and a group may straddle ranks
-(`docs/trl-integration.md` §9). Every process calls the synchronous reward functions in the same order, so these
-rewards can
-use a collective: each rank computes correctness and length for its own rows, `gather_rows` all-gathers the
-`(correct, length)` pairs in rank order, the reward is computed on whole groups of the global list, and each rank
-returns its own slice. Computing group statistics on the local slice instead (as open-r1's `len_reward` does) is
-silently wrong whenever a group straddles ranks or a slice holds several prompts.
-
-The group size comes from the per-row `group_size` column that `EfficientGRPOTrainer` injects, or else from the
-factory's `num_generations`. A batch whose global row count is not a multiple of `G` raises a `ValueError` rather
-than scoring part of a group.
+TRL calls a reward on each process's slice of rows, and a group may straddle processes (`docs/trl-integration.md`
+§9). So `GroupLengthReward` computes `(correct, length)` for its own rows, all-gathers them in rank order
+(`gather_rows`, a collective every process reaches), scores whole groups of the global list and returns its own slice.
+Group statistics of the local slice instead (open-r1's `len_reward`) are wrong whenever a group straddles ranks. `G`
+is the trainer's `group_size` column, else the factory's `num_generations`; a global row count that is not a multiple
+of `G` raises a `ValueError`. The subclass contract: docs/adding-a-method.md, "A group reward".
 
 **Outside training** (evaluation scripts, notebooks; no `torch.distributed` process group), pass lists where each
 run of `G` consecutive items is one prompt's group, and `num_generations=G`:
@@ -114,34 +108,46 @@ def _check_num_generations(num_generations: Any) -> None:
 
 
 class GroupLengthReward:
-    # A class rather than a closure so it pickles for TRL's async rollout worker. Subclasses set __name__,
-    # _factory and _score_group (or _score_batch).
+    r"""Base of the whole-group rewards (module docstring). Subclasses set `__name__`, `_factory` (named in errors),
+    `gathered_columns` (per-row keyword columns appended to each row, `None` per row when absent: `("finished",)` gives
+    `(correct, length, finished)` rows) and `_score_group` (or `_score_batch`). A class, not a closure: it pickles.
+
+    >>> class Shortest(GroupLengthReward):  # 1 for the group's shortest finished correct row, else 0
+    ...     gathered_columns = ("finished",)
+    ...     def _score_group(self, rows):
+    ...         best = min((n for c, n, f in rows if c and f is not False), default=None)
+    ...         return [float(bool(c) and f is not False and n == best) for c, n, f in rows]
+    >>> Shortest(2, LengthMeter())([r"\boxed{1}"] * 2, ["1", "1"], [[0] * 3, [0] * 5], finished=[False, True])
+    [0.0, 1.0]
+    """
+
     __name__ = "group_length_reward"
     _factory = "get_...()"
+    gathered_columns: tuple[str, ...] = ()
 
     def __init__(self, num_generations: int | None, meter: LengthMeter) -> None:
+        _check_num_generations(num_generations)
         self.num_generations = num_generations
         self.meter = meter
 
-    def _score_group(self, rows: list[tuple[bool | None, int]]) -> list[float | None]:
-        """Rewards of one whole group from its `(correct, length)` rows (subclasses that override `_score_batch`
-        need not implement it)."""
+    def _score_group(self, rows: list[tuple]) -> list[float | None]:
+        """Rewards of one whole group from its `(correct, length, *gathered_columns)` rows (subclasses that override
+        `_score_batch` need not implement it)."""
         raise NotImplementedError(f"{type(self).__name__} implements neither _score_group nor _score_batch")
 
     def _row_extra(self, completion: Any, ids: list[int] | None, kwargs: dict, i: int) -> Any:
-        """A picklable per-row value gathered with the row's `(correct, length)` (e.g. a per-row column, a
-        repetition flag); `None` by default. `completion` is the row's text (`completion_text`, read once per call);
-        `i` is the row's index in this process's call."""
+        """A picklable per-row value computed from the row (a repetition flag) and gathered with it; `None` by default.
+        `completion` is the row's text; `i` its index in this process's call."""
         return None
 
     def _row_extras(self, completions: list, completion_ids: list, kwargs: dict, rows: list) -> list:
         """`_row_extra` of every row of this process's call; a subclass may compute them for the whole call at once
         (vectorised), with the same values, or skip work that no score can use (`rows` are the call's own
-        `(correct, length)` rows, before the gather)."""
+        `(correct, length, *gathered_columns)` rows, before the gather)."""
         return [self._row_extra(c, ids, kwargs, i) for i, (c, ids) in enumerate(zip(completions, completion_ids))]
 
-    def _score_batch(self, rows: list[tuple[bool | None, int]], extras: list, group_size: int) -> list[float | None]:
-        """Rewards of the whole gathered batch (all processes, global row order) from its `(correct, length)` rows
+    def _score_batch(self, rows: list[tuple], extras: list, group_size: int) -> list[float | None]:
+        """Rewards of the whole gathered batch (all processes, global row order) from its rows (as `_score_group`'s)
         and their `_row_extra` values. The default scores each group of `group_size` consecutive rows on its own
         with `_score_group`; batch-level rewards (a ranking across groups) override this."""
         rewards: list[float | None] = []
@@ -150,6 +156,7 @@ class GroupLengthReward:
         return rewards
 
     def _post_process(self, rewards: list[float | None], kwargs: dict) -> list[float | None]:
+        """This process's slice of the rewards, with the call's keywords (Kimi's warm-up reads `trainer_state`)."""
         return rewards
 
     def __call__(
@@ -160,9 +167,10 @@ class GroupLengthReward:
         if completion_ids is None:
             completion_ids = [None] * n
         texts = [completion_text(completion) for completion in completions]  # each completion's text, once
+        columns = [[None] * n if kwargs.get(name) is None else kwargs[name] for name in self.gathered_columns]
         local = [
-            (is_correct(text, gold), self.meter(text, ids))
-            for text, gold, ids in zip(texts, solution, completion_ids, strict=True)
+            (is_correct(text, gold), self.meter(text, ids), *values)
+            for text, gold, ids, *values in zip(texts, solution, completion_ids, *columns, strict=True)
         ]
         local = list(zip(local, self._row_extras(texts, completion_ids, kwargs, local), strict=True))
         gathered, offset = gather_rows(local)  # collective: every rank reaches it (group size is resolved identically)
@@ -215,7 +223,6 @@ def get_kimi_length_reward(
     >>> reward(completions=[r"\boxed{1}", r"\boxed{2}"], solution=["1", "1"], completion_ids=[[0] * 30, [0] * 10])
     [-0.5, 0.0]
     """
-    _check_num_generations(num_generations)
     _check_number("warmup_ratio", warmup_ratio, 0.0, 1.0)
     return _KimiLengthReward(num_generations, LengthMeter(length_unit, length_scope, tokenizer), float(warmup_ratio))
 
@@ -285,7 +292,6 @@ def get_shorter_better_reward(
     ...        completion_ids=[[0] * n for n in (4, 8, 4, 12)])  # SOL 4 ; SOL mean(4, 12) = 8
     [2.0, 1.0, -1.0, -1.0]
     """
-    _check_num_generations(num_generations)
     _check_number("alpha", alpha)
     _check_number("beta", beta, 0.0)
     meter = LengthMeter(length_unit, length_scope, tokenizer)
