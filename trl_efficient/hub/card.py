@@ -581,7 +581,7 @@ def _training_prompt_format(trainer, info: ModelCardInfo, per_row_system: bool) 
 
     Rows in the math format (question, then `info.instruction` on its own line) keep that instruction, and their
     system message when it is the same for every row (not with per-row system prompts such as SABER's); rows in
-    another format (the testbed's digit chains) give their own user text as the quick start's example, as is."""
+    another format (the synthetic world's digit chains) give their own user text as the quick start's example, as is."""
     try:
         prompt = trainer.train_dataset[0]["prompt"]
     except Exception:  # no dataset, an iterable one, or no `prompt` column: the card info as given

@@ -3,7 +3,7 @@
 
 They claim nothing; they are what a comparison of methods must tell apart from a method. A check that
 `constant-penalty` passes credits "a length penalty shortens", not the method; a check that `placebo` (or `grpo`)
-passes is broken (docs/testbed.md, "Controls").
+passes is broken.
 """
 
 from ..rewards.controls import get_constant_length_penalty, get_placebo_reward

@@ -5,7 +5,7 @@ Step-level rewards: the reasoning is cut into **steps** (segments) and the rewar
   whole completion, as `core.lengths.split_thinking`) split by one of `SEGMENTERS`: `"paragraphs"` (blank lines;
   methods.md §19 [inferred], proposed default), `"keywords"` (paragraphs, also split before lines opening with one of
   `GRSP_KEYWORDS`; methods.md §27, proposed default), `"lines"` or `"sentences"` (after `.`/`!`/`?` + white space:
-  the testbed's one-line traces). Empty segments are dropped; an empty or undelimited thinking part is **one step**.
+  the synthetic traces). Empty segments are dropped; an empty or undelimited thinking part is **one step**.
 - A step's length in tokens is the number of the completion's own tokens it overlaps (`LengthMeter.token_text`,
   `overlapping_tokens`); a tokenizer without a byte-piece table re-tokenises each step (`count_segment_length`),
   which can differ by a token at a boundary.
