@@ -268,7 +268,18 @@ def test_saved_training_arguments_never_hold_the_hub_token(tmp_path):
 
 
 class _FinishedTrainer(ScriptedGenerationMixin, EfficientGRPOTrainer):
-    """Scripted rollouts (an EOS id after `</think>`, none otherwise) that keep each gathered `GroupBatch`."""
+    """Scripted rollouts (an EOS id after `</think>`, none otherwise) that keep each gathered `GroupBatch`; the first
+    row of every call is cut (its EOS dropped) and the second ends with EOS, so both kinds occur whatever the script
+    draws for this tokenizer's prompt ids."""
+
+    def _generate_single_turn(self, prompt_ids, *args, **kwargs):
+        completions, extra = super()._generate_single_turn(prompt_ids, *args, **kwargs)
+        eos = self.processing_class.eos_token_id
+        if completions and completions[0][-1:] == [eos]:
+            completions[0] = completions[0][:-1]
+        if len(completions) > 1 and completions[1][-1:] != [eos]:
+            completions[1] = completions[1] + [eos]
+        return completions, extra
 
     def group_stage(self, batch, output):
         self.batches = getattr(self, "batches", []) + [batch]
