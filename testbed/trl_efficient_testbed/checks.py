@@ -598,11 +598,10 @@ def _hbpo_specific(c: CheckInputs) -> dict:
         f"{c.base_name}'s (margin: the token margin), and easy tasks (1-2 ops) cut more than hard ones relative "
         f"to {c.reference_name}'s tokens, beyond {c.constant_name}'s same gap (margin {FRACTION_MARGIN})"
     )
-    pair = _modes_pair(c)
-    if pair is None or len(c.panel.modes) < 2:
+    sorted_modes = _sorted_modes(c, at_least=2)
+    if sorted_modes is None:
         return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
-    rec, base = pair
-    names = _by_value(rec, rec.modes)
+    rec, base, names = sorted_modes
     lo, hi = names[0], names[-1]
     spread, b_spread = (p.modes[hi]["lengths"] - p.modes[lo]["lengths"] for p in (rec, base))
     d_spread = c.paired(spread, b_spread)
@@ -646,6 +645,16 @@ def _by_value(panel: Panel, names) -> list[str]:
     return sorted(names, key=lambda m: panel.mode_values.get(m) or 0)
 
 
+def _sorted_modes(c: CheckInputs, at_least: int = 1) -> tuple[Panel, Panel, list[str]] | None:
+    """The recipe and the base aligned (`_modes_pair`) and the recipe's prompt modes by value, smallest first; `None`
+    without the base under every prompt, or with fewer than `at_least` modes (a spread needs two)."""
+    pair = _modes_pair(c)
+    if pair is None or len(c.panel.modes) < at_least:
+        return None
+    rec, base = pair
+    return rec, base, _by_value(rec, rec.modes)
+
+
 def _mode_means(panel: Panel, names, key="lengths") -> str:
     return ", ".join(f"{panel.mode_values.get(m)}: {float(panel.modes[m][key].mean()):.1f}" for m in names)
 
@@ -661,11 +670,10 @@ def _hbpo(c: CheckInputs) -> dict:
     claim = (f"vs {c.base_name}: under the same budget prefills the overshoot past the budget (max(0, length - "
              "budget), mean over the budgets) falls, and without a budget easy tasks (1-2 ops) get shorter than "
              f"{c.base_name}'s")  # fmt: skip
-    pair = _modes_pair(c)
-    if pair is None or len(c.panel.modes) < 2:
+    sorted_modes = _sorted_modes(c, at_least=2)
+    if sorted_modes is None:
         return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
-    rec, base = pair
-    names = _by_value(rec, rec.modes)
+    rec, base, names = sorted_modes
     lo, hi = names[0], names[-1]
     d_over = c.paired(_overshoot(base, names), _overshoot(rec, names))
     spread = rec.modes[hi]["lengths"] - rec.modes[lo]["lengths"]
@@ -697,11 +705,10 @@ def _l1(c: CheckInputs) -> dict:
              "falls and the target-length Pearson rises" if exact else
              f"vs {c.base_name} under the same maximum-length prompts: the mean overshoot max(0, length - target) "
              f"falls at similar accuracy (>= {c.base_name} - {ACCURACY_TOLERANCE})")  # fmt: skip
-    pair = _modes_pair(c)
-    if pair is None:
+    sorted_modes = _sorted_modes(c)
+    if sorted_modes is None:
         return _result(claim, f"no {c.base_name} evaluation under the same prompts", None, {})
-    rec, base = pair
-    names = _by_value(rec, rec.modes)
+    rec, base, names = sorted_modes
     targets = [float(rec.mode_values[m]) for m in names]
 
     def error(p):
@@ -734,11 +741,10 @@ def _l1(c: CheckInputs) -> dict:
 @check("tier-overshoot", needs_reference=False, conditioned=True, against_base=True, modes=_tier_modes,
        following=lambda spec: ("thinking", "over"))  # fmt: skip
 def _saber(c: CheckInputs) -> dict:
-    pair = _modes_pair(c)
-    if pair is None or len(c.panel.modes) < 2:
+    sorted_modes = _sorted_modes(c, at_least=2)
+    if sorted_modes is None:
         return _result("-", f"no {c.base_name} evaluation under the tier prompts", None, {})
-    rec, base = pair
-    names = _by_value(rec, rec.modes)
+    rec, base, names = sorted_modes
     lo, hi = names[0], names[-1]
     tiers = "/".join(str(rec.mode_values[m]) for m in names)
     claim = (f"vs {c.base_name} under the same tier prompts ({tiers} thinking tokens): the thinking overshoot past "
@@ -812,11 +818,10 @@ def _budgetthinker(c: CheckInputs) -> dict:
     claim = ("vs the base model with the control tokens added (fresh embeddings: where training starts) under the same "
              "budget prompts and forced control tokens: accuracy rises and the thinking overshoot past the budget "
              "(max(0, thinking - budget), mean over the budgets) falls")  # fmt: skip
-    pair = _modes_pair(c)
-    if pair is None:
+    sorted_modes = _sorted_modes(c)
+    if sorted_modes is None:
         return _result(claim, "no base evaluation under the budget prompts", None, {})
-    rec, base = pair
-    names = _by_value(rec, rec.modes)
+    rec, base, names = sorted_modes
     acc = functools.partial(_mode_accuracy, names=names)
     d_acc = c.paired(acc(rec), acc(base))
     d_over = c.paired(_overshoot(base, names, "thinking"), _overshoot(rec, names, "thinking"))
