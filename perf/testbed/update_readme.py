@@ -68,7 +68,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
     constant-penalty; then the controls' own rows, the counts and the looks not taken."""
     import json
 
-    from trl_efficient_testbed.runner import verdict_cells
+    from trl_efficient_testbed.runner import VERDICT_HEADER, verdict_cells, verdict_counts
 
     with open(json_path) as f:
         data = json.load(f)
@@ -81,10 +81,9 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
              f"spending over the looks at {', '.join(map(str, data['protocol']['looks']))} seeds, nominal one-sided "
              f"level {data['protocol']['nominal_levels'][0]:.4f} per look; BH across the checks), from "
              f"`perf/testbed/results/compare.json`; the verdict before it is {before['commit']}'s:", "",
-             f"| recipe | before (protocol 3) | protocol {data['protocol']['version']} | p | q (BH) | placebo | "
-             "constant-penalty "
-             "| vs constant-penalty |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| " + " | ".join(["recipe", "before (protocol 3)", f"protocol {data['protocol']['version']}",
+                                 *VERDICT_HEADER[1:]]) + " |",
+             "|" + "---|" * (2 + len(VERDICT_HEADER))]  # fmt: skip
     controls = []
     for row in data["rows"]:
         check = row.get("method_check") or {}
@@ -96,14 +95,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
         old = (before["verdicts"].get(row["recipe"]) or {}).get("verdict", "-")
         lines.append("| " + " | ".join([row["recipe"], old, *verdict_cells(check)]) + " |")
     counts = data["verdicts"]
-    lines += [
-        "",
-        f"**{counts['held']} held** ({counts['held_after_bh']} after Benjamini-Hochberg across the "
-        f"{counts['family']} checks that can be judged, {counts['specific']} of those also better than "
-        f"constant-penalty), {counts['inconclusive']} inconclusive, {counts['not held']} not held, "
-        f"{counts['cannot be judged']} cannot be judged, {counts['broken']} broken (placebo passes).",
-        "",
-    ]
+    lines += ["", verdict_counts(counts).replace("Verdicts: ", "", 1), ""]
     for row in controls:
         check = row["method_check"]
         passes = ", ".join(check.get("passes") or []) or "none"
@@ -119,7 +111,9 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
 
 
 def render_history(history_path: str = HISTORY_JSON) -> str:
-    """The verdict history's table (`perf/testbed/verdict_history.py`'s rendering of its committed JSON)."""
+    """The verdict history (`perf/testbed/verdict_history.py`'s rendering of its committed JSON): the verdicts' moves,
+    the confirmation verdicts' moves, each confirmation at the level in force when first confirmed beside today's,
+    and the changes with the levels, margins and seeds each changed."""
     import importlib.util
     import json
 
@@ -131,14 +125,17 @@ def render_history(history_path: str = HISTORY_JSON) -> str:
 
 
 HEADLINE = "testbed-headline"  # in docs/testbed-results.md: the verdicts it states as results (confirmed ones only)
+HEADLINE_V3 = "testbed-headline-v3"  # the same for world v3 (protocol 10: a headline per world)
+V3_JSON = os.path.join(HERE, "results_v3", "compare.json")
 
 
 def render_headline(json_path: str = DEFAULT_JSON) -> str:
-    """The results page's headline of the verdicts (issue 32 item 5): only a verdict that the confirmation pass
-    repeated on unseen training seeds and a fresh task set (`trl-efficient testbed confirm`) is stated as a result;
-    the rest are counted, and named as what they are (decided at the looks but not confirmed, inconclusive, cannot be
-    judged); the negative controls' scores on the checks follow.
-
+    """The results page's headline of one world's verdicts (issue 32 item 5, protocol 10, `verdicts.headline`): only a
+    claim that the confirmation pass repeated on unseen training seeds and a fresh task set (`trl-efficient testbed
+    confirm`) and that beats its strongest control is stated as a result, with its accuracy difference; the held
+    checks not counted are named with the reason (generic, not better than the length-matched constant penalty, a
+    mechanism check), then what survives Benjamini-Hochberg, the smallest effect each metric resolves, the rest
+    counted, and the negative controls' scores.
     """
     import json
 
@@ -146,7 +143,9 @@ def render_headline(json_path: str = DEFAULT_JSON) -> str:
         data = json.load(f)
     from trl_efficient_testbed.verdicts import headline
 
-    return headline(data["rows"], data.get("confirmation"), data.get("protocol") or {})
+    base = (data.get("settings") or {}).get("base_model") or ""
+    world = f"world {base.split(':', 1)[1]} (`{base}`)" if base.startswith("testbed:") else None
+    return headline(data["rows"], data.get("confirmation"), data.get("protocol") or {}, world)
 
 
 def readme_section(text: str, marker: str = MARKER) -> str:
@@ -171,6 +170,9 @@ def main(argv=None) -> int:
     with open(args.results) as f:
         if f"<!-- {HEADLINE}:start -->" in f.read():  # the confirmed verdicts (the results page has it; a test checks)
             sections.append((args.results, HEADLINE, render_headline(args.json).strip()))
+    with open(args.results) as f:
+        if f"<!-- {HEADLINE_V3}:start -->" in f.read() and os.path.exists(V3_JSON):  # world v3's (protocol 10)
+            sections.append((args.results, HEADLINE_V3, render_headline(V3_JSON).strip()))
     with open(args.docs) as f:
         docs = f.read()
     if f"<!-- {PROTOCOL}:start -->" in docs:  # protocol 1's verdicts and their history

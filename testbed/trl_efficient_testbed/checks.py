@@ -11,9 +11,10 @@ correlation), or when the side condition fails beyond its interval, else **incon
 combines them (`stats.combine`: any part not held -> not held, all held -> held). The measured values, every difference
 and its interval are printed; `differences` holds them as `[point, low, high]`.
 
-The prompt-conditioned recipes are checked against **the base model under the same prompts** (`testbed:v2`, like
-`testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would credit the method
-with what the base model brings):
+The prompt-conditioned recipes are checked against **their matching control under the same prompts** (protocol 1:
+`grpo-prompted`, GRPO evaluated under every conditioned recipe's prompts, replaces the base model, `CheckInputs.base`;
+`testbed:v2`, like `testbed:formats`, already follows the formats loosely, so "length follows the prompt" alone would
+credit the method with what the base model brings; "the base" below is that comparator):
 
 - HBPO: the overshoot past the prefilled budget (max(0, length - budget), mean over the budgets) falls from the base's
   (its reward charges only length past the budget), *and* easy tasks (1-2 ops) get shorter than the base's easy tasks
@@ -455,19 +456,22 @@ def _dapo(c: CheckInputs) -> dict:
 @check("tight-cap", needs_reference=False, against_base=True)
 def _dler(c: CheckInputs) -> dict:
     cap = c.tight_cap
-    claim = f"fewer truncations than {c.base_name} at a {cap}-token cap (half the comparison's cap), not longer"
+    # protocol 10: DLER's paper claims the cut at equal accuracy, so the check carries "at similar accuracy"
+    claim = (f"fewer truncations than {c.base_name} at a {cap}-token cap (half the comparison's cap), not longer, at "
+             f"similar accuracy (>= {c.base_name} - {ACCURACY_TOLERANCE})")  # fmt: skip
     if c.base is None:
         return _result(claim, f"no {c.base_name} row", None, {})
     rec, base = c.panel.aligned(c.base)
     d = c.paired(base.metrics["tight_truncated"], rec.metrics["tight_truncated"])
     d_tokens = c.paired(base.metrics["tokens"], rec.metrics["tokens"])
+    d_acc, similar, acc_text = _similar_accuracy(c, rec, base)
     measured = (f"truncated at {cap}: {_fmt(_point(rec, 'tight_truncated'), 3)} vs {c.base_name} "
                 f"{_fmt(_point(base, 'tight_truncated'), 3)}: {c.base_name} - recipe {_d(d, 3)} (margin "
                 f"+-{FRACTION_MARGIN}); "
                 f"tokens {_fmt(_point(rec, 'tokens'))} vs {_fmt(_point(base, 'tokens'))}: {c.base_name} - recipe "
-                f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f})")  # fmt: skip
-    return _result(claim, measured, combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin)),
-                   {"tight_truncations_saved": d, "tokens_saved": d_tokens})  # fmt: skip
+                f"{_d(d_tokens)} (allowed >= -{c.token_margin:.1f}); {acc_text}")  # fmt: skip
+    held = combine(c.decide(d, FRACTION_MARGIN), c.constraint(d_tokens, c.token_margin), similar)
+    return _result(claim, measured, held, {"tight_truncations_saved": d, "tokens_saved": d_tokens, "accuracy": d_acc})
 
 
 # protocol 3: checks of what the method adds to a fixed length penalty (`SPECIFIC_CLAIMS`, below `_specific`)

@@ -17,6 +17,8 @@
                                   every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
     trl-efficient testbed literature [perf/testbed/results] [--json PATH]
                                   every published head-to-head (literature.yaml) read on a comparison; Kendall tau
+    trl-efficient testbed realmodel [--output-dir perf/realmodel/results] [--no-train] [--small]
+                                  GRPO, kimi and constant-penalty from SmolLM2-135M-Instruct (issue 49)
     trl-efficient testbed prompted [perf/testbed/results] [--json PATH]
                                   the prompted recipes under their own prompts vs grpo-prompted (or the base)
 
@@ -150,6 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     parser = CommandParser(prog="trl-efficient testbed", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser(
+        "realmodel",
+        add_help=False,
+        help="the real-model experiment: a length recipe, GRPO and a constant "
+        "penalty trained from SmolLM2-135M-Instruct on CPU (realmodel.py; --help for its options)",
+    )
+    if argv[:1] == ["realmodel"]:  # its own parser (realmodel.main_run): the experiment's options
+        from .realmodel import main_run
+
+        return main_run(argv[1:])
     p_base = sub.add_parser("base", help="train (or find in the cache) the over-thinking base model")
     p_base.add_argument(
         "--size", default="base", help="base (default), formats, v2 (world v2), v3 (world v3) or small (tests)"

@@ -125,6 +125,18 @@ def control_overrides(name: str) -> dict:
     return dict(row_spec(name).get("config") or {})
 
 
+def row_reward_kwargs(name: str) -> dict:
+    """The reward arguments a protocol row sets, `{builder: {kwarg: value}}` (protocol 10: `constant-penalty-half`'s
+    alpha), merged over the recipe's scaled ones.
+
+    >>> row_reward_kwargs("constant-penalty-half")["constant_length"]["alpha"] == 1 / 768, row_reward_kwargs("kimi")
+    (True, {})
+    """
+    from .protocol import row_spec
+
+    return dict(row_spec(name).get("reward_kwargs") or {})
+
+
 def evaluates_conditioned(name: str) -> bool:
     """Whether a run of `name` is evaluated under every conditioned recipe's prompts: the base model, the negative
     controls and the controls evaluated "under conditioned" (the protocol), so every check can score them."""
@@ -178,6 +190,8 @@ def plan_job(name: str, seed: int | None, settings, output_dir: str, base_id: st
     key = {"protocol": PROTOCOL, "recipe": name, "train_seed": seed, "settings": settings_d,
            "base_model_dir": base_id.split("@")[0], "check_modes": mode_names(name, settings)}  # fmt: skip
     overrides = {**control_overrides(name), **(overrides or {})}
+    # a protocol row's reward arguments (protocol 10: constant-penalty-half's alpha), under a sweep point's
+    reward_overrides = {**row_reward_kwargs(name), **(reward_overrides or {})} or None
     if name != BASE:
         trains = trained_recipe(name)
         if trains != name:

@@ -25,7 +25,7 @@ import os
 import time
 
 from .checks import is_baseline
-from .specs import BASE_RECIPE, FIXED_PENALTY, PLACEBO
+from .specs import BASE_RECIPE, FIXED_PENALTY
 from .training import (  # noqa: F401  (re-exported: the runner's public names before the split)
     RECORD_COLUMNS,
     TestbedSettings,
@@ -299,18 +299,83 @@ def _control_cell(result: dict | None) -> str:
     return {True: "**passes**", False: "fails", None: "inconclusive"}[result.get("held")]
 
 
+VERDICT_HEADER = ["verdict", "accuracy vs comparator", "p", "q (BH)", "controls that pass",
+                  "vs length-matched constant penalty", "credit (protocol 10)", "mechanism"]  # fmt: skip
+
+
+def _passing(check: dict) -> str:
+    """The controls that pass `check` (protocol 10: the negative controls and, for a length claim, the GRPO matching
+    controls scored on it): `none (of 4)`, `-` when none was scored."""
+    scored = {**(check.get("controls") or {}), **((check.get("credit") or {}).get("scored") or {})}
+    if not scored:
+        return "-"
+    passing = [name for name, result in scored.items() if result.get("held") is True]
+    return f"**{', '.join(passing)}**" if passing else f"none (of {len(scored)})"
+
+
+def _strongest_cell(check: dict) -> str:
+    credit = check.get("credit")
+    if credit is not None:
+        vs, point = credit.get("vs_strongest"), credit.get("strongest_control")
+    else:
+        vs, point = check.get("vs_constant_penalty"), FIXED_PENALTY
+    if not vs:
+        return "-"
+    cell = _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
+    return f"{cell} ({point})"
+
+
+def _credit_cell(check: dict) -> str:
+    credit = check.get("credit")
+    if credit is None:  # no length claim (or a compare.json rendered before protocol 10)
+        return "-"
+    if credit.get("credited") is None:
+        return "-"
+    return "**credited**" if credit["credited"] else f"not credited: {credit.get('reason')}"
+
+
+def _mechanism_cell(check: dict) -> str:
+    mechanism = check.get("mechanism")
+    if not mechanism:
+        return "-"
+    reason = mechanism.get("cannot_judge")
+    claim = str(mechanism.get("claim") or "").split(":")[0]  # "the penalty adapts"
+    return f"{mechanism.get('label')}: {claim}" + (f" ({reason})" if reason else "")
+
+
 def verdict_cells(check: dict) -> list[str]:
-    """The cells every verdict table shows for a method check (the comparison's and docs/testbed.md's protocol
-    table): the verdict with its reason (cannot be judged, broken, not specific), the one-sided p (none when it cannot
-    be judged), the BH q, how placebo and constant-penalty score on it, and the recipe against constant-penalty."""
-    reason = check.get("cannot_judge") or check.get("broken") or check.get("not_specific")
+    """The cells every verdict table shows for a method check (`VERDICT_HEADER`: the comparison's and
+    docs/testbed.md's protocol table): the verdict with its reason (cannot be judged, broken, generic, not specific),
+    the accuracy difference against its comparator (protocol 10: every length check states it), the one-sided p (none
+    when it cannot be judged), the BH q, the controls that pass it, the recipe against the length-matched constant
+    penalty (`constant-penalty` for a check without credit), its credit and the mechanism check (A-DLP's)."""
+    from .verdicts import _accuracy_of, _est
+
+    credit = check.get("credit") or {}
+    generic = (f"generic: {', '.join(credit['generic'])} pass{'es' if len(credit['generic']) == 1 else ''} it"
+               if check.get("label") == "held" and credit.get("generic") else None)  # fmt: skip
+    reason = check.get("cannot_judge") or check.get("broken") or generic or check.get("not_specific")
     verdict = _verdict(check) + (f": {reason}" if reason else "")
-    ctl = check.get("controls") or {}
-    vs = check.get("vs_constant_penalty")
-    vs_cell = "-" if not vs else _control_cell(vs).replace("**passes**", "**better**").replace("fails", "not better")
+    acc = _accuracy_of(check)
+    acc_cell = (
+        _est(acc, 3)
+        if acc
+        else ("not part of the check" if check.get("label") in ("held", "not held", "inconclusive") else "-")
+    )
     p_cell = "-" if check.get("cannot_judge") else _p(check.get("p_value"))
-    return [verdict.replace("|", "/"), p_cell, _p(check.get("q_value")), _control_cell(ctl.get(PLACEBO)),
-            _control_cell(ctl.get(FIXED_PENALTY)), vs_cell]  # fmt: skip
+    return [
+        c.replace("|", "/")
+        for c in (
+            verdict,
+            acc_cell,
+            p_cell,
+            _p(check.get("q_value")),
+            _passing(check),
+            _strongest_cell(check),
+            _credit_cell(check),
+            _mechanism_cell(check),
+        )
+    ]
 
 
 def _confirmed(check: dict) -> str:
@@ -318,6 +383,23 @@ def _confirmed(check: dict) -> str:
     if "confirmed" not in check:
         return "-"
     return {True: "yes", False: "**no**", None: "not rerun"}[check["confirmed"]]
+
+
+def verdict_counts(counts: dict) -> str:
+    """The counts line of a comparison's verdicts (`verdicts.annotate`); protocol 10's: the held checks counted as
+    method claims (credited length claims, and other claims no control passes) first."""
+    text = (f"Verdicts: {counts['held']} held ({counts['held_after_bh']} after Benjamini-Hochberg across the "
+            f"{counts['family']} checks that can be judged; {counts['specific']} of those also better than "
+            f"constant-penalty), {counts['inconclusive']} inconclusive, {counts['not held']} not held, "
+            f"{counts['cannot be judged']} cannot be judged, {counts['broken']} broken (placebo passes).")  # fmt: skip
+    if "claims_held" in counts:  # protocol 10
+        text += (f" Counted as method claims (protocol 10): {counts['claims_held']} of the {counts['held']} held "
+                 f"({counts['claims_held_after_bh']} after Benjamini-Hochberg): {counts['credited']} length claims "
+                 f"credited (no control passes them, they beat the length-matched constant penalty); "
+                 f"{counts['generic']} generic (a control passes the check), {counts['not_credited']} not better "
+                 f"than the length-matched constant penalty; {counts['mechanism']} mechanism check(s) in their own "
+                 "column, never counted.")  # fmt: skip
+    return text
 
 
 def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
@@ -331,8 +413,8 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
     lines = ["", f"Method checks under protocol {protocol.get('version', 1)} (`{source}`, "
              f"sha256 {protocol.get('sha256', '-')}){conf}: does the method do what its paper says, against its "
              "matching control?", "",
-             "| recipe | claim | measured | verdict | p | q (BH) | placebo | constant-penalty | vs constant-penalty "
-             "| confirmed |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| " + " | ".join(["recipe", "claim", "measured", *VERDICT_HEADER, "confirmed"]) + " |",
+             "|" + "---|" * (4 + len(VERDICT_HEADER))]  # fmt: skip
     controls_rows = []
     for r in rows:
         c = r["method_check"]
@@ -354,12 +436,8 @@ def check_table(rows: list[dict], protocol: dict | None = None) -> list[str]:
                          f"{c.get('scored_on', 0)} checks |")  # fmt: skip
     counts = protocol.get("verdicts")
     if counts:
-        lines += ["", f"Verdicts: {counts['held']} held ({counts['held_after_bh']} after Benjamini-Hochberg across "
-                  f"the {counts['family']} checks that can be judged; {counts['specific']} of those also better than "
-                  f"constant-penalty), {counts['inconclusive']} inconclusive, {counts['not held']} not held, "
-                  f"{counts['cannot be judged']} cannot be judged, {counts['broken']} broken (placebo passes). "
-                  "Held: the interval's low end above the margin; not held: its high end below the "
-                  "margin."]  # fmt: skip
+        lines += ["", verdict_counts(counts) + " Held: the interval's low end above the margin; not held: its high "
+                  "end below the margin."]  # fmt: skip
     pending = protocol.get("pending_looks")
     if pending:
         lines += ["", "Looks the protocol asks for whose runs are not in the files (rendered with --no-train; those "
@@ -661,7 +739,7 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
     ['gfpo', 'grpo']
     """
     from .protocol import matching_control, row_max_seeds
-    from .verdicts import is_control, twins
+    from .verdicts import is_control, negative_controls, twins
 
     names = [r["recipe"] for r in rows if r.get("status", "ok") == "ok"]
     duplicates = twins(rows)  # one row with another: "cannot be judged", not inconclusive (protocol 8 fixes the code)
@@ -677,7 +755,15 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
         if c and c != BASE_RECIPE and c in names
     ]
     base = [BASE_RECIPE] if open_ and BASE_RECIPE in names and BASE_RECIPE not in open_ else []
-    return open_ + base + controls
+    # protocol 10 (`looks.controls_follow_rows`): the negative controls train the seeds the rows they judge train
+    follow = [n for n in negative_controls() if n in names and n not in controls] if open_ and _follow() else []
+    return open_ + base + controls + follow
+
+
+def _follow() -> bool:
+    from .protocol import load
+
+    return bool(load()["looks"].get("controls_follow_rows"))
 
 
 def look_sizes(seeds: int, max_seeds: int) -> list[int]:

@@ -213,10 +213,13 @@ def _compare_items(compare: dict) -> list[dict]:
     refuted = [n for n, w in words.items() if w == "not held"]
     other = [f"{n} {w}" for n, w in words.items() if w not in ("held", "inconclusive", "not held")]
     after_bh = (compare.get("verdicts") or {}).get("held_after_bh")
+    claims = (compare.get("verdicts") or {}).get("claims_held")  # protocol 10: held and counted as method claims
     six = {
         "item": 6,
         "measured": f"{sum(w == 'held' for w in words.values())} held"
-        f"{'' if after_bh is None else f' ({after_bh} after BH)'}, {len(open_)} inconclusive"
+        f"{'' if after_bh is None else f' ({after_bh} after BH)'}"
+        f"{'' if claims is None else f', {claims} of them counted as method claims (protocol 10)'}, "
+        f"{len(open_)} inconclusive"
         f"{' (' + ', '.join(open_) + ')' if open_ else ''}, {len(refuted)} not held"
         f"{' (' + ', '.join(refuted) + ')' if refuted else ''}{'; ' + ', '.join(other) if other else ''}; HBPO "
         f"{words.get(SCORECARD_RECIPE, '-')}",

@@ -19,8 +19,9 @@ from trl_efficient_testbed.literature import (
     literature,
     literature_markdown,
     load_pairs,
-    published_metric,
+    published_signs,
     read_pair,
+    summary,
 )
 from trl_efficient_testbed.matched import interpolate, load_curves, matched_difference, read_matched, segment
 from trl_efficient_testbed.stats import Panel
@@ -31,34 +32,77 @@ RESULTS_V3 = os.path.join(ROOT, "perf", "testbed", "results_v3")  # world v3's c
 DOCS = os.path.join(ROOT, "docs", "literature.md")
 
 
-def test_every_entry_names_registered_recipes_a_source_and_numbers():
+def test_every_entry_names_registered_recipes_a_table_and_both_arms_numbers():
     pairs = load_pairs()
-    assert len(pairs) >= 18
+    assert len(pairs) >= 26
     for pair in pairs:
         assert pair["winner"] in RECIPES and pair["loser"] in RECIPES, pair
         assert "arXiv:" in pair["source"] and pair["cite"], pair  # every source is a paper with its id
+        assert any(w in pair["table"].lower() for w in ("table", "figure")), pair  # names the table or figure
+        assert pair["run"] in ("measured", "copied"), pair
         for side in ("winner_result", "loser_result"):
             assert pair[side]["accuracy"] > 0 and pair[side]["tokens"] > 0 and pair[side]["setting"], pair
+        assert "metric" not in pair  # both metrics are read: no entry picks one
 
 
-def test_every_metric_follows_the_rule_over_the_published_numbers():
-    # the metric is chosen from the paper's numbers alone, never from the testbed's result
-    for pair in load_pairs():
-        assert pair["metric"] == published_metric(pair["winner_result"], pair["loser_result"]), pair
+def test_published_signs_thresholds_hand_computed():
+    # accuracy: a difference of 1 point is clear, 0.9 is not; tokens: 10% of the loser's tokens is clear, 9% is not
+    sign = lambda wa, wt, la, lt: published_signs({"accuracy": wa, "tokens": wt}, {"accuracy": la, "tokens": lt})  # noqa: E731
+    assert sign(51.0, 1000, 50.0, 1000) == {"accuracy": 1, "tokens": 0}
+    assert sign(50.9, 1000, 50.0, 1000) == {"accuracy": 0, "tokens": 0}
+    assert sign(49.0, 1000, 50.0, 1000) == {"accuracy": -1, "tokens": 0}
+    assert sign(49.1, 1000, 50.0, 1000)["accuracy"] == 0
+    assert sign(50, 900, 50, 1000)["tokens"] == 1  # 10% shorter
+    assert sign(50, 910, 50, 1000)["tokens"] == 0  # 9% shorter
+    assert sign(50, 1100, 50, 1000)["tokens"] == -1  # 10% longer
+    assert sign(50, 1090, 50, 1000)["tokens"] == 0  # 9% longer
 
 
-def test_published_metric_hand_computed():
-    # winner longer -> accuracy; winner less accurate -> tokens
-    assert published_metric({"accuracy": 60, "tokens": 1000}, {"accuracy": 50, "tokens": 900}) == "accuracy"
-    assert published_metric({"accuracy": 50, "tokens": 800}, {"accuracy": 50, "tokens": 900}) == "tokens"
-    # better on both: saves 1 - 800/1000 = 20% -> tokens; 1 - 810/1000 = 19% -> accuracy
-    assert published_metric({"accuracy": 51, "tokens": 800}, {"accuracy": 50, "tokens": 1000}) == "tokens"
-    assert published_metric({"accuracy": 51, "tokens": 810}, {"accuracy": 50, "tokens": 1000}) == "accuracy"
+def test_a_more_accurate_and_longer_winner_gets_two_readings():
+    # HBPO > cosine (HBPO's tab:normal-performance): +7.25 points and 2.06x the tokens: read on both, not on accuracy
+    pair = next(p for p in load_pairs() if (p["winner"], p["loser"]) == ("hbpo", "cosine"))
+    assert published_signs(pair["winner_result"], pair["loser_result"]) == {"accuracy": 1, "tokens": -1}
+    result = literature(RESULTS, [pair])
+    metrics = result["readings"][0]["metrics"]
+    assert metrics["accuracy"]["sign"] == 1 and metrics["tokens"]["sign"] == -1
+    assert metrics["accuracy"]["difference"] is not None and metrics["tokens"]["difference"] is not None
+    assert result["summary"]["accuracy"]["readings"] == 1 and result["summary"]["tokens"]["readings"] == 1
+    assert result["summary"]["all"]["readings"] == 2
+
+
+def test_signed_difference_follows_the_published_sign():
+    # a winner published longer: the tokens difference is winner minus loser (positive: the testbed's winner is longer)
+    pair = {"winner": "w", "loser": "l", "run": "measured", "winner_result": {"accuracy": 60, "tokens": 2000},
+            "loser_result": {"accuracy": 50, "tokens": 1000}}  # fmt: skip
+    panels = {"w": _panel([0, 1], [130, 130], [0.9, 0.9]), "l": _panel([0, 1], [110, 110], [0.8, 0.8])}
+    out = read_pair(pair, {"w": {}, "l": {}}, panels, {"bootstrap": 20, "seed": 0})
+    assert out["metrics"]["accuracy"]["difference"][0] == pytest.approx(0.1)  # 0.9 - 0.8, paper +
+    assert out["metrics"]["tokens"]["difference"][0] == pytest.approx(20.0)  # paper -: 130 - 110
+    assert out["metrics"]["accuracy"]["reading"] == out["metrics"]["tokens"]["reading"] == "agrees"
+    # a metric without a clear published difference is not read
+    out = read_pair({**pair, "winner_result": {"accuracy": 50.5, "tokens": 1050}}, {"w": {}, "l": {}}, panels,
+                    {"bootstrap": 20, "seed": 0})  # fmt: skip
+    assert out["metrics"]["accuracy"] == {"sign": 0, "difference": None, "reading": "not read"}
+    assert out["metrics"]["tokens"] == {"sign": 0, "difference": None, "reading": "not read"}
+
+
+def test_the_three_entries_issue_48_fixed():
+    pairs = {(p["winner"], p["loser"]): p for p in load_pairs()}
+    # laser > kimi is not in the LASER paper (its group-based baseline is Arora & Zanette's, not Kimi's reward)
+    assert ("laser", "kimi") not in pairs and ("kimi", "laser") not in pairs
+    # the O1-Pruner rows of DOT's table are starred (copied from earlier work): copied readings, not same-author runs
+    for key in (("dot", "o1-pruner"), ("dler", "o1-pruner")):
+        assert pairs[key]["run"] == "copied" and "starred" in pairs[key]["how"], pairs[key]
+    assert all(p["run"] == "measured" for k, p in pairs.items() if "DOT" not in p["cite"] or "o1-pruner" not in k)
+    # GFPO's pair cites the per-benchmark table and says why its Avg column is read
+    gfpo = pairs[("gfpo-adaptive", "gfpo")]
+    assert "per-benchmark" in gfpo["source"] and "per-benchmark" in gfpo["table"] and "Avg" in gfpo["how"]
+    assert published_signs(gfpo["winner_result"], gfpo["loser_result"]) == {"accuracy": 0, "tokens": 0}
 
 
 def test_load_pairs_refuses_a_duplicate_pair_and_a_missing_field(tmp_path):
-    entry = ("- {winner: dot, loser: dler, metric: accuracy, model: m, benchmark: b, approximate: false, source: s, "
-             "cite: c, kind: own, how: h, winner_result: {accuracy: 43.1, tokens: 3342, setting: x}, "
+    entry = ("- {winner: dot, loser: dler, model: m, benchmark: b, approximate: false, source: s, table: t, "
+             "cite: c, kind: own, run: measured, how: h, winner_result: {accuracy: 43.1, tokens: 3342, setting: x}, "
              "loser_result: {accuracy: 35.8, tokens: 3354, setting: y}}\n")  # fmt: skip
     path = tmp_path / "pairs.yaml"
     path.write_text(entry + entry.replace("winner: dot, loser: dler", "winner: dler, loser: dot"))
@@ -67,9 +111,45 @@ def test_load_pairs_refuses_a_duplicate_pair_and_a_missing_field(tmp_path):
     path.write_text(entry.replace("source: s, ", ""))
     with pytest.raises(ValueError, match="missing source"):
         load_pairs(str(path))
-    path.write_text(entry.replace("metric: accuracy", "metric: score"))
-    with pytest.raises(ValueError, match="metric must be one of"):
+    path.write_text(entry.replace("table: t, ", ""))
+    with pytest.raises(ValueError, match="missing table"):
         load_pairs(str(path))
+    path.write_text(entry.replace("run: measured", "run: someone"))
+    with pytest.raises(ValueError, match="run one of"):
+        load_pairs(str(path))
+
+
+def test_counts_per_metric_and_over_all_readings_hand_built():
+    m = lambda sign, reading, d: {"sign": sign, "reading": reading, "difference": d}  # noqa: E731
+    pair = lambda run: {"run": run}  # noqa: E731
+    readings = [
+        {"pair": pair("measured"), "metrics": {"accuracy": m(1, "agrees", [1, 0.5, 2]),
+                                               "tokens": m(-1, "disagrees", [-3, -5, -1])}},
+        {"pair": pair("measured"), "metrics": {"accuracy": m(0, "not read", None),
+                                               "tokens": m(1, "undecided", [2, -1, 5])}},
+        {"pair": pair("measured"), "metrics": {"accuracy": m(1, "cannot be judged", None),
+                                               "tokens": m(0, "not read", None)}},
+        {"pair": pair("copied"), "metrics": {"accuracy": m(1, "disagrees", [-1, -2, -0.5]),
+                                             "tokens": m(1, "agrees", [4, 1, 7])}},
+    ]  # fmt: skip
+    s = summary(readings)
+    assert s["pairs"] == 4 and s["measured_pairs"] == 3 and s["not_read"] == {"accuracy": 1, "tokens": 1}
+    assert s["accuracy"]["readings"] == 2 and s["accuracy"]["decided"]["agrees"] == 1
+    assert s["accuracy"]["cannot_judge"] == 1
+    assert s["tokens"]["decided"] == {"agrees": 0, "disagrees": 1, "undecided": 1, "tau": -1.0}
+    assert s["all"]["decided"] == {"agrees": 1, "disagrees": 1, "undecided": 1, "tau": 0.0}
+    assert s["copied"]["decided"]["agrees"] == 1 and s["copied"]["decided"]["disagrees"] == 1
+
+
+@pytest.mark.parametrize("results", [RESULTS, RESULTS_V3], ids=["v2", "v3"])
+def test_committed_counts_add_up(results):
+    s = literature(results)["summary"]
+    for name in ("accuracy", "tokens"):
+        d = s[name]["decided"]
+        assert d["agrees"] + d["disagrees"] + d["undecided"] + s[name]["cannot_judge"] == s[name]["readings"]
+        assert s[name]["readings"] + s["not_read"][name] == s["measured_pairs"]
+    assert s["all"]["readings"] == s["accuracy"]["readings"] + s["tokens"]["readings"]
+    assert s["all"]["decided"]["agrees"] == s["accuracy"]["decided"]["agrees"] + s["tokens"]["decided"]["agrees"]
 
 
 def test_kendall_tau_hand_computed():
@@ -91,16 +171,18 @@ def test_concordance_counts_ties_and_leaves_out_what_cannot_be_judged():
     # all: C 3, D 1 -> (3 - 1) / 4 = 0.5; decided: 2 agree, 1 disagrees -> (2 - 1) / 3
     assert out["all"] == {"concordant": 3, "discordant": 1, "ties": 1, "tau": 0.5}
     assert out["decided"] == {"agrees": 2, "disagrees": 1, "undecided": 2, "tau": pytest.approx(1 / 3)}
-    assert out["cannot_judge"] == 1 and out["pairs"] == 6
+    assert out["cannot_judge"] == 1 and out["readings"] == 6
 
 
 def test_a_missing_row_or_two_rows_of_the_same_runs_cannot_be_judged():
-    pair = {"winner": "laser-d", "loser": "laser-de", "metric": "accuracy"}
+    numbers = {"winner_result": {"accuracy": 60, "tokens": 800}, "loser_result": {"accuracy": 50, "tokens": 1000}}
+    pair = {"winner": "laser-d", "loser": "laser-de", "run": "measured", **numbers}
     rows = {"laser-d": {}, "laser-de": {"method_check": {"duplicate_of": "laser-d"}}}
     out = read_pair(pair, rows, {"laser-d": None, "laser-de": None}, {"bootstrap": 10, "seed": 0})
-    assert out["reading"] == "cannot be judged" and "same runs" in out["note"]
+    assert "same runs" in out["note"]
+    assert {m["reading"] for m in out["metrics"].values()} == {"cannot be judged"}
     out = read_pair({**pair, "loser": "kimi"}, rows, {"laser-d": None}, {"bootstrap": 10, "seed": 0})
-    assert out["reading"] == "cannot be judged" and "no finished row for kimi" in out["note"]
+    assert out["metrics"]["accuracy"]["reading"] == "cannot be judged" and "no finished row for kimi" in out["note"]
 
 
 def test_the_command_reads_every_pair_on_the_committed_comparison(capsys, tmp_path):
@@ -108,7 +190,7 @@ def test_the_command_reads_every_pair_on_the_committed_comparison(capsys, tmp_pa
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == len(load_pairs())
-    assert "Kendall tau, all pairs" in printed and "Kendall tau, decided pairs" in printed
+    assert "Accuracy: " in printed and "Tokens: " in printed and "All read metrics: " in printed
     assert (tmp_path / "lit.json").exists()
 
 
@@ -224,11 +306,12 @@ def test_load_curves_finds_each_points_runs_by_key_and_checks_the_recorded_means
         load_curves(str(tmp_path), {"kimi"}, {"kimi": template})
 
 
-def test_matched_tau_counts_only_pairs_with_a_matched_reading_on_their_metric():
+def test_matched_counts_only_read_metrics_with_a_matched_reading_on_that_metric():
     result = literature(RESULTS)
     m = result["matched_summary"]
-    own = [r for r in result["readings"] if (r["matched"][r["pair"]["metric"]] or {}).get("difference")]
-    assert m["matched"]["pairs"] == m["point"]["pairs"] == len(own)
+    own = [(r, name) for r in result["readings"] if r["pair"]["run"] == "measured" for name in ("accuracy", "tokens")
+           if r["metrics"][name]["sign"] and (r["matched"][name] or {}).get("difference")]  # fmt: skip
+    assert m["matched"]["readings"] == m["point"]["readings"] == len(own)
     with open(os.path.join(RESULTS, "frontier.json")) as f:
         swept = {s["recipe"] for s in json.load(f)["sweeps"]}
     assert {"kimi", "drpo", "dler", "o1-pruner"} <= swept  # a config key (dler's cap, drpo's advantage_kwargs.lam) too

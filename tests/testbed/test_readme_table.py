@@ -5,6 +5,8 @@ import importlib.util
 import json
 import os
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -54,16 +56,23 @@ def test_update_readme_check_flags_a_stale_table(tmp_path):
     assert up.main([*paths, "--check"]) == 0
 
 
-def test_results_headline_states_only_confirmed_verdicts():
-    """The results page's headline is the rendering of the committed compare.json, and names as held or not held only
-    the checks whose `confirmed` flag the confirmation pass set (issue 32 item 5)."""
+@pytest.mark.parametrize("world", ["v2", "v3"])
+def test_results_headline_states_only_confirmed_verdicts(world):
+    """The results page's headline of each world is the rendering of its committed compare.json, and states as results
+    only the checks whose `confirmed` flag the confirmation pass set (issue 32 item 5) and that count as method claims
+    (protocol 10: a length claim credited at the looks and in the confirmation; no check a control passes)."""
+    from trl_efficient_testbed.verdicts import counted
+
     up = _updater()
+    marker, path = (up.HEADLINE, up.DEFAULT_JSON) if world == "v2" else (up.HEADLINE_V3, up.V3_JSON)
     with open(up.RESULTS) as f:
-        section = up.readme_section(f.read(), up.HEADLINE)
-    assert section and section == up.render_headline(up.DEFAULT_JSON).strip()
-    data = json.load(open(up.DEFAULT_JSON))
-    stated = section.split("Decided at the looks")[0]  # the confirmed part of the headline
+        section = up.readme_section(f.read(), marker)
+    assert section and section == up.render_headline(path).strip()
+    data = json.load(open(path))
+    stated = section.split("Held at the looks but not counted")[0].split("Benjamini-Hochberg:")[0]
     for row in data["rows"]:
         check = row.get("method_check") or {}
         if f"`{row['recipe']}`" in stated:
-            assert check.get("label") in ("held", "not held") and check.get("confirmed") is True, row["recipe"]
+            assert check.get("label") == "held" and check.get("confirmed") is True and counted(check), row["recipe"]
+            assert (check.get("credit") or {}).get("confirmed", True) is True, row["recipe"]
+    assert "survive" in section and "Smallest effect resolved" in section

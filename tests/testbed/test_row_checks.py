@@ -64,7 +64,7 @@ def test_lisa_not_less_accurate_than_full_fine_tuning():
 
 def test_rows_score_only_the_negative_controls_they_name():
     assert protocol.row_negative_controls("lisa") == [] and related("lisa") == ["grpo"]
-    assert protocol.row_negative_controls("kimi") == ["placebo", "constant-penalty"]
+    assert protocol.row_negative_controls("kimi") == ["placebo", "constant-penalty", "constant-penalty-half"]
     panels = {"lisa": _panel(0.78), "grpo": _panel(0.80), "placebo": _panel(0.80), "constant-penalty": _panel(0.5)}
     settings = TestbedSettings(bootstrap=200)
     row = {"method_check": method_check("lisa", _inputs(panels["lisa"], panels["grpo"], "grpo"))}
