@@ -16,7 +16,7 @@
     trl-efficient testbed confirm perf/testbed/results/compare.json --output-dir DIR [--seed 1000] [--workers 2]
                                   every held / not-held check rerun once on unseen seeds and tasks: "confirmed"
     trl-efficient testbed literature [perf/testbed/results] [--json PATH]
-                                  every published head-to-head (literature.yaml) read on a comparison; Kendall tau
+                                  every published head-to-head (literature.yaml) read per metric on a comparison
     trl-efficient testbed realmodel [--output-dir perf/realmodel/results] [--no-train] [--small]
                                   GRPO, kimi and constant-penalty from SmolLM2-135M-Instruct (issue 49)
     trl-efficient testbed prompted [perf/testbed/results] [--json PATH]
@@ -310,11 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     p_lit = sub.add_parser(
         "literature",
         help="read every published head-to-head between recipes on a comparison; Kendall tau with the papers",
-        description="Read every pair of testbed/literature.yaml (a paper's winner and loser, on accuracy or tokens) "
-        "on a comparison's rows, paired by seed and task with a 95% interval, and, where a recipe of the pair is "
-        "swept (frontier.json), at matched tokens and at matched accuracy on its curve; print the table and the "
-        "Kendall tau over all pairs, over the decided ones and over the pairs with a matched reading "
-        "(docs/literature.md).",
+        description="Read every pair of testbed/literature.yaml (a paper's winner and loser) on a comparison's rows "
+        "on both metrics, accuracy (where the paper shows >= 1 point) and tokens (>= 10%), each paired by seed and "
+        "task with a 95% interval, and, where a recipe of the pair is swept (frontier.json), at matched tokens and at "
+        "matched accuracy on its curve; print the table and the agreement counts per metric and over all read "
+        "metrics, with Kendall's tau (docs/literature.md).",
     )
     p_lit.add_argument("results_dir", nargs="?", default=None, help="compare's output dir (perf/testbed/results)")
     p_lit.add_argument("--json", default=None, help="also write the readings and taus to this JSON file")

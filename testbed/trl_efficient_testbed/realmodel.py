@@ -251,7 +251,10 @@ def run_experiment(output_dir: str, train_runs: bool = True, small: bool = False
                 record = {"arm": "base", "seed": None, **evaluate(model, tok, held_out, ev["max_new_tokens"],
                                                                    ev["batch_size"])}  # fmt: skip
             else:
-                record = train_and_evaluate(arm, seed, rules, held_out, train, os.path.join(output_dir, "work"))
+                import tempfile
+
+                with tempfile.TemporaryDirectory() as work:  # the trainer's output_dir: nothing in it is kept
+                    record = train_and_evaluate(arm, seed, rules, held_out, train, work)
             record["seconds"] = round(time.perf_counter() - started, 1)
             _write(_run_path(output_dir, arm, seed), _stamp(record, rules, small))
     return render(output_dir, rules)
@@ -281,12 +284,14 @@ def _cells(runs: list[dict], key: str) -> np.ndarray:
     return np.array([[float(x) for x in r[key]] for r in runs])
 
 
-def _interval(stat, num_seeds: int, num_tasks: int, rules: dict) -> list:
+def _interval(stat, num_seeds: int, num_tasks: int, rules: dict, limits: tuple | None = None) -> list:
+    """`(point, low, high)` of `stat` (the testbed's `stats.interval`), clipped to the values it can take."""
     from .stats import Bootstrap, interval
 
     st = rules["statistics"]
     boot = Bootstrap(num_seeds, num_tasks, resamples=int(st["bootstrap"]), seed=0)
-    return [None if v is None else round(float(v), 4) for v in interval(boot, stat, float(st["confidence"]))]
+    values = interval(boot, stat, float(st["confidence"]), limits=limits)
+    return [None if v is None else round(float(v), 4) for v in values]
 
 
 def arm_summary(runs: list[dict], rules: dict) -> dict:
@@ -294,9 +299,10 @@ def arm_summary(runs: list[dict], rules: dict) -> dict:
     from .stats import wmean
 
     out = {"seeds": [r.get("seed") for r in runs]}
-    for key, name in (("correct", "accuracy"), ("tokens", "mean_tokens")):
+    for key, name, limits in (("correct", "accuracy", (0.0, 1.0)), ("tokens", "mean_tokens", (0.0, float("inf")))):
         x = _cells(runs, key)
-        out[name] = _interval(lambda w, v, x=x: wmean(x, w, v), x.shape[0], x.shape[1], rules)
+        out[name] = _interval(lambda w, v, x=x: wmean(x, w, v), x.shape[0], x.shape[1], rules, limits)
+        out[f"{name}_per_seed"] = [round(float(v), 4) for v in x.mean(axis=1)]
     return out
 
 
@@ -401,14 +407,15 @@ def markdown(result: dict, rules: dict) -> str:
         f"{t['learning_rate']:g}, seeds {t['seeds']}; greedy evaluation on {rules['task']['eval_problems']} held-out "
         f"word problems. Intervals: {rules['statistics']['confidence']:.0%}, tasks resampled and seeds by Student t.",
         "",
-        "| arm | seeds | accuracy | mean tokens | tokens p10 / p50 / p90 | train s (per seed) |",
-        "|---|---|---|---|---|---|",
+        "| arm | seeds | accuracy | mean tokens | per seed: accuracy @ tokens | tokens p10 / p50 / p90 | train s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for arm, s in result["arms"].items():
         q = " / ".join(f"{x:.0f}" for x in s["token_quantiles"])
         secs = ", ".join(f"{x:.0f}" for x in s["train_seconds"] if x is not None) or "-"
-        lines.append(f"| {arm} | {len(s['seeds'])} | {_abs(s['accuracy'], 3)} | {_abs(s['mean_tokens'], 1)} | {q} | "
-                     f"{secs} |")  # fmt: skip
+        per = ", ".join(f"{a:.2f} @ {t:.0f}" for a, t in zip(s["accuracy_per_seed"], s["mean_tokens_per_seed"]))
+        lines.append(f"| {arm} | {len(s['seeds'])} | {_abs(s['accuracy'], 3)} | {_abs(s['mean_tokens'], 1)} | {per} | "
+                     f"{q} | {secs} |")  # fmt: skip
     c = result["claims"]
     lines += ["", "| claim | measured | verdict |", "|---|---|---|"]
     if "setup" in c:
@@ -434,8 +441,38 @@ def markdown(result: dict, rules: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline(result: dict) -> str:
+    """The README's sentences on the experiment, from its numbers alone: each arm's accuracy @ mean tokens per seed,
+    and the three verdicts with their intervals (`claims`)."""
+    arms, c = result["arms"], result["claims"]
+    recipe = result["training"]["arms"][1]
+
+    def per_seed(name):
+        s = arms[name]
+        return ", ".join(f"{a:.2f} @ {t:.0f}" for a, t in zip(s["accuracy_per_seed"], s["mean_tokens_per_seed"]))
+
+    names = ["base", *[n for n in result["training"]["arms"] if n in arms]]
+    text = ["Accuracy @ mean tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]
+    if "setup" in c:
+        s = c["setup"]
+        moved = "moved" if s["held"] else "not resolved"
+        text.append(f"GRPO against the base: accuracy {_fmt(s['grpo_minus_base_accuracy'], 3)}, tokens "
+                    f"{_fmt(_neg(s['base_minus_grpo_tokens']), 1)}: **{moved}**.")  # fmt: skip
+    if "vs_grpo" in c:
+        v = c["vs_grpo"]
+        text.append(f"`{recipe}` shorter than `grpo` at kept accuracy: **{_VERDICT[v['held']]}** (tokens saved "
+                    f"{_fmt(v['tokens_saved'], 1)}, accuracy {_fmt(v['accuracy_difference'], 3)})")  # fmt: skip
+    if "vs_constant_penalty" in c:
+        text[-1] += f"; a better trade-off than `constant-penalty`: **{_VERDICT[c['vs_constant_penalty']['held']]}**"
+    return " ".join(text) + "."
+
+
+def _neg(est):
+    return None if est is None or est[0] is None else [-x if x is not None else None for x in (est[0], est[2], est[1])]
+
+
 def plot(result: dict, path: str) -> None:
-    """Accuracy against mean tokens, one point per arm with its intervals on both axes."""
+    """Accuracy against mean tokens, one point per arm with its intervals on both axes, and each seed's (x)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -448,7 +485,10 @@ def plot(result: dict, path: str) -> None:
         ax.errorbar(x[0], y[0], xerr=[[x[0] - x[1]], [x[2] - x[0]]], yerr=[[y[0] - y[1]], [y[2] - y[0]]],
                     fmt="s" if arm == "base" else "o", color=colors.get(arm, "tab:red"), capsize=3,
                     label=f"{arm} ({len(s['seeds'])} seed{'s' if len(s['seeds']) != 1 else ''})")  # fmt: skip
-    ax.set_xlabel("mean completion tokens (greedy, held-out)")
+        if len(s["seeds"]) > 1:  # each seed's own point: what the interval summarises
+            ax.scatter(s["mean_tokens_per_seed"], s["accuracy_per_seed"], marker="x", s=30,
+                       color=colors.get(arm, "tab:red"), alpha=0.8)  # fmt: skip
+    ax.set_xlabel("mean completion tokens (greedy, held-out; x: one training seed)")
     ax.set_ylabel("accuracy")
     ax.set_title(f"{result['model']}: word problems", fontsize=10)
     ax.legend(fontsize=8)
@@ -466,7 +506,30 @@ def main_run(argv: list[str] | None = None) -> int:
     p.add_argument("--output-dir", default=os.path.join("perf", "realmodel", "results"))
     p.add_argument("--no-train", action="store_true", help="render the committed run files; train nothing")
     p.add_argument("--small", action="store_true", help="one seed, 2 steps, 32 problems (the test tier's run)")
+    p.add_argument("--update-docs", action="store_true", help="paste the results into README.md and "
+                   "docs/realmodel.md (their realmodel markers), from the repository root")  # fmt: skip
     args = p.parse_args(argv)
     result = run_experiment(args.output_dir, train_runs=not args.no_train, small=args.small)
     print(markdown(result, small_rules(load()) if args.small else load()))
+    if args.update_docs:
+        for path, text in paste_targets(result, args.output_dir).items():
+            from trl_efficient.recipes.tables import write_readme_section
+
+            write_readme_section(path, MARKER, text)
+            print(f"updated {path}")
     return 0
+
+
+MARKER = "realmodel"
+
+
+def paste_targets(result: dict, output_dir: str) -> dict[str, str]:
+    """What `--update-docs` writes between the `realmodel` markers: README.md the headline sentences
+    (`headline`), docs/realmodel.md the table (`realmodel.md` without its title) and the plot."""
+    with open(os.path.join(output_dir, "realmodel.md")) as f:
+        table = f.read().split("\n", 2)[2].strip()
+    plot_path = os.path.join(output_dir, "realmodel.png").replace(os.sep, "/")
+    return {
+        "README.md": headline(result),
+        os.path.join("docs", "realmodel.md"): f"![accuracy against mean tokens](../{plot_path})\n\n{table}",
+    }

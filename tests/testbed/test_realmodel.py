@@ -76,7 +76,7 @@ def test_render_refuses_run_files_of_other_rules(tmp_path):
         realmodel.render(str(tmp_path))
 
 
-def test_committed_results_rerender_from_their_run_files(tmp_path):
+def test_committed_results_rerender_from_their_run_files(tmp_path, monkeypatch):
     """The committed table is what the committed run files give (`--no-train`)."""
     import os
     import shutil
@@ -89,3 +89,10 @@ def test_committed_results_rerender_from_their_run_files(tmp_path):
     with open(os.path.join(committed, "realmodel.json")) as f:
         assert json.load(f) == json.loads(json.dumps(result))
     assert (tmp_path / "realmodel.md").read_text() == open(os.path.join(committed, "realmodel.md")).read()
+    # the README's sentences and docs/realmodel.md's table are the committed results' (`--update-docs`)
+    from trl_efficient.recipes.tables import readme_section
+
+    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), "..", ".."))
+    for path, text in realmodel.paste_targets(result, "perf/realmodel/results").items():
+        with open(path) as f:
+            assert readme_section(f.read(), realmodel.MARKER) == text, f"{path}: run realmodel --no-train --update-docs"
