@@ -836,7 +836,6 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
 
     from .jobs import run_jobs
     from .protocol import describe
-    from .scaling import settings_scale
     from .verdicts import annotate
 
     os.makedirs(output_dir, exist_ok=True)
@@ -882,11 +881,10 @@ def _compare(recipes, settings, output_dir, overwrite, keep_models, include_base
         panels, infos, errors = load_panels(plan, outcomes)
         rows = panel_rows(panels, infos, errors, names, settings, cache=cache)
         looks.append(_look(seeds, jobs, new, look_started))
-    from .jobs import trained_recipe
     from .protocol import row_settings
 
     own = {n: row_settings(n, settings) for n in recipes}  # a protocol row's own steps (ProRL's longer run)
-    scales = {n: settings_scale(trained_recipe(n), own[n]).to_dict() for n in recipes}
+    scales = {n: row_scale(n, own[n]) for n in recipes}
     failed = [r["recipe"] for r in rows if r.get("status", "ok") != "ok"]
     files = {"json": os.path.join(output_dir, "compare.json"), "markdown": os.path.join(output_dir, "compare.md")}
     runs = {name: [os.path.relpath(j.path, output_dir) for j in jobs] for name, jobs in plan.items()}
@@ -985,6 +983,29 @@ def draw_compare_plots(rows: list[dict], output_dir: str, title: str) -> dict:
         if path:
             files["checks"] = path
     return files
+
+
+def row_scale(name: str, settings: TestbedSettings) -> dict:
+    """What `name` trains with at the testbed's scale (`compare.json`'s `scales`): its recipe's scale rule, and a
+    protocol row's own reward arguments over it (protocol 10: `constant-penalty-half`'s alpha, `row_reward_kwargs`).
+
+    >>> row_scale("constant-penalty-half", TestbedSettings())["reward_kwargs"]["constant_length"]["alpha"] == 1 / 768
+    True
+    """
+    from .jobs import row_reward_kwargs, trained_recipe
+    from .scaling import settings_scale
+
+    scale = settings_scale(trained_recipe(name), settings).to_dict()
+    extra = row_reward_kwargs(name)
+    if extra:
+        kwargs = dict(scale.get("reward_kwargs") or {})
+        for builder, values in extra.items():
+            kwargs[builder] = {**kwargs.get(builder, {}), **values}
+        scale["reward_kwargs"] = kwargs
+        scale["rule"] += "; protocol row: " + ", ".join(
+            f"{b}.{k} = {v:.5g}" if isinstance(v, float) else f"{b}.{k} = {v}" for b, kw in extra.items()
+            for k, v in kw.items()) + " over it"  # fmt: skip
+    return scale
 
 
 def render_compare_json(path: str) -> str:
