@@ -38,9 +38,15 @@ def test_scorecard_reads_the_committed_world_report_and_comparison():
     assert "placebo" not in rows[6]["measured"]  # a control is no claim
     assert f"{labels.count('held')} held ({compare['verdicts']['held_after_bh']} after BH)" in rows[6]["measured"]
     assert rows[6]["met"] is (labels.count("inconclusive") <= 4)
-    # the looks and the confirmation, each timed from an empty directory: judged (not "-"), and over 120 minutes
+    # the looks and the confirmation: judged against 120 minutes when timed from an empty directory; a resumed run
+    # (protocol 10's added runs on top of the committed ones) says it is not the full runtime and is not judged
     minutes = (compare["timing"]["seconds"] + compare["confirmation"]["timing"]["seconds"]) / 60
-    assert f"{minutes:.1f} min" in rows[7]["measured"] and rows[7]["met"] is (minutes <= 120)
+    assert f"{minutes:.1f} min" in rows[7]["measured"]
+    looks = compare["timing"]["looks"] + compare["confirmation"]["timing"]["looks"]
+    if all(look["trained"] == look["runs"] for look in looks):
+        assert rows[7]["met"] is (minutes <= 120)
+    else:
+        assert "not the full runtime" in rows[7]["measured"] and rows[7]["met"] is None
     # the CLI prints the same table with its sources
     text = load_scorecard(os.path.join(RESULTS, "compare.json"))
     assert text.count("\n| ") == 9 and "world_report_v2.json" in text
