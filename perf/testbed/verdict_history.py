@@ -244,10 +244,15 @@ def history(vs: list[dict], changes: dict) -> list[dict]:
             old = before["verdicts"].get(recipe)
             if old is not None and old["verdict"] == new["verdict"]:
                 continue
-            entries.append({"date": after["date"], "commit": after["commit"], "recipe": recipe, "old": old,
-                            "new": new, "change": why.get("change", after["subject"]),
-                            "reason": why.get("reason", "-"), "after_verdict": why.get("after_verdict")})  # fmt: skip
+            entries.append(_entry(after, recipe, old, new, why))
     return entries
+
+
+def _entry(after: dict, recipe: str, old, new, why: dict) -> dict:
+    """One move of `recipe`'s verdict (or confirmation) at version `after`, with the change that made it."""
+    return {"date": after["date"], "commit": after["commit"], "recipe": recipe, "old": old, "new": new,
+            "change": why.get("change", after["subject"]), "reason": why.get("reason", "-"),
+            "after_verdict": why.get("after_verdict")}  # fmt: skip
 
 
 def confirmation_history(vs: list[dict], changes: dict) -> list[dict]:
@@ -264,9 +269,7 @@ def confirmation_history(vs: list[dict], changes: dict) -> list[dict]:
             old, new = old_pass.get(recipe), new_pass.get(recipe)
             if (old or {}).get("confirmation") == (new or {}).get("confirmation"):
                 continue
-            entries.append({"date": after["date"], "commit": after["commit"], "recipe": recipe, "old": old,
-                            "new": new, "change": why.get("change", after["subject"]),
-                            "reason": why.get("reason", "-"), "after_verdict": why.get("after_verdict")})  # fmt: skip
+            entries.append(_entry(after, recipe, old, new, why))
     return entries
 
 

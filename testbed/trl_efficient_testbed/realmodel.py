@@ -24,8 +24,6 @@ True
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import logging
 import os
@@ -48,22 +46,18 @@ _MORE = ("buys {b} more", "finds {b} more", "gets {b} more", "is given {b} more"
 _LESS = ("gives away {b}", "loses {b}", "eats {b}", "sells {b}")
 
 
-@functools.lru_cache(maxsize=2)
-def _load(path: str) -> tuple[dict, str]:
-    import yaml
-
-    with open(path, "rb") as f:
-        data = f.read()
-    return yaml.safe_load(data), hashlib.sha256(data).hexdigest()[:16]
-
-
 def load(path: str = PROTOCOL_PATH) -> dict:
-    """The experiment's rules (`realmodel.yaml`) as a dict."""
-    return _load(path)[0]
+    """The experiment's rules (`realmodel.yaml`) as a dict (read as the comparison's protocol file is)."""
+    from .protocol import load as load_yaml
+
+    return load_yaml(path)
 
 
 def protocol_sha256(path: str = PROTOCOL_PATH) -> str:
-    return _load(path)[1]
+    """The first 16 hex digits of the SHA-256 of the rules file's bytes (in every run file)."""
+    from .protocol import sha256
+
+    return sha256(path)
 
 
 def word_problems(n: int, seed: int, low: int = 2, high: int = 9, system_prompt: str | None = None,
