@@ -314,43 +314,33 @@ def paired(a_runs: list[dict], b_runs: list[dict], key: str, rules: dict) -> lis
     return _interval(lambda w, v: wmean(a, w, v) - wmean(b, w, v), a.shape[0], a.shape[1], rules)
 
 
-def _above(est, margin) -> bool | None:
-    if est[1] is None:
-        return None
-    return True if est[1] > margin else (False if est[2] < margin else None)
-
-
 def claims(runs: dict[str, list[dict]], rules: dict) -> dict:
     """The three claims of `realmodel.yaml` on the run files: setup (GRPO moved), kimi vs grpo, kimi vs
     constant-penalty; each with its differences (intervals) and verdict (True held, False not held, None
-    inconclusive)."""
+    inconclusive), read by the comparison's own rules (`stats.decide`, `constraint`, `combine`, `either`)."""
+    from .stats import combine, constraint, decide, either
+
     m = rules["margins"]
     tok, tol, acc = float(m["tokens"]), float(m["accuracy_tolerance"]), float(m["accuracy"])
     recipe, grpo, constant = rules["training"]["arms"][1], runs.get("grpo"), runs.get("constant-penalty")
     out: dict[str, Any] = {}
     if grpo and "base" in runs:
         d_acc, d_tok = paired(grpo, runs["base"], "correct", rules), paired(runs["base"], grpo, "tokens", rules)
-        moved = [d_acc[1] is not None and (d_acc[1] > 0 or d_acc[2] < 0),
-                 d_tok[1] is not None and (d_tok[1] > 0 or d_tok[2] < 0)]  # fmt: skip
-        out["setup"] = {"grpo_minus_base_accuracy": d_acc, "base_minus_grpo_tokens": d_tok, "held": any(moved)}
+        moved = decide(d_acc) is not None or decide(d_tok) is not None  # an interval that excludes 0, either side
+        out["setup"] = {"grpo_minus_base_accuracy": d_acc, "base_minus_grpo_tokens": d_tok, "held": moved}
     if grpo and runs.get(recipe):
         rec = runs[recipe]
         saved, d_acc = paired(grpo, rec, "tokens", rules), paired(rec, grpo, "correct", rules)
-        shorter, kept = _above(saved, tok), _above(d_acc, -tol)
-        held = False if False in (shorter, kept) else (True if shorter and kept else None)
+        held = combine(decide(saved, tok), constraint(d_acc, tol))
         out["vs_grpo"] = {"tokens_saved": saved, "accuracy_difference": d_acc, "held": held}
     if constant and runs.get(recipe):
         rec = runs[recipe]
         saved, d_acc = paired(constant, rec, "tokens", rules), paired(rec, constant, "correct", rules)
-        short_way = _both(_above(saved, tok), _above(d_acc, -tol))
-        accurate_way = _both(_above(d_acc, acc), _above(saved, -tok))
-        held = True if True in (short_way, accurate_way) else (False if short_way is accurate_way is False else None)
+        short_way = combine(decide(saved, tok), constraint(d_acc, tol))
+        accurate_way = combine(decide(d_acc, acc), constraint(saved, tok))
+        held = either(short_way, accurate_way)
         out["vs_constant_penalty"] = {"tokens_saved": saved, "accuracy_difference": d_acc, "held": held}
     return out
-
-
-def _both(a: bool | None, b: bool | None) -> bool | None:
-    return False if False in (a, b) else (True if a and b else None)
 
 
 _VERDICT = {True: "held", False: "not held", None: "inconclusive"}
