@@ -369,6 +369,7 @@ def render(output_dir: str, rules: dict | None = None) -> dict:
         arms[arm]["token_quantiles"] = [float(q) for q in np.quantile(_cells(rs, "tokens"), [0.1, 0.5, 0.9])]
     result = {"protocol_sha256": protocol_sha256(), "model": rules["model"]["name"], "arms": arms,
               "claims": claims(runs, rules), "training": rules["training"],
+              "minutes": round(sum(r.get("seconds") or 0.0 for rs in runs.values() for r in rs) / 60, 1),
               "complete": all(len(runs.get(a, [])) == len(rules["training"]["seeds"]) for a in
                               rules["training"]["arms"]) and "base" in runs}  # fmt: skip
     os.makedirs(output_dir, exist_ok=True)
@@ -448,7 +449,10 @@ def headline(result: dict) -> str:
                     f"{_fmt(v['tokens_saved'], 1)}, accuracy {_fmt(v['accuracy_difference'], 3)})")  # fmt: skip
     if "vs_constant_penalty" in c:
         text[-1] += f"; a better trade-off than `constant-penalty`: **{_VERDICT[c['vs_constant_penalty']['held']]}**"
-    return " ".join(text) + "."
+    return (
+        " ".join(text)
+        + f". Every run: {result['minutes']:.1f} minutes on this machine's cores (the run files' seconds)."
+    )
 
 
 def _neg(est):
