@@ -2,10 +2,12 @@ r"""
 The real-model experiment: a length recipe, GRPO and a constant length penalty trained from one real pretrained model
 (SmolLM2-135M-Instruct) on CPU, judged on a held-out set with paired intervals (issue 49).
 
-    trl-efficient testbed realmodel [--output-dir perf/realmodel/results] [--workers 1] [--no-train]
+    trl-efficient testbed realmodel [--rules 2] [--output-dir DIR] [--no-train] [--update-docs]
+    trl-efficient testbed realmodel --rules 1 --no-train         re-render version 1's committed table
     trl-efficient testbed realmodel --small --output-dir DIR     one seed, 2 steps, 32 problems: the test tier's run
 
-Every rule is fixed in `realmodel.yaml` (next to this module) before the runs: the model, the task, the arms, seeds,
+Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 2 `realmodel.yaml`, the
+current one; version 1 `realmodel_v1.yaml`, kept byte for byte with its runs in `perf/realmodel/results_v1`): the model, the task, the arms, seeds,
 steps and learning rate, the evaluation, the intervals, the margins and the claims. Each arm is trained through the
 library's public recipe API, as a TRL script would (`get_recipe(name).config(...)`, `.prepare_dataset`,
 `.trainer(...)`), and evaluated greedily on the same held-out problems. One run file per (arm, seed) under
@@ -33,11 +35,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PROTOCOL_PATH", "claims", "load", "main_run", "render", "run_experiment", "word_problems"]
+__all__ = ["PROTOCOL_PATH", "RULES", "claims", "load", "main_run", "render", "run_experiment", "word_problems"]
 
 logger = logging.getLogger(__name__)
 
-PROTOCOL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "realmodel.yaml")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+PROTOCOL_PATH = os.path.join(_HERE, "realmodel.yaml")
+# Every version of the rules, with the directory its committed runs and table live in (the current one last). A new
+# version is a new file, written and committed before its runs; an old one is never edited (its hash is in its runs).
+RULES = {
+    1: (os.path.join(_HERE, "realmodel_v1.yaml"), os.path.join("perf", "realmodel", "results_v1")),
+    2: (PROTOCOL_PATH, os.path.join("perf", "realmodel", "results")),
+}
+LATEST = max(RULES)
 
 _NAMES = ("Mia", "Tom", "Ann", "Leo", "Sara", "Ben", "Nora", "Sam", "Lily", "Max", "Eva", "Jack")
 _PRONOUN = {"Mia": "She", "Ann": "She", "Sara": "She", "Nora": "She", "Lily": "She", "Eva": "She"}
@@ -47,10 +57,11 @@ _LESS = ("gives away {b}", "loses {b}", "eats {b}", "sells {b}")
 
 
 def load(path: str = PROTOCOL_PATH) -> dict:
-    """The experiment's rules (`realmodel.yaml`) as a dict (read as the comparison's protocol file is)."""
+    """The experiment's rules (a `RULES` file) as a dict (read as the comparison's protocol file is), with
+    `sha256`: the first 16 hex digits of the file's SHA-256, which every run written under it records."""
     from .protocol import load as load_yaml
 
-    return load_yaml(path)
+    return {**load_yaml(path), "sha256": protocol_sha256(path)}
 
 
 def protocol_sha256(path: str = PROTOCOL_PATH) -> str:
@@ -205,7 +216,7 @@ def _write(path: str, record: dict) -> None:
 def _stamp(record: dict, rules: dict, small: bool) -> dict:
     from .protocol import library_versions
 
-    return {**record, "protocol_sha256": protocol_sha256(), "small": small, "versions": library_versions()}
+    return {**record, "protocol_sha256": rules["sha256"], "small": small, "versions": library_versions()}
 
 
 def small_rules(rules: dict) -> dict:
@@ -220,12 +231,14 @@ def small_rules(rules: dict) -> dict:
     return r
 
 
-def run_experiment(output_dir: str, train_runs: bool = True, small: bool = False, show_progress: bool = True) -> dict:
-    """Every missing run (base evaluation, then each arm x seed), then the summary (`render`)."""
+def run_experiment(output_dir: str, train_runs: bool = True, small: bool = False, show_progress: bool = True,
+                   rules_path: str = PROTOCOL_PATH) -> dict:  # fmt: skip
+    """Every missing run (base evaluation, then each arm x seed) under the rules at `rules_path`, then the summary
+    (`render`)."""
     import torch
     from tqdm.auto import tqdm
 
-    rules = small_rules(load()) if small else load()
+    rules = small_rules(load(rules_path)) if small else load(rules_path)
     train, held_out = datasets(rules)
     jobs = [("base", None)] + [(arm, s) for s in rules["training"]["seeds"] for arm in rules["training"]["arms"]]
     missing = [(a, s) for a, s in jobs if not os.path.exists(_run_path(output_dir, a, s))]
@@ -267,9 +280,9 @@ def _runs(output_dir: str, rules: dict) -> dict[str, list[dict]]:
                 continue
             with open(path) as f:
                 run = json.load(f)
-            if run.get("protocol_sha256") != protocol_sha256():
-                raise ValueError(f"{path} was written under another realmodel.yaml ({run.get('protocol_sha256')}); "
-                                 f"this one is {protocol_sha256()}: rerun it.")  # fmt: skip
+            if run.get("protocol_sha256") != rules["sha256"]:
+                raise ValueError(f"{path} was written under another version of the rules ({run.get('protocol_sha256')}"
+                                 f"); these are {rules['sha256']} (--rules): rerun it.")  # fmt: skip
             out.setdefault(arm, []).append(run)
     return out
 
@@ -360,14 +373,15 @@ def _abs(est, digits: int) -> str:
 
 def render(output_dir: str, rules: dict | None = None) -> dict:
     """`realmodel.json`, `realmodel.md` and `realmodel.png` in `output_dir` from its run files alone."""
-    rules = rules or load()
+    rules = rules or load()  # the current version
     runs = _runs(output_dir, rules)
     arms = {arm: arm_summary(rs, rules) for arm, rs in runs.items()}
     for arm, rs in runs.items():
         arms[arm]["train_seconds"] = [r.get("train_seconds") for r in rs]
         arms[arm]["seconds"] = [r.get("seconds") for r in rs]
         arms[arm]["token_quantiles"] = [float(q) for q in np.quantile(_cells(rs, "tokens"), [0.1, 0.5, 0.9])]
-    result = {"protocol_sha256": protocol_sha256(), "model": rules["model"]["name"], "arms": arms,
+    result = {"protocol_sha256": rules["sha256"], "version": rules.get("version"), "model": rules["model"]["name"],
+              "arms": arms,
               "claims": claims(runs, rules), "training": rules["training"],
               "minutes": round(sum(r.get("seconds") or 0.0 for rs in runs.values() for r in rs) / 60, 1),
               "complete": all(len(runs.get(a, [])) == len(rules["training"]["seeds"]) for a in
@@ -491,33 +505,40 @@ def main_run(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(prog="trl-efficient testbed realmodel", description=__doc__.split("\n\n")[0])
-    p.add_argument("--output-dir", default=os.path.join("perf", "realmodel", "results"))
+    p.add_argument("--rules", type=int, choices=sorted(RULES), default=LATEST,
+                   help=f"which version of the rules (default {LATEST}, the current one); each has its own output "
+                   "directory")  # fmt: skip
+    p.add_argument("--output-dir", default=None, help="default: the version's committed results directory")
     p.add_argument("--no-train", action="store_true", help="render the committed run files; train nothing")
     p.add_argument("--small", action="store_true", help="one seed, 2 steps, 32 problems (the test tier's run)")
-    p.add_argument("--update-docs", action="store_true", help="paste the results into README.md and "
-                   "docs/realmodel.md (their realmodel markers), from the repository root")  # fmt: skip
+    p.add_argument("--update-docs", action="store_true", help="paste the results into README.md (the current "
+                   "version) and docs/realmodel.md (their realmodel markers), from the repository root")  # fmt: skip
     args = p.parse_args(argv)
-    result = run_experiment(args.output_dir, train_runs=not args.no_train, small=args.small)
-    print(markdown(result, small_rules(load()) if args.small else load()))
+    rules_path, default_dir = RULES[args.rules]
+    output_dir = args.output_dir or default_dir
+    result = run_experiment(output_dir, train_runs=not args.no_train, small=args.small, rules_path=rules_path)
+    print(markdown(result, small_rules(load(rules_path)) if args.small else load(rules_path)))
     if args.update_docs:
-        for path, text in paste_targets(result, args.output_dir).items():
-            from trl_efficient.recipes.tables import write_readme_section
+        from trl_efficient.recipes.tables import write_readme_section
 
-            write_readme_section(path, MARKER, text)
-            print(f"updated {path}")
+        for path, (marker, text) in paste_targets(result, output_dir, args.rules).items():
+            write_readme_section(path, marker, text)
+            print(f"updated {path} ({marker})")
     return 0
 
 
 MARKER = "realmodel"
 
 
-def paste_targets(result: dict, output_dir: str) -> dict[str, str]:
-    """What `--update-docs` writes between the `realmodel` markers: README.md the headline sentences
-    (`headline`), docs/realmodel.md the table (`realmodel.md` without its title) and the plot."""
+def paste_targets(result: dict, output_dir: str, version: int = LATEST) -> dict[str, tuple[str, str]]:
+    """What `--update-docs` writes, `{path: (marker, text)}`: docs/realmodel.md the version's table (`realmodel.md`
+    without its title) and plot between its markers (`realmodel`, `realmodel-v1`, ...); README.md the headline
+    sentences (`headline`) of the current version only."""
     with open(os.path.join(output_dir, "realmodel.md")) as f:
         table = f.read().split("\n", 2)[2].strip()
     plot_path = os.path.join(output_dir, "realmodel.png").replace(os.sep, "/")
-    return {
-        "README.md": headline(result),
-        os.path.join("docs", "realmodel.md"): f"![accuracy against mean tokens](../{plot_path})\n\n{table}",
-    }
+    marker = MARKER if version == LATEST else f"{MARKER}-v{version}"
+    out = {os.path.join("docs", "realmodel.md"): (marker, f"![accuracy against mean tokens](../{plot_path})\n\n{table}")}
+    if version == LATEST:
+        out["README.md"] = (MARKER, headline(result))
+    return out

@@ -72,27 +72,36 @@ def test_render_refuses_run_files_of_other_rules(tmp_path):
     run = {"arm": "base", "seed": None, "correct": [1.0, 0.0], "tokens": [10, 12], "protocol_sha256": "0" * 16}
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "base.json").write_text(json.dumps(run))
-    with pytest.raises(ValueError, match="another realmodel.yaml"):
+    with pytest.raises(ValueError, match="another version of the rules"):
         realmodel.render(str(tmp_path))
 
 
-def test_committed_results_rerender_from_their_run_files(tmp_path, monkeypatch):
-    """The committed table is what the committed run files give (`--no-train`)."""
+@pytest.mark.parametrize("version", sorted(realmodel.RULES))
+def test_committed_results_rerender_from_their_run_files(tmp_path, monkeypatch, version):
+    """Each version's committed table is what its committed run files give under its own rules (`--rules N
+    --no-train`), and the docs hold what `--update-docs` pastes."""
     import os
     import shutil
 
-    committed = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "realmodel", "results")
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    rules_path, directory = realmodel.RULES[version]
+    committed = os.path.join(root, directory)
     if not os.path.exists(os.path.join(committed, "realmodel.json")):
-        pytest.skip("no committed real-model results")
+        pytest.skip(f"no committed real-model results for version {version}")
     shutil.copytree(os.path.join(committed, "runs"), tmp_path / "runs")
-    result = realmodel.render(str(tmp_path))
+    result = realmodel.render(str(tmp_path), realmodel.load(rules_path))
     with open(os.path.join(committed, "realmodel.json")) as f:
         assert json.load(f) == json.loads(json.dumps(result))
     assert (tmp_path / "realmodel.md").read_text() == open(os.path.join(committed, "realmodel.md")).read()
-    # the README's sentences and docs/realmodel.md's table are the committed results' (`--update-docs`)
     from trl_efficient.recipes.tables import readme_section
 
-    monkeypatch.chdir(os.path.join(os.path.dirname(__file__), "..", ".."))
-    for path, text in realmodel.paste_targets(result, "perf/realmodel/results").items():
+    monkeypatch.chdir(root)
+    for path, (marker, text) in realmodel.paste_targets(result, directory, version).items():
         with open(path) as f:
-            assert readme_section(f.read(), realmodel.MARKER) == text, f"{path}: run realmodel --no-train --update-docs"
+            assert readme_section(f.read(), marker) == text, f"{path}: run realmodel --rules {version} --update-docs"
+
+
+def test_old_rules_are_kept_byte_for_byte():
+    """A version's rules file is never edited once its runs exist: version 1's hash is the one its runs record."""
+    assert realmodel.load(realmodel.RULES[1][0])["sha256"] == "987b4f063367799b"
+    assert len({realmodel.load(path)["sha256"] for path, _ in realmodel.RULES.values()}) == len(realmodel.RULES)
