@@ -472,13 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = _settings(args, args.set)
         recipes = args.recipes
         if "all" in recipes:
-            from trl_efficient.recipes import RECIPES
+            from .runner import comparison_recipes
 
-            from .protocol import load
-            from .specs import compared_recipes
-
-            rows = [n for n in load().get("rows") or {} if n not in RECIPES]  # protocol rows of their own (lisa)
-            recipes = [BASE_RECIPE, *(n for n in compared_recipes() if n != BASE_RECIPE), *rows]
+            recipes = comparison_recipes(settings.base_model)
         out = compare(
             recipes,
             settings,

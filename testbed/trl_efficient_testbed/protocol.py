@@ -44,6 +44,7 @@ __all__ = [
     "nominal_levels",
     "repeated_p",
     "row_check",
+    "row_in_comparison",
     "row_max_seeds",
     "row_negative_controls",
     "row_settings",
@@ -256,6 +257,18 @@ def scale_regime(base_model: str | None) -> str:
     from .scaling import ONE_RULE_BASE_MEANS
 
     return "one-rule" if base_model in ONE_RULE_BASE_MEANS else "recipe"
+
+
+def row_in_comparison(name: str, base_model: str | None = None) -> bool:
+    """Whether the comparison on `base_model` judges the row `name`: a row that names a scale rule (`scale`, as a
+    cap-matched control does; protocol 11: ProRL's and BroRL's rows, world v2 only) stands only for comparisons under
+    it (`scale_regime`); every other row is in every comparison.
+
+    >>> row_in_comparison("prorl", "testbed:v2"), row_in_comparison("prorl", "testbed:v3"), row_in_comparison("kimi")
+    (True, False, True)
+    """
+    scale = row_spec(name).get("scale")
+    return scale is None or scale == scale_regime(base_model)
 
 
 def matching_control(recipe: str, base_model: str | None = None) -> str | None:

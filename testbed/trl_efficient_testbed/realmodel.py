@@ -7,8 +7,9 @@ The real-model experiment: a length recipe, GRPO and a constant length penalty t
     trl-efficient testbed realmodel --small --output-dir DIR     one seed, 2 steps, 32 problems: the test tier's run
 
 Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 2 `realmodel.yaml`, the
-current one; version 1 `realmodel_v1.yaml`, kept byte for byte with its runs in `perf/realmodel/results_v1`): the model, the task, the arms, seeds,
-steps and learning rate, the evaluation, the intervals, the margins and the claims. Each arm is trained through the
+current one; version 1 `realmodel_v1.yaml`, kept byte for byte with its runs in `perf/realmodel/results_v1`): the
+model, the task, the arms, seeds, steps and learning rate, the evaluation, the intervals, the margins and the claims.
+Each arm is trained through the
 library's public recipe API, as a TRL script would (`get_recipe(name).config(...)`, `.prepare_dataset`,
 `.trainer(...)`), and evaluated greedily on the same held-out problems. One run file per (arm, seed) under
 `<output-dir>/runs/` (and `base.json`, the untrained model): the command resumes where it stopped and, with
@@ -538,7 +539,8 @@ def paste_targets(result: dict, output_dir: str, version: int = LATEST) -> dict[
         table = f.read().split("\n", 2)[2].strip()
     plot_path = os.path.join(output_dir, "realmodel.png").replace(os.sep, "/")
     marker = MARKER if version == LATEST else f"{MARKER}-v{version}"
-    out = {os.path.join("docs", "realmodel.md"): (marker, f"![accuracy against mean tokens](../{plot_path})\n\n{table}")}
+    image = f"![accuracy against mean tokens](../{plot_path})"
+    out = {os.path.join("docs", "realmodel.md"): (marker, f"{image}\n\n{table}")}
     if version == LATEST:
         out["README.md"] = (MARKER, headline(result))
     return out

@@ -818,6 +818,25 @@ def _kept_timing(path: str, timing: dict) -> dict:
     return {k: earlier[k] for k in ("timing", "timing_note", "confirmation") if k in earlier}
 
 
+def comparison_recipes(base_model: str | None = None) -> list[str]:
+    """`--recipes all`: grpo, every compared recipe and the protocol's own rows (LISA), less the rows scoped to
+    another scale rule than `base_model`'s (`protocol.row_in_comparison`; protocol 11: ProRL's and BroRL's rows are
+    world v2's alone). The matching controls follow from these (`with_controls`).
+
+    >>> v2, v3 = comparison_recipes("testbed:v2"), comparison_recipes("testbed:v3")
+    >>> v2[0], sorted(set(v2) - set(v3)), "lisa" in v3
+    ('grpo', ['brorl', 'prorl'], True)
+    """
+    from trl_efficient.recipes import RECIPES
+
+    from .protocol import load, row_in_comparison
+    from .specs import compared_recipes
+
+    rows = [n for n in load().get("rows") or {} if n not in RECIPES]  # protocol rows of their own (lisa)
+    names = [BASE_RECIPE, *(n for n in compared_recipes() if n != BASE_RECIPE), *rows]
+    return [n for n in names if row_in_comparison(n, base_model)]
+
+
 def with_controls(recipes: list[str], base_model: str | None = None) -> list[str]:
     """`recipes` and the matching control runs their checks need (`protocol.matching_control`), after them.
 

@@ -514,7 +514,7 @@ def test_the_rows_with_two_looks_are_those_whose_runs_cost_at_least_one_and_a_ha
             for path in paths:
                 with open(os.path.join(root, world, path)) as f:
                     run = json.load(f)
-                if run.get("train_seconds") and run.get("protocol_sha256") != sha256():
+                if run.get("train_seconds") and run.get("protocol_sha256") not in ("fb9c6aafa049ab06", sha256()):
                     seconds.append(run["train_seconds"])
             if seconds:
                 cost[name] = sum(seconds) / len(seconds)
@@ -523,3 +523,16 @@ def test_the_rows_with_two_looks_are_those_whose_runs_cost_at_least_one_and_a_ha
         assert set(dear) >= {"bingo", "budgetthinker", "gfpo", "gfpo-adaptive", "hbpo", "laser-d", "laser-de"}, world
         assert all(row_max_seeds(n) in (3, 6) for n in dear), world
         assert all(row_max_seeds(n) is None for n, r in ratio.items() if r < 1.5), world
+
+
+def test_protocol_11_scopes_prorl_and_brorl_to_world_v2():
+    """World v3's comparison neither trains nor judges ProRL's and BroRL's rows, nor their matching controls; world
+    v2's keeps all four (protocol 11, `rows: scale: recipe`)."""
+    from trl_efficient_testbed.runner import comparison_recipes, with_controls
+
+    v2 = with_controls(comparison_recipes("testbed:v2"), "testbed:v2")
+    v3 = with_controls(comparison_recipes("testbed:v3"), "testbed:v3")
+    assert {"prorl", "brorl", "grpo-kl", "brorl-n8"} <= set(v2)
+    assert not {"prorl", "brorl", "grpo-kl", "brorl-n8"} & set(v3)
+    v2_only = {"prorl", "brorl", "grpo-kl", "brorl-n8", "grpo-cap192", "grpo-cap230"}
+    assert set(v2) - v2_only == set(v3) - {"grpo-cap116", "grpo-cap119", "grpo-cap227"}

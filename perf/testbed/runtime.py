@@ -1,0 +1,120 @@
+"""
+The comparison's wall time on 2 cores under the current protocol, estimated from the committed run files and the
+world's last uninterrupted timing (issue 48's "done when": one resumable command in <= 120 minutes per world).
+
+    python perf/testbed/runtime.py            # both worlds
+    python perf/testbed/runtime.py --world v3
+
+A timing from an empty directory takes about two hours a world on 2 cores. This reads what one would spend from the
+runs the comparison reads now (its `compare.json` `runs`, and its confirmation's), calibrated on the world's last
+uninterrupted timing (`TIMED`: its minutes, its commit, the protocol hash of the run files it trained):
+
+    overhead = timed minutes / (train minutes of the run files that timing trained / workers)
+    estimate = overhead x (train minutes of the run files read now / workers)
+
+`overhead` carries what a run's `train_seconds` leave out (evaluation, model loading, scheduling, the rendering). A run
+trained later on cores shared with other jobs (protocol 10's added runs: their train seconds include the other jobs')
+counts at the median train seconds of the same recipe's timed runs (`constant-penalty-half` at `constant-penalty`'s:
+the same run with another alpha). The result is an estimate, not a timing; everything that prints it says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+from collections import defaultdict
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+# world: (results directory, measured minutes, the commit that recorded the timing, the protocol hash of its runs)
+TIMED = {
+    "v2": ("results", 105.8, "a4df49f", "5574eea2f110a808"),
+    "v3": ("results_v3", 118.9, "43aa0b2", "5574eea2f110a808"),
+}
+SAME_RUN_AS = {"constant-penalty-half": "constant-penalty"}  # a control whose runs cost what another's do
+
+
+def _read(directory: str) -> list[tuple[str, dict]]:
+    """`(row, run file)` for every run file the comparison in `directory` reads (its `compare.json` `runs`)."""
+    with open(os.path.join(directory, "compare.json")) as f:
+        runs = json.load(f)["runs"]
+    out = []
+    for name, paths in runs.items():
+        for path in paths:
+            with open(os.path.join(directory, path)) as f:
+                out.append((name, json.load(f)))
+    return out
+
+
+def _files(directory: str) -> list[tuple[str, dict]]:
+    """`(row, run file)` for every run file under `directory/runs` (read or not)."""
+    out = []
+    runs = os.path.join(directory, "runs")
+    for name in sorted(os.listdir(runs)):
+        for file in sorted(os.listdir(os.path.join(runs, name))):
+            with open(os.path.join(runs, name, file)) as f:
+                out.append((name, json.load(f)))
+    return out
+
+
+def estimate(world: str, workers: int = 2) -> dict:
+    """The estimate of `world`'s comparison (looks and confirmation) under the current protocol, with its parts."""
+    directory, minutes, commit, timed_hash = TIMED[world]
+    base = os.path.join(ROOT, directory)
+    confirm = os.path.join(base, "confirm")
+    timed = [(n, r) for d in (base, confirm) for n, r in _files(d) if r.get("protocol_sha256") == timed_hash]
+    timed_train = sum(r.get("train_seconds") or 0.0 for _, r in timed) / 60
+    overhead = minutes / (timed_train / workers)
+    per_recipe = defaultdict(list)
+    for name, run in timed:
+        per_recipe[name].append(run.get("train_seconds") or 0.0)
+    median = {n: statistics.median(v) for n, v in per_recipe.items()}
+    read = _read(base) + _read(confirm)
+    substituted = []
+    seconds = 0.0
+    for name, run in read:
+        own = run.get("train_seconds") or 0.0
+        if run.get("protocol_sha256") not in (timed_hash, None) and run.get("protocol_sha256") in _later(timed_hash):
+            like = SAME_RUN_AS.get(name, name)
+            if like in median:
+                substituted.append((name, own, median[like]))
+                own = median[like]
+        seconds += own
+    train = seconds / 60
+    return {"world": world, "timed_minutes": minutes, "timed_commit": commit, "timed_runs": len(timed),
+            "timed_train_minutes": round(timed_train, 1), "overhead": round(overhead, 3), "runs_read": len(read),
+            "train_minutes": round(train, 1), "substituted": len(substituted),
+            "substituted_recorded_minutes": round(sum(s[1] for s in substituted) / 60, 1),
+            "substituted_minutes": round(sum(s[2] for s in substituted) / 60, 1),
+            "estimate_minutes": round(overhead * train / workers, 1)}  # fmt: skip
+
+
+def _later(timed_hash: str) -> set[str]:
+    """The protocol hashes written after the timed one: the current protocol and the compatible ones listed after
+    it (`compatible_runs` is in order of the protocols)."""
+    from trl_efficient_testbed.protocol import load, sha256
+
+    listed = [str(h) for h in load().get("compatible_runs") or []]
+    after = listed[listed.index(timed_hash) + 1 :] if timed_hash in listed else []
+    return {*after, sha256()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--world", choices=sorted(TIMED), action="append")
+    args = p.parse_args(argv)
+    for world in args.world or sorted(TIMED):
+        e = estimate(world)
+        print(f"world {world}: about {e['estimate_minutes']:.0f} minutes on 2 cores (an estimate, not a timing): "
+              f"{e['runs_read']} run files read, {e['train_minutes']:.1f} train minutes at {e['overhead']:.2f} x "
+              f"(overhead from the timing at {e['timed_commit']}: {e['timed_minutes']} minutes for "
+              f"{e['timed_runs']} runs, {e['timed_train_minutes']:.1f} train minutes on 2 workers); "
+              f"{e['substituted']} runs trained on shared cores counted at their recipe's timed median "
+              f"({e['substituted_recorded_minutes']:.1f} recorded -> {e['substituted_minutes']:.1f} train "
+              "minutes)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
