@@ -12,7 +12,8 @@ uninterrupted timing (`TIMED`: its minutes, its commit, the protocol hash of the
     overhead = timed minutes / (train minutes of the run files that timing trained / workers)
     estimate = overhead x (train minutes of the run files read now / workers)
 
-`overhead` carries what a run's `train_seconds` leave out (evaluation, model loading, scheduling, the rendering). A run
+`overhead` carries what a run's `train_seconds` leave out (evaluation, model loading, scheduling, the rendering); the
+script also predicts each world's timing from the other world's overhead, a check of the method. A run
 trained later on cores shared with other jobs (protocol 10's added runs: their train seconds include the other jobs')
 counts at the median train seconds of the same recipe's timed runs (`constant-penalty-half` at `constant-penalty`'s:
 the same run with another alpha). The result is an estimate, not a timing; everything that prints it says so.
@@ -104,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--world", choices=sorted(TIMED), action="append")
     args = p.parse_args(argv)
+    every = {world: estimate(world) for world in sorted(TIMED)}
     for world in args.world or sorted(TIMED):
-        e = estimate(world)
+        e = every[world]
         print(f"world {world}: about {e['estimate_minutes']:.0f} minutes on 2 cores (an estimate, not a timing): "
               f"{e['runs_read']} run files read, {e['train_minutes']:.1f} train minutes at {e['overhead']:.2f} x "
               f"(overhead from the timing at {e['timed_commit']}: {e['timed_minutes']} minutes for "
@@ -113,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{e['substituted']} runs trained on shared cores counted at their recipe's timed median "
               f"({e['substituted_recorded_minutes']:.1f} recorded -> {e['substituted_minutes']:.1f} train "
               "minutes)")  # fmt: skip
+    # the method's own check: each world's overhead predicts the other world's measured timing
+    for world, e in every.items():
+        other = next(o for w, o in every.items() if w != world)
+        predicted = other["overhead"] * e["timed_train_minutes"] / 2
+        print(
+            f"check: world {world}'s timing ({e['timed_minutes']} minutes) predicted from world "
+            f"{other['world']}'s overhead: {predicted:.1f} minutes ({predicted / e['timed_minutes'] - 1:+.1%})"
+        )
     return 0
 
 
