@@ -451,8 +451,11 @@ def headline(result: dict) -> str:
         s = arms[name]
         return ", ".join(f"{a:.2f} @ {t:.0f}" for a, t in zip(s["accuracy_per_seed"], s["mean_tokens_per_seed"]))
 
-    names = ["base", *[n for n in result["training"]["arms"] if n in arms]]
-    text = ["Accuracy @ mean tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]
+    t = result["training"]
+    names = ["base", *[n for n in t["arms"] if n in arms]]
+    version = f"Rules version {result['version']}: " if result.get("version") else ""
+    text = [f"{version}{t['max_steps']} GRPO steps at lr {t['learning_rate']:g}, {len(t['seeds'])} seeds. Accuracy @ "
+            "mean tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]  # fmt: skip
     if "setup" in c:
         s = c["setup"]
         moved = "moved" if s["held"] else "not resolved"
@@ -466,7 +469,7 @@ def headline(result: dict) -> str:
         text[-1] += f"; a better trade-off than `constant-penalty`: **{_VERDICT[c['vs_constant_penalty']['held']]}**"
     return (
         " ".join(text)
-        + f". Every run: {result['minutes']:.1f} minutes on this machine's cores (the run files' seconds)."
+        + f". The whole experiment: {result['minutes']:.1f} minutes on this machine's cores (the run files' seconds)."
     )
 
 
