@@ -2,13 +2,14 @@ r"""
 The real-model experiment: a length recipe, GRPO and a constant length penalty trained from one real pretrained model
 (SmolLM2-135M-Instruct) on CPU, judged on a held-out set with paired intervals (issue 49).
 
-    trl-efficient testbed realmodel [--rules 2] [--output-dir DIR] [--no-train] [--update-docs]
+    trl-efficient testbed realmodel [--rules 3] [--output-dir DIR] [--no-train] [--update-docs]
     trl-efficient testbed realmodel --rules 1 --no-train         re-render version 1's committed table
     trl-efficient testbed realmodel --small --output-dir DIR     one seed, 2 steps, 32 problems: the test tier's run
 
-Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 2 `realmodel.yaml`, the
-current one; version 1 `realmodel_v1.yaml`, kept byte for byte with its runs in `perf/realmodel/results_v1`): the
-model, the task, the arms, seeds, steps and learning rate, the evaluation, the intervals, the margins and the claims.
+Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 3 `realmodel.yaml`, the
+current one; versions 1 and 2 `realmodel_v1.yaml`, `realmodel_v2.yaml`, kept byte for byte with their runs in
+`perf/realmodel/results_v1`, `results_v2`): the model, the task, the arms, seeds, steps and learning rate, the
+evaluation, the intervals, the margins and the claims.
 Each arm is trained through the
 library's public recipe API, as a TRL script would (`get_recipe(name).config(...)`, `.prepare_dataset`,
 `.trainer(...)`), and evaluated greedily on the same held-out problems. One run file per (arm, seed) under
@@ -46,7 +47,8 @@ PROTOCOL_PATH = os.path.join(_HERE, "realmodel.yaml")
 # version is a new file, written and committed before its runs; an old one is never edited (its hash is in its runs).
 RULES = {
     1: (os.path.join(_HERE, "realmodel_v1.yaml"), os.path.join("perf", "realmodel", "results_v1")),
-    2: (PROTOCOL_PATH, os.path.join("perf", "realmodel", "results")),
+    2: (os.path.join(_HERE, "realmodel_v2.yaml"), os.path.join("perf", "realmodel", "results_v2")),
+    3: (PROTOCOL_PATH, os.path.join("perf", "realmodel", "results")),
 }
 LATEST = max(RULES)
 
@@ -281,7 +283,8 @@ def _runs(output_dir: str, rules: dict) -> dict[str, list[dict]]:
                 continue
             with open(path) as f:
                 run = json.load(f)
-            if run.get("protocol_sha256") != rules["sha256"]:
+            # a version that extends an earlier one reads the earlier one's runs as its own (`compatible_runs`)
+            if run.get("protocol_sha256") not in {rules["sha256"], *map(str, rules.get("compatible_runs") or [])}:
                 raise ValueError(f"{path} was written under another version of the rules ({run.get('protocol_sha256')}"
                                  f"); these are {rules['sha256']} (--rules): rerun it.")  # fmt: skip
             out.setdefault(arm, []).append(run)
@@ -405,7 +408,7 @@ def markdown(result: dict, rules: dict) -> str:
         f"{t['max_steps']} GRPO steps x {t['per_device_train_batch_size']} completions ({t['num_generations']} per "
         f"prompt, at most {t['max_completion_length']} tokens, T {t['temperature']}), full fine-tuning at lr "
         f"{t['learning_rate']:g}, seeds {t['seeds']}; greedy evaluation on {rules['task']['eval_problems']} held-out "
-        f"word problems. Intervals: {rules['statistics']['confidence']:.0%}, tasks resampled and seeds by Student t.",
+        f"word problems. Intervals: {100 * rules['statistics']['confidence']:.4g}%, tasks resampled and seeds by Student t.",
         "",
         "| arm | seeds | accuracy | mean tokens | per seed: accuracy @ tokens | tokens p10 / p50 / p90 | train s |",
         "|---|---|---|---|---|---|---|",

@@ -102,6 +102,8 @@ def test_committed_results_rerender_from_their_run_files(tmp_path, monkeypatch, 
 
 
 def test_old_rules_are_kept_byte_for_byte():
-    """A version's rules file is never edited once its runs exist: version 1's hash is the one its runs record."""
+    """A version's rules file is never edited once its runs exist: each old version's hash is the one its runs
+    record."""
     assert realmodel.load(realmodel.RULES[1][0])["sha256"] == "987b4f063367799b"
+    assert realmodel.load(realmodel.RULES[2][0])["sha256"] == "3161025635678037"
     assert len({realmodel.load(path)["sha256"] for path, _ in realmodel.RULES.values()}) == len(realmodel.RULES)
