@@ -236,7 +236,7 @@ def changed(before: dict, after: dict, last: dict | None) -> list[str]:
 
 def history(vs: list[dict], changes: dict) -> list[dict]:
     """Every move of a verdict between consecutive versions: `{"date", "commit", "recipe", "old", "new", "change",
-    "reason", "after_verdict"}` (`old` None for a recipe new in that version)."""
+    "reason", "after_verdict"}` (`old` None for a recipe new in that version, `new` None for one that left it)."""
     entries = []
     for before, after in zip(vs, vs[1:], strict=False):
         why = _why(before, after, changes)
@@ -245,6 +245,9 @@ def history(vs: list[dict], changes: dict) -> list[dict]:
             if old is not None and old["verdict"] == new["verdict"]:
                 continue
             entries.append(_entry(after, recipe, old, new, why))
+        for recipe, old in before["verdicts"].items():  # a row that left the comparison (protocol 11: ProRL, BroRL
+            if recipe not in after["verdicts"]:  # in world v3): a move to no verdict (`new` None)
+                entries.append(_entry(after, recipe, old, None, why))
     return entries
 
 
@@ -281,10 +284,11 @@ def change_list(vs: list[dict], changes: dict) -> list[dict]:
     conf = confirmation_history(vs, changes)
     for before, after, last in _pairs(vs):
         why = _why(before, after, changes)
-        moved = sum(1 for r, v in after["verdicts"].items() if (before["verdicts"].get(r) or {}).get("verdict")
-                    != v["verdict"])  # fmt: skip
-        seen = sum(1 for r, v in after["verdicts"].items() if r in before["verdicts"]
-                   and before["verdicts"][r]["verdict"] != v["verdict"])  # fmt: skip
+        left = sum(1 for r in before["verdicts"] if r not in after["verdicts"])  # rows that left the comparison
+        moved = left + sum(1 for r, v in after["verdicts"].items() if (before["verdicts"].get(r) or {}).get("verdict")
+                           != v["verdict"])  # fmt: skip
+        seen = left + sum(1 for r, v in after["verdicts"].items() if r in before["verdicts"]
+                          and before["verdicts"][r]["verdict"] != v["verdict"])  # fmt: skip
         mine = [e for e in conf if e["commit"] == after["commit"]]
         item = {
             "commit": after["commit"],
@@ -367,7 +371,11 @@ def render(data: dict) -> str:
         old = (
             "-" if e["old"] is None else f"{e['old']['verdict']} ({e['old']['seeds']} seeds; {e['old']['difference']})"
         )
-        new = f"{e['new']['verdict']} ({e['new']['seeds']} seeds; {e['new']['difference']})"
+        new = (
+            "not in the comparison"
+            if e["new"] is None
+            else f"{e['new']['verdict']} ({e['new']['seeds']} seeds; {e['new']['difference']})"
+        )
         seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
         lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {new} | {seen} |")
     conf = data.get("confirmation_entries")
