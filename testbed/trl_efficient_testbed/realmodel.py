@@ -408,7 +408,8 @@ def markdown(result: dict, rules: dict) -> str:
         f"{t['max_steps']} GRPO steps x {t['per_device_train_batch_size']} completions ({t['num_generations']} per "
         f"prompt, at most {t['max_completion_length']} tokens, T {t['temperature']}), full fine-tuning at lr "
         f"{t['learning_rate']:g}, seeds {t['seeds']}; greedy evaluation on {rules['task']['eval_problems']} held-out "
-        f"word problems. Intervals: {100 * rules['statistics']['confidence']:.4g}%, tasks resampled and seeds by Student t.",
+        f"word problems. Intervals: {100 * rules['statistics']['confidence']:.4g}%, tasks resampled and seeds by "
+        "Student t.",
         "",
         "| arm | seeds | accuracy | mean tokens | per seed: accuracy @ tokens | tokens p10 / p50 / p90 | train s |",
         "|---|---|---|---|---|---|---|",
