@@ -72,11 +72,12 @@ def estimate(world: str, workers: int = 2) -> dict:
         per_recipe[name].append(run.get("train_seconds") or 0.0)
     median = {n: statistics.median(v) for n, v in per_recipe.items()}
     read = _read(base) + _read(confirm)
+    later = _later(timed_hash)
     substituted = []
     seconds = 0.0
     for name, run in read:
         own = run.get("train_seconds") or 0.0
-        if run.get("protocol_sha256") not in (timed_hash, None) and run.get("protocol_sha256") in _later(timed_hash):
+        if run.get("protocol_sha256") in later:
             like = SAME_RUN_AS.get(name, name)
             if like in median:
                 substituted.append((name, own, median[like]))
