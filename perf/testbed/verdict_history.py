@@ -131,16 +131,19 @@ def versions(world: str = "v2") -> list[dict]:
     "subject", "verdicts", "protocol", "confirmation", "rules"}`, and the working tree's as `protocol-1` when it
     differs from the last commit's."""
     compare, first, _, _ = paths(world)
-    log = _git("log", "--reverse", "--format=%h %ad %s", "--date=short", "--", compare).splitlines()
+    # full hashes for git, shown by their first 7 digits: git's own abbreviation grows with the clone's object count,
+    # so a fresh clone and a working checkout would name the same commit differently
+    log = _git("log", "--reverse", "--format=%H %ad %s", "--date=short", "--", compare).splitlines()
     out, started = [], False
     for line in log:
-        commit, date, subject = line.split(" ", 2)
+        full, date, subject = line.split(" ", 2)
+        commit = full[:7]
         started = started or commit.startswith(first)
         if not started:
             continue
-        data = json.loads(_git("show", f"{commit}:{compare}"))
+        data = json.loads(_git("show", f"{full}:{compare}"))
         again_path = _again_path(compare, data)
-        again = json.loads(_git("show", f"{commit}:{again_path}")) if again_path else None
+        again = json.loads(_git("show", f"{full}:{again_path}")) if again_path else None
         out.append(_version(commit, date, subject, data, again))
     with open(os.path.join(ROOT, compare)) as f:
         current = json.load(f)
