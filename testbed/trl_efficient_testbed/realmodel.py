@@ -2,13 +2,13 @@ r"""
 The real-model experiment: a length recipe, GRPO and a constant length penalty trained from one real pretrained model
 (SmolLM2-135M-Instruct) on CPU, judged on a held-out set with paired intervals (issue 49).
 
-    trl-efficient testbed realmodel [--rules 3] [--output-dir DIR] [--no-train] [--update-docs]
+    trl-efficient testbed realmodel [--rules 4] [--output-dir DIR] [--no-train] [--update-docs]
     trl-efficient testbed realmodel --rules 1 --no-train         re-render version 1's committed table
     trl-efficient testbed realmodel --small --output-dir DIR     one seed, 2 steps, 32 problems: the test tier's run
 
-Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 3 `realmodel.yaml`, the
-current one; versions 1 and 2 `realmodel_v1.yaml`, `realmodel_v2.yaml`, kept byte for byte with their runs in
-`perf/realmodel/results_v1`, `results_v2`): the model, the task, the arms, seeds, steps and learning rate, the
+Every rule is fixed in a rules file next to this module before the runs (`RULES`: version 4 `realmodel.yaml`, the
+current one; versions 1-3 `realmodel_v1.yaml` ... `realmodel_v3.yaml`, kept byte for byte with their runs in
+`perf/realmodel/results_v1` ... `results_v3`): the model, the task, the arms, seeds, steps and learning rate, the
 evaluation, the intervals, the margins and the claims.
 Each arm is trained through the
 library's public recipe API, as a TRL script would (`get_recipe(name).config(...)`, `.prepare_dataset`,
@@ -48,7 +48,8 @@ PROTOCOL_PATH = os.path.join(_HERE, "realmodel.yaml")
 RULES = {
     1: (os.path.join(_HERE, "realmodel_v1.yaml"), os.path.join("perf", "realmodel", "results_v1")),
     2: (os.path.join(_HERE, "realmodel_v2.yaml"), os.path.join("perf", "realmodel", "results_v2")),
-    3: (PROTOCOL_PATH, os.path.join("perf", "realmodel", "results")),
+    3: (os.path.join(_HERE, "realmodel_v3.yaml"), os.path.join("perf", "realmodel", "results_v3")),
+    4: (PROTOCOL_PATH, os.path.join("perf", "realmodel", "results")),
 }
 LATEST = max(RULES)
 

@@ -106,4 +106,5 @@ def test_old_rules_are_kept_byte_for_byte():
     record."""
     assert realmodel.load(realmodel.RULES[1][0])["sha256"] == "987b4f063367799b"
     assert realmodel.load(realmodel.RULES[2][0])["sha256"] == "3161025635678037"
+    assert realmodel.load(realmodel.RULES[3][0])["sha256"] == "5f31b144508f46ea"
     assert len({realmodel.load(path)["sha256"] for path, _ in realmodel.RULES.values()}) == len(realmodel.RULES)
