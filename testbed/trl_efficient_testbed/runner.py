@@ -326,6 +326,8 @@ def _strongest_cell(check: dict) -> str:
 
 
 def _credit_cell(check: dict) -> str:
+    if check.get("unmatched") and check.get("label") == "held":  # protocol 12
+        return f"not counted: {check['unmatched']}"
     credit = check.get("credit")
     if credit is None:  # no length claim (or a compare.json rendered before protocol 10)
         return "-"

@@ -176,6 +176,13 @@ def mechanism_checks() -> list[str]:
     return list(credit_rules().get("mechanism_checks") or [])
 
 
+def unmatched_conditions() -> dict[str, str]:
+    """Protocol 12 (`credit.unmatched_condition`): `{recipe: why}` for the held claims not counted because their
+    matching control never trained under the condition the claim is measured in (ASRR's accuracy under the no-think
+    prefix against grpo-prompted, GRPO trained without it)."""
+    return {str(k): " ".join(str(v).split()) for k, v in (credit_rules().get("unmatched_condition") or {}).items()}
+
+
 def constant_points() -> list[str]:
     """The constant penalty's sweep among the negative controls: `constant-penalty` and the rows trained as it with
     another alpha (`constant-penalty-half`)."""
@@ -374,6 +381,8 @@ def annotate(rows: list[dict]) -> dict:
             check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
                                      f"and check records, seed by seed): one row, {twin}")  # fmt: skip
             check["held"] = None
+        if row["recipe"] in unmatched_conditions():  # protocol 12: printed, never counted as a method claim
+            check["unmatched"] = unmatched_conditions()[row["recipe"]]
         placebo = (check.get("controls") or {}).get(PLACEBO) or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
@@ -431,8 +440,9 @@ def annotate(rows: list[dict]) -> dict:
 def counted(check: dict) -> bool:
     """Whether a held check counts as a method claim (protocol 10): a length claim only when credited (no control
     passes it and it beats the length-matched constant penalty, `credit`); any other check only when no negative
-    control passes it. A mechanism check is never counted (`annotate` puts it in `mechanism`)."""
-    if check.get("label") != "held":
+    control passes it. A mechanism check is never counted (`annotate` puts it in `mechanism`), nor (protocol 12) a
+    check whose matching control never trained under the condition it is measured in (`unmatched`)."""
+    if check.get("label") != "held" or check.get("unmatched"):
         return False
     if "credit" in check:
         return check["credit"].get("credited") is True
@@ -622,8 +632,9 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
     generic = names(lambda c: c.get("label") == "held" and (c.get("credit") or {}).get("generic"))
     losing = names(lambda c: c.get("label") == "held" and (c.get("credit") or {}).get("credited") is False
                    and not (c.get("credit") or {}).get("generic"))  # fmt: skip
+    unmatched = names(lambda c: c.get("label") == "held" and c.get("unmatched"))
     passed = [n for n in names(lambda c: c.get("label") == "held" and "credit" not in c and not counted(c))
-              if n not in uncredited]  # fmt: skip
+              if n not in uncredited and n not in unmatched]  # fmt: skip
     lost_in_confirmation = names(lambda c: counted(c) and held_confirmed(c) and not credited(c))
     not_held = names(lambda c: c.get("label") == "not held" and c.get("confirmed") is True)
     unconfirmed = names(lambda c: c.get("label") in ("held", "not held") and c.get("confirmed") is not True)
@@ -656,6 +667,10 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
             f"{_est(_accuracy_of(checks[n]), 3)})" for n in losing))  # fmt: skip
     if passed:
         held_not.append("a negative control passes it" + listed(passed))
+    if unmatched:  # protocol 12
+        held_not.append("no matching control trained under the condition the claim is measured in: " + ", ".join(
+            f"`{n}` ({checks[n]['unmatched']}{', confirmed' if checks[n].get('confirmed') is True else ''})"
+            for n in unmatched))  # fmt: skip
     if uncredited:
         held_not.append(
             "length claims not yet judged against their strongest control (this compare.json was "

@@ -234,3 +234,27 @@ def test_the_check_table_has_the_protocol_10_columns_and_counts():
     kimi = next(line for line in lines if line.startswith("| kimi"))
     assert kimi.count("|") == header.count("|") and "generic: grpo-cap230" in kimi
     assert "Counted as method claims (protocol 10): 0 of the 1 held" in "\n".join(lines)
+
+
+def test_a_claim_whose_control_never_trained_under_its_condition_is_printed_and_not_counted():
+    """Protocol 12 (issue 48 item 2): ASRR's prefix accuracy is judged against grpo-prompted, GRPO trained without the
+    no-think prefix; the check keeps its verdict but is never counted as a method claim, and the headline and the
+    table's credit column say why. A held claim of another recipe with no control passing it still counts."""
+    from trl_efficient_testbed.verdicts import counted, unmatched_conditions
+
+    assert set(unmatched_conditions()) == {"asrr"} and "no-think prefix" in unmatched_conditions()["asrr"]
+    check = {"claim": "prefix accuracy rises", "held": True, "p_value": 0.001, "alpha": 0.0110, "confirmed": True,
+             "differences": {"prefix_accuracy_gain": [0.6, 0.5, 0.7]}}  # fmt: skip
+    rows = [{"recipe": "asrr", "records_sha256": "a", "method_check": dict(check)},
+            {"recipe": "lspo", "records_sha256": "b", "method_check": dict(check)}]  # fmt: skip
+    counts = annotate(rows)
+    asrr, other = rows[0]["method_check"], rows[1]["method_check"]
+    assert asrr["label"] == "held" and asrr["unmatched"] == unmatched_conditions()["asrr"]
+    assert not counted(asrr) and counted(other) and counts["claims_held"] == 1 and counts["held"] == 2
+    text = headline(rows, {"seeds": [1000, 1001, 1002], "seed": 1000}, {"version": 12}, "world v2")
+    stated = text.split("Held at the looks but not counted")[0]
+    assert "`asrr`" not in stated and "`lspo`" in stated and "**1**" in stated
+    assert ("no matching control trained under the condition the claim is measured in: `asrr` (grpo-prompted never "
+            "trained with the no-think prefix") in text and "at all, confirmed)" in text  # fmt: skip
+    cells = dict(zip(VERDICT_HEADER, verdict_cells(asrr), strict=True))
+    assert cells["credit (protocol 10)"].startswith("not counted: grpo-prompted never trained") and cells["verdict"] == "held"
