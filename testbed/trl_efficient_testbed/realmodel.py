@@ -459,8 +459,10 @@ def headline(result: dict) -> str:
     t = result["training"]
     names = ["base", *[n for n in t["arms"] if n in arms]]
     version = f"Rules version {result['version']}: " if result.get("version") else ""
-    text = [f"{version}{t['max_steps']} GRPO steps at lr {t['learning_rate']:g}, {len(t['seeds'])} seeds. Accuracy @ "
-            "mean tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]  # fmt: skip
+    prompts = t["per_device_train_batch_size"] // t["num_generations"]
+    text = [f"{version}{t['max_steps']} GRPO steps of {prompts} prompts x {t['num_generations']} completions (cap "
+            f"{t['max_completion_length']}) at lr {t['learning_rate']:g}, {len(t['seeds'])} seeds. Accuracy @ mean "
+            "tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]  # fmt: skip
     if "setup" in c:
         s = c["setup"]
         moved = "moved" if s["held"] else "not resolved"
