@@ -257,4 +257,5 @@ def test_a_claim_whose_control_never_trained_under_its_condition_is_printed_and_
     assert ("no matching control trained under the condition the claim is measured in: `asrr` (grpo-prompted never "
             "trained with the no-think prefix") in text and "at all, confirmed)" in text  # fmt: skip
     cells = dict(zip(VERDICT_HEADER, verdict_cells(asrr), strict=True))
-    assert cells["credit (protocol 10)"].startswith("not counted: grpo-prompted never trained") and cells["verdict"] == "held"
+    assert cells["credit (protocol 10)"].startswith("not counted: grpo-prompted never trained")
+    assert cells["verdict"] == "held"

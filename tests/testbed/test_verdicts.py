@@ -145,8 +145,8 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     # protocol 8 those of protocol 7 (it ends the dearest rows' looks at 6 seeds), protocol 9 those of protocol 8 (it
     # widens DAPO-overlong's "cannot be judged")
     # and protocol 10 those of protocol 9 (it adds the controls' seeds and constant-penalty-half's runs), protocol 11
-    # those of protocol 10 (it scopes ProRL's and BroRL's rows to world v2's comparison), protocol 12 those of protocol 11
-    # (it leaves ASRR's prefix claim uncounted)
+    # those of protocol 10 (it scopes ProRL's and BroRL's rows to world v2's comparison), protocol 12 those of
+    # protocol 11 (it leaves ASRR's prefix claim uncounted)
     assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552", "4bff1ddc0db11da0",
                                           "3e7adf8e3c70e564", "05262746f092d3fb", "73117ef03bbe2606",
                                           "16a34c4628d2a3ac", "6a3e2ea353903edd", "5574eea2f110a808",
