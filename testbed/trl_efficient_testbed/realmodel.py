@@ -447,14 +447,14 @@ def markdown(result: dict, rules: dict) -> str:
 
 
 def headline(result: dict) -> str:
-    """The README's sentences on the experiment, from its numbers alone: each arm's accuracy @ mean tokens per seed,
-    and the three verdicts with their intervals (`claims`)."""
+    """The README's sentences on the experiment, from its numbers alone: each arm's accuracy @ mean tokens (the
+    per-seed values are in the docs' table), and the three verdicts with their intervals (`claims`)."""
     arms, c = result["arms"], result["claims"]
     recipe = result["training"]["arms"][1]
 
-    def per_seed(name):
+    def mean(name):
         s = arms[name]
-        return ", ".join(f"{a:.2f} @ {t:.0f}" for a, t in zip(s["accuracy_per_seed"], s["mean_tokens_per_seed"]))
+        return f"{s['accuracy'][0]:.3f} @ {s['mean_tokens'][0]:.1f}"
 
     t = result["training"]
     names = ["base", *[n for n in t["arms"] if n in arms]]
@@ -462,7 +462,8 @@ def headline(result: dict) -> str:
     prompts = t["per_device_train_batch_size"] // t["num_generations"]
     text = [f"{version}{t['max_steps']} GRPO steps of {prompts} prompts x {t['num_generations']} completions (cap "
             f"{t['max_completion_length']}) at lr {t['learning_rate']:g}, {len(t['seeds'])} seeds. Accuracy @ mean "
-            "tokens, by seed: " + "; ".join(f"`{n}` {per_seed(n)}" for n in names if n in arms) + "."]  # fmt: skip
+            "tokens (per seed: docs/realmodel.md): " + "; ".join(f"`{n}` {mean(n)}" for n in names if n in arms)
+            + "."]  # fmt: skip
     if "setup" in c:
         s = c["setup"]
         moved = "moved" if s["held"] else "not resolved"
@@ -474,10 +475,7 @@ def headline(result: dict) -> str:
                     f"{_fmt(v['tokens_saved'], 1)}, accuracy {_fmt(v['accuracy_difference'], 3)})")  # fmt: skip
     if "vs_constant_penalty" in c:
         text[-1] += f"; a better trade-off than `constant-penalty`: **{_VERDICT[c['vs_constant_penalty']['held']]}**"
-    return (
-        " ".join(text)
-        + f". The whole experiment: {result['minutes']:.1f} minutes on this machine's cores (the run files' seconds)."
-    )
+    return " ".join(text) + f". {result['minutes']:.1f} minutes on 2 cores."
 
 
 def _neg(est):
