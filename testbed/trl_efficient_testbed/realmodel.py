@@ -475,7 +475,7 @@ def headline(result: dict) -> str:
                     f"{_fmt(v['tokens_saved'], 1)}, accuracy {_fmt(v['accuracy_difference'], 3)})")  # fmt: skip
     if "vs_constant_penalty" in c:
         text[-1] += f"; a better trade-off than `constant-penalty`: **{_VERDICT[c['vs_constant_penalty']['held']]}**"
-    return " ".join(text) + f". {result['minutes']:.1f} minutes on 2 cores."
+    return " ".join(text) + f". {result['minutes']:.1f} minutes (the run files' seconds)."
 
 
 def _neg(est):
