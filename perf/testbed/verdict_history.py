@@ -113,9 +113,11 @@ def _git(*args: str) -> str:
 
 
 def _version(commit: str, date: str, subject: str, data: dict, again: dict | None) -> dict:
+    from trl_efficient_testbed.verdicts import stated_claims
+
     return {"commit": commit, "date": date, "subject": subject, "verdicts": verdicts(data),
             "protocol": (data.get("protocol") or {}).get("sha256"), "confirmation": confirmation(data, again),
-            "rules": rules(data, again)}  # fmt: skip
+            "rules": rules(data, again), "stated": stated_claims(data.get("rows") or [])}  # fmt: skip
 
 
 def _again_path(compare_path: str, data: dict) -> str | None:
@@ -279,14 +281,34 @@ def confirmation_history(vs: list[dict], changes: dict) -> list[dict]:
     return entries
 
 
+def stated_history(vs: list[dict], changes: dict) -> list[dict]:
+    """Every move of a claim into or out of the headline's results (`verdicts.stated_claims`, read with today's
+    headline rules from each version's compare.json): `{"date", "commit", "recipe", "old", "new", "change", "reason",
+    "after_verdict"}` with `old`/`new` "stated" or "not stated" (a move of what the results page says, which need not
+    move a verdict: protocol 12 left ASRR's held verdict as it was and took it out of the results)."""
+    entries = []
+    for before, after in zip(vs, vs[1:], strict=False):
+        old, new = set(before.get("stated") or []), set(after.get("stated") or [])
+        why = _why(before, after, changes)
+        for recipe in sorted(old ^ new):
+            entry = _entry(after, recipe, None, None, why)
+            entry.update(old="stated" if recipe in old else "not stated", new="stated" if recipe in new else
+                         "not stated")  # fmt: skip
+            entries.append(entry)
+    return entries
+
+
 def change_list(vs: list[dict], changes: dict) -> list[dict]:
     """Every version after the first with its change and reason, how many verdicts it moved (0 included), how many
     confirmation verdicts it moved (`confirmation_moved`) or first stated (`confirmation_new`), the rules it changed
     (`changed`), and the entry's correction when it has one."""
     out = []
     conf = confirmation_history(vs, changes)
+    stated = stated_history(vs, changes)
     for before, after, last in _pairs(vs):
         why = _why(before, after, changes)
+        stated_moved = sum(1 for e in stated if e["commit"] == after["commit"])
+        stated_seen = sum(1 for e in stated if e["commit"] == after["commit"] and e["old"] == "stated")  # was said
         left = sum(1 for r in before["verdicts"] if r not in after["verdicts"])  # rows that left the comparison
         moved = left + sum(1 for r, v in after["verdicts"].items() if (before["verdicts"].get(r) or {}).get("verdict")
                            != v["verdict"])  # fmt: skip
@@ -300,7 +322,8 @@ def change_list(vs: list[dict], changes: dict) -> list[dict]:
             "reason": why.get("reason", "-"),
             "after_verdict": why.get("after_verdict"),
             "moved": moved,
-            "moved_seen": seen + sum(1 for e in mine if e["old"] is not None),
+            "moved_seen": seen + sum(1 for e in mine if e["old"] is not None) + stated_seen,
+            "stated_moved": stated_moved,
             "confirmation_moved": sum(1 for e in mine if e["old"] is not None),
             "confirmation_new": sum(1 for e in mine if e["old"] is None),
             "changed": changed(before, after, last),
@@ -314,12 +337,13 @@ def change_list(vs: list[dict], changes: dict) -> list[dict]:
 
 
 def unrecorded(data: dict) -> list[str]:
-    """The versions of `data` (what `main` writes) that move a verdict or a confirmation verdict, or change a level,
-    margin, the looks or seeds, without an entry in `verdict_changes.yaml`."""
+    """The versions of `data` (what `main` writes) that move a verdict, a confirmation verdict or a claim stated in the
+    headline, or change a level, margin, the looks or seeds, without an entry in `verdict_changes.yaml`."""
     return [
         c["commit"]
         for c in data["changes"]
-        if not c["recorded"] and (c["moved"] or c["confirmation_moved"] or c["confirmation_new"] or c["changed"])
+        if not c["recorded"]
+        and (c["moved"] or c["confirmation_moved"] or c["confirmation_new"] or c.get("stated_moved") or c["changed"])
     ]
 
 
@@ -396,6 +420,21 @@ def render(data: dict) -> str:
                              f"| {seen} |")  # fmt: skip
         else:
             lines.append("No confirmation verdict moved.")
+    stated = data.get("stated_entries")
+    if stated is not None:
+        lines += ["", "The claims the headline states as results (confirmed, counted, credited: "
+                  "`verdicts.stated_claims`, read with today's rules from each version's compare.json), every move in "
+                  "or out:", ""]  # fmt: skip
+        if stated:
+            lines += [
+                "| date | commit | recipe | before | after | after the verdict was seen |",
+                "|---|---|---|---|---|---|",
+            ]
+            for e in stated:
+                seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
+                lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {e['old']} | {e['new']} | {seen} |")
+        else:
+            lines.append("No claim moved in or out of the results.")
     levels = data.get("confirmation_levels")
     if levels:
         lines += ["", "Each confirmation verdict at the level in force when the check was first confirmed, and at "
@@ -439,6 +478,7 @@ def main(argv=None) -> int:
     data = {"versions": [{k: v[k] for k in ("commit", "date", "subject", "protocol", "verdicts", "confirmation",
                                             "rules")} for v in vs],
             "entries": history(vs, changes), "confirmation_entries": confirmation_history(vs, changes),
+            "stated_entries": stated_history(vs, changes),
             "confirmation_levels": confirmation_levels(vs), "changes": change_list(vs, changes)}  # fmt: skip
     if args.world != "v2":  # world v2's file predates the key; its rendering names it by default
         data["world"] = args.world
@@ -447,8 +487,9 @@ def main(argv=None) -> int:
         json.dump(data, f, indent=1)
     with open(out_md, "w") as f:
         f.write(render(data))
-    print(f"wrote {out_json} and {out_md}: {len(data['entries'])} moves and {len(data['confirmation_entries'])} "
-          f"confirmation moves over {len(vs)} versions")  # fmt: skip
+    print(f"wrote {out_json} and {out_md}: {len(data['entries'])} moves, {len(data['confirmation_entries'])} "
+          f"confirmation moves and {len(data['stated_entries'])} moves of the stated claims over {len(vs)} "
+          "versions")  # fmt: skip
     status = 0
     for name, bad in (("no entry in verdict_changes.yaml", unrecorded(data)),
                       ("moves a verdict already seen without after_verdict: true", unmarked(data))):  # fmt: skip

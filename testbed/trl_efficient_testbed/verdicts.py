@@ -572,6 +572,29 @@ def _credit_text(name: str, check: dict) -> str:
     return f"`{name}` ({'; '.join(parts)})"
 
 
+def stated_claims(rows: list[dict]) -> list[str]:
+    """The claims a world's headline states as results (`headline`), in row order: held and counted (`counted`:
+    protocols 10 and 12), repeated by the confirmation pass and, for a length claim, credited again there; a length
+    claim of a compare.json rendered before protocol 10 (no credit) is not stated.
+
+    >>> c = {"label": "held", "confirmed": True}
+    >>> stated_claims([{"recipe": "lspo", "method_check": c}, {"recipe": "kimi", "method_check": c},
+    ...                {"recipe": "asrr", "method_check": {**c, "unmatched": "why"}}])
+    ['lspo']
+    """
+    out = []
+    for row in rows:
+        c = row.get("method_check")
+        if row.get("status", "ok") != "ok" or not c or not (counted(c) and c.get("confirmed") is True):
+            continue
+        if "credit" in c and c["credit"].get("confirmed") is not True:
+            continue
+        if "credit" not in c and credited_claim(row["recipe"]) is not None:  # rendered before protocol 10
+            continue
+        out.append(row["recipe"])
+    return out
+
+
 def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world: str | None = None) -> str:
     """The results page's headline of one world's verdicts (issue 32 item 5, protocol 10), from the rows of a
     `compare.json`, its `confirmation` record (`runner.confirm`) and its `protocol`: stated as results only the claims
@@ -626,7 +649,7 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
     def held_confirmed(c: dict) -> bool:
         return c.get("label") == "held" and c.get("confirmed") is True
 
-    claims = [n for n in names(credited) if n not in uncredited]
+    claims = stated_claims(rows)
     length = [n for n in claims if "credit" in checks[n]]
     other = [n for n in claims if "credit" not in checks[n]]
     generic = names(lambda c: c.get("label") == "held" and (c.get("credit") or {}).get("generic"))

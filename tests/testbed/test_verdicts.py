@@ -332,6 +332,7 @@ def test_verdict_history_has_an_entry_for_every_change_of_a_verdict_level_margin
     committed = json.load(open(vh.paths(world)[2]))
     assert committed["changes"] == data["changes"] and committed["versions"][-1]["rules"] == vs[-1]["rules"]
     assert committed["confirmation_entries"] == vh.confirmation_history(vs, changes)
+    assert committed["stated_entries"] == vh.stated_history(vs, changes)
     # a change of the nominal level with no entry (a working-tree version) is named
     tree = json.loads(json.dumps(vs[-1]))
     tree.update(commit="working tree", protocol=vs[-1]["protocol"])
@@ -449,3 +450,24 @@ def test_committed_confirmation_follows_from_its_committed_rerun(results):
         (r.get("method_check") or {}).get("confirmed") for r in data["rows"]]  # fmt: skip
     decided = [r["recipe"] for r in data["rows"] if (r.get("method_check") or {}).get("label") in ("held", "not held")]
     assert sorted(record["recipes"]) == sorted(decided)
+
+
+def test_verdict_history_tracks_the_claims_the_headline_states():
+    """Protocol 12 moved no verdict: it took ASRR's held, confirmed claim out of world v2's results. The history shows
+    that move beside the old state, with protocol 12's reason, marked as made after the verdict; without its entry
+    (and protocol 12's, which its protocol hash would find) the version is unrecorded."""
+    import yaml
+
+    vh = _history()
+    with open(vh.CHANGES) as f:
+        changes = {str(k): v for k, v in yaml.safe_load(f).items()}
+    vs = vh.versions("v2")
+    (move,) = [e for e in vh.stated_history(vs, changes) if e["commit"] == "c341195"]
+    assert (move["recipe"], move["old"], move["new"], move["after_verdict"]) == ("asrr", "stated", "not stated", True)
+    assert "protocol 12" in move["reason"]
+    (item,) = [c for c in vh.change_list(vs, changes) if c["commit"] == "c341195"]
+    assert item["moved"] == 0 and item["stated_moved"] == 1 and item["moved_seen"] == 1
+    without = {k: v for k, v in changes.items() if k not in ("c341195", "protocol-12")}
+    assert "c341195" in vh.unrecorded({"changes": vh.change_list(vs, without)})
+    md = open(vh.paths("v2")[3]).read()
+    assert "| 2026-12-06 | c341195 | asrr | stated | not stated | yes |" in md
