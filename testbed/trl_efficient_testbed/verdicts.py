@@ -368,6 +368,7 @@ def twins(rows: list[dict]) -> dict[str, str]:
 def annotate(rows: list[dict]) -> dict:
     """Mark duplicates (`twins`), broken checks, BH q-values and labels on `rows` (in place); return the counts."""
     duplicates = twins(rows)
+    unmatched = unmatched_conditions()
     for row in rows:
         check = row.get("method_check")
         if row.get("status", "ok") != "ok" or not check:
@@ -381,8 +382,8 @@ def annotate(rows: list[dict]) -> dict:
             check["cannot_judge"] = (f"its run files measured exactly what {twin}'s did (the same records "
                                      f"and check records, seed by seed): one row, {twin}")  # fmt: skip
             check["held"] = None
-        if row["recipe"] in unmatched_conditions():  # protocol 12: printed, never counted as a method claim
-            check["unmatched"] = unmatched_conditions()[row["recipe"]]
+        if row["recipe"] in unmatched:  # protocol 12: printed, never counted as a method claim
+            check["unmatched"] = unmatched[row["recipe"]]
         placebo = (check.get("controls") or {}).get(PLACEBO) or {}
         if placebo.get("held") is True:
             check["broken"] = "placebo passes this check"
