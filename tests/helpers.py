@@ -244,8 +244,10 @@ def finish_distributed() -> None:
 
     The exit skips interpreter finalisation on purpose. A gloo group (or a DDP reducer still holding it) torn down by
     C++ static destructors at interpreter exit can abort a rank with "terminate called without an active exception"
-    (SIGABRT) after all its work is done: seen twice on the 1-process run of the solve-rate test (once in CI), never
-    reproduced alone. Nothing is left to finalise here: the results are on disk and the streams are flushed first."""
+    (SIGABRT) after all its work is done: seen twice on the 1-process run of the solve-rate test (once in CI) and once
+    in CI on the whole-group reward worker (`tests/rewards/dist_group_worker.py`), never reproduced alone. Every
+    torchrun worker of the suite ends here. Nothing is left to finalise: the results are on disk and the streams are
+    flushed first."""
     import gc
     import os
     import sys

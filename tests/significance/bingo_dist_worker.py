@@ -83,10 +83,11 @@ def main(model_dir: str, out_dir: str) -> None:
     result = run(model_dir, rank, world)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
         json.dump(result, f)
-    if dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2])
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from helpers import finish_distributed  # noqa: E402  (barrier, destroy, os._exit: see its docstring)
+
+    finish_distributed()
