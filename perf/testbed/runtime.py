@@ -4,6 +4,7 @@ world's last uninterrupted timing (issue 48's "done when": one resumable command
 
     python perf/testbed/runtime.py            # both worlds
     python perf/testbed/runtime.py --world v3
+    python perf/testbed/runtime.py --calibrate   # and scaled to this machine (trains 2 reference runs, about 1 min)
 
 A timing from an empty directory takes about two hours a world on 2 cores. This reads what one would spend from the
 runs the comparison reads now (its `compare.json` `runs`, and its confirmation's), calibrated on the world's last
@@ -17,6 +18,15 @@ script also predicts each world's timing from the other world's overhead, a chec
 trained later on cores shared with other jobs (protocol 10's added runs: their train seconds include the other jobs')
 counts at the median train seconds of the same recipe's timed runs (`constant-penalty-half` at `constant-penalty`'s:
 the same run with another alpha). The result is an estimate, not a timing; everything that prints it says so.
+
+"2 cores" is not a unit of speed: the same code trains the same run 1.4 x slower on one 2-core machine than on
+another. `--calibrate` measures this machine: it trains world v2's reference runs (`REFERENCE`: grpo, seeds 0 and 1,
+on 2 workers at once as the comparison does), checks that each processed the tokens its timed run file logged
+(within `TOKEN_TOLERANCE`: the same work, else it refuses), and scales the estimates by
+
+    speed = train seconds now / train seconds of the same runs in the timing
+
+assuming the overhead (evaluation, rendering) slows alike.
 """
 
 from __future__ import annotations
@@ -34,6 +44,10 @@ TIMED = {
     "v3": ("results_v3", 118.9, "43aa0b2", "5574eea2f110a808"),
 }
 SAME_RUN_AS = {"constant-penalty-half": "constant-penalty"}  # a control whose runs cost what another's do
+REFERENCE = ("v2", "grpo", (0, 1))  # --calibrate: (world, recipe, seeds) trained again on this machine
+# The same run key need not replay its timed run bit for bit (floating-point order differs across library versions and
+# a sampled step can diverge); its cost follows the tokens it processes, which must agree within this share.
+TOKEN_TOLERANCE = 0.05
 
 
 def _read(directory: str) -> list[tuple[str, dict]]:
@@ -102,9 +116,73 @@ def _later(timed_hash: str) -> set[str]:
     return {*after, sha256()}
 
 
+def _timed_file(world: str, recipe: str, seed: int) -> dict:
+    """The run file of `recipe` seed `seed` that `world`'s timing trained."""
+    directory, _, _, timed_hash = TIMED[world]
+    for name, run in _files(os.path.join(ROOT, directory)):
+        if name == recipe and run["seed"] == seed and run.get("protocol_sha256") == timed_hash:
+            return run
+    raise FileNotFoundError(f"world {world} has no timed run file of {recipe} seed {seed}")
+
+
+def _train_reference(settings: dict, recipe: str, seed: int) -> dict:
+    """Train `recipe` at `seed` under the timed run's settings, as a comparison worker does; its seconds and log."""
+    import dataclasses
+    import tempfile
+
+    from trl_efficient_testbed.training import TestbedSettings, hub_offline, train_recipe
+
+    with hub_offline(), tempfile.TemporaryDirectory() as folder:
+        trained = train_recipe(recipe, dataclasses.replace(TestbedSettings(**settings), seed=seed), folder)
+    return {"seconds": trained["seconds"], "log_history": trained["log_history"]}
+
+
+def _tokens(log: list[dict]) -> float:
+    """The tokens a training processed (TRL's `num_tokens`, prompts and completions, at its last logged step)."""
+    return max(row.get("num_tokens") or 0.0 for row in log)
+
+
+def calibrate(workers: int = 2) -> dict:
+    """This machine's speed against `REFERENCE`'s timing: its runs trained again, `workers` at once (spawned, one
+    thread each: `jobs.run_jobs`' workers), and `speed` = their train seconds now / in the timing."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from trl_efficient_testbed.jobs import _worker_init
+
+    world, recipe, seeds = REFERENCE
+    timed = [_timed_file(world, recipe, seed) for seed in seeds]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init) as pool:
+        futures = [
+            pool.submit(_train_reference, run["key"]["settings"], recipe, seed) for run, seed in zip(timed, seeds)
+        ]
+        now = [f.result() for f in futures]
+    return {"world": world, "recipe": recipe, "seeds": list(seeds), **speed(timed, now)}
+
+
+def speed(timed: list[dict], now: list[dict]) -> dict:
+    """`speed` = the train seconds of `now` (`{"seconds", "log_history"}` per run) / those of the `timed` run files
+    of the same runs, after checking each did the same work (its tokens within `TOKEN_TOLERANCE` of its timed run's:
+    else a `RuntimeError`, since the seconds would then say nothing about the machine)."""
+    for run, new in zip(timed, now, strict=True):
+        then, tokens = _tokens(run["log_history"]), _tokens(new["log_history"])
+        if abs(tokens / then - 1) > TOKEN_TOLERANCE:
+            raise RuntimeError(
+                f"{run['recipe']} seed {run['seed']} processed {tokens:.0f} tokens, its timed run {then:.0f}: not the "
+                "same work, so its seconds say nothing about this machine (code or library versions changed)"
+            )
+    recorded = sum(r["train_seconds"] for r in timed)
+    measured = sum(n["seconds"] for n in now)
+    return {"speed": round(measured / recorded, 3), "timed_seconds": [r["train_seconds"] for r in timed],
+            "seconds": [n["seconds"] for n in now]}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--world", choices=sorted(TIMED), action="append")
+    p.add_argument("--calibrate", action="store_true",
+                   help="train the reference runs on this machine and scale the estimates by its speed")  # fmt: skip
     args = p.parse_args(argv)
     every = {world: estimate(world) for world in sorted(TIMED)}
     for world in args.world or sorted(TIMED):
@@ -124,6 +202,16 @@ def main(argv: list[str] | None = None) -> int:
             f"check: world {world}'s timing ({e['timed_minutes']} minutes) predicted from world "
             f"{other['world']}'s overhead: {predicted:.1f} minutes ({predicted / e['timed_minutes'] - 1:+.1%})"
         )
+    if args.calibrate:
+        c = calibrate()
+        pairs = ", ".join(f"seed {s}: {n:.1f} s (timed {t:.1f})" for s, n, t in zip(c["seeds"], c["seconds"],
+                                                                                  c["timed_seconds"]))  # fmt: skip
+        print(f"this machine: {c['recipe']} trains {c['speed']:.2f} x the timed seconds ({pairs}; 2 workers, the same "
+              "work as the timed runs)")  # fmt: skip
+        for world in args.world or sorted(TIMED):
+            e = every[world]
+            print(f"world {world} on this machine: about {c['speed'] * e['estimate_minutes']:.0f} minutes "
+                  f"({c['speed']:.2f} x {e['estimate_minutes']:.0f}; an estimate, not a timing)")  # fmt: skip
     return 0
 
 

@@ -553,3 +553,32 @@ def test_runtime_estimates_are_the_documented_ones_and_predict_the_measured_timi
     assert abs(v2["overhead"] * v3["timed_train_minutes"] / 2 / v3["timed_minutes"] - 1) < 0.02
     docs = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "testbed.md")).read()
     assert "104 minutes for world v3 and\n  114 for world v2" in docs
+
+
+def test_runtime_calibration_scales_by_the_same_work_and_refuses_other_work():
+    """`runtime.py --calibrate`'s arithmetic on world v2's timed reference run files (grpo seeds 0 and 1): a machine
+    that trains the same work (tokens within 5%) in 1.5 x the seconds has speed 1.5; a run that processed 10% more
+    tokens is other work, and its seconds are refused, not used."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed", "runtime.py")
+    spec = importlib.util.spec_from_file_location("runtime", path)
+    runtime = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runtime)
+    world, recipe, seeds = runtime.REFERENCE
+    timed = [runtime._timed_file(world, recipe, seed) for seed in seeds]
+    assert [r["protocol_sha256"] for r in timed] == [runtime.TIMED[world][3]] * len(seeds)
+
+    def rerun(run, seconds_factor, tokens_factor):
+        log = [dict(row) for row in run["log_history"]]
+        for row in log:
+            if "num_tokens" in row:
+                row["num_tokens"] *= tokens_factor
+        return {"seconds": run["train_seconds"] * seconds_factor, "log_history": log}
+
+    same = runtime.speed(timed, [rerun(r, 1.5, 1.03) for r in timed])
+    assert same["speed"] == pytest.approx(1.5, abs=1e-3) and same["timed_seconds"] == [
+        r["train_seconds"] for r in timed
+    ]
+    with pytest.raises(RuntimeError, match="not the same work"):
+        runtime.speed(timed, [rerun(timed[0], 1.5, 1.0), rerun(timed[1], 1.5, 1.10)])
