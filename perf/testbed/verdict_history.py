@@ -376,6 +376,23 @@ def _conf_cell(c: dict | None) -> str:
     return f"{c['confirmation']} (rerun {rerun}{p} at level {_level(c.get('level'))})"
 
 
+def _verdict_cell(v: dict) -> str:
+    return f"{v['verdict']} ({v['seeds']} seeds; {v['difference']})"
+
+
+def _moves(entries: list[dict], columns: tuple[str, str], cell, gone: str = "-") -> list[str]:
+    """A markdown table of `entries` (`{"date", "commit", "recipe", "old", "new", "after_verdict"}`), `columns` naming
+    the old and new state, `cell` rendering one (`old` None: "-"; `new` None: `gone`)."""
+    seen = {True: "yes", False: "no", None: "-"}
+    lines = [f"| date | commit | recipe | {columns[0]} | {columns[1]} | after the verdict was seen |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for e in entries:
+        old = "-" if e["old"] is None else cell(e["old"])
+        new = gone if e["new"] is None else cell(e["new"])
+        lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {new} | {seen[e['after_verdict']]} |")
+    return lines
+
+
 def render(data: dict) -> str:
     """The markdown table of the history (`data`: what `main` writes to verdict_history.json)."""
     first, world = data["versions"][0], data.get("world", "v2")
@@ -389,52 +406,20 @@ def render(data: dict) -> str:
         lines += ["", "Its confirmation verdicts: " + ", ".join(f"{r} {_conf_cell(c)}"
                                                                 for r, c in sorted(first["confirmation"].items()))
                   + "."]  # fmt: skip
-    lines += [
-        "",
-        "| date | commit | recipe | old verdict | new verdict | after the verdict was seen |",
-        "|---|---|---|---|---|---|",
-    ]
-    for e in data["entries"]:
-        old = (
-            "-" if e["old"] is None else f"{e['old']['verdict']} ({e['old']['seeds']} seeds; {e['old']['difference']})"
-        )
-        new = (
-            "not in the comparison"
-            if e["new"] is None
-            else f"{e['new']['verdict']} ({e['new']['seeds']} seeds; {e['new']['difference']})"
-        )
-        seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
-        lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {new} | {seen} |")
+    lines += ["", *_moves(data["entries"], ("old verdict", "new verdict"), _verdict_cell, "not in the comparison")]
     conf = data.get("confirmation_entries")
     if conf is not None:
         lines += ["", "The confirmation verdicts (each check decided at the looks, rerun once on unseen training seeds "
                   "and a fresh task set: compare.json's `confirmation`, the rerun in `confirm/compare.json`), each "
                   "version's pass against the last version that held one:", ""]  # fmt: skip
-        if conf:
-            lines += ["| date | commit | recipe | old confirmation | new confirmation | after the verdict was seen |",
-                      "|---|---|---|---|---|---|"]  # fmt: skip
-            for e in conf:
-                seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
-                old = "-" if e["old"] is None else _conf_cell(e["old"])
-                lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {old} | {_conf_cell(e['new'])} "
-                             f"| {seen} |")  # fmt: skip
-        else:
-            lines.append("No confirmation verdict moved.")
+        columns = ("old confirmation", "new confirmation")
+        lines += _moves(conf, columns, _conf_cell, _conf_cell(None)) if conf else ["No confirmation verdict moved."]
     stated = data.get("stated_entries")
     if stated is not None:
         lines += ["", "The claims the headline states as results (confirmed, counted, credited: "
                   "`verdicts.stated_claims`, read with today's rules from each version's compare.json), every move in "
                   "or out:", ""]  # fmt: skip
-        if stated:
-            lines += [
-                "| date | commit | recipe | before | after | after the verdict was seen |",
-                "|---|---|---|---|---|---|",
-            ]
-            for e in stated:
-                seen = {True: "yes", False: "no", None: "-"}[e["after_verdict"]]
-                lines.append(f"| {e['date']} | {e['commit']} | {e['recipe']} | {e['old']} | {e['new']} | {seen} |")
-        else:
-            lines.append("No claim moved in or out of the results.")
+        lines += _moves(stated, ("before", "after"), str) if stated else ["No claim moved in or out of the results."]
     levels = data.get("confirmation_levels")
     if levels:
         lines += ["", "Each confirmation verdict at the level in force when the check was first confirmed, and at "

@@ -621,6 +621,10 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
     (True, True)
     >>> text.split(". ")[-1]
     'Negative controls: `placebo` passes 0 of the 4 checks it is scored on.'
+    >>> lost = {"recipe": "d", "method_check": {"label": "held", "confirmed": True, "credit": {**credit,
+    ...         "credited": True, "confirmed": False}}}
+    >>> "credited at the looks but not in the confirmation (`d`)" in headline([lost], {"seeds": [1000]}, {})
+    True
     >>> headline(rows[2:3], None, {}).split(":")[0]
     'No verdict is confirmed yet'
     """
@@ -642,11 +646,6 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
     uncredited = names(lambda c: c.get("label") == "held" and "credit" not in c)
     uncredited = [n for n in uncredited if credited_claim(n) is not None]
 
-    def credited(c: dict) -> bool:  # held, confirmed, and counted at the looks and in the confirmation
-        if not (counted(c) and c.get("confirmed") is True):
-            return False
-        return "credit" not in c or c["credit"].get("confirmed") is True
-
     def held_confirmed(c: dict) -> bool:
         return c.get("label") == "held" and c.get("confirmed") is True
 
@@ -659,7 +658,8 @@ def headline(rows: list[dict], confirmation: dict | None, protocol: dict, world:
     unmatched = names(lambda c: c.get("label") == "held" and c.get("unmatched"))
     passed = [n for n in names(lambda c: c.get("label") == "held" and "credit" not in c and not counted(c))
               if n not in uncredited and n not in unmatched]  # fmt: skip
-    lost_in_confirmation = names(lambda c: counted(c) and held_confirmed(c) and not credited(c))
+    lost_in_confirmation = [n for n in names(lambda c: counted(c) and held_confirmed(c))
+                            if n not in claims and n not in uncredited]  # credited at the looks, not again  # fmt: skip
     not_held = names(lambda c: c.get("label") == "not held" and c.get("confirmed") is True)
     unconfirmed = names(lambda c: c.get("label") in ("held", "not held") and c.get("confirmed") is not True)
     inconclusive = names(lambda c: c.get("label") == "inconclusive")
