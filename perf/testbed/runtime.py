@@ -116,13 +116,20 @@ def _later(timed_hash: str) -> set[str]:
     return {*after, sha256()}
 
 
-def _timed_file(world: str, recipe: str, seed: int) -> dict:
-    """The run file of `recipe` seed `seed` that `world`'s timing trained."""
+def _timed_files(world: str, recipe: str, seeds) -> list[dict]:
+    """The run files of `recipe` at `seeds` (in that order) that `world`'s timing trained."""
     directory, _, _, timed_hash = TIMED[world]
-    for name, run in _files(os.path.join(ROOT, directory)):
-        if name == recipe and run["seed"] == seed and run.get("protocol_sha256") == timed_hash:
-            return run
-    raise FileNotFoundError(f"world {world} has no timed run file of {recipe} seed {seed}")
+    runs = os.path.join(ROOT, directory, "runs", recipe)
+    found = {}
+    for file in sorted(os.listdir(runs)):
+        with open(os.path.join(runs, file)) as f:
+            run = json.load(f)
+        if run["seed"] in seeds and run.get("protocol_sha256") == timed_hash:
+            found[run["seed"]] = run
+    missing = [s for s in seeds if s not in found]
+    if missing:
+        raise FileNotFoundError(f"world {world} has no timed run file of {recipe} seeds {missing}")
+    return [found[s] for s in seeds]
 
 
 def _train_reference(settings: dict, recipe: str, seed: int) -> dict:
@@ -151,7 +158,7 @@ def calibrate(workers: int = 2) -> dict:
     from trl_efficient_testbed.jobs import _worker_init
 
     world, recipe, seeds = REFERENCE
-    timed = [_timed_file(world, recipe, seed) for seed in seeds]
+    timed = _timed_files(world, recipe, seeds)
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init) as pool:
         futures = [

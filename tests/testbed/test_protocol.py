@@ -566,7 +566,7 @@ def test_runtime_calibration_scales_by_the_same_work_and_refuses_other_work():
     runtime = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runtime)
     world, recipe, seeds = runtime.REFERENCE
-    timed = [runtime._timed_file(world, recipe, seed) for seed in seeds]
+    timed = runtime._timed_files(world, recipe, seeds)
     assert [r["protocol_sha256"] for r in timed] == [runtime.TIMED[world][3]] * len(seeds)
 
     def rerun(run, seconds_factor, tokens_factor):
