@@ -1,14 +1,14 @@
 """Reproduce the testbed comparison of the README and docs/testbed.md and write it under perf/testbed/results/.
 
-    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 9]
+    python perf/testbed/compare.py [--recipes all | grpo kimi ...] [--max-steps 40] [--seeds 3] [--max-seeds 6]
                                    [--workers 2] [--no-train] [--no-confirm]
 
-Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 9 --output-dir perf/testbed/results`
+Same as `trl-efficient testbed compare --recipes all --workers 2 --max-seeds 6 --output-dir perf/testbed/results`
 followed by `trl-efficient testbed confirm` (the protocol's looks and its confirmation, one resumable command):
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/overthinking), then every registered recipe with 3 training seeds at its testbed scale
 (trl_efficient_testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
-check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's `looks.max_seeds`, 9), on 2 worker
+check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's last look, `looks.end_at`, 6), on 2 worker
 processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
 per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
@@ -50,10 +50,10 @@ def main(argv=None) -> int:
         argv = ["--recipes", *DEFAULT_RECIPES, *argv]
     if "--workers" not in argv:
         argv += ["--workers", DEFAULT_WORKERS]
-    if "--max-seeds" not in argv:  # the protocol's looks (3, 6, 9 seeds): an inconclusive check trains 3 more at each
-        from trl_efficient_testbed.protocol import load
+    if "--max-seeds" not in argv:  # the protocol's looks (3 and 6 seeds): an inconclusive check trains 3 more at each
+        from trl_efficient_testbed.protocol import last_look
 
-        argv += ["--max-seeds", str(load()["looks"]["max_seeds"])]
+        argv += ["--max-seeds", str(last_look())]
     committed = not any(a == "--output-dir" or a.startswith("--output-dir=") for a in argv)
     if committed:
         argv += ["--output-dir", os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")]

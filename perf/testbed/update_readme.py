@@ -62,6 +62,18 @@ HISTORY_V3 = "verdict-history-v3"  # in docs/testbed.md: results_v3/verdict_hist
 HISTORY_V3_JSON = os.path.join(HERE, "results_v3", "verdict_history.json")
 
 
+def _looks(protocol: dict) -> str:
+    """The looks a `compare.json` protocol record took: the design's, or those up to its `last_look` (protocol 13).
+
+    >>> _looks({"looks": [3, 6, 9]}), _looks({"looks": [3, 6, 9], "last_look": 6})
+    ('3, 6, 9', "3, 6 (of the design's 3, 6, 9)")
+    """
+    design = protocol["looks"]
+    taken = [n for n in design if n <= (protocol.get("last_look") or design[-1])]
+    text = ", ".join(map(str, taken))
+    return text if taken == design else f"{text} (of the design's {', '.join(map(str, design))})"
+
+
 def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_JSON) -> str:
     """Every method check of `json_path` under protocol 1 beside its verdict before it (the previous version in
     `history_path`), with its p-value, BH q-value, the negative controls' scores and the recipe against
@@ -78,7 +90,7 @@ def render_protocol(json_path: str = DEFAULT_JSON, history_path: str = HISTORY_J
     # beside each verdict, the one before the protocol file (protocol 3, the last version whose compare.json names none)
     before = next((v for v in reversed(versions) if not v.get("protocol")), versions[0])
     lines = [f"Protocol {data['protocol']['version']} (sha256 {sha}; {data['protocol']['error_spending']['method']} "
-             f"spending over the looks at {', '.join(map(str, data['protocol']['looks']))} seeds, nominal one-sided "
+             f"spending over the looks at {_looks(data['protocol'])} seeds, nominal one-sided "
              f"level {data['protocol']['nominal_levels'][0]:.4f} per look; BH across the checks), from "
              f"`perf/testbed/results/compare.json`; the verdict before it is {before['commit']}'s:", "",
              "| " + " | ".join(["recipe", "before (protocol 3)", f"protocol {data['protocol']['version']}",

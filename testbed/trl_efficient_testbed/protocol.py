@@ -37,6 +37,7 @@ __all__ = [
     "benjamini_hochberg",
     "control_of",
     "library_versions",
+    "last_look",
     "load",
     "look_index",
     "matching_control",
@@ -115,13 +116,25 @@ def nominal_levels(looks: int, method: str | None = None) -> list[float]:
 
 
 def look_sizes() -> list[int]:
-    """The seeds at each look: `seeds_per_look`, twice it, ... up to `max_seeds`."""
+    """The seeds at each look of the design: `seeds_per_look`, twice it, ... up to `max_seeds` (their number sets
+    the nominal levels; the comparison may end before the last, `last_look`)."""
     looks = load()["looks"]
     step, top = int(looks["seeds_per_look"]), int(looks["max_seeds"])
     sizes = [step]
     while sizes[-1] < top:
         sizes.append(min(sizes[-1] + step, top))
     return sizes
+
+
+def last_look() -> int:
+    """The seeds at which every row's looks end (`looks.end_at`; protocol 13: 6 of the design's 3, 6, 9, the third
+    look's error left unspent), the design's `max_seeds` when the file sets none.
+
+    >>> last_look(), look_sizes()
+    (6, [3, 6, 9])
+    """
+    looks = load()["looks"]
+    return int(looks.get("end_at") or looks["max_seeds"])
 
 
 def look_index(seeds: int) -> int:
@@ -229,15 +242,15 @@ def row_check(name: str) -> str | None:
     return (load().get("rows") or {}).get(name, {}).get("check")
 
 
-def row_max_seeds(name: str) -> int | None:
-    """The last look of a row of `rows` that ends its looks early (protocol 6: ProRL's and BroRL's rows, one look),
-    `None` for a row that follows `looks`.
+def row_max_seeds(name: str) -> int:
+    """The seeds at which `name`'s looks end: its own `max_seeds` in `rows` (protocol 6: ProRL's and BroRL's rows,
+    one look; protocol 13: the rows at twice grpo's cost), else every row's `last_look`.
 
-    >>> row_max_seeds("prorl"), row_max_seeds("kimi")
-    (3, None)
+    >>> row_max_seeds("laser-d"), row_max_seeds("kimi")
+    (3, 6)
     """
     value = ((load().get("rows") or {}).get(name) or {}).get("max_seeds")
-    return None if value is None else int(value)
+    return last_look() if value is None else min(int(value), last_look())
 
 
 def row_negative_controls(name: str) -> list[str]:
@@ -262,10 +275,11 @@ def scale_regime(base_model: str | None) -> str:
 def row_in_comparison(name: str, base_model: str | None = None) -> bool:
     """Whether the comparison on `base_model` judges the row `name`: a row that names a scale rule (`scale`, as a
     cap-matched control does; protocol 11: ProRL's and BroRL's rows, world v2 only) stands only for comparisons under
-    it (`scale_regime`); every other row is in every comparison.
+    it (`scale_regime`), one that names `none` for none (protocol 13: ProRL's and BroRL's rows, which `trl-efficient
+    testbed compare --recipes grpo prorl brorl` still judges on their own); every other row is in every comparison.
 
     >>> row_in_comparison("prorl", "testbed:v2"), row_in_comparison("prorl", "testbed:v3"), row_in_comparison("kimi")
-    (True, False, True)
+    (False, False, True)
     """
     scale = row_spec(name).get("scale")
     return scale is None or scale == scale_regime(base_model)
@@ -302,8 +316,10 @@ def compatible_runs() -> set[str]:
 
 
 def describe() -> dict[str, Any]:
-    """What `compare.json` records of the protocol: its hash, version, spending and FDR method."""
+    """What `compare.json` records of the protocol: its hash, version, spending and FDR method, the design's looks
+    and the one every row's looks end at."""
     data = load()
     return {"sha256": sha256(), "version": data["version"], "error_spending": data["error_spending"],
             "false_discovery_rate": data["false_discovery_rate"], "margins": data["margins"],
-            "nominal_levels": nominal_levels(len(look_sizes())), "looks": look_sizes()}  # fmt: skip
+            "nominal_levels": nominal_levels(len(look_sizes())), "looks": look_sizes(),
+            "last_look": last_look()}  # fmt: skip

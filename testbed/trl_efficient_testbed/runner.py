@@ -732,7 +732,7 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
     """The recipes whose method check is inconclusive (not the baselines, not failed rows), and `grpo`, the
     reference of their comparisons, when it is a row and any is: those that train more seeds at `compare`'s next
     look of `seeds` seeds (`look_sizes`, up to `TestbedSettings.max_seeds`; a row whose looks end earlier,
-    `protocol.row_max_seeds`, stays where it is).
+    `protocol.row_max_seeds`: its own end or every row's, `protocol.last_look`, stays where it is).
 
     >>> undecided([{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
     ...            {"recipe": "kimi", "method_check": {"claim": "shorter", "held": True}},
@@ -749,7 +749,7 @@ def undecided(rows: list[dict], seeds: int | None = None, base_model: str | None
              and not is_baseline(r["method_check"]) and r["method_check"].get("held") is None
              and not r["method_check"].get("cannot_judge") and not is_control(r["recipe"])
              and r["recipe"] not in duplicates
-             and (seeds is None or (row_max_seeds(r["recipe"]) or seeds) >= seeds)]  # fmt: skip
+             and (seeds is None or row_max_seeds(r["recipe"]) >= seeds)]  # fmt: skip
     # their matching controls train the same seeds (a check reads its control on the seeds both have)
     controls = [
         c
@@ -822,12 +822,13 @@ def _kept_timing(path: str, timing: dict) -> dict:
 
 def comparison_recipes(base_model: str | None = None) -> list[str]:
     """`--recipes all`: grpo, every compared recipe and the protocol's own rows (LISA), less the rows scoped to
-    another scale rule than `base_model`'s (`protocol.row_in_comparison`; protocol 11: ProRL's and BroRL's rows are
-    world v2's alone). The matching controls follow from these (`with_controls`).
+    another scale rule than `base_model`'s or to none (`protocol.row_in_comparison`; protocol 11: ProRL's and BroRL's
+    rows were world v2's alone, protocol 13: in no comparison). The matching controls follow from these
+    (`with_controls`).
 
     >>> v2, v3 = comparison_recipes("testbed:v2"), comparison_recipes("testbed:v3")
-    >>> v2[0], sorted(set(v2) - set(v3)), "lisa" in v3
-    ('grpo', ['brorl', 'prorl'], True)
+    >>> v2[0], v2 == v3, "lisa" in v3, "prorl" in v2  # protocol 13: ProRL and BroRL in no comparison
+    ('grpo', True, True, False)
     """
     from trl_efficient.recipes import RECIPES
 

@@ -50,9 +50,14 @@ def test_error_spending_keeps_the_overall_error_of_its_looks(looks):
     assert (walks > 1.96).any(axis=1).mean() > 0.05
 
 
-def test_the_protocol_looks_at_three_six_and_nine_seeds():
-    # protocol 6: Pocock K = 3 (Jennison & Turnbull 2000, Table 2.1: C_P(3) = 2.289 -> one-sided 0.0110 a look)
-    assert protocol.look_sizes() == [3, 6, 9]
+def test_the_protocol_looks_at_three_and_six_seeds_of_a_three_look_design():
+    # protocol 6: Pocock K = 3 (Jennison & Turnbull 2000, Table 2.1: C_P(3) = 2.289 -> one-sided 0.0110 a look);
+    # protocol 13 ends every row's looks at 6 seeds at those levels (the third look's error unspent), the rows at
+    # twice grpo's cost at 3, and ProRL's and BroRL's rows are in no comparison
+    assert protocol.look_sizes() == [3, 6, 9] and protocol.last_look() == 6
+    assert protocol.row_max_seeds("kimi") == 6 and protocol.row_max_seeds("laser-d") == 3
+    assert protocol.nominal_level(6) == protocol.nominal_levels(3)[1]
+    assert not any(protocol.row_in_comparison(n, w) for n in ("prorl", "brorl") for w in ("testbed:v2", "testbed:v3"))
     assert protocol.nominal_level(3) == protocol.nominal_level(9) == pytest.approx(0.01104, abs=1e-5)
     # the repeated p-value of the nominal level is the design's error, and it is monotone (protocol 2's BH reads it)
     assert protocol.repeated_p(protocol.nominal_level(3)) == pytest.approx(0.025, abs=0.002)
@@ -146,11 +151,13 @@ def test_compare_json_records_the_protocol_and_the_new_run_files_their_versions(
     # widens DAPO-overlong's "cannot be judged")
     # and protocol 10 those of protocol 9 (it adds the controls' seeds and constant-penalty-half's runs), protocol 11
     # those of protocol 10 (it scopes ProRL's and BroRL's rows to world v2's comparison), protocol 12 those of
-    # protocol 11 (it leaves ASRR's prefix claim uncounted)
+    # protocol 11 (it leaves ASRR's prefix claim uncounted), protocol 13 those of protocol 12 (it ends the looks at 6
+    # seeds, the dearest rows' at 3, and takes ProRL and BroRL out of the comparison: it reads fewer of them)
     assert protocol.compatible_runs() == {protocol.sha256(), "679556910933e552", "4bff1ddc0db11da0",
                                           "3e7adf8e3c70e564", "05262746f092d3fb", "73117ef03bbe2606",
                                           "16a34c4628d2a3ac", "6a3e2ea353903edd", "5574eea2f110a808",
-                                          "0e532a47dfe2de21", "fb9c6aafa049ab06", "d8443fee372aef16"}  # fmt: skip
+                                          "0e532a47dfe2de21", "fb9c6aafa049ab06", "d8443fee372aef16",
+                                          "7a1c05de7f274a1e"}  # fmt: skip
     for path in data["runs"]["placebo"]:  # its hash and the libraries' versions
         run = json.load(open(os.path.join(results, path)))
         assert run["protocol_sha256"] in counts and set(run["versions"]) >= {"trl", "transformers", "torch"}
