@@ -539,8 +539,9 @@ def test_protocol_11_scopes_prorl_and_brorl_to_world_v2():
 
 
 def test_runtime_estimates_are_the_documented_ones_and_predict_the_measured_timings():
-    """perf/testbed/runtime.py reproduces the minutes docs/testbed.md states (protocol 11: world v3 about 104, world
-    v2 about 114) and its method predicts each world's measured timing from the other world's overhead within 2%."""
+    """perf/testbed/runtime.py reproduces the minutes docs/testbed.md states (protocol 13: world v2 about 75, world
+    v3 about 79, on the machine of the timings; protocol 11's were 114 and 104) and its method predicts each world's
+    measured timing from the other world's overhead within 2%."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed", "runtime.py")
@@ -548,11 +549,11 @@ def test_runtime_estimates_are_the_documented_ones_and_predict_the_measured_timi
     runtime = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runtime)
     v2, v3 = runtime.estimate("v2"), runtime.estimate("v3")
-    assert round(v3["estimate_minutes"]) == 104 and round(v2["estimate_minutes"]) == 114
+    assert round(v2["estimate_minutes"]) == 75 and round(v3["estimate_minutes"]) == 79
     assert abs(v3["overhead"] * v2["timed_train_minutes"] / 2 / v2["timed_minutes"] - 1) < 0.02
     assert abs(v2["overhead"] * v3["timed_train_minutes"] / 2 / v3["timed_minutes"] - 1) < 0.02
     docs = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "testbed.md")).read()
-    assert "104 minutes for world v3 and\n  114 for world v2" in docs
+    assert "about 75 minutes for world v2 and 79 for world v3" in " ".join(docs.split())
 
 
 def test_runtime_calibration_scales_by_the_same_work_and_refuses_other_work():
