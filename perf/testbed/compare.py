@@ -8,8 +8,8 @@ followed by `trl-efficient testbed confirm` (the protocol's looks and its confir
 trains the over-thinking base model on first use (about 3 minutes on two CPU cores, cached under
 ~/.cache/trl_efficient/overthinking), then every registered recipe with 3 training seeds at its testbed scale
 (trl_efficient_testbed/scaling.py) for the same number of GRPO steps from it (later looks: every recipe whose method
-check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's last look, `looks.end_at`, 6), on 2 worker
-processes (one torch thread each)
+check is still inconclusive, and grpo, trains 3 more seeds, up to the protocol's last look, `looks.end_at`, 6), on 2
+worker processes (one torch thread each)
 with a progress bar and ETA over the (recipe, seed) runs, and writes compare.md, compare.json, pareto.png,
 per_difficulty.png (tokens-to-floor ratio and accuracy per difficulty, one panel per method family, 95% bands) and
 checks.png (`trl-efficient testbed plots perf/testbed/results/compare.json` redraws both from the JSON), then prints

@@ -482,60 +482,65 @@ def test_a_rerender_keeps_the_measured_timing(tmp_path):
 
 def test_a_row_whose_runs_equal_another_rows_stops_at_the_look_that_finds_it():
     """Protocol 8 (`looks.continue_when`): a duplicate is "cannot be judged", not inconclusive, so it trains no more
-    seeds even while its own check reads inconclusive (world v3's LASER-DE trained 9 seeds of LASER-D's runs)."""
+    seeds even while its own check reads inconclusive (world v3's LASER-DE trained 9 seeds of LASER-D's runs; two rows
+    whose looks reach 6 seeds stand in for them, which protocol 13 gives one look)."""
     from trl_efficient_testbed.runner import undecided
 
     open_check = {"claim": "shorter", "held": None}
     rows = [{"recipe": "grpo", "method_check": {"claim": "baseline", "held": None}},
-            {"recipe": "laser-d", "records_sha256": "a", "seed_records_sha256": {"0": "x"}, "method_check": open_check},
-            {"recipe": "laser-de", "records_sha256": "a", "seed_records_sha256": {"0": "x"},
+            {"recipe": "gfpo", "records_sha256": "a", "seed_records_sha256": {"0": "x"}, "method_check": open_check},
+            {"recipe": "gfpo-adaptive", "records_sha256": "a", "seed_records_sha256": {"0": "x"},
              "method_check": dict(open_check)},
             {"recipe": "kimi", "records_sha256": "b", "seed_records_sha256": {"0": "y"},
              "method_check": dict(open_check)}]  # fmt: skip
-    assert undecided(rows, seeds=6) == ["laser-d", "kimi", "grpo"]
+    assert undecided(rows, seeds=6) == ["gfpo", "kimi", "grpo"]
     rows[2]["seed_records_sha256"] = {"0": "z"}  # differs seed by seed: its own row, and still open
     rows[2]["records_sha256"] = "c"
-    assert undecided(rows, seeds=6) == ["laser-d", "laser-de", "kimi", "grpo"]
+    assert undecided(rows, seeds=6) == ["gfpo", "gfpo-adaptive", "kimi", "grpo"]
 
 
-def test_the_rows_with_two_looks_are_those_whose_runs_cost_at_least_one_and_a_half_grpos():
-    """Protocol 8's cost rule read back from both worlds' committed comparisons (each row's mean train seconds over
-    its run files): every row at 1.5 x grpo's or more has `max_seeds` (6, or ProRL's and BroRL's one look), and no
-    cheaper row has."""
-    from trl_efficient_testbed.protocol import CONTROL_JOBS, row_max_seeds, sha256
+def test_the_rows_with_one_look_are_those_whose_runs_cost_at_least_two_grpos_in_both_worlds():
+    """Protocol 13's cost rule read back from both worlds' committed comparisons (each row's mean train seconds over
+    the run files it reads, those written before protocol 10: later runs were timed on shared cores): the rows at 2 x
+    grpo's or more in both worlds have one look (`max_seeds: 3`); every other row's looks end at `last_look`, 6
+    (protocol 8's rows at 1.5 x, bingo, gfpo, gfpo-adaptive and hbpo, included)."""
+    from trl_efficient_testbed.protocol import CONTROL_JOBS, last_look, row_max_seeds, sha256
 
     root = os.path.join(os.path.dirname(__file__), "..", "..", "perf", "testbed")
+    ratios = []
     for world in ("results", "results_v3"):
         with open(os.path.join(root, world, "compare.json")) as f:
             data = json.load(f)
         cost = {}
-        for name, paths in data["runs"].items():  # the run files written before protocol 10 (the rule's own data:
-            seconds = []  # later runs were timed on shared cores, and the rule was fixed before them)
+        for name, paths in data["runs"].items():
+            seconds = []
             for path in paths:
                 with open(os.path.join(root, world, path)) as f:
                     run = json.load(f)
-                if run.get("train_seconds") and run.get("protocol_sha256") not in ("fb9c6aafa049ab06", sha256()):
+                if run.get("train_seconds") and run.get("protocol_sha256") not in (
+                    "fb9c6aafa049ab06", "d8443fee372aef16", "7a1c05de7f274a1e", sha256()):  # fmt: skip
                     seconds.append(run["train_seconds"])
             if seconds:
                 cost[name] = sum(seconds) / len(seconds)
-        ratio = {n: s / cost["grpo"] for n, s in cost.items() if n not in CONTROL_JOBS and n != "grpo"}
-        dear = sorted(n for n, r in ratio.items() if r >= 1.5)
-        assert set(dear) >= {"bingo", "budgetthinker", "gfpo", "gfpo-adaptive", "hbpo", "laser-d", "laser-de"}, world
-        assert all(row_max_seeds(n) in (3, 6) for n in dear), world
-        assert all(row_max_seeds(n) is None for n, r in ratio.items() if r < 1.5), world
+        ratios.append({n: s / cost["grpo"] for n, s in cost.items() if n not in CONTROL_JOBS and n != "grpo"})
+    v2, v3 = ratios
+    dear = {n for n in v2 if n in v3 and min(v2[n], v3[n]) >= 2.0}
+    assert dear == {"budgetthinker", "laser-d", "laser-de"}
+    assert all(row_max_seeds(n) == 3 for n in dear)
+    assert all(row_max_seeds(n) == last_look() == 6 for n in set(v2) | set(v3) if n not in dear)
 
 
-def test_protocol_11_scopes_prorl_and_brorl_to_world_v2():
-    """World v3's comparison neither trains nor judges ProRL's and BroRL's rows, nor their matching controls; world
-    v2's keeps all four (protocol 11, `rows: scale: recipe`)."""
+def test_protocol_13_takes_prorl_and_brorl_out_of_both_comparisons():
+    """Neither world's comparison trains or judges ProRL's and BroRL's rows, nor their matching controls (protocol 13,
+    `rows: scale: none`; protocol 11 had kept them in world v2's); the two worlds differ only in their cap controls."""
     from trl_efficient_testbed.runner import comparison_recipes, with_controls
 
     v2 = with_controls(comparison_recipes("testbed:v2"), "testbed:v2")
     v3 = with_controls(comparison_recipes("testbed:v3"), "testbed:v3")
-    assert {"prorl", "brorl", "grpo-kl", "brorl-n8"} <= set(v2)
-    assert not {"prorl", "brorl", "grpo-kl", "brorl-n8"} & set(v3)
-    v2_only = {"prorl", "brorl", "grpo-kl", "brorl-n8", "grpo-cap192", "grpo-cap230"}
-    assert set(v2) - v2_only == set(v3) - {"grpo-cap116", "grpo-cap119", "grpo-cap227"}
+    assert not {"prorl", "brorl", "grpo-kl", "brorl-n8"} & (set(v2) | set(v3))
+    assert set(v2) - {"grpo-cap192", "grpo-cap230"} == set(v3) - {"grpo-cap116", "grpo-cap119", "grpo-cap227"}
+    # still judged on their own, with their controls, when named
+    assert {"grpo-kl", "brorl-n8"} <= set(with_controls(["grpo", "prorl", "brorl"], "testbed:v2"))
 
 
 def test_runtime_estimates_are_the_documented_ones_and_predict_the_measured_timings():
