@@ -102,7 +102,7 @@ def test_compare_script_measures_the_world_report_once_next_to_its_output(tmp_pa
     assert script.main(["--recipes", "grpo", f"--output-dir={out}"]) == 0
     assert calls[0] == ["world-report", "--model", "testbed:v2", "--json", str(out / "world_report_v2.json")]
     # then the looks (with the protocol's seeds) and the confirmation pass, one command
-    assert calls[1][0] == "compare" and calls[1][calls[1].index("--max-seeds") + 1] == "9"
+    assert calls[1][0] == "compare" and calls[1][calls[1].index("--max-seeds") + 1] == "6"  # protocol 13: 3, 6
     assert calls[2][:2] == ["confirm", str(out / "compare.json")] and len(calls) == 3
     (out / "world_report_v2.json").write_text("{}")
     calls.clear()
