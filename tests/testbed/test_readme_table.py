@@ -77,3 +77,12 @@ def test_results_headline_states_only_confirmed_verdicts(world):
             assert check.get("label") == "held" and check.get("confirmed") is True and counted(check), row["recipe"]
             assert (check.get("credit") or {}).get("confirmed", True) is True, row["recipe"]
     assert "survive" in section and "Smallest effect resolved" in section
+
+
+def test_protocol_line_names_the_looks_taken_of_the_design():
+    """The protocol line of the docs reads the looks a compare.json took: all of the design's, or (protocol 13) those
+    up to its `last_look`, with the design beside them (`update_readme._looks`; perf/ is outside pytest's doctests)."""
+    up = _updater()
+    assert up._looks({"looks": [3, 6, 9]}) == "3, 6, 9"
+    assert up._looks({"looks": [3, 6, 9], "last_look": 6}) == "3, 6 (of the design's 3, 6, 9)"
+    assert up._looks({"looks": [3, 6, 9], "last_look": 3}) == "3 (of the design's 3, 6, 9)"
